@@ -1,0 +1,81 @@
+// Command carve partitions one NVIDIA GPU's TPCs between unmodified CUDA
+// processes, the way taskset partitions CPUs.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// exitError carries an exit status out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "carve",
+		Short: "Partition a GPU's TPCs between unmodified CUDA processes",
+		Long: `carve confines each CUDA process to a set of the GPU's TPCs (pairs of SMs),
+enforced by the hardware, so that several programs co-run on one GPU without
+taking each other's compute. Partitions can be resized while programs run.
+
+TPCs are named by logical index 0..N-1 over the live TPCs, GPC by GPC
+(see 'carve topo'). A partition is given as one of:
+  -t 0-15,20   these TPCs        -g 2,3   these whole GPCs
+  -n 20        any 20 TPCs, packed into as few GPCs as possible (avoiding busy ones)
+  -n 50%       that share of all TPCs
+
+Typical use:
+  carve topo
+  carve mps start
+  carve run -t 0-15 -- python serve_a.py
+  carve run -n 20 -- ./batch_job
+  carve ls
+  carve set -p 4242 -t 0-7
+  carve mps stop`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newTopoCmd(), newDiscoverCmd(), newRunCmd(), newSetCmd(), newLsCmd(), newMPSCmd(), newVersionCmd())
+	return root
+}
+
+func main() {
+	err := newRoot().Execute()
+	if err == nil {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "carve:", err)
+	var ee *exitError
+	var xe *exec.Error
+	switch {
+	case errors.As(err, &ee):
+		os.Exit(ee.code)
+	case errors.As(err, &xe):
+		os.Exit(127)
+	}
+	os.Exit(1)
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print carve's version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), "carve", version)
+		},
+	}
+}

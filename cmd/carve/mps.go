@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/carve-gpu/carve/internal/mps"
+)
+
+func newMPSCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "mps",
+		Short: "Start, stop or inspect carve's MPS daemon",
+		Long: `MPS lets separate processes' kernels run on the GPU at the same time; carve's
+partitions then keep them on disjoint TPCs. carve runs its own MPS control
+daemon in its own pipe directory ($CARVE_MPS_DIR, default /tmp/carve-mps-UID),
+leaving any other MPS setup alone. Clients get CUDA_DEVICE_MAX_CONNECTIONS=8.
+
+Known MPS limits carve does not hide: a fatal GPU fault in one client ends the
+others' work too; one server serves a limited number of clients (about 15 with
+8 connections each); %smid is virtualized per client.`,
+	}
+	var out string
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Say whether carve's MPS daemon runs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(out); err != nil {
+				return err
+			}
+			d := mps.Default()
+			st := map[string]any{"running": d.Running(), "pid": d.PID(), "pipe_dir": d.PipeDir(), "log_dir": d.LogDir()}
+			if d.Running() {
+				if servers, err := d.Query("get_server_list"); err == nil {
+					st["servers"] = servers
+				}
+			}
+			if out == "json" {
+				return writeJSON(cmd.OutOrStdout(), st)
+			}
+			if !d.Running() {
+				fmt.Fprintf(cmd.OutOrStdout(), "MPS is not running (pipe directory %s)\n", d.PipeDir())
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "MPS runs: control daemon pid %d, pipe directory %s, servers [%v]\n",
+				d.PID(), d.PipeDir(), st["servers"])
+			return nil
+		},
+	}
+	addOutputFlag(status, &out)
+	c.AddCommand(&cobra.Command{
+		Use:   "start",
+		Short: "Start carve's MPS daemon",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d := mps.Default()
+			if err := d.Start(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "MPS started (pid %d, pipe directory %s)\n", d.PID(), d.PipeDir())
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "stop",
+		Short: "Stop carve's MPS daemon",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := mps.Default().Stop(); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "MPS stopped")
+			return nil
+		},
+	}, status)
+	return c
+}

@@ -1,0 +1,357 @@
+package ctl_test
+
+// Tests of libcarve.so against a fake libcuda.so.1: the shim is built with
+// the system C compiler, loaded with LD_PRELOAD into a small C program that
+// stands in for an unmodified CUDA program, and driven through the same
+// control blocks carve writes.
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+)
+
+type built struct {
+	dir, shim, fake, driver, layout string
+	err                             error
+}
+
+var (
+	buildOnce sync.Once
+	art       built
+)
+
+// artifacts compiles the shim, the fake driver and the test programs once.
+func artifacts(t *testing.T) built {
+	t.Helper()
+	buildOnce.Do(func() {
+		cc := os.Getenv("CC")
+		if cc == "" {
+			cc = "cc"
+		}
+		d, err := os.MkdirTemp("", "carve-shim-test-")
+		if err != nil {
+			art.err = err
+			return
+		}
+		art = built{dir: d, shim: filepath.Join(d, "libcarve.so"), fake: filepath.Join(d, "libcuda.so.1"),
+			driver: filepath.Join(d, "driver"), layout: filepath.Join(d, "layout")}
+		steps := [][]string{
+			{cc, "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-o", art.shim, "../../shim/carve.c", "-ldl", "-pthread"},
+			{cc, "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-o", art.fake, "../../shim/fake/fakecuda.c"},
+			{cc, "-O2", "-Wall", "-o", art.driver, "../../shim/test/driver.c", "-ldl"},
+			{cc, "-Wall", "-o", art.layout, "../../shim/test/layout.c"},
+		}
+		for _, s := range steps {
+			if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
+				art.err = fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, out)
+				return
+			}
+		}
+	})
+	if art.err != nil {
+		t.Fatalf("building the shim and its fakes (needs a C compiler): %v", art.err)
+	}
+	return art
+}
+
+func TestLayoutMatchesHeader(t *testing.T) {
+	a := artifacts(t)
+	out, err := exec.Command(a.layout).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type field struct{ off, size uintptr }
+	c := map[string]field{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var name string
+		var f field
+		if _, err := fmt.Sscanf(line, "%s %d %d", &name, &f.off, &f.size); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		c[name] = f
+	}
+	if c["sizeof"].off != ctl.Size || reflect.TypeFor[ctl.Block]().Size() != ctl.Size {
+		t.Fatalf("sizes: C %d, Go %d, const %d", c["sizeof"].off, reflect.TypeFor[ctl.Block]().Size(), ctl.Size)
+	}
+	typ := reflect.TypeFor[ctl.Block]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name := f.Tag.Get("c")
+		cf, ok := c[name]
+		if !ok {
+			t.Errorf("Go field %s (c:%q) has no C counterpart", f.Name, name)
+			continue
+		}
+		if cf.off != f.Offset || cf.size != f.Type.Size() {
+			t.Errorf("%s: C offset %d size %d, Go offset %d size %d", name, cf.off, cf.size, f.Offset, f.Type.Size())
+		}
+		delete(c, name)
+	}
+	delete(c, "sizeof")
+	for name := range c {
+		t.Errorf("C field %s has no Go counterpart", name)
+	}
+}
+
+// proc is a driver process under the shim.
+type proc struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *strings.Builder
+}
+
+func (p *proc) launch(t *testing.T, version int) (mask [4]uint32, enable uint32) {
+	t.Helper()
+	fmt.Fprintf(p.in, "launch %#x\n", version)
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("driver died: %v; stderr: %s", err, p.stderr)
+	}
+	var called int
+	if _, err := fmt.Sscanf(line, "mask %x %x %x %x %d %d", &mask[0], &mask[1], &mask[2], &mask[3], &enable, &called); err != nil {
+		t.Fatalf("driver said %q: %v", line, err)
+	}
+	if called != 1 {
+		t.Fatalf("the launch callback was not called; stderr: %s", p.stderr)
+	}
+	return mask, enable
+}
+
+// wait closes stdin and returns the exit code.
+func (p *proc) wait(t *testing.T) int {
+	t.Helper()
+	p.in.Close()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		t.Fatal("driver did not exit")
+	}
+	return -1
+}
+
+// startExec starts the driver the way carve run does: the control block is
+// made for the pid first, then that same process execs into the program.
+// It returns with the program loaded (or exited, if the shim refused it).
+func startExec(t *testing.T, dir string, in ctl.Init, env ...string) (*proc, *ctl.Handle) {
+	t.Helper()
+	a := artifacts(t)
+	args := []string{"-c", `read x; exec env "$@"`, "sh", "LD_PRELOAD=" + a.shim, "CARVE_CTL_DIR=" + dir, "CARVE_LIBCUDA=" + a.fake}
+	cmd := exec.Command("/bin/sh", append(append(args, env...), a.driver)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	p := &proc{cmd: cmd, stderr: &strings.Builder{}}
+	var err error
+	if p.in, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = p.stderr
+	p.out = bufio.NewReader(stdout)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	in.PID = cmd.Process.Pid
+	h, err := ctl.Create(dir, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	fmt.Fprintln(p.in, "go")
+	return p, h
+}
+
+func (p *proc) ready(t *testing.T) {
+	t.Helper()
+	line, err := p.out.ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("driver did not start: %q %v; stderr: %s", line, err, p.stderr)
+	}
+}
+
+// live has bits 0-3 and 9-16 live, like the start of the H100's bit space.
+var live = [4]uint32{0x0001fe0f, 0, 0, 0}
+
+func enableOnly(bits ...int) [4]uint32 {
+	m := [4]uint32{^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0)}
+	for _, b := range bits {
+		m[b/32] &^= 1 << (b % 32)
+	}
+	return m
+}
+
+func TestShimAppliesAndFollowsMask(t *testing.T) {
+	dir := t.TempDir()
+	first := enableOnly(0, 1, 2)
+	p, h := startExec(t, dir, ctl.Init{Mask: first, Live: live, Comm: []string{"driver"}})
+	p.ready(t)
+
+	if m, en := p.launch(t, 0x40); m != first || en != 1 {
+		t.Fatalf("first launch: mask %x enable %d, want %x 1", m, en, first)
+	}
+	second := enableOnly(9, 10)
+	gen, err := h.SetMask(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if m, _ := p.launch(t, 0x40); m != second {
+			t.Fatalf("launch %d after set: mask %x, want %x", i, m, second)
+		}
+	}
+	s := h.Snapshot()
+	if s.Launches != 4 || s.State != ctl.StateHooked || s.TMDVersion != 0x40 || s.AppliedGen != gen {
+		t.Errorf("snapshot after 4 launches: %+v (want launches 4, state hooked, version 0x40, applied gen %d)", s, gen)
+	}
+	if s.LastLaunch.IsZero() || time.Since(s.LastLaunch) > time.Minute {
+		t.Errorf("last launch time %v", s.LastLaunch)
+	}
+
+	// A mask enabling only dead bits is never written: the previous one stays.
+	if _, err := h.SetMask(enableOnly(5, 6)); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := p.launch(t, 0x40); m != second {
+		t.Fatalf("dead-only mask: launch got %x, want the previous %x", m, second)
+	}
+	if r := h.Snapshot().Refused; r != 1 {
+		t.Errorf("refused = %d, want 1", r)
+	}
+	if !strings.Contains(p.stderr.String(), "enables no live TPC") {
+		t.Errorf("no warning on stderr: %q", p.stderr)
+	}
+
+	// Volta-style descriptors take the low two words and no enable bit.
+	if m, en := p.launch(t, 0x20); m[0] != second[0] || m[1] != second[1] || m[2] != 0 || en != 0 {
+		t.Errorf("volta launch: %x enable %d", m, en)
+	}
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit %d; stderr: %s", code, p.stderr)
+	}
+}
+
+func TestShimRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		env        []string
+		flags      uint32
+		version    int // launch this version after ready; 0: none
+		wantCode   int
+		wantState  uint32
+		wantStderr string
+	}{
+		{name: "unknown descriptor version", version: 0x10, wantCode: 86, wantState: ctl.StateHooked, wantStderr: "version 0x10 is not supported"},
+		{name: "unknown version allowed", version: 0x10, flags: ctl.FlagAllowUnpartitioned, wantState: ctl.StateHooked},
+		{name: "no export table", env: []string{"FAKECUDA_NO_TABLE=1"}, wantCode: 86, wantState: ctl.StateUnhooked, wantStderr: "refusing to run unpartitioned"},
+		{name: "no export table allowed", env: []string{"FAKECUDA_NO_TABLE=1", "CARVE_ALLOW_UNPARTITIONED=1"}, wantState: ctl.StateUnhooked, wantStderr: "running on all TPCs"},
+		{name: "table only after cuInit", env: []string{"FAKECUDA_NEED_INIT=1"}, version: 0x40, wantState: ctl.StateHooked},
+		{name: "no driver library", env: []string{"CARVE_LIBCUDA=/nonexistent/libcuda.so.1"}, wantCode: 2, wantState: ctl.StateNoDriver},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, h := startExec(t, t.TempDir(), ctl.Init{Mask: enableOnly(0), Live: live, Flags: tc.flags}, tc.env...)
+			if tc.wantCode == 0 || tc.version != 0 {
+				p.ready(t)
+			}
+			if tc.version != 0 {
+				fmt.Fprintf(p.in, "launch %#x\n", tc.version)
+			}
+			code := p.wait(t)
+			if code != tc.wantCode {
+				t.Errorf("exit %d, want %d; stderr: %s", code, tc.wantCode, p.stderr)
+			}
+			if s := h.Snapshot().State; s != tc.wantState {
+				t.Errorf("state %d, want %d", s, tc.wantState)
+			}
+			if !strings.Contains(p.stderr.String(), tc.wantStderr) {
+				t.Errorf("stderr %q lacks %q", p.stderr, tc.wantStderr)
+			}
+		})
+	}
+}
+
+// A process without a block of its own (a child of the partitioned one)
+// gets a copy of its parent's, or of CARVE_CTL_ROOT's, under its own pid.
+func TestShimChildGetsOwnBlock(t *testing.T) {
+	a := artifacts(t)
+	dir := t.TempDir()
+	mask := enableOnly(1, 9)
+	root, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), Mask: mask, Live: live, Comm: []string{"parent"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	cmd := exec.Command(a.driver)
+	cmd.Env = []string{"LD_PRELOAD=" + a.shim, "CARVE_CTL_DIR=" + dir, "CARVE_LIBCUDA=" + a.fake, "CARVE_CTL_ROOT=" + root.Path}
+	cmd.Stdin = strings.NewReader("launch 0x40\nlaunch 0x40\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := fmt.Sprintf("mask %08x %08x %08x %08x 1 1", mask[0], mask[1], mask[2], mask[3])
+	if !strings.Contains(string(out), want) {
+		t.Fatalf("output %q lacks %q", out, want)
+	}
+	child, err := ctl.Open(dir, cmd.Process.Pid)
+	if err != nil {
+		t.Fatalf("child block: %v", err)
+	}
+	defer child.Close()
+	s := child.Snapshot()
+	if s.Mask != mask || s.Live != live || s.Launches != 2 || s.PID != cmd.Process.Pid {
+		t.Errorf("child block %+v", s)
+	}
+	if len(s.Command) == 0 || !strings.HasSuffix(s.Command[0], "driver") {
+		t.Errorf("child command %q", s.Command)
+	}
+	if r := root.Snapshot(); r.Launches != 0 {
+		t.Errorf("root block counted %d launches of the child", r.Launches)
+	}
+	// ls drops the child's block now that it has exited
+	entries, err := ctl.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.PID == cmd.Process.Pid {
+			t.Errorf("List kept the exited child %d", e.PID)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(cmd.Process.Pid))); !os.IsNotExist(err) {
+		t.Errorf("exited child's block still on disk: %v", err)
+	}
+}
+
+func TestShimWithoutBlockRefuses(t *testing.T) {
+	a := artifacts(t)
+	cmd := exec.Command(a.driver)
+	cmd.Env = []string{"LD_PRELOAD=" + a.shim, "CARVE_CTL_DIR=" + t.TempDir(), "CARVE_LIBCUDA=" + a.fake}
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 86 || !strings.Contains(string(out), "no control block") {
+		t.Fatalf("err %v, output %q: want exit 86 and a message", err, out)
+	}
+}

@@ -1,0 +1,37 @@
+// Package kernels holds carve's GPU kernels: CUDA C sources, the PTX that
+// gen.sh makes from them (committed, so that carve builds without nvcc), and
+// the embedded PTX by name.
+package kernels
+
+import (
+	"embed"
+	"fmt"
+	"regexp"
+)
+
+//go:embed *.ptx
+var ptx embed.FS
+
+// PTX returns the embedded PTX of the source file name.cu.
+func PTX(name string) (string, error) {
+	b, err := ptx.ReadFile(name + ".ptx")
+	if err != nil {
+		return "", fmt.Errorf("no embedded kernel module %q: %w", name, err)
+	}
+	return string(b), nil
+}
+
+var sourceLine = regexp.MustCompile(`^// carve-source: (\S+) sha256:([0-9a-f]{64})\n`)
+
+// SourceHash returns the source file and sha256 recorded in a module's PTX.
+func SourceHash(name string) (file, sum string, err error) {
+	s, err := PTX(name)
+	if err != nil {
+		return "", "", err
+	}
+	m := sourceLine.FindStringSubmatch(s)
+	if m == nil {
+		return "", "", fmt.Errorf("%s.ptx has no carve-source line: regenerate it with gen.sh", name)
+	}
+	return m[1], m[2], nil
+}

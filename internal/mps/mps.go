@@ -1,0 +1,167 @@
+// Package mps runs carve's own MPS control daemon, in a pipe directory of
+// carve's, so that partitioned processes co-run on the GPU instead of
+// time-slicing, without touching any MPS server someone else runs.
+package mps
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ClientConnections is CUDA_DEVICE_MAX_CONNECTIONS for clients: MPS's
+// default of 2 serializes a client's streams; 8 is what a process without
+// MPS gets.
+const ClientConnections = "8"
+
+// Daemon names one MPS control daemon by its directories.
+type Daemon struct {
+	Root    string // holds pipe/ and log/
+	Control string // path of nvidia-cuda-mps-control
+}
+
+// Default is carve's daemon: $CARVE_MPS_DIR, else TMPDIR/carve-mps-UID.
+func Default() Daemon {
+	root := os.Getenv("CARVE_MPS_DIR")
+	if root == "" {
+		root = filepath.Join(os.TempDir(), fmt.Sprintf("carve-mps-%d", os.Getuid()))
+	}
+	return Daemon{Root: root}
+}
+
+// PipeDir is CUDA_MPS_PIPE_DIRECTORY for the daemon and its clients.
+func (d Daemon) PipeDir() string { return filepath.Join(d.Root, "pipe") }
+
+// LogDir is CUDA_MPS_LOG_DIRECTORY.
+func (d Daemon) LogDir() string { return filepath.Join(d.Root, "log") }
+
+// ClientEnv is what a process needs to become a client of d.
+func (d Daemon) ClientEnv() []string {
+	return []string{
+		"CUDA_MPS_PIPE_DIRECTORY=" + d.PipeDir(),
+		"CUDA_MPS_LOG_DIRECTORY=" + d.LogDir(),
+		"CUDA_DEVICE_MAX_CONNECTIONS=" + ClientConnections,
+	}
+}
+
+var searchDirs = []string{"/usr/local/nvidia/bin", "/usr/bin", "/usr/local/cuda/bin"}
+
+// ControlPath finds nvidia-cuda-mps-control on PATH or where drivers install it.
+func (d Daemon) ControlPath() (string, error) {
+	if d.Control != "" {
+		return d.Control, nil
+	}
+	if p, err := exec.LookPath("nvidia-cuda-mps-control"); err == nil {
+		return p, nil
+	}
+	for _, dir := range searchDirs {
+		p := filepath.Join(dir, "nvidia-cuda-mps-control")
+		if st, err := os.Stat(p); err == nil && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", errors.New("nvidia-cuda-mps-control not found on PATH or in " + strings.Join(searchDirs, ", "))
+}
+
+// PID returns the control daemon's pid if it runs, else 0.
+func (d Daemon) PID() int {
+	b, err := os.ReadFile(filepath.Join(d.PipeDir(), "nvidia-cuda-mps-control.pid"))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return 0
+	}
+	return pid
+}
+
+// Running reports whether the daemon runs.
+func (d Daemon) Running() bool { return d.PID() != 0 }
+
+func (d Daemon) command(ctx context.Context, args ...string) (*exec.Cmd, error) {
+	ctl, err := d.ControlPath()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, ctl, args...)
+	cmd.Env = append(os.Environ(), "CUDA_MPS_PIPE_DIRECTORY="+d.PipeDir(), "CUDA_MPS_LOG_DIRECTORY="+d.LogDir())
+	return cmd, nil
+}
+
+// Start starts the control daemon and waits until it answers.
+func (d Daemon) Start() error {
+	if d.Running() {
+		return fmt.Errorf("MPS already runs in %s (pid %d)", d.Root, d.PID())
+	}
+	for _, dir := range []string{d.PipeDir(), d.LogDir()} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("MPS directories: %w", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd, err := d.command(ctx, "-d")
+	if err != nil {
+		return err
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("starting MPS: %w: %s", err, bytes.TrimSpace(out))
+	}
+	for !d.Running() {
+		if ctx.Err() != nil {
+			return fmt.Errorf("MPS did not come up within 10 s; see %s", d.LogDir())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// Query sends one command to the control daemon and returns its answer.
+func (d Daemon) Query(line string) (string, error) {
+	if !d.Running() {
+		return "", fmt.Errorf("MPS is not running in %s", d.Root)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd, err := d.command(ctx)
+	if err != nil {
+		return "", err
+	}
+	cmd.Stdin = strings.NewReader(line + "\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("MPS %q: %w: %s", line, err, bytes.TrimSpace(out))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Stop asks the daemon to quit and waits until it is gone.
+func (d Daemon) Stop() error {
+	pid := d.PID()
+	if pid == 0 {
+		return fmt.Errorf("MPS is not running in %s", d.Root)
+	}
+	if _, err := d.Query("quit"); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("MPS (pid %d) did not quit within 15 s: clients may still be attached", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}

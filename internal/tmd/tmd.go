@@ -1,0 +1,58 @@
+// Package tmd knows where the TPC-disable mask sits in a kernel launch
+// descriptor. It mirrors shim/carve_tmd.h; TestMirrorsHeader keeps the two
+// equal.
+package tmd
+
+import (
+	"encoding/binary"
+	"unsafe"
+)
+
+// Offsets and versions, as in shim/carve_tmd.h.
+const (
+	ParamsMinSize       = 40
+	ParamsTMDOffset     = 32
+	VersionOffset       = 72
+	VHopper             = 0x40
+	VVolta              = 0x16
+	HopperMaskOffset    = 304
+	HopperEnableOffset  = 0
+	HopperEnableBit     = 31
+	VoltaMaskOffset     = 84
+	hopperDescriptorLen = HopperMaskOffset + 16
+)
+
+// FromParams returns the descriptor the launch callback's params point to,
+// or nil when the params are too short to hold one.
+func FromParams(params unsafe.Pointer) []byte {
+	size := *(*uint32)(params)
+	if size < ParamsMinSize {
+		return nil
+	}
+	p := *(*unsafe.Pointer)(unsafe.Add(params, ParamsTMDOffset))
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(p), hopperDescriptorLen)
+}
+
+// Version is the descriptor's version byte.
+func Version(d []byte) int { return int(d[VersionOffset]) }
+
+// WriteMask writes a 128-bit TPC-disable mask; false for unknown versions.
+func WriteMask(d []byte, mask [4]uint32) bool {
+	switch v := Version(d); {
+	case v >= VHopper:
+		for i, w := range mask {
+			binary.LittleEndian.PutUint32(d[HopperMaskOffset+4*i:], w)
+		}
+		e := binary.LittleEndian.Uint32(d[HopperEnableOffset:])
+		binary.LittleEndian.PutUint32(d[HopperEnableOffset:], e|1<<HopperEnableBit)
+		return true
+	case v >= VVolta:
+		binary.LittleEndian.PutUint32(d[VoltaMaskOffset:], mask[0])
+		binary.LittleEndian.PutUint32(d[VoltaMaskOffset+4:], mask[1])
+		return true
+	}
+	return false
+}
