@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Reproduces the partitioning evidence on a GPU machine with nvcc and PyTorch:
+#   make build && experiments/partitioning/run.sh OUTDIR
+# (bin/carve may be cross-built elsewhere: CGO_ENABLED=0 GOOS=linux GOARCH=amd64.)
+# Writes OUTDIR/results.jsonl (one JSON object per measurement), topo.json,
+# trace.json (per-iteration times around 'carve set') and log.txt.
+set -u
+OUT=$(realpath "${1:?usage: run.sh OUTDIR}")
+mkdir -p "$OUT"
+E=$(dirname "$(realpath "$0")")
+ROOT=$(realpath "$E/../..")
+W=$(mktemp -d /tmp/carve-exp.XXXX)
+export CARVE_CACHE_DIR=$W/cache CARVE_RUNTIME_DIR=$W/rt CARVE_MPS_DIR=$W/mps PYTHONUNBUFFERED=1
+CARVE="$ROOT/bin/carve"
+R=$OUT/results.jsonl
+: >"$R"
+exec > >(tee -a "$OUT/log.txt") 2>&1
+trap '"$CARVE" mps stop 2>/dev/null; rm -rf "$W"' EXIT
+T() { timeout 300 "$@"; }
+note() { printf '{"step":"%s",%s}\n' "$1" "$2" >>"$R"; }
+
+echo "== device"
+nvidia-smi --query-gpu=name,uuid,driver_version --format=csv
+note device "\"gpu\":\"$(nvidia-smi --query-gpu=name --format=csv,noheader)\",\"driver\":\"$(nvidia-smi --query-gpu=driver_version --format=csv,noheader)\",\"date\":\"$(date -u +%FT%TZ)\""
+
+echo "== build"
+(cd "$ROOT/internal/kernels" && ./gen.sh && cp topo.ptx "$OUT/topo.ptx")
+(cd "$ROOT" && cc -O2 -Wall -Wextra -Werror -fPIC -shared -o bin/libcarve.so shim/carve.c -ldl -pthread) || exit 1
+nvcc -O2 -arch=sm_90 -o "$W/fma" "$E/fma.cu" && nvcc -O2 -arch=sm_90 -o "$W/launchcost" "$E/launchcost.cu" || exit 1
+
+echo "== topo"
+s=$(date +%s%N); T "$CARVE" topo --refresh -o json >"$OUT/topo.json"; rc=$?; e=$(date +%s%N)
+note topo_discover "\"rc\":$rc,\"wall_ms\":$(( (e - s) / 1000000 ))"
+s=$(date +%s%N); T "$CARVE" topo; e=$(date +%s%N)
+note topo_cached "\"wall_ms\":$(( (e - s) / 1000000 ))"
+[ $rc = 0 ] || exit 1
+
+echo "== launch cost (no MPS): host ns per empty launch, alternating"
+for i in 1 2 3; do
+	T "$W/launchcost" none | tee -a "$R"
+	T "$CARVE" run -q -t all -- "$W/launchcost" shim_all | tee -a "$R"
+	T "$CARVE" run -q -t 0-32 -- "$W/launchcost" shim_half | tee -a "$R"
+done
+
+echo "== resnet-50 outputs with and without carve"
+T python3 "$E/resnet.py" "$W/ref.pt"
+T "$CARVE" run -n 20 -- python3 "$E/resnet.py" "$W/carve.pt"
+T python3 "$E/compare.py" "$W/ref.pt" "$W/carve.pt" | sed 's/^{/{"step":"resnet50_compare",/' | tee -a "$R"
+
+echo "== MPS"
+"$CARVE" mps start || exit 1
+"$CARVE" mps status
+ls -la "$W/mps/pipe"
+A="$W/fma --seconds 6"
+Bm="python3 $E/matmul.py --seconds 6"
+for rep in 1 2; do
+	echo "-- alone, rep $rep"
+	T "$CARVE" run -q -t 0-32 -- $A --label A_alone_0-32 | tee -a "$R"
+	T "$CARVE" run -q -t 33-65 -- $Bm --label B_alone_33-65 | tee -a "$R"
+	echo "-- together, disjoint"
+	T "$CARVE" run -q -t 0-32 -- $A --label A_with_B_disjoint | tee -a "$R" &
+	T "$CARVE" run -q -t 33-65 -- $Bm --label B_with_A_disjoint | tee -a "$R" &
+	sleep 4; "$CARVE" ls; wait
+	echo "-- together, same TPCs 0-32"
+	T "$CARVE" run -q -t 0-32 -- $A --label A_with_B_same_0-32 | tee -a "$R" &
+	T "$CARVE" run -t 0-32 -- $Bm --label B_with_A_same_0-32 | tee -a "$R" &
+	wait
+	echo "-- alone, B on 0-32"
+	T "$CARVE" run -q -t 0-32 -- $Bm --label B_alone_0-32 | tee -a "$R"
+done
+
+echo "== carve set on a running PyTorch process"
+T "$CARVE" run -q -t all -- python3 "$E/matmul.py" --seconds 14 --label resize --trace "$OUT/trace.json" | tee -a "$R" &
+sleep 1; pid=$(pgrep -f '^python3 .*matmul.py --seconds 14' | head -1)
+sleep 6
+for spec in 0-32 0-15; do
+	note set "\"t\":$(date +%s.%N),\"pid\":$pid,\"tpcs\":\"$spec\""
+	"$CARVE" set -p "$pid" -t "$spec"
+	"$CARVE" ls
+	sleep 4
+done
+"$CARVE" ls -o json
+wait
+"$CARVE" mps stop
+echo "== done"
