@@ -34,6 +34,12 @@ note topo_discover "\"rc\":$rc,\"wall_ms\":$(( (e - s) / 1000000 ))"
 s=$(date +%s%N); T "$CARVE" topo; e=$(date +%s%N)
 note topo_cached "\"wall_ms\":$(( (e - s) / 1000000 ))"
 [ $rc = 0 ] || exit 1
+for i in 1 2 3; do # the grouping must not change between discoveries
+	T "$CARVE" topo --refresh -o json | grep -v -e discovery_ms -e discovered_at >"$W/topo$i.json"
+done
+grep -v -e discovery_ms -e discovered_at "$OUT/topo.json" >"$W/topo0.json"
+same=true; for i in 1 2 3; do cmp -s "$W/topo0.json" "$W/topo$i.json" || same=false; done
+note topo_repeat "\"identical_over_4_discoveries\":$same"
 
 echo "== launch cost (no MPS): host ns per empty launch, alternating"
 for i in 1 2 3; do
@@ -58,19 +64,19 @@ for rep in 1 2; do
 	T "$CARVE" run -q -t 0-32 -- $A --label A_alone_0-32 | tee -a "$R"
 	T "$CARVE" run -q -t 33-65 -- $Bm --label B_alone_33-65 | tee -a "$R"
 	echo "-- together, disjoint"
-	T "$CARVE" run -q -t 0-32 -- $A --label A_with_B_disjoint | tee -a "$R" &
-	T "$CARVE" run -q -t 33-65 -- $Bm --label B_with_A_disjoint | tee -a "$R" &
-	sleep 4; "$CARVE" ls; wait
+	T "$CARVE" run -q -t 0-32 -- $A --label A_with_B_disjoint | tee -a "$R" & p1=$!
+	T "$CARVE" run -q -t 33-65 -- $Bm --label B_with_A_disjoint | tee -a "$R" & p2=$!
+	sleep 4; "$CARVE" ls; wait $p1 $p2
 	echo "-- together, same TPCs 0-32"
-	T "$CARVE" run -q -t 0-32 -- $A --label A_with_B_same_0-32 | tee -a "$R" &
-	T "$CARVE" run -t 0-32 -- $Bm --label B_with_A_same_0-32 | tee -a "$R" &
-	wait
+	T "$CARVE" run -q -t 0-32 -- $A --label A_with_B_same_0-32 | tee -a "$R" & p1=$!
+	T "$CARVE" run -t 0-32 -- $Bm --label B_with_A_same_0-32 | tee -a "$R" & p2=$!
+	wait $p1 $p2
 	echo "-- alone, B on 0-32"
 	T "$CARVE" run -q -t 0-32 -- $Bm --label B_alone_0-32 | tee -a "$R"
 done
 
 echo "== carve set on a running PyTorch process"
-T "$CARVE" run -q -t all -- python3 "$E/matmul.py" --seconds 14 --label resize --trace "$OUT/trace.json" | tee -a "$R" &
+T "$CARVE" run -q -t all -- python3 "$E/matmul.py" --seconds 14 --label resize --trace "$OUT/trace.json" | tee -a "$R" & p1=$!
 sleep 1; pid=$(pgrep -f '^python3 .*matmul.py --seconds 14' | head -1)
 sleep 6
 for spec in 0-32 0-15; do
@@ -80,6 +86,6 @@ for spec in 0-32 0-15; do
 	sleep 4
 done
 "$CARVE" ls -o json
-wait
+wait $p1
 "$CARVE" mps stop
 echo "== done"

@@ -62,6 +62,7 @@ type driver struct {
 	ctxSynchronize func() Result
 	moduleLoadData func(*uintptr, unsafe.Pointer) Result
 	moduleGetFunc  func(*uintptr, uintptr, string) Result
+	funcSetAttr    func(uintptr, int32, int32) Result
 	memAlloc       func(*uint64, uint64) Result
 	memFree        func(uint64) Result
 	memcpyDtoH     func(unsafe.Pointer, uint64, uint64) Result
@@ -113,6 +114,7 @@ func load() (*driver, error) {
 		{&d.ctxSynchronize, "cuCtxSynchronize"},
 		{&d.moduleLoadData, "cuModuleLoadData"},
 		{&d.moduleGetFunc, "cuModuleGetFunction"},
+		{&d.funcSetAttr, "cuFuncSetAttribute"},
 		{&d.memAlloc, "cuMemAlloc_v2"},
 		{&d.memFree, "cuMemFree_v2"},
 		{&d.memcpyDtoH, "cuMemcpyDtoH_v2"},
@@ -172,6 +174,8 @@ const (
 	AttrCCMajor      Attribute = 75
 	AttrCCMinor      Attribute = 76
 	AttrPersistingL2 Attribute = 108
+	AttrSharedPerSM  Attribute = 81 // shared memory per multiprocessor, bytes
+	AttrSharedOptin  Attribute = 97 // most dynamic shared memory a block may opt in to
 )
 
 // GetDevice returns the device of the given ordinal.
@@ -261,6 +265,12 @@ func (m Module) Function(name string) (Function, error) {
 	var f uintptr
 	err := check("cuModuleGetFunction("+name+")", lib.moduleGetFunc(&f, uintptr(m), name))
 	return Function(f), err
+}
+
+// SetMaxDynamicShared lets launches of f use up to n bytes of dynamic shared memory.
+func (f Function) SetMaxDynamicShared(n int) error {
+	const maxDynamicSharedSizeBytes = 8 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+	return check("cuFuncSetAttribute", lib.funcSetAttr(uintptr(f), maxDynamicSharedSizeBytes, int32(n)))
 }
 
 // DevPtr is device memory.
@@ -374,14 +384,9 @@ func ProcVersion() string {
 	if err != nil {
 		return ""
 	}
-	f := strings.Fields(string(b))
-	for i, w := range f {
-		if w == "Kernel" && i+2 < len(f) && f[i+1] == "Module" {
-			return f[i+2]
-		}
-	}
-	for _, w := range f { // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04 ..."
-		if strings.Count(w, ".") == 2 && w[0] >= '0' && w[0] <= '9' {
+	// "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ..."
+	for _, w := range strings.Fields(string(b)) {
+		if strings.Count(w, ".") >= 1 && strings.Trim(w, "0123456789.") == "" && w[0] != '.' {
 			return w
 		}
 	}

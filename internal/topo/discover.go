@@ -28,7 +28,7 @@ type Layout struct {
 
 // Options tune discovery; zero values pick the defaults.
 type Options struct {
-	Blocks      int // blocks per probe launch (default 10 per SM)
+	Blocks      int // blocks per probe launch (default 4 per SM, one SM each)
 	ClusterSize int // blocks per cluster for GPC grouping (default 8)
 	GPCRounds   int // cluster launches at least (default 24)
 	Progress    func(done, total int)
@@ -36,7 +36,7 @@ type Options struct {
 
 func (o Options) withDefaults(sms int) Options {
 	if o.Blocks == 0 {
-		o.Blocks = 10 * sms
+		o.Blocks = 4 * sms
 	}
 	if o.ClusterSize == 0 {
 		o.ClusterSize = 8

@@ -21,15 +21,11 @@ type GPU struct {
 	out     cuda.DevPtr
 	outLen  int
 	sms     int
+	shared  int // dynamic shared memory per block: over half an SM's, so one block fills an SM
 	hook    *hook.Hook
 	Timeout time.Duration // per launch watchdog
 	SpinNS  uint64        // how long each block stays resident
 }
-
-// probeShared is the dynamic shared memory per block: it caps resident
-// blocks per SM (228 KiB / 40 KiB = 5 on Hopper), so that a launch of ten
-// blocks per SM fills every SM it may use.
-const probeShared = 40 << 10
 
 // OpenGPU locks the calling goroutine to its thread, makes device ordinal's
 // primary context current there and installs carve's launch hook.
@@ -66,6 +62,18 @@ func OpenGPU(ordinal int) (*GPU, error) {
 	if g.fn, err = mod.Function("record_smid"); err != nil {
 		return nil, err
 	}
+	perSM, err := dev.Attr(cuda.AttrSharedPerSM)
+	if err != nil {
+		return nil, err
+	}
+	optin, err := dev.Attr(cuda.AttrSharedOptin)
+	if err != nil {
+		return nil, err
+	}
+	g.shared = min(optin, perSM/2+4096)
+	if err := g.fn.SetMaxDynamicShared(g.shared); err != nil {
+		return nil, err
+	}
 	if g.stream, err = cuda.NewStream(); err != nil {
 		return nil, err
 	}
@@ -100,7 +108,7 @@ func (g *GPU) Run(disable *Mask, blocks, cluster int) ([]int, error) {
 	out, spin := uint64(g.out), g.SpinNS
 	err := g.fn.Launch(cuda.Launch{
 		Grid: [3]uint32{uint32(blocks), 1, 1}, Block: [3]uint32{32, 1, 1},
-		Cluster: uint32(cluster), Shared: probeShared, Stream: g.stream,
+		Cluster: uint32(cluster), Shared: uint32(g.shared), Stream: g.stream,
 		Args: []unsafe.Pointer{unsafe.Pointer(&out), unsafe.Pointer(&spin)},
 	})
 	g.hook.SetMask(nil)
