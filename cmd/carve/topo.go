@@ -127,14 +127,14 @@ func joinInts(xs []int) string {
 
 // newDiscoverCmd is the child process that topo.ChildDiscoverer starts.
 func newDiscoverCmd() *cobra.Command {
-	var device int
+	var device, clusterSize int
 	c := &cobra.Command{
 		Use:    "__discover",
 		Short:  "discover the topology and print it as JSON (internal)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opt := topo.Options{}
+			opt := topo.Options{ClusterSize: clusterSize}
 			if term.IsTerminal(int(os.Stderr.Fd())) {
 				var bar *progressbar.ProgressBar
 				opt.Progress = func(done, total int) {
@@ -153,5 +153,6 @@ func newDiscoverCmd() *cobra.Command {
 		},
 	}
 	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
+	c.Flags().IntVar(&clusterSize, "cluster-size", 0, "blocks per cluster when grouping GPCs (default 8)")
 	return c
 }

@@ -3,12 +3,15 @@
 // of TPCs it may use. It launches kernels back to back for --seconds and
 // prints, as one JSON line, the median and p99 kernel time over the middle
 // of the run (the first and last 15% dropped), timed with CUDA events.
+// --start-at EPOCH holds the timed loop until that wall-clock time, so that
+// programs started together measure the same window.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 #include <chrono>
+#include <unistd.h>
 
 #define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
 	fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
@@ -30,16 +33,23 @@ int main(int argc, char **argv)
 	double seconds = 4;
 	int blocks = 132 * 32, iters = 4096;
 	const char *label = "fma";
+	double start_at = 0; // wall-clock second to begin at, so co-runners overlap exactly
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
 		else if (!strcmp(argv[i], "--blocks")) blocks = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--label")) label = argv[i + 1];
+		else if (!strcmp(argv[i], "--start-at")) start_at = atof(argv[i + 1]);
 	}
 	float *out;
 	CHECK(cudaMalloc(&out, blocks * sizeof(float)));
 	fma_chain<<<blocks, 256>>>(out, iters); // warm-up
 	CHECK(cudaDeviceSynchronize());
+	for (;;) {
+		double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+		if (now >= start_at) break;
+		usleep(1000);
+	}
 	struct rec { cudaEvent_t a, b; double t; };
 	std::vector<rec> recs;
 	auto t0 = std::chrono::steady_clock::now();

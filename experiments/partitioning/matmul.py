@@ -12,12 +12,15 @@ p.add_argument("--seconds", type=float, default=4)
 p.add_argument("--n", type=int, default=8192)
 p.add_argument("--label", default="matmul")
 p.add_argument("--trace", default="")
+p.add_argument("--start-at", type=float, default=0, help="wall-clock second to begin the timed loop at")
 a = p.parse_args()
 
 a_ = torch.randn(a.n, a.n, device="cuda", dtype=torch.bfloat16)
 b_ = torch.randn(a.n, a.n, device="cuda", dtype=torch.bfloat16)
 c_ = a_ @ b_
 torch.cuda.synchronize()
+while time.time() < a.start_at:
+    time.sleep(0.001)
 recs = []
 t0 = time.time()
 while time.time() - t0 < a.seconds:

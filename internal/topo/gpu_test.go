@@ -1,0 +1,76 @@
+package topo
+
+import (
+	"math/rand/v2"
+	"os"
+	"sort"
+	"testing"
+)
+
+// GPU tests run only with CARVE_GPU_TESTS=1, on a machine with an NVIDIA GPU
+// (go test -c here, run the binary there).
+func needGPU(t *testing.T) {
+	if os.Getenv("CARVE_GPU_TESTS") != "1" {
+		t.Skip("set CARVE_GPU_TESTS=1 to run on a GPU")
+	}
+}
+
+// TestGPUDiscoveryMatchesRecording: a fresh discovery finds the live bits and
+// SMs recorded in testdata (run on the GPU the recording came from).
+func TestGPUDiscoveryMatchesRecording(t *testing.T) {
+	needGPU(t)
+	got, err := DiscoverGPU(0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := loadRecorded(t)
+	if got.UUID != want.UUID {
+		t.Skipf("recording is of %s, this GPU is %s", want.UUID, got.UUID)
+	}
+	if got.Live() != want.Live() || len(got.GPCs) != len(want.GPCs) {
+		t.Fatalf("live %v in %d GPCs, recorded %v in %d", got.Live(), len(got.GPCs), want.Live(), len(want.GPCs))
+	}
+	t.Logf("discovery took %.0f ms: %s", got.DiscoveryMS, got.Summary())
+}
+
+// TestGPUMaskConfinesBlocks: kernels launched under a partition's mask run on
+// exactly that partition's SMs, for partitions of every shape.
+func TestGPUMaskConfinesBlocks(t *testing.T) {
+	needGPU(t)
+	g, err := OpenGPU(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := loadRecorded(t)
+	r := rand.New(rand.NewPCG(1, 2))
+	sets := [][]int{{0}, {65}, {0, 1, 2, 3}, rec.GPCs[2].TPCs}
+	for _, n := range []int{2, 7, 20, 33, 65} {
+		sets = append(sets, r.Perm(len(rec.TPCs))[:n])
+	}
+	for _, set := range sets {
+		var enable Mask
+		want := map[int]bool{}
+		for _, i := range set {
+			enable = enable.Set(rec.TPCs[i].Bit)
+			for _, sm := range rec.TPCs[i].SMs {
+				want[sm] = true
+			}
+		}
+		dis := enable.Not()
+		sms, err := g.Run(&dis, 4*g.SMCount(), 0)
+		if err != nil {
+			t.Fatalf("TPCs %v: %v", set, err)
+		}
+		got := seen(sms)
+		var outside []int
+		for sm := range got {
+			if !want[sm] {
+				outside = append(outside, sm)
+			}
+		}
+		sort.Ints(outside)
+		if len(outside) > 0 || len(got) != len(want) {
+			t.Errorf("TPCs %v: blocks ran on %d SMs (outside the partition: %v), partition has %d", set, len(got), outside, len(want))
+		}
+	}
+}
