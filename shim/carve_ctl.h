@@ -55,7 +55,7 @@ struct carve_ctl {
 	uint32_t state;          /*  72: CARVE_STATE_* */
 	uint32_t tmd_version;    /*  76: descriptor version of the last launch */
 	uint64_t launches;       /*  80: launches seen by the hook */
-	uint64_t last_launch_ns; /*  88: CLOCK_REALTIME of the last launch */
+	uint64_t last_launch_ns; /*  88: CLOCK_REALTIME_COARSE of the last launch */
 	uint64_t refused;        /*  96: launches whose mask was refused (no live TPC) */
 	uint64_t applied_gen;    /* 104: gen of the mask applied to the last launch */
 

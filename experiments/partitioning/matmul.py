@@ -11,12 +11,16 @@ p = argparse.ArgumentParser()
 p.add_argument("--seconds", type=float, default=4)
 p.add_argument("--n", type=int, default=8192)
 p.add_argument("--label", default="matmul")
+p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"],
+               help="float32 runs on the CUDA cores (TF32 off), bfloat16 on the tensor cores")
 p.add_argument("--trace", default="")
 p.add_argument("--start-at", type=float, default=0, help="wall-clock second to begin the timed loop at")
 a = p.parse_args()
 
-a_ = torch.randn(a.n, a.n, device="cuda", dtype=torch.bfloat16)
-b_ = torch.randn(a.n, a.n, device="cuda", dtype=torch.bfloat16)
+torch.backends.cuda.matmul.allow_tf32 = False
+dt = getattr(torch, a.dtype)
+a_ = torch.randn(a.n, a.n, device="cuda", dtype=dt)
+b_ = torch.randn(a.n, a.n, device="cuda", dtype=dt)
 c_ = a_ @ b_
 torch.cuda.synchronize()
 while time.time() < a.start_at:

@@ -5,28 +5,8 @@
 # Writes OUTDIR/results.jsonl (one JSON object per measurement), topo.json,
 # trace.json (per-iteration times around 'carve set') and log.txt.
 set -u
-OUT=$(realpath "${1:?usage: run.sh OUTDIR}")
-mkdir -p "$OUT"
-E=$(dirname "$(realpath "$0")")
-ROOT=$(realpath "$E/../..")
-W=$(mktemp -d /tmp/carve-exp.XXXX)
-export CARVE_CACHE_DIR=$W/cache CARVE_RUNTIME_DIR=$W/rt CARVE_MPS_DIR=$W/mps PYTHONUNBUFFERED=1
-CARVE="$ROOT/bin/carve"
-R=$OUT/results.jsonl
-: >"$R"
-exec > >(tee -a "$OUT/log.txt") 2>&1
-trap '"$CARVE" mps stop 2>/dev/null; rm -rf "$W"' EXIT
-T() { timeout 300 "$@"; }
-note() { printf '{"step":"%s",%s}\n' "$1" "$2" >>"$R"; }
-
-echo "== device"
-nvidia-smi --query-gpu=name,uuid,driver_version --format=csv
-note device "\"gpu\":\"$(nvidia-smi --query-gpu=name --format=csv,noheader)\",\"driver\":\"$(nvidia-smi --query-gpu=driver_version --format=csv,noheader)\",\"date\":\"$(date -u +%FT%TZ)\""
-
-echo "== build"
+source "$(dirname "$(realpath "$0")")/lib.sh"
 (cd "$ROOT/internal/kernels" && ./gen.sh && cp topo.ptx "$OUT/topo.ptx")
-(cd "$ROOT" && cc -O2 -Wall -Wextra -Werror -fPIC -shared -o bin/libcarve.so shim/carve.c -ldl -pthread) || exit 1
-nvcc -O2 -arch=sm_90 -o "$W/fma" "$E/fma.cu" && nvcc -O2 -arch=sm_90 -o "$W/launchcost" "$E/launchcost.cu" || exit 1
 
 echo "== topo"
 s=$(date +%s%N); T "$CARVE" topo --refresh -o json >"$OUT/topo.json"; rc=$?; e=$(date +%s%N)

@@ -1,0 +1,25 @@
+# Shared setup of the experiment scripts, sourced by them: a scratch
+# directory, carve's state kept inside it, the shim and the test programs
+# built, and helpers to record results (one JSON object per line in $R).
+OUT=$(realpath "${1:?usage: $(basename "$0") OUTDIR}")
+mkdir -p "$OUT"
+E=$(dirname "$(realpath "${BASH_SOURCE[0]}")")
+ROOT=$(realpath "$E/../..")
+W=$(mktemp -d /tmp/carve-exp.XXXX)
+export CARVE_CACHE_DIR=$W/cache CARVE_RUNTIME_DIR=$W/rt CARVE_MPS_DIR=$W/mps PYTHONUNBUFFERED=1
+CARVE="$ROOT/bin/carve"
+R=$OUT/results.jsonl
+: >"$R"
+exec > >(tee -a "$OUT/log.txt") 2>&1
+trap '"$CARVE" mps stop 2>/dev/null; rm -rf "$W"' EXIT
+T() { timeout 300 "$@"; }
+note() { printf '{"step":"%s",%s}\n' "$1" "$2" >>"$R"; }
+
+echo "== device"
+nvidia-smi --query-gpu=name,uuid,driver_version --format=csv
+note device "\"gpu\":\"$(nvidia-smi --query-gpu=name --format=csv,noheader)\",\"driver\":\"$(nvidia-smi --query-gpu=driver_version --format=csv,noheader)\",\"date\":\"$(date -u +%FT%TZ)\""
+
+echo "== build"
+(cd "$ROOT" && cc -O2 -Wall -Wextra -Werror -fPIC -shared -o bin/libcarve.so shim/carve.c -ldl -pthread) || exit 1
+nvcc -O2 -arch=sm_90 -o "$W/fma" "$E/fma.cu" && nvcc -O2 -arch=sm_90 -o "$W/launchcost" "$E/launchcost.cu" || exit 1
+
