@@ -64,9 +64,9 @@ static int allow_unpartitioned;
 static int warned_refused;
 
 /* Last mask this thread read, keyed by the block's gen. */
-static __thread uint64_t t_gen = UINT64_MAX;
-static __thread uint32_t t_mask[CARVE_MASK_WORDS];
-static __thread int t_valid;
+static __thread __attribute__((tls_model("initial-exec"))) uint64_t t_gen = UINT64_MAX;
+static __thread __attribute__((tls_model("initial-exec"))) uint32_t t_mask[CARVE_MASK_WORDS];
+static __thread __attribute__((tls_model("initial-exec"))) int t_valid;
 
 static void say(const char *fmt, ...)
 {

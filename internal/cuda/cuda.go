@@ -384,8 +384,12 @@ func ProcVersion() string {
 	if err != nil {
 		return ""
 	}
+	return parseProcVersion(string(b))
+}
+
+func parseProcVersion(text string) string {
 	// "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ..."
-	for _, w := range strings.Fields(string(b)) {
+	for _, w := range strings.Fields(text) {
 		if strings.Count(w, ".") >= 1 && strings.Trim(w, "0123456789.") == "" && w[0] != '.' {
 			return w
 		}

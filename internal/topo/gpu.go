@@ -200,6 +200,8 @@ func DiscoverGPU(ordinal int, opt Options) (*Topology, error) {
 	t.GPCsKnown = lay.GPCOf != nil
 	if !t.GPCsKnown {
 		t.Notes = append(t.Notes, "thread-block clusters could not be launched: GPC grouping unknown, all TPCs listed in one group")
+	} else if lone := loneTPCs(t); len(lone) > 0 && len(lone) < len(t.TPCs) {
+		t.Notes = append(t.Notes, fmt.Sprintf("TPCs %v never shared a thread-block cluster with another TPC: each is listed as a GPC of its own", lone))
 	}
 	t.DiscoveryMS = float64(time.Since(start).Microseconds()) / 1000
 	t.DiscoveredAt = time.Now().UTC().Format(time.RFC3339)

@@ -24,9 +24,11 @@ func TestGPUDiscoveryMatchesRecording(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := loadRecorded(t)
-	if got.UUID != want.UUID {
-		t.Skipf("recording is of %s, this GPU is %s", want.UUID, got.UUID)
+	if got.Device != want.Device {
+		t.Skipf("recording is of an %s, this GPU is an %s", want.Device, got.Device)
 	}
+	// every H100 SXM lent so far had the same floorsweeping; another may not
+	t.Logf("recorded on %s, running on %s", want.UUID, got.UUID)
 	if got.Live() != want.Live() || len(got.GPCs) != len(want.GPCs) {
 		t.Fatalf("live %v in %d GPCs, recorded %v in %d", got.Live(), len(got.GPCs), want.Live(), len(want.GPCs))
 	}

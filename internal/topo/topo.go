@@ -185,3 +185,14 @@ func (t *Topology) Summary() string {
 	}
 	return b.String()
 }
+
+// loneTPCs lists the TPCs that form a GPC by themselves.
+func loneTPCs(t *Topology) []int {
+	var out []int
+	for _, g := range t.GPCs {
+		if len(g.TPCs) == 1 {
+			out = append(out, g.TPCs[0])
+		}
+	}
+	return out
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/topo"
+)
+
+// carve runs the CLI in-process and returns stdout, stderr and the error.
+func carve(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	root := newRoot()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), errb.String(), err
+}
+
+// sandbox points carve's runtime and cache directories at temporary ones,
+// with the recorded H100 topology cached, and no driver to be found.
+func sandbox(t *testing.T) *topo.Topology {
+	t.Helper()
+	b, err := os.ReadFile("../../internal/topo/testdata/h100.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := topo.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	t.Setenv("CARVE_CACHE_DIR", cache)
+	t.Setenv("CARVE_RUNTIME_DIR", filepath.Join(t.TempDir(), "rt"))
+	t.Setenv("CARVE_LIBCUDA", "/nonexistent/libcuda.so.1")
+	t.Setenv("CARVE_MPS_DIR", t.TempDir())
+	if err := topo.WriteCache(topo.CachePath(cache, top.UUID, top.Driver), top); err != nil {
+		t.Fatal(err)
+	}
+	return top
+}
+
+func TestErrors(t *testing.T) {
+	sandbox(t)
+	shim := filepath.Join(t.TempDir(), "libcarve.so")
+	os.WriteFile(shim, nil, 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--", "true"}, "name a partition with one of -t, -g or -n"},
+		{[]string{"run", "-t", "0", "-g", "1", "--", "true"}, "exclude each other"},
+		{[]string{"run", "-t", "5-3", "--", "true"}, "range runs backwards"},
+		{[]string{"run", "-n", "0", "--", "true"}, "positive integer"},
+		{[]string{"run", "-t", "0", "--", "/nonexistent/prog"}, "no such file"},
+		{[]string{"run", "-t", "0", "--shim", "/nonexistent/libcarve.so", "--", "true"}, "shim /nonexistent/libcarve.so"},
+		{[]string{"run", "-t", "0", "--shim", shim, "--", "true"}, "libcuda.so.1 could not be loaded"},
+		{[]string{"run", "-t", "0"}, ""}, // missing command: cobra's own message
+		{[]string{"ls", "-o", "yaml"}, "unknown output format"},
+		{[]string{"set", "-t", "0"}, "name the process with -p PID"},
+		{[]string{"set", "-p", "999999999", "-t", "0"}, "not partitioned by carve"},
+		{[]string{"topo", "extra"}, "unknown command"},
+		{[]string{"topo"}, "libcuda.so.1 could not be loaded"},
+		{[]string{"mps", "stop"}, "MPS is not running"},
+	} {
+		_, _, err := carve(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("carve %s: err %v, want one with %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, _, err := carve(t, "version")
+	if err != nil || !strings.HasPrefix(out, "carve ") {
+		t.Errorf("version: %q %v", out, err)
+	}
+}
+
+func TestLsAndSet(t *testing.T) {
+	top := sandbox(t)
+	dir, err := ctl.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// this test process plays the partitioned program on TPCs 0-3
+	mask, _ := partition.Mask(top, partition.Set{0, 1, 2, 3})
+	h, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), Mask: mask, Live: top.Live(), Comm: []string{"python3", "serve.py"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	// a neighbour on TPCs 10-19
+	nb := exec.Command("sleep", "30")
+	if err := nb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Process.Kill()
+	nmask, _ := partition.Mask(top, partition.Set{10, 11, 12, 13, 14, 15, 16, 17, 18, 19})
+	nh, err := ctl.Create(dir, ctl.Init{PID: nb.Process.Pid, Mask: nmask, Live: top.Live(), Comm: []string{"sleep", "30"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nh.Close()
+
+	out, _, err := carve(t, "ls", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []procInfo
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(rows) != 2 || rows[0].PID != os.Getpid() && rows[1].PID != os.Getpid() {
+		t.Fatalf("ls rows %+v", rows)
+	}
+	for _, r := range rows {
+		want := map[int]string{os.Getpid(): "0-3", nb.Process.Pid: "10-19"}[r.PID]
+		if r.TPCs != want || r.State != "starting" {
+			t.Errorf("pid %d: TPCs %q state %q, want %q starting", r.PID, r.TPCs, r.State, want)
+		}
+	}
+
+	pid := itoa(os.Getpid())
+	out, stderr, err := carve(t, "set", "-p", pid, "-t", "8-12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "TPCs 0-3 -> 8-12 (5 of 66)") {
+		t.Errorf("set said %q", out)
+	}
+	if !strings.Contains(stderr, "TPCs 10-12 are also in the partition of pid "+itoa(nb.Process.Pid)) {
+		t.Errorf("no overlap note: %q", stderr)
+	}
+	if got := partition.FromMask(top, topo.Mask(h.Snapshot().Mask)).String(); got != "8-12" {
+		t.Errorf("block now holds TPCs %s", got)
+	}
+
+	// -n places around the neighbour's TPCs
+	if _, _, err := carve(t, "set", "-p", pid, "-n", "9"); err != nil {
+		t.Fatal(err)
+	}
+	got := partition.FromMask(top, topo.Mask(h.Snapshot().Mask))
+	if len(got) != 9 || len(got.Intersect(partition.Set{10, 11, 12, 13, 14, 15, 16, 17, 18, 19})) != 0 {
+		t.Errorf("-n 9 gave %s, overlapping the neighbour", got)
+	}
+
+	// a dead process's block is dropped by ls
+	nb.Process.Kill()
+	nb.Wait()
+	out, _, err = carve(t, "ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "sleep 30") || !strings.Contains(out, "python3 serve.py") {
+		t.Errorf("ls after the neighbour died:\n%s", out)
+	}
+	if _, _, err := carve(t, "set", "-p", itoa(nb.Process.Pid), "-t", "0"); err == nil {
+		t.Error("set on a dead process succeeded")
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func TestSetEnv(t *testing.T) {
+	got := setEnv([]string{"A=1", "B=2", "A=3"}, "A=9", "C=4")
+	if strings.Join(got, " ") != "B=2 A=9 C=4" {
+		t.Errorf("setEnv = %v", got)
+	}
+}
