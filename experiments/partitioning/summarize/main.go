@@ -3,7 +3,8 @@
 //
 //	go run ./experiments/partitioning/summarize RESULTS_DIR
 //
-// RESULTS_DIR holds corun/ (run.sh's output) and clocks/ (clocks.sh's).
+// RESULTS_DIR holds corun/ (run.sh's output), clocks/ (clocks.sh's) and
+// launch/ (check.sh's).
 package main
 
 import (
@@ -102,7 +103,7 @@ func run(dir string) error {
 	}
 	defer f.Close()
 	w := io.Writer(f)
-	fmt.Fprintf(w, "# Partitioning on the H100: summary\n\nMade by `go run ./experiments/partitioning/summarize %s` from corun/ (`run.sh`) and clocks/ (`clocks.sh`). Times are medians of per-kernel times (CUDA events) over the middle 70%% of a 6 s window that co-runners share; where a run was repeated, the median of the repetitions.\n\n", dir)
+	fmt.Fprintf(w, "# Partitioning on the H100: summary\n\nMade by `go run ./experiments/partitioning/summarize %s` from corun/ (`run.sh`), clocks/ (`clocks.sh`) and launch/ (`check.sh`). Times are medians of per-kernel times (CUDA events) over the middle 70%% of a 6 s window that co-runners share; where a run was repeated, the median of the repetitions.\n\n", dir)
 	for _, r := range append(corun[:1:1], clocks[:1]...) {
 		fmt.Fprintf(w, "- device: %s, driver %s, %s\n", r.str("gpu"), r.str("driver"), r.str("date"))
 	}
@@ -112,7 +113,11 @@ func run(dir string) error {
 	if err := writeResize(w, dir, corun); err != nil {
 		return err
 	}
-	writeLaunchCost(w, clocks)
+	launch, err := readJSONL(filepath.Join(dir, "launch", "results.jsonl"))
+	if err != nil {
+		return err
+	}
+	writeLaunchCost(w, launch)
 	for _, r := range corun {
 		if r.str("step") == "resnet50_compare" {
 			fmt.Fprintf(w, "\n## ResNet-50 outputs\n\nLogits of 16 images with and without `carve run -n 20`: max abs difference %g, bitwise equal: %v.\n", r.num("max_abs_diff"), r["bitwise_equal"])
