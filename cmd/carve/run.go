@@ -69,12 +69,23 @@ func othersOn(dir string, t *topo.Topology, pid int) ([]other, error) {
 	return out, nil
 }
 
-func busySet(os []other) partition.Set {
-	var all []int
-	for _, o := range os {
-		all = append(all, o.set...)
+// place resolves the spec for process pid on t, around the TPCs of the
+// other partitioned processes, and returns the set, its mask and the others.
+func place(s partition.Spec, t *topo.Topology, dir string, pid int) (partition.Set, topo.Mask, []other, error) {
+	others, err := othersOn(dir, t, pid)
+	if err != nil {
+		return nil, topo.Mask{}, nil, err
 	}
-	return partition.Of(all)
+	var busy []int
+	for _, o := range others {
+		busy = append(busy, o.set...)
+	}
+	set, err := s.Resolve(t, partition.Of(busy))
+	if err != nil {
+		return nil, topo.Mask{}, nil, err
+	}
+	mask, err := partition.Mask(t, set)
+	return set, mask, others, err
 }
 
 // warnOverlaps says which other processes share TPCs with set: allowed, but
@@ -165,15 +176,7 @@ TPCs, unless --allow-unpartitioned is given.`,
 			if err != nil {
 				return err
 			}
-			others, err := othersOn(dir, t, os.Getpid())
-			if err != nil {
-				return err
-			}
-			set, err := s.Resolve(t, busySet(others))
-			if err != nil {
-				return err
-			}
-			mask, err := partition.Mask(t, set)
+			set, mask, others, err := place(s, t, dir, os.Getpid())
 			if err != nil {
 				return err
 			}

@@ -66,15 +66,7 @@ the new one, never a mix.`,
 				return err
 			}
 			defer h.Close()
-			others, err := othersOn(dir, t, pid)
-			if err != nil {
-				return err
-			}
-			set, err := s.Resolve(t, busySet(others))
-			if err != nil {
-				return err
-			}
-			mask, err := partition.Mask(t, set)
+			set, mask, others, err := place(s, t, dir, pid)
 			if err != nil {
 				return err
 			}

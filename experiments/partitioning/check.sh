@@ -10,10 +10,7 @@ note topo_discover "\"rc\":$rc,\"wall_ms\":$(( (e - s) / 1000000 ))"
 (cd "$ROOT/internal/topo" && CARVE_GPU_TESTS=1 T "$ROOT/bin/topo.test" -test.v -test.run GPU 2>&1) | tee "$W/gputest"
 note gpu_tests "\"passed\":$(grep -c -- '--- PASS' "$W/gputest"),\"failed\":$(grep -c -- '--- FAIL' "$W/gputest"),\"skipped\":$(grep -c -- '--- SKIP' "$W/gputest")"
 echo "== launch cost"
-for i in $(seq 30); do
-	T taskset -c 3 "$W/launchcost" none | tee -a "$R"
-	T taskset -c 3 "$CARVE" run -q -t all -- "$W/launchcost" shim_all | tee -a "$R"
-done
+launch_cost 30
 echo "== a partitioned PyTorch process under MPS, seen by carve ls"
 "$CARVE" mps start && "$CARVE" mps status
 T "$CARVE" run -n 50% -- python3 "$E/matmul.py" --seconds 4 --label check & p=$!

@@ -44,8 +44,5 @@ done
 "$CARVE" mps stop
 
 echo "== launch cost: host ns per empty launch, pinned to one CPU, alternating"
-for i in $(seq 20); do
-	T taskset -c 3 "$W/launchcost" none | tee -a "$R"
-	T taskset -c 3 "$CARVE" run -q -t all -- "$W/launchcost" shim_all | tee -a "$R"
-done
+launch_cost 20
 echo "== done"

@@ -23,3 +23,12 @@ echo "== build"
 (cd "$ROOT" && cc -O2 -Wall -Wextra -Werror -fPIC -shared -o bin/libcarve.so shim/carve.c -ldl -pthread) || exit 1
 nvcc -O2 -arch=sm_90 -o "$W/fma" "$E/fma.cu" && nvcc -O2 -arch=sm_90 -o "$W/launchcost" "$E/launchcost.cu" || exit 1
 
+
+# launch_cost N: host ns per empty launch without and with the shim, N
+# alternations pinned to one CPU (one JSON line each into $R).
+launch_cost() {
+	for i in $(seq "$1"); do
+		T taskset -c 3 "$W/launchcost" none | tee -a "$R"
+		T taskset -c 3 "$CARVE" run -q -t all -- "$W/launchcost" shim_all | tee -a "$R"
+	done
+}
