@@ -2,6 +2,8 @@ package cuda
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -27,5 +29,35 @@ func TestLoadWithoutDriver(t *testing.T) {
 func TestResultError(t *testing.T) {
 	if got := Result(999).Error(); got != "unknown CUresult 999" {
 		t.Errorf("%q", got)
+	}
+}
+
+func TestSoleGPU(t *testing.T) {
+	root := t.TempDir()
+	old := ProcRoot
+	ProcRoot = root
+	defer func() { ProcRoot = old }()
+	t.Setenv("CUDA_VISIBLE_DEVICES", "")
+	os.Unsetenv("CUDA_VISIBLE_DEVICES")
+	if got := SoleGPU(); got != "" {
+		t.Errorf("no GPU listed: %q", got)
+	}
+	add := func(bus string) {
+		d := filepath.Join(root, "driver/nvidia/gpus", bus)
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "information"), []byte("Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 33\nGPU UUID: \t GPU-36d1115c-8686-a651-23f9-95370db53f0f\nVideo BIOS: \t ??.??.??.??.??\n"), 0o644)
+	}
+	add("0000:00:06.0")
+	if got := SoleGPU(); got != "GPU-36d1115c-8686-a651-23f9-95370db53f0f" {
+		t.Errorf("one GPU: %q", got)
+	}
+	t.Setenv("CUDA_VISIBLE_DEVICES", "0")
+	if got := SoleGPU(); got != "" {
+		t.Errorf("CUDA_VISIBLE_DEVICES set: %q", got)
+	}
+	os.Unsetenv("CUDA_VISIBLE_DEVICES")
+	add("0000:00:07.0")
+	if got := SoleGPU(); got != "" {
+		t.Errorf("two GPUs: %q", got)
 	}
 }

@@ -82,6 +82,15 @@ type LoadOptions struct {
 // one for this GPU's UUID and driver, else freshly discovered and cached.
 // The bool says whether it came from the cache.
 func Load(opt LoadOptions) (*Topology, bool, error) {
+	dir, err := CacheDir()
+	if err != nil {
+		return nil, false, err
+	}
+	if uuid, driver := cuda.SoleGPU(), cuda.ProcVersion(); !opt.Refresh && opt.Ordinal == 0 && uuid != "" && driver != "" {
+		if t, err := ReadCache(CachePath(dir, uuid, driver)); t != nil || err != nil {
+			return t, true, err
+		}
+	}
 	if err := cuda.Load(); err != nil {
 		return nil, false, err
 	}
@@ -97,10 +106,6 @@ func Load(opt LoadOptions) (*Topology, bool, error) {
 	if driver == "" {
 		v, _ := cuda.DriverVersion()
 		driver = fmt.Sprintf("cuda%d", v)
-	}
-	dir, err := CacheDir()
-	if err != nil {
-		return nil, false, err
 	}
 	path := CachePath(dir, uuid, driver)
 	if !opt.Refresh {
