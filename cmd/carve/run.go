@@ -137,7 +137,7 @@ func findShim(flag string) (string, error) {
 func newRunCmd() *cobra.Command {
 	var spec specFlags
 	var shim string
-	var device int
+	var device, connections int
 	var allowUnpartitioned, quiet bool
 	c := &cobra.Command{
 		Use:   "run (-t TPCS | -g GPCS | -n COUNT) [flags] -- COMMAND [ARGS...]",
@@ -159,6 +159,9 @@ TPCs, unless --allow-unpartitioned is given.`,
 			s, err := spec.parse()
 			if err != nil {
 				return err
+			}
+			if connections < 1 || connections > mps.MaxConnections {
+				return fmt.Errorf("--connections %d: want 1 to %d", connections, mps.MaxConnections)
 			}
 			path, err := exec.LookPath(args[0])
 			if err != nil {
@@ -187,7 +190,7 @@ TPCs, unless --allow-unpartitioned is given.`,
 			env := os.Environ()
 			d := mps.Default()
 			if d.Running() {
-				env = setEnv(env, d.ClientEnv()...)
+				env = setEnv(env, d.ClientEnv(connections)...)
 			} else if !quiet {
 				fmt.Fprintln(stderr, "carve: note: carve's MPS daemon is not running, so this program will time-slice "+
 					"with other GPU programs instead of co-running; start it with 'carve mps start'")
@@ -218,6 +221,8 @@ TPCs, unless --allow-unpartitioned is given.`,
 	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
 	c.Flags().BoolVar(&allowUnpartitioned, "allow-unpartitioned", false, "run on all TPCs if the partition cannot be enforced")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing before running the program")
+	c.Flags().IntVar(&connections, "connections", mps.DefaultConnections,
+		"CUDA_DEVICE_MAX_CONNECTIONS under MPS: fewer start faster (2: about 90 ms sooner on an H100) but serialize streams")
 	return c
 }
 

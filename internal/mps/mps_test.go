@@ -64,7 +64,7 @@ func TestLifecycle(t *testing.T) {
 
 func TestClientEnv(t *testing.T) {
 	d := Daemon{Root: "/x"}
-	env := strings.Join(d.ClientEnv(), " ")
+	env := strings.Join(d.ClientEnv(DefaultConnections), " ")
 	for _, want := range []string{"CUDA_MPS_PIPE_DIRECTORY=/x/pipe", "CUDA_DEVICE_MAX_CONNECTIONS=8"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("client env %q lacks %q", env, want)

@@ -3,8 +3,8 @@
 //
 //	go run ./experiments/partitioning/summarize RESULTS_DIR
 //
-// RESULTS_DIR holds corun/ (run.sh's output), clocks/ (clocks.sh's) and
-// launch/ (check.sh's).
+// RESULTS_DIR holds corun/ (run.sh's output), clocks/ (clocks.sh's),
+// launch/ (check.sh's) and startup/ (startup.sh's).
 package main
 
 import (
@@ -103,7 +103,7 @@ func run(dir string) error {
 	}
 	defer f.Close()
 	w := io.Writer(f)
-	fmt.Fprintf(w, "# Partitioning on the H100: summary\n\nMade by `go run ./experiments/partitioning/summarize %s` from corun/ (`run.sh`), clocks/ (`clocks.sh`) and launch/ (`check.sh`). Times are medians of per-kernel times (CUDA events) over the middle 70%% of a 6 s window that co-runners share; where a run was repeated, the median of the repetitions.\n\n", dir)
+	fmt.Fprintf(w, "# Partitioning on the H100: summary\n\nMade by `go run ./experiments/partitioning/summarize %s` from corun/ (`run.sh`), clocks/ (`clocks.sh`), launch/ (`check.sh`) and startup/ (`startup.sh`, and the command in `startup/connections.cmd`). Times are medians of per-kernel times (CUDA events) over the middle 70%% of a 6 s window that co-runners share; where a run was repeated, the median of the repetitions.\n\n", dir)
 	for _, r := range append(corun[:1:1], clocks[:1]...) {
 		fmt.Fprintf(w, "- device: %s, driver %s, %s\n", r.str("gpu"), r.str("driver"), r.str("date"))
 	}
@@ -118,6 +118,15 @@ func run(dir string) error {
 		return err
 	}
 	writeLaunchCost(w, launch)
+	startup, err := readJSONL(filepath.Join(dir, "startup", "results.jsonl"))
+	if err != nil {
+		return err
+	}
+	conns, err := readJSONL(filepath.Join(dir, "startup", "connections.jsonl"))
+	if err != nil {
+		return err
+	}
+	writeStartup(w, startup, conns)
 	for _, r := range corun {
 		if r.str("step") == "resnet50_compare" {
 			fmt.Fprintf(w, "\n## ResNet-50 outputs\n\nLogits of 16 images with and without `carve run -n 20`: max abs difference %g, bitwise equal: %v.\n", r.num("max_abs_diff"), r["bitwise_equal"])
@@ -292,4 +301,36 @@ func writeLaunchCost(w io.Writer, rs []rec) {
 	fmt.Fprintf(w, "\n## Launch cost\n\nHost time per empty kernel launch (`launchcost.cu`, 50 rounds of 1000 launches, median round), pinned to one CPU, %d alternations without and with the shim (`carve run -t all`), no MPS:\n\n", len(none))
 	fmt.Fprintf(w, "| | ns per launch (median over alternations) |\n|---|---|\n| no shim | %.0f |\n| shim | %.0f |\n| ratio | %.3f |\n\nPer-alternation ratios range %.2f to %.2f: the machine's noise is larger than the difference.\n",
 		median(none), median(shim), median(shim)/median(none), ratios[0], ratios[len(ratios)-1])
+}
+
+// medianOf is the median of field k over the records whose step is step
+// (and, when mode is not "", whose mode is mode).
+func medianOf(rs []rec, step, mode, k string) float64 {
+	var xs []float64
+	for _, r := range rs {
+		if r.str("step") == step && (mode == "" || r.str("mode") == mode) {
+			xs = append(xs, r.num(k))
+		}
+	}
+	return median(xs)
+}
+
+func writeStartup(w io.Writer, rs, conns []rec) {
+	fmt.Fprintf(w, "\n## Startup and where the launch cost goes\n\nExec to exit of `first.cu` (context, one empty kernel), median of 30 alternations:\n\n| | plain (ms) | under carve run (ms) |\n|---|---|---|\n")
+	for _, m := range []string{"no_mps", "mps"} {
+		fmt.Fprintf(w, "| %s | %.1f | %.1f |\n", m, medianOf(rs, "startup", m, "plain_us")/1000, medianOf(rs, "startup", m, "carve_us")/1000)
+	}
+	fmt.Fprintf(w, "\nUnder MPS, 15 alternations: default connections %.1f ms, `CUDA_DEVICE_MAX_CONNECTIONS=8` %.1f ms, carve run (which sets 8) %.1f ms. carve run itself adds %.1f ms; the 8 connections cost the rest (`carve run --connections 2` asks for the client default of 2 instead; not measured here).\n",
+		medianOf(conns, "mps_connections", "", "default_us")/1000, medianOf(conns, "mps_connections", "", "conn8_us")/1000,
+		medianOf(conns, "mps_connections", "", "carve_us")/1000,
+		(medianOf(conns, "mps_connections", "", "carve_us")-medianOf(conns, "mps_connections", "", "conn8_us"))/1000)
+	by := map[string][]float64{}
+	for _, r := range rs {
+		if l := r.str("label"); l != "" {
+			by[l] = append(by[l], r.num("median_ns"))
+		}
+	}
+	none := median(by["none"])
+	fmt.Fprintf(w, "\nHost ns per empty launch, 20 alternations: no hook %.0f; a hook that returns at once (`-DCARVE_MEASURE_DISPATCH`, the driver's callback dispatch alone) %.0f (%s); the full shim %.0f (%s).\n",
+		none, median(by["dispatch_only"]), pct(median(by["dispatch_only"]), none), median(by["shim_all"]), pct(median(by["shim_all"]), none))
 }

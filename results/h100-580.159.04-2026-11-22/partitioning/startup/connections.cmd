@@ -1,0 +1,2 @@
+# the command that produced connections.jsonl (run from the repository root on the GPU machine)
+source experiments/partitioning/lib.sh $OUT >/dev/null 2>&1; nvcc -O2 -arch=sm_90 -o $W/first $E/first.cu; $CARVE mps start; export CUDA_MPS_PIPE_DIRECTORY=$W/mps/pipe; ms() { local s=$(date +%s%N); "$@" >/dev/null 2>&1; echo $(( ($(date +%s%N) - s) / 1000 )); }; for i in $(seq 15); do note mps_connections "\"default_us\":$(ms $W/first),\"conn8_us\":$(ms env CUDA_DEVICE_MAX_CONNECTIONS=8 $W/first),\"carve_us\":$(ms $CARVE run -q -t all -- $W/first)"; done; $CARVE mps stop
