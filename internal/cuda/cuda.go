@@ -24,7 +24,6 @@ const (
 	Success     Result = 0
 	NotReady    Result = 600
 	NoDevice    Result = 100
-	NotInit     Result = 3
 	notFoundMsg        = "unknown CUresult"
 )
 
