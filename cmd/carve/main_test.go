@@ -13,6 +13,7 @@ import (
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/topo"
+	"github.com/carve-gpu/carve/internal/topo/topotest"
 )
 
 // carve runs the CLI in-process and returns stdout, stderr and the error.
@@ -31,14 +32,7 @@ func carve(t *testing.T, args ...string) (string, string, error) {
 // with the recorded H100 topology cached, and no driver to be found.
 func sandbox(t *testing.T) *topo.Topology {
 	t.Helper()
-	b, err := os.ReadFile("../../internal/topo/testdata/h100.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := topo.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	top := topotest.H100(t)
 	cache := t.TempDir()
 	t.Setenv("CARVE_CACHE_DIR", cache)
 	t.Setenv("CARVE_RUNTIME_DIR", filepath.Join(t.TempDir(), "rt"))

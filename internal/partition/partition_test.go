@@ -1,26 +1,15 @@
 package partition
 
 import (
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/carve-gpu/carve/internal/topo"
+	"github.com/carve-gpu/carve/internal/topo/topotest"
 )
 
-func h100(t testing.TB) *topo.Topology {
-	t.Helper()
-	b, err := os.ReadFile("../topo/testdata/h100.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := topo.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return top
-}
+var h100 = topotest.H100
 
 func TestParseList(t *testing.T) {
 	for _, tc := range []struct {
