@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -61,7 +62,13 @@ typedef int (*cu_init_fn)(unsigned int flags);
 static struct carve_ctl *ctl;
 static int debug;
 static int allow_unpartitioned;
-static int warned_refused;
+
+/* The last mask read from the block that enables a live TPC, shared by all
+ * threads; written under mask_mu when the block's generation moves. */
+static pthread_mutex_t mask_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t seen_gen = UINT64_MAX;
+static uint32_t good_mask[CARVE_MASK_WORDS];
+static int good_valid;
 
 /* Last mask this thread read, keyed by the block's gen. */
 static __thread __attribute__((tls_model("initial-exec"))) uint64_t t_gen = UINT64_MAX;
@@ -265,28 +272,37 @@ static struct carve_ctl *attach(const char *dir)
 }
 
 /* current_mask returns the mask to apply, reading the block only when its
- * generation moved. Returns 0 when no mask should be written. */
+ * generation moved: the fast path is one atomic load and a compare against
+ * this thread's copy. A new generation is read once for the whole process,
+ * under a lock; a mask enabling no live TPC is refused there and the last
+ * good one stays. Returns 0 when there is no mask to write. */
 static int current_mask(uint32_t out[CARVE_MASK_WORDS])
 {
 	uint64_t g = __atomic_load_n(&ctl->gen, __ATOMIC_ACQUIRE);
 	if (g != t_gen) {
+		pthread_mutex_lock(&mask_mu);
 		uint32_t m[CARVE_MASK_WORDS];
 		uint64_t rg;
-		if (read_mask(ctl, m, &rg)) {
+		if (g != seen_gen && read_mask(ctl, m, &rg)) {
 			uint32_t live[CARVE_MASK_WORDS];
 			for (int i = 0; i < CARVE_MASK_WORDS; i++)
 				live[i] = __atomic_load_n(&ctl->live[i], __ATOMIC_RELAXED);
 			if (carve_mask_enables_live(m, live)) {
-				memcpy(t_mask, m, sizeof m);
-				t_valid = 1;
+				memcpy(good_mask, m, sizeof m);
+				good_valid = 1;
 			} else {
 				__atomic_add_fetch(&ctl->refused, 1, __ATOMIC_RELAXED);
-				if (!__atomic_exchange_n(&warned_refused, 1, __ATOMIC_RELAXED))
-					say("mask of generation %llu enables no live TPC; keeping the "
-					    "previous partition", (unsigned long long)rg);
+				say("mask of generation %llu enables no live TPC; keeping the previous partition",
+				    (unsigned long long)rg);
 			}
-			t_gen = rg;
+			seen_gen = rg;
 		}
+		memcpy(t_mask, good_mask, sizeof t_mask);
+		t_valid = good_valid;
+		t_gen = seen_gen;
+		pthread_mutex_unlock(&mask_mu);
+		if (!t_valid && !allow_unpartitioned)
+			refuse("the partition enables no live TPC");
 	}
 	if (!t_valid)
 		return 0;

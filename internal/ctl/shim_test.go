@@ -258,6 +258,7 @@ func TestShimRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		env        []string
+		init       [4]uint32 // the block's first mask; zero: TPC 0 only
 		flags      uint32
 		version    int // launch this version after ready; 0: none
 		wantCode   int
@@ -269,10 +270,15 @@ func TestShimRefusals(t *testing.T) {
 		{name: "no export table", env: []string{"FAKECUDA_NO_TABLE=1"}, wantCode: 86, wantState: ctl.StateUnhooked, wantStderr: "refusing to run unpartitioned"},
 		{name: "no export table allowed", env: []string{"FAKECUDA_NO_TABLE=1", "CARVE_ALLOW_UNPARTITIONED=1"}, wantState: ctl.StateUnhooked, wantStderr: "running on all TPCs"},
 		{name: "table only after cuInit", env: []string{"FAKECUDA_NEED_INIT=1"}, version: 0x40, wantState: ctl.StateHooked},
+		{name: "partition of dead TPCs only", init: enableOnly(5, 6), version: 0x40, wantCode: 86, wantState: ctl.StateHooked, wantStderr: "enables no live TPC"},
 		{name: "no driver library", env: []string{"CARVE_LIBCUDA=/nonexistent/libcuda.so.1"}, wantCode: 2, wantState: ctl.StateNoDriver},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, h := startExec(t, t.TempDir(), ctl.Init{Mask: enableOnly(0), Live: live, Flags: tc.flags}, tc.env...)
+			mask := tc.init
+			if mask == ([4]uint32{}) {
+				mask = enableOnly(0)
+			}
+			p, h := startExec(t, t.TempDir(), ctl.Init{Mask: mask, Live: live, Flags: tc.flags}, tc.env...)
 			if tc.wantCode == 0 || tc.version != 0 {
 				p.ready(t)
 			}
