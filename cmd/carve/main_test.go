@@ -67,6 +67,8 @@ func TestErrors(t *testing.T) {
 		{[]string{"topo", "extra"}, "unknown command"},
 		{[]string{"topo"}, "libcuda.so.1 could not be loaded"},
 		{[]string{"mps", "stop"}, "MPS is not running"},
+		{[]string{"bench", "granularity", "--reps", "0"}, "want at least 1"},
+		{[]string{"bench", "granularity"}, "libcuda.so.1 could not be loaded"},
 	} {
 		_, _, err := carve(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"unsafe"
@@ -73,6 +74,11 @@ type driver struct {
 	launchKernel   func(uintptr, uint32, uint32, uint32, uint32, uint32, uint32, uint32, uintptr, unsafe.Pointer, unsafe.Pointer) Result
 	launchKernelEx func(unsafe.Pointer, uintptr, unsafe.Pointer, unsafe.Pointer) Result
 	getExportTable func(*uintptr, *[16]byte) Result
+	eventCreate    func(*uintptr, uint32) Result
+	eventRecord    func(uintptr, uintptr) Result
+	eventSync      func(uintptr) Result
+	eventElapsed   func(*float32, uintptr, uintptr) Result
+	memcpyHtoD     func(uint64, unsafe.Pointer, uint64) Result
 }
 
 var (
@@ -125,6 +131,11 @@ func load() (*driver, error) {
 		{&d.launchKernel, "cuLaunchKernel"},
 		{&d.launchKernelEx, "cuLaunchKernelEx"},
 		{&d.getExportTable, "cuGetExportTable"},
+		{&d.eventCreate, "cuEventCreate"},
+		{&d.eventRecord, "cuEventRecord"},
+		{&d.eventSync, "cuEventSynchronize"},
+		{&d.eventElapsed, "cuEventElapsedTime"},
+		{&d.memcpyHtoD, "cuMemcpyHtoD_v2"},
 	}
 	for _, b := range bind {
 		if _, err := purego.Dlsym(h, b.name); err != nil {
@@ -298,6 +309,63 @@ func (p DevPtr) CopyToHost(dst []uint32) error {
 		return nil
 	}
 	return check("cuMemcpyDtoH", lib.memcpyDtoH(unsafe.Pointer(&dst[0]), uint64(p), uint64(4*len(dst))))
+}
+
+// CopyFloats copies src to device memory at p.
+func (p DevPtr) CopyFloats(src []float32) error {
+	if len(src) == 0 {
+		return nil
+	}
+	return check("cuMemcpyHtoD", lib.memcpyHtoD(uint64(p), unsafe.Pointer(&src[0]), uint64(4*len(src))))
+}
+
+// CopyFloatsToHost copies len(dst) floats from p.
+func (p DevPtr) CopyFloatsToHost(dst []float32) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	return check("cuMemcpyDtoH", lib.memcpyDtoH(unsafe.Pointer(&dst[0]), uint64(p), uint64(4*len(dst))))
+}
+
+// Event is a CUevent, for timing work on a stream.
+type Event uintptr
+
+// NewEvent creates a timing event.
+func NewEvent() (Event, error) {
+	var e uintptr
+	err := check("cuEventCreate", lib.eventCreate(&e, 0))
+	return Event(e), err
+}
+
+// Record enqueues the event on s.
+func (e Event) Record(s Stream) error {
+	return check("cuEventRecord", lib.eventRecord(uintptr(e), uintptr(s)))
+}
+
+// Synchronize waits for the event.
+func (e Event) Synchronize() error { return check("cuEventSynchronize", lib.eventSync(uintptr(e))) }
+
+// Since is the time in milliseconds from start to e, both completed.
+func (e Event) Since(start Event) (float64, error) {
+	var ms float32
+	err := check("cuEventElapsedTime", lib.eventElapsed(&ms, uintptr(start), uintptr(e)))
+	return float64(ms), err
+}
+
+// OpenPrimary locks the calling goroutine to its OS thread (CUDA's current
+// context is per thread), loads the driver and makes device ordinal's
+// primary context current.
+func OpenPrimary(ordinal int) (Device, *Context, error) {
+	runtime.LockOSThread()
+	if err := Load(); err != nil {
+		return 0, nil, err
+	}
+	dev, err := GetDevice(ordinal)
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx, err := dev.RetainPrimary()
+	return dev, ctx, err
 }
 
 // Stream is a CUstream.

@@ -2,7 +2,6 @@ package topo
 
 import (
 	"fmt"
-	"runtime"
 	"time"
 	"unsafe"
 
@@ -30,13 +29,9 @@ type GPU struct {
 // OpenGPU locks the calling goroutine to its thread, makes device ordinal's
 // primary context current there and installs carve's launch hook.
 func OpenGPU(ordinal int) (*GPU, error) {
-	runtime.LockOSThread()
-	if err := cuda.Load(); err != nil {
-		return nil, err
-	}
-	dev, err := cuda.GetDevice(ordinal)
+	dev, ctx, err := cuda.OpenPrimary(ordinal)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("creating a context (outside MPS): %w", err)
 	}
 	sms, err := dev.Attr(cuda.AttrSMCount)
 	if err != nil {
@@ -45,10 +40,6 @@ func OpenGPU(ordinal int) (*GPU, error) {
 	h, err := hook.Install()
 	if err != nil {
 		return nil, err
-	}
-	ctx, err := dev.RetainPrimary()
-	if err != nil {
-		return nil, fmt.Errorf("creating a context (outside MPS): %w", err)
 	}
 	g := &GPU{Dev: dev, ctx: ctx, sms: sms, hook: h, Timeout: 2 * time.Second, SpinNS: 20_000}
 	src, err := kernels.PTX("topo")

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/carve-gpu/carve/internal/bench"
+)
+
+func newBenchCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure carve against other ways of sharing the GPU",
+		Long: `bench runs carve's benchmarks on this GPU and writes each result as JSON
+with PNG and SVG plots, in --out (default carve-bench-DATE).`,
+	}
+	c.AddCommand(newGranularityCmd())
+	return c
+}
+
+func newGranularityCmd() *cobra.Command {
+	var n, reps, device int
+	var outDir, out string
+	c := &cobra.Command{
+		Use:   "granularity",
+		Short: "GEMM time at every partition size carve can express (1..N TPCs)",
+		Long: `granularity times an n x n float GEMM (carve's own kernel, checked against a
+CPU reference first) on every TPC count from 1 to all, each partition placed
+GPC-packed, and draws time against SMs, with MiG's documented sizes for
+comparison (MiG cannot be measured where it is not enabled).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(out); err != nil {
+				return err
+			}
+			if reps < 1 {
+				return fmt.Errorf("--reps %d: want at least 1", reps)
+			}
+			t, _, err := loadTopology(device, false)
+			if err != nil {
+				return err
+			}
+			g, err := bench.NewGEMM(device, n)
+			if err != nil {
+				return err
+			}
+			if e, err := g.Check(128, nil); err != nil || e > 1e-5 {
+				return fmt.Errorf("GEMM check against the CPU: relative error %g, %v", e, err)
+			}
+			bar := progressbar.NewOptions(len(t.TPCs), progressbar.OptionSetWriter(os.Stderr),
+				progressbar.OptionSetDescription("granularity"), progressbar.OptionClearOnFinish())
+			s, err := bench.GranularityCarve(g, t, reps, func(done, _ int) { bar.Set(done) })
+			if err != nil {
+				return err
+			}
+			r := &bench.Result{Benchmark: "granularity", Device: t.Device, UUID: t.UUID, Driver: t.Driver,
+				Date:   time.Now().UTC().Format(time.RFC3339),
+				Params: map[string]any{"n": n, "reps": reps, "placement": "GPC-packed (carve run -n K)"},
+				Series: []bench.Series{s, bench.MIGSeries()}}
+			if outDir == "" {
+				outDir = "carve-bench-" + time.Now().Format("2006-01-02")
+			}
+			path, err := r.Save(outDir)
+			if err != nil {
+				return err
+			}
+			if err := bench.PlotGranularity(r, outDir); err != nil {
+				return err
+			}
+			if out == "json" {
+				return writeJSON(cmd.OutOrStdout(), r)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "TPCS\tSMS\tMEDIAN MS\tMIN MS\tP99 MS\tx ALL TPCS")
+			all := s.Points[len(s.Points)-1].Stats.P50
+			for _, p := range s.Points {
+				fmt.Fprintf(tw, "%d\t%d\t%.3f\t%.3f\t%.3f\t%.2f\n", p.TPCs, p.SMs, p.Stats.P50, p.Stats.Min, p.Stats.P99, p.Stats.P50/all)
+			}
+			tw.Flush()
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s and %s\n", path, filepath.Join(outDir, "granularity.{png,svg}"))
+			return nil
+		},
+	}
+	c.Flags().IntVar(&n, "n", 2048, "matrix size (a multiple of 64)")
+	c.Flags().IntVar(&reps, "reps", 5, "timed runs per partition size, after one warm-up")
+	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
+	c.Flags().StringVar(&outDir, "out", "", "directory for the JSON and plots (default carve-bench-DATE)")
+	addOutputFlag(c, &out)
+	return c
+}

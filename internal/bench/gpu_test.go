@@ -1,0 +1,46 @@
+package bench
+
+import (
+	"os"
+	"testing"
+
+	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/topo"
+	"github.com/carve-gpu/carve/internal/topo/topotest"
+)
+
+// TestGPUGEMM checks the kernel against the CPU, unmasked and confined to
+// one TPC, and that one TPC is much slower than all. Opt-in: CARVE_GPU_TESTS=1
+// on the GPU the topology recording came from.
+func TestGPUGEMM(t *testing.T) {
+	if os.Getenv("CARVE_GPU_TESTS") != "1" {
+		t.Skip("set CARVE_GPU_TESTS=1 to run on a GPU")
+	}
+	g, err := NewGEMM(0, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := topotest.H100(t)
+	one, err := partition.Mask(top, partition.Set{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{64, 128, 256} {
+		for _, m := range []*topo.Mask{nil, &one} {
+			e, err := g.Check(n, m)
+			if err != nil || e > 1e-5 {
+				t.Errorf("n %d, masked %v: relative error %g, %v", n, m != nil, e, err)
+			}
+		}
+	}
+	all, _ := g.Time(nil)
+	all, _ = g.Time(nil)
+	single, err := g.Time(&one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("1024^3 GEMM: %.3f ms on all TPCs, %.3f ms on one", all, single)
+	if single < 20*all {
+		t.Errorf("one TPC (%.3f ms) is not much slower than 66 (%.3f ms): the mask did not hold", single, all)
+	}
+}

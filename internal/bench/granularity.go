@@ -1,0 +1,47 @@
+package bench
+
+import (
+	"fmt"
+
+	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/topo"
+)
+
+// GranularityCarve times the GEMM on every TPC count 1..N, each partition
+// placed GPC-packed as `carve run -n K` would, reps times after one warm-up.
+func GranularityCarve(g *GEMM, t *topo.Topology, reps int, progress func(done, total int)) (Series, error) {
+	s := Series{Mechanism: "carve", Measured: true, Note: "TPC masks, in-process (the same masks the shim writes)"}
+	for k := 1; k <= len(t.TPCs); k++ {
+		set := partition.Pack(t, k, nil)
+		mask, err := partition.Mask(t, set)
+		if err != nil {
+			return s, err
+		}
+		var ms []float64
+		for i := 0; i <= reps; i++ {
+			v, err := g.Time(&mask)
+			if err != nil {
+				return s, fmt.Errorf("%d TPCs: %w", k, err)
+			}
+			if i > 0 {
+				ms = append(ms, v)
+			}
+		}
+		sms := 0
+		for _, i := range set {
+			sms += len(t.TPCs[i].SMs)
+		}
+		s.Points = append(s.Points, Point{TPCs: k, SMs: sms, Stats: Summarize(ms)})
+		progress(k, len(t.TPCs))
+	}
+	return s, nil
+}
+
+// MIGSeries is the documented MiG sizes as a series without times.
+func MIGSeries() Series {
+	s := Series{Mechanism: "MiG", Note: "H100 instance sizes from NVIDIA's documentation; MiG cannot be enabled on this GPU"}
+	for _, sms := range MIGSliceSMs {
+		s.Points = append(s.Points, Point{SMs: sms, TPCs: sms / 2})
+	}
+	return s
+}

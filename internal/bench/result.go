@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Point is one partition size of one mechanism.
+type Point struct {
+	TPCs  int   `json:"tpcs"`
+	SMs   int   `json:"sms"`
+	Stats Stats `json:"ms"`
+}
+
+// Series is one mechanism's points. Documented series (MiG here) come from
+// vendor documentation, not from a run, and are drawn as such.
+type Series struct {
+	Mechanism string  `json:"mechanism"`
+	Measured  bool    `json:"measured"`
+	Note      string  `json:"note,omitempty"`
+	Points    []Point `json:"points"`
+}
+
+// Result is one benchmark run, as written to NAME.json.
+type Result struct {
+	Benchmark string         `json:"benchmark"`
+	Device    string         `json:"device"`
+	UUID      string         `json:"uuid"`
+	Driver    string         `json:"driver"`
+	Date      string         `json:"date"`
+	Params    map[string]any `json:"params"`
+	Series    []Series       `json:"series"`
+}
+
+// MIGSliceSMs are the H100's MIG instance sizes in SMs (1g..4g and 7g), as
+// NVIDIA documents them; MIG cannot be enabled on the lent GPU.
+var MIGSliceSMs = []int{16, 32, 48, 64, 112}
+
+// Save writes r as DIR/NAME.json.
+func (r *Result) Save(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, r.Benchmark+".json")
+	return p, os.WriteFile(p, b, 0o644)
+}
+
+// PlotGranularity draws median time against SMs per measured series, with
+// the documented MiG sizes as vertical marks, to DIR/granularity.{png,svg}.
+func PlotGranularity(r *Result, dir string) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("GEMM time by partition size, %s", r.Device)
+	p.X.Label.Text = "SMs in the partition"
+	p.Y.Label.Text = "GEMM time, median (ms, log scale)"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	top := 0.0
+	for i, s := range r.Series {
+		if !s.Measured {
+			continue
+		}
+		pts := make(plotter.XYs, len(s.Points))
+		for j, q := range s.Points {
+			pts[j] = plotter.XY{X: float64(q.SMs), Y: q.Stats.P50}
+			top = max(top, q.Stats.P50)
+		}
+		l, sc, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return err
+		}
+		l.Color, sc.Color = plotutil.Color(i), plotutil.Color(i)
+		sc.Shape = plotutil.Shape(i)
+		p.Add(l, sc)
+		p.Legend.Add(s.Mechanism, l, sc)
+	}
+	for _, s := range r.Series {
+		if s.Measured {
+			continue
+		}
+		for _, q := range s.Points {
+			l, err := plotter.NewLine(plotter.XYs{{X: float64(q.SMs), Y: top / 100}, {X: float64(q.SMs), Y: top}})
+			if err != nil {
+				return err
+			}
+			l.Color = color.Gray{Y: 150}
+			l.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+			p.Add(l)
+		}
+		if len(s.Points) > 0 {
+			p.Legend.Add(s.Mechanism+" sizes (documented, not measured)", &plotter.Line{LineStyle: plotter.DefaultLineStyle})
+		}
+	}
+	p.Legend.Top = true
+	for _, ext := range []string{"png", "svg"} {
+		if err := p.Save(9*vg.Inch, 5*vg.Inch, filepath.Join(dir, r.Benchmark+"."+ext)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
