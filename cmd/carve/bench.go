@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/carve-gpu/carve/internal/bench"
@@ -20,7 +18,22 @@ func newBenchCmd() *cobra.Command {
 		Long: `bench runs carve's benchmarks on this GPU and writes each result as JSON
 with PNG and SVG plots, in --out (default carve-bench-DATE).`,
 	}
-	c.AddCommand(newGranularityCmd())
+	c.AddCommand(newGranularityCmd(), &cobra.Command{
+		Use:   "plot RESULT.json",
+		Short: "Draw the plots of a saved benchmark result again (no GPU needed)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := bench.Load(args[0])
+			if err != nil {
+				return err
+			}
+			if err := bench.Plot(r, filepath.Dir(args[0])); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", filepath.Join(filepath.Dir(args[0]), r.Benchmark+".{png,svg}"))
+			return nil
+		},
+	})
 	return c
 }
 
@@ -53,9 +66,7 @@ comparison (MiG cannot be measured where it is not enabled).`,
 			if e, err := g.Check(128, nil); err != nil || e > 1e-5 {
 				return fmt.Errorf("GEMM check against the CPU: relative error %g, %v", e, err)
 			}
-			bar := progressbar.NewOptions(len(t.TPCs), progressbar.OptionSetWriter(os.Stderr),
-				progressbar.OptionSetDescription("granularity"), progressbar.OptionClearOnFinish())
-			s, err := bench.GranularityCarve(g, t, reps, func(done, _ int) { bar.Set(done) })
+			s, err := bench.GranularityCarve(g, t, reps, progressBar("granularity"))
 			if err != nil {
 				return err
 			}
@@ -70,7 +81,7 @@ comparison (MiG cannot be measured where it is not enabled).`,
 			if err != nil {
 				return err
 			}
-			if err := bench.PlotGranularity(r, outDir); err != nil {
+			if err := bench.Plot(r, outDir); err != nil {
 				return err
 			}
 			if out == "json" {

@@ -134,17 +134,7 @@ func newDiscoverCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opt := topo.Options{ClusterSize: clusterSize}
-			if term.IsTerminal(int(os.Stderr.Fd())) {
-				var bar *progressbar.ProgressBar
-				opt.Progress = func(done, total int) {
-					if bar == nil {
-						bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr),
-							progressbar.OptionSetDescription("discovering TPCs"), progressbar.OptionClearOnFinish())
-					}
-					bar.Set(done)
-				}
-			}
+			opt := topo.Options{ClusterSize: clusterSize, Progress: progressBar("discovering TPCs")}
 			t, err := topo.DiscoverGPU(device, opt)
 			if err != nil {
 				return err
@@ -155,4 +145,20 @@ func newDiscoverCmd() *cobra.Command {
 	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
 	c.Flags().IntVar(&clusterSize, "cluster-size", 0, "blocks per cluster when grouping GPCs (default 8)")
 	return c
+}
+
+// progressBar returns a progress callback that draws a bar on stderr when
+// stderr is a terminal, and does nothing otherwise (logs stay clean).
+func progressBar(what string) func(done, total int) {
+	if !term.IsTerminal(int(os.Stderr.Fd())) {
+		return func(int, int) {}
+	}
+	var bar *progressbar.ProgressBar
+	return func(done, total int) {
+		if bar == nil {
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr),
+				progressbar.OptionSetDescription(what), progressbar.OptionClearOnFinish())
+		}
+		bar.Set(done)
+	}
 }

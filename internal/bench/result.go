@@ -57,6 +57,28 @@ func (r *Result) Save(dir string) (string, error) {
 	return p, os.WriteFile(p, b, 0o644)
 }
 
+// Load reads a result saved by Save.
+func Load(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// Plot draws r's plots into dir, by benchmark.
+func Plot(r *Result, dir string) error {
+	switch r.Benchmark {
+	case "granularity":
+		return PlotGranularity(r, dir)
+	}
+	return fmt.Errorf("no plot for benchmark %q", r.Benchmark)
+}
+
 // PlotGranularity draws median time against SMs per measured series, with
 // the documented MiG sizes as vertical marks, to DIR/granularity.{png,svg}.
 func PlotGranularity(r *Result, dir string) error {
@@ -89,7 +111,7 @@ func PlotGranularity(r *Result, dir string) error {
 		if s.Measured {
 			continue
 		}
-		for _, q := range s.Points {
+		for i, q := range s.Points {
 			l, err := plotter.NewLine(plotter.XYs{{X: float64(q.SMs), Y: top / 100}, {X: float64(q.SMs), Y: top}})
 			if err != nil {
 				return err
@@ -97,9 +119,9 @@ func PlotGranularity(r *Result, dir string) error {
 			l.Color = color.Gray{Y: 150}
 			l.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
 			p.Add(l)
-		}
-		if len(s.Points) > 0 {
-			p.Legend.Add(s.Mechanism+" sizes (documented, not measured)", &plotter.Line{LineStyle: plotter.DefaultLineStyle})
+			if i == 0 {
+				p.Legend.Add(s.Mechanism+" sizes (documented, not measured)", l)
+			}
 		}
 	}
 	p.Legend.Top = true

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,12 +17,11 @@ func TestSaveAndPlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(p)
-	var back Result
-	if err := json.Unmarshal(b, &back); err != nil || back.Series[0].Points[0].Stats.P50 != 40.5 || back.Series[1].Measured {
+	back, err := Load(p)
+	if err != nil || back.Series[0].Points[0].Stats.P50 != 40.5 || back.Series[1].Measured {
 		t.Fatalf("round trip: %v %+v", err, back)
 	}
-	if err := PlotGranularity(r, dir); err != nil {
+	if err := Plot(back, dir); err != nil {
 		t.Fatal(err)
 	}
 	png, err := os.ReadFile(filepath.Join(dir, "granularity.png"))
@@ -55,5 +53,14 @@ func TestMulCPUAndRelErr(t *testing.T) {
 	nan = nan / nan
 	if e := RelErr([]float32{nan, 22, 43, 50}, want); e < 1 {
 		t.Errorf("NaN passes: %g", e)
+	}
+}
+
+func TestPlotUnknown(t *testing.T) {
+	if err := Plot(&Result{Benchmark: "nope"}, t.TempDir()); err == nil {
+		t.Error("plot of an unknown benchmark succeeded")
+	}
+	if _, err := Load("/nonexistent.json"); err == nil {
+		t.Error("load of a missing file succeeded")
 	}
 }
