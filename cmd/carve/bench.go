@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -9,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/carve-gpu/carve/internal/bench"
+	"github.com/carve-gpu/carve/internal/mps"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -18,7 +22,7 @@ func newBenchCmd() *cobra.Command {
 		Long: `bench runs carve's benchmarks on this GPU and writes each result as JSON
 with PNG and SVG plots, in --out (default carve-bench-DATE).`,
 	}
-	c.AddCommand(newGranularityCmd(), &cobra.Command{
+	c.AddCommand(newGranularityCmd(), newGEMMWorkerCmd(), &cobra.Command{
 		Use:   "plot RESULT.json",
 		Short: "Draw the plots of a saved benchmark result again (no GPU needed)",
 		Args:  cobra.ExactArgs(1),
@@ -40,6 +44,7 @@ with PNG and SVG plots, in --out (default carve-bench-DATE).`,
 func newGranularityCmd() *cobra.Command {
 	var n, reps, device int
 	var outDir, out string
+	var mechanisms []string
 	c := &cobra.Command{
 		Use:   "granularity",
 		Short: "GEMM time at every partition size carve can express (1..N TPCs)",
@@ -51,6 +56,14 @@ comparison (MiG cannot be measured where it is not enabled).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(out); err != nil {
 				return err
+			}
+			if len(mechanisms) == 0 {
+				return errors.New("--mechanisms is empty")
+			}
+			for _, m := range mechanisms {
+				if m != "carve" && m != "mps" {
+					return fmt.Errorf("unknown mechanism %q: want carve or mps", m)
+				}
 			}
 			if reps < 1 {
 				return fmt.Errorf("--reps %d: want at least 1", reps)
@@ -66,14 +79,23 @@ comparison (MiG cannot be measured where it is not enabled).`,
 			if e, err := g.Check(128, nil); err != nil || e > 1e-5 {
 				return fmt.Errorf("GEMM check against the CPU: relative error %g, %v", e, err)
 			}
-			s, err := bench.GranularityCarve(g, t, reps, progressBar("granularity"))
-			if err != nil {
-				return err
-			}
 			r := &bench.Result{Benchmark: "granularity", Device: t.Device, UUID: t.UUID, Driver: t.Driver,
 				Date:   time.Now().UTC().Format(time.RFC3339),
-				Params: map[string]any{"n": n, "reps": reps, "placement": "GPC-packed (carve run -n K)"},
-				Series: []bench.Series{s, bench.MIGSeries()}}
+				Params: map[string]any{"n": n, "reps": reps, "placement": "GPC-packed (carve run -n K)"}}
+			for _, m := range mechanisms {
+				var s bench.Series
+				switch m {
+				case "carve":
+					s, err = bench.GranularityCarve(g, t, reps, progressBar("granularity: carve"))
+				case "mps":
+					s, err = granularityMPS(n, reps, device, t.SMCount, len(t.TPCs))
+				}
+				if err != nil {
+					return err
+				}
+				r.Series = append(r.Series, s)
+			}
+			r.Series = append(r.Series, bench.MIGSeries())
 			if outDir == "" {
 				outDir = "carve-bench-" + time.Now().Format("2006-01-02")
 			}
@@ -89,9 +111,15 @@ comparison (MiG cannot be measured where it is not enabled).`,
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "TPCS\tSMS\tMEDIAN MS\tMIN MS\tP99 MS\tx ALL TPCS")
-			all := s.Points[len(s.Points)-1].Stats.P50
-			for _, p := range s.Points {
-				fmt.Fprintf(tw, "%d\t%d\t%.3f\t%.3f\t%.3f\t%.2f\n", p.TPCs, p.SMs, p.Stats.P50, p.Stats.Min, p.Stats.P99, p.Stats.P50/all)
+			for _, s := range r.Series {
+				if !s.Measured {
+					continue
+				}
+				fmt.Fprintf(tw, "%s\n", s.Mechanism)
+				all := s.Points[len(s.Points)-1].Stats.P50
+				for _, p := range s.Points {
+					fmt.Fprintf(tw, "%d\t%d\t%.3f\t%.3f\t%.3f\t%.2f\n", p.TPCs, p.SMs, p.Stats.P50, p.Stats.Min, p.Stats.P99, p.Stats.P50/all)
+				}
 			}
 			tw.Flush()
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s and %s\n", path, filepath.Join(outDir, "granularity.{png,svg}"))
@@ -101,7 +129,61 @@ comparison (MiG cannot be measured where it is not enabled).`,
 	c.Flags().IntVar(&n, "n", 2048, "matrix size (a multiple of 64)")
 	c.Flags().IntVar(&reps, "reps", 5, "timed runs per partition size, after one warm-up")
 	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
+	c.Flags().StringSliceVar(&mechanisms, "mechanisms", []string{"carve", "mps"}, "what to measure: carve (TPC masks), mps (active-thread percentages, one process per size)")
 	c.Flags().StringVar(&outDir, "out", "", "directory for the JSON and plots (default carve-bench-DATE)")
 	addOutputFlag(c, &out)
+	return c
+}
+
+// granularityMPS measures the MPS series in worker processes under an MPS
+// daemon of its own, stopped before returning.
+func granularityMPS(n, reps, device, sms, tpcs int) (bench.Series, error) {
+	root, err := os.MkdirTemp("", "carve-bench-mps-")
+	if err != nil {
+		return bench.Series{}, err
+	}
+	defer os.RemoveAll(root)
+	d := mps.Daemon{Root: root}
+	if err := d.Start(); err != nil {
+		return bench.Series{}, err
+	}
+	defer d.Stop()
+	exe, err := os.Executable()
+	if err != nil {
+		return bench.Series{}, err
+	}
+	w := bench.ExecWorker(exe, "__gemm", fmt.Sprintf("--n=%d", n), fmt.Sprintf("--reps=%d", reps), fmt.Sprintf("--device=%d", device))
+	return bench.GranularityMPS(w, d, tpcs, sms, progressBar("granularity: MPS"))
+}
+
+// newGEMMWorkerCmd is the process GranularityMPS starts under MPS.
+func newGEMMWorkerCmd() *cobra.Command {
+	var n, reps, device int
+	c := &cobra.Command{
+		Use:    "__gemm",
+		Short:  "time the benchmark GEMM and print the times as JSON (internal)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			g, err := bench.NewGEMM(device, n)
+			if err != nil {
+				return err
+			}
+			ms := make([]float64, 0, reps)
+			for i := 0; i <= reps; i++ {
+				v, err := g.Time(nil)
+				if err != nil {
+					return err
+				}
+				if i > 0 {
+					ms = append(ms, v)
+				}
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(ms)
+		},
+	}
+	c.Flags().IntVar(&n, "n", 2048, "matrix size")
+	c.Flags().IntVar(&reps, "reps", 5, "timed runs after one warm-up")
+	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
 	return c
 }
