@@ -152,7 +152,7 @@ func granularityMPS(n, reps, device, sms, tpcs int) (bench.Series, error) {
 	if err != nil {
 		return bench.Series{}, err
 	}
-	w := bench.ExecWorker(exe, "__gemm", fmt.Sprintf("--n=%d", n), fmt.Sprintf("--reps=%d", reps), fmt.Sprintf("--device=%d", device))
+	w := bench.ExecWorker(exe, "bench", "__gemm", fmt.Sprintf("--n=%d", n), fmt.Sprintf("--reps=%d", reps), fmt.Sprintf("--device=%d", device))
 	return bench.GranularityMPS(w, d, tpcs, sms, progressBar("granularity: MPS"))
 }
 
