@@ -22,7 +22,7 @@ func newBenchCmd() *cobra.Command {
 		Long: `bench runs carve's benchmarks on this GPU and writes each result as JSON
 with PNG and SVG plots, in --out (default carve-bench-DATE).`,
 	}
-	c.AddCommand(newGranularityCmd(), newGEMMWorkerCmd(), &cobra.Command{
+	c.AddCommand(newGranularityCmd(), newEnforcementCmd(), newGEMMWorkerCmd(), newVictimCmd(), newCompetitorCmd(), &cobra.Command{
 		Use:   "plot RESULT.json",
 		Short: "Draw the plots of a saved benchmark result again (no GPU needed)",
 		Args:  cobra.ExactArgs(1),

@@ -68,6 +68,8 @@ func TestErrors(t *testing.T) {
 		{[]string{"topo"}, "libcuda.so.1 could not be loaded"},
 		{[]string{"mps", "stop"}, "MPS is not running"},
 		{[]string{"bench", "granularity", "--reps", "0"}, "want at least 1"},
+		{[]string{"bench", "enforcement", "--share", "1.2"}, "want a fraction between 0 and 1"},
+		{[]string{"bench", "enforcement", "--samples", "0"}, "want at least 1"},
 		{[]string{"bench", "granularity", "--mechanisms", ""}, "--mechanisms is empty"},
 		{[]string{"bench", "granularity", "--mechanisms", "carve,mig"}, `unknown mechanism "mig"`},
 		{[]string{"bench", "granularity"}, "libcuda.so.1 could not be loaded"},

@@ -12,17 +12,77 @@ import (
 	"github.com/carve-gpu/carve/internal/topo"
 )
 
-// GEMM runs carve's sgemm kernel in this process, under masks set through
-// carve's own launch hook. Its methods must run on the OS thread that called
-// NewGEMM.
+// Session holds carve's benchmark kernels loaded in this process, a stream,
+// timing events and carve's own launch hook, through which runs take masks.
+// Its methods must run on the OS thread that called Open.
+type Session struct {
+	mod    cuda.Module
+	stream cuda.Stream
+	hook   *hook.Hook
+	start  cuda.Event
+	end    cuda.Event
+}
+
+// Open loads the benchmark kernels on device ordinal.
+func Open(ordinal int) (*Session, error) {
+	if _, _, err := cuda.OpenPrimary(ordinal); err != nil {
+		return nil, err
+	}
+	s := &Session{}
+	var err error
+	if s.hook, err = hook.Install(); err != nil {
+		return nil, err
+	}
+	src, err := kernels.PTX("bench")
+	if err != nil {
+		return nil, err
+	}
+	if s.mod, err = cuda.LoadPTX(src); err != nil {
+		return nil, fmt.Errorf("loading the benchmark kernels: %w", err)
+	}
+	if s.stream, err = cuda.NewStream(); err != nil {
+		return nil, err
+	}
+	if s.start, err = cuda.NewEvent(); err != nil {
+		return nil, err
+	}
+	s.end, err = cuda.NewEvent()
+	return s, err
+}
+
+// Run launches l on the session's stream under mask (nil: none), waits for
+// it and returns its time in ms.
+func (s *Session) Run(fn cuda.Function, l cuda.Launch, mask *topo.Mask) (float64, error) {
+	if mask != nil {
+		m := [4]uint32(*mask)
+		s.hook.SetMask(&m)
+	}
+	defer s.hook.SetMask(nil)
+	l.Stream = s.stream
+	if err := s.start.Record(s.stream); err != nil {
+		return 0, err
+	}
+	if err := fn.Launch(l); err != nil {
+		return 0, err
+	}
+	if v := s.hook.Unsupported(); mask != nil && v != 0 {
+		return 0, fmt.Errorf("launch descriptor version %#x is not supported", v)
+	}
+	if err := s.end.Record(s.stream); err != nil {
+		return 0, err
+	}
+	if err := s.end.Synchronize(); err != nil {
+		return 0, err
+	}
+	return s.end.Since(s.start)
+}
+
+// GEMM multiplies N x N float matrices with carve's sgemm kernel.
 type GEMM struct {
+	*Session
 	N       int
 	fn      cuda.Function
-	stream  cuda.Stream
 	a, b, c cuda.DevPtr
-	hook    *hook.Hook
-	start   cuda.Event
-	end     cuda.Event
 }
 
 // MulCPU is the float64 reference of sgemm for row-major n x n matrices.
@@ -60,32 +120,12 @@ func NewGEMM(ordinal, n int) (*GEMM, error) {
 	if n <= 0 || n%64 != 0 {
 		return nil, fmt.Errorf("matrix size %d: want a positive multiple of 64", n)
 	}
-	_, _, err := cuda.OpenPrimary(ordinal)
+	s, err := Open(ordinal)
 	if err != nil {
 		return nil, err
 	}
-	g := &GEMM{N: n}
-	if g.hook, err = hook.Install(); err != nil {
-		return nil, err
-	}
-	src, err := kernels.PTX("bench")
-	if err != nil {
-		return nil, err
-	}
-	mod, err := cuda.LoadPTX(src)
-	if err != nil {
-		return nil, fmt.Errorf("loading the benchmark kernels: %w", err)
-	}
-	if g.fn, err = mod.Function("sgemm"); err != nil {
-		return nil, err
-	}
-	if g.stream, err = cuda.NewStream(); err != nil {
-		return nil, err
-	}
-	if g.start, err = cuda.NewEvent(); err != nil {
-		return nil, err
-	}
-	if g.end, err = cuda.NewEvent(); err != nil {
+	g := &GEMM{Session: s, N: n}
+	if g.fn, err = s.mod.Function("sgemm"); err != nil {
 		return nil, err
 	}
 	for _, p := range []*cuda.DevPtr{&g.a, &g.b, &g.c} {
@@ -147,31 +187,10 @@ func (g *GEMM) Time(mask *topo.Mask) (float64, error) {
 }
 
 func (g *GEMM) run(n int, a, b, c cuda.DevPtr, mask *topo.Mask) (float64, error) {
-	if mask != nil {
-		m := [4]uint32(*mask)
-		g.hook.SetMask(&m)
-	}
-	defer g.hook.SetMask(nil)
 	n32 := int32(n)
 	pa, pb, pc := uint64(a), uint64(b), uint64(c)
-	if err := g.start.Record(g.stream); err != nil {
-		return 0, err
-	}
-	err := g.fn.Launch(cuda.Launch{
-		Grid: [3]uint32{uint32(n / 64), uint32(n / 64), 1}, Block: [3]uint32{16, 16, 1}, Stream: g.stream,
+	return g.Run(g.fn, cuda.Launch{
+		Grid: [3]uint32{uint32(n / 64), uint32(n / 64), 1}, Block: [3]uint32{16, 16, 1},
 		Args: []unsafe.Pointer{unsafe.Pointer(&n32), unsafe.Pointer(&pa), unsafe.Pointer(&pb), unsafe.Pointer(&pc)},
-	})
-	if err != nil {
-		return 0, err
-	}
-	if v := g.hook.Unsupported(); mask != nil && v != 0 {
-		return 0, fmt.Errorf("launch descriptor version %#x is not supported", v)
-	}
-	if err := g.end.Record(g.stream); err != nil {
-		return 0, err
-	}
-	if err := g.end.Synchronize(); err != nil {
-		return 0, err
-	}
-	return g.end.Since(g.start)
+	}, mask)
 }

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/carve-gpu/carve/internal/mps"
@@ -23,32 +23,29 @@ func MPSPercentages(tpcs int) []int {
 	return out
 }
 
-// Worker runs one GEMM worker process (`carve __gemm`) under MPS with the
-// given extra environment and returns the times it printed.
+// Worker runs one GEMM worker process (`carve bench __gemm`) under MPS with
+// the given extra environment and returns the times it printed.
 type Worker func(ctx context.Context, env []string) ([]float64, error)
 
 // ExecWorker runs exe with args, with env added to this process's
 // environment (LD_PRELOAD dropped), and parses its stdout as a JSON array.
 func ExecWorker(exe string, args ...string) Worker {
 	return func(ctx context.Context, env []string) ([]float64, error) {
-		cmd := exec.CommandContext(ctx, exe, args...)
-		for _, kv := range os.Environ() {
-			if len(kv) < 11 || kv[:11] != "LD_PRELOAD=" {
-				cmd.Env = append(cmd.Env, kv)
-			}
-		}
-		cmd.Env = append(cmd.Env, env...)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", exe, err)
-		}
-		var ms []float64
-		if err := json.Unmarshal(out, &ms); err != nil {
-			return nil, fmt.Errorf("%s printed %q: %w", exe, out, err)
-		}
-		return ms, nil
+		return parseTimes(Workers{Exe: exe, Env: env}.command(ctx, nil, nil, args...))
 	}
+}
+
+// parseTimes runs cmd and parses its stdout as a JSON array of numbers.
+func parseTimes(cmd *exec.Cmd) ([]float64, error) {
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", strings.Join(cmd.Args, " "), err)
+	}
+	var ms []float64
+	if err := json.Unmarshal(out, &ms); err != nil {
+		return nil, fmt.Errorf("%s printed %q: %w", cmd.Args[0], out, err)
+	}
+	return ms, nil
 }
 
 // GranularityMPS times the GEMM in a worker process under MPS at each

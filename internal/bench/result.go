@@ -75,6 +75,8 @@ func Plot(r *Result, dir string) error {
 	switch r.Benchmark {
 	case "granularity":
 		return PlotGranularity(r, dir)
+	case "enforcement":
+		return PlotEnforcement(r, dir)
 	}
 	return fmt.Errorf("no plot for benchmark %q", r.Benchmark)
 }
@@ -127,6 +129,67 @@ func PlotGranularity(r *Result, dir string) error {
 	p.Legend.Top = true
 	for _, ext := range []string{"png", "svg"} {
 		if err := p.Save(9*vg.Inch, 5*vg.Inch, filepath.Join(dir, r.Benchmark+"."+ext)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PlotEnforcement draws one box per setup from its stats: the box spans p25
+// to p75 with a bar at the median, the whisker min to max, a tick at p99;
+// the reference time is a dashed line. To DIR/enforcement.{png,svg}.
+func PlotEnforcement(r *Result, dir string) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("GEMM victim beside competitors, %s (box p25-p75, bar p50, tick p99, whisker min-max)", r.Device)
+	p.Y.Label.Text = "victim time per launch (ms)"
+	var names []string
+	line := func(pts plotter.XYs, width vg.Length) error {
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Width = width
+		p.Add(l)
+		return nil
+	}
+	for i, s := range r.Series {
+		st, x := s.Points[0].Stats, float64(i)
+		box, err := plotter.NewPolygon(plotter.XYs{{X: x - 0.3, Y: st.P25}, {X: x + 0.3, Y: st.P25}, {X: x + 0.3, Y: st.P75}, {X: x - 0.3, Y: st.P75}})
+		if err != nil {
+			return err
+		}
+		box.Color = plotutil.Color(2)
+		p.Add(box)
+		for _, seg := range []struct {
+			pts plotter.XYs
+			w   vg.Length
+		}{
+			{plotter.XYs{{X: x, Y: st.Min}, {X: x, Y: st.Max}}, vg.Points(1)},
+			{plotter.XYs{{X: x - 0.3, Y: st.P50}, {X: x + 0.3, Y: st.P50}}, vg.Points(2)},
+			{plotter.XYs{{X: x - 0.15, Y: st.P99}, {X: x + 0.15, Y: st.P99}}, vg.Points(1)},
+		} {
+			if err := line(seg.pts, seg.w); err != nil {
+				return err
+			}
+		}
+		names = append(names, s.Mechanism)
+	}
+	p.NominalX(names...)
+	p.X.Tick.Label.Rotation = 0.5
+	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = -1, 0
+	if ref, ok := r.Params["scaled_alone_ms"].(float64); ok {
+		l, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: ref}, {X: float64(len(names)) - 0.5, Y: ref}})
+		if err != nil {
+			return err
+		}
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		l.Color = color.RGBA{R: 200, A: 255}
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("alone / share = %.3f ms", ref), l)
+		p.Legend.Top = true
+	}
+	for _, ext := range []string{"png", "svg"} {
+		if err := p.Save(11*vg.Inch, 6*vg.Inch, filepath.Join(dir, r.Benchmark+"."+ext)); err != nil {
 			return err
 		}
 	}

@@ -64,3 +64,18 @@ func TestPlotUnknown(t *testing.T) {
 		t.Error("load of a missing file succeeded")
 	}
 }
+
+func TestPlotEnforcement(t *testing.T) {
+	dir := t.TempDir()
+	r := &Result{Benchmark: "enforcement", Device: "test GPU", Params: map[string]any{"scaled_alone_ms": 1.5},
+		Series: []Series{
+			{Mechanism: "alone, whole GPU", Measured: true, Points: []Point{{Stats: Summarize([]float64{0.8, 0.9, 1})}}},
+			{Mechanism: "carve + memory", Measured: true, Points: []Point{{Stats: Summarize([]float64{1.4, 1.5, 2.5})}}},
+		}}
+	if err := Plot(r, dir); err != nil {
+		t.Fatal(err)
+	}
+	if png, err := os.ReadFile(filepath.Join(dir, "enforcement.png")); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Fatalf("png: %v", err)
+	}
+}

@@ -45,3 +45,49 @@ extern "C" __global__ void sgemm(int n, const float *A, const float *B, float *C
 		for (int j = 0; j < WPT; j++)
 			C[(size_t)(row0 + ty + 16 * i) * n + col0 + tx + 16 * j] = acc[i][j];
 }
+
+// mandelbrot: the compute-heavy competitor. Each thread iterates
+// z = z^2 + c for one pixel of a w x h view of [-2,1] x [-1.5,1.5] and writes
+// the iteration count at which |z| > 2 (max_iter if never).
+extern "C" __global__ void mandelbrot(int w, int h, int max_iter, unsigned int *out)
+{
+	int x = blockIdx.x * blockDim.x + threadIdx.x;
+	int y = blockIdx.y * blockDim.y + threadIdx.y;
+	if (x >= w || y >= h)
+		return;
+	float cr = -2.0f + 3.0f * x / w, ci = -1.5f + 3.0f * y / h;
+	float zr = 0.0f, zi = 0.0f;
+	int i = 0;
+	for (; i < max_iter; i++) {
+		float zr2 = __fmul_rn(zr, zr), zi2 = __fmul_rn(zi, zi);
+		if (__fadd_rn(zr2, zi2) > 4.0f)
+			break;
+		float t = __fadd_rn(__fsub_rn(zr2, zi2), cr);
+		zi = __fadd_rn(__fmul_rn(2.0f * zr, zi), ci);
+		zr = t;
+	}
+	out[y * w + x] = i;
+}
+
+// randwalk_init fills buf[i] with a hash of i.
+extern "C" __global__ void randwalk_init(unsigned int *buf, unsigned long long n)
+{
+	for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+	     i += (unsigned long long)gridDim.x * blockDim.x) {
+		unsigned int h = (unsigned int)i * 2654435761u;
+		buf[i] = h ^ (h >> 13);
+	}
+}
+
+// randwalk: the memory-heavy competitor. Each thread walks steps dependent,
+// scattered loads through buf (n a power of two, far larger than the L2):
+// the next index depends on the value just loaded. out[thread] is the last
+// index, so that the walk cannot be skipped.
+extern "C" __global__ void randwalk(const unsigned int *buf, unsigned long long n, int steps, unsigned int *out)
+{
+	unsigned int t = blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned long long idx = (t * 2654435761u) & (n - 1);
+	for (int s = 0; s < steps; s++)
+		idx = (buf[idx] ^ (idx * 40503u) ^ s) & (n - 1);
+	out[t] = (unsigned int)idx;
+}
