@@ -44,3 +44,55 @@ func TestGPUGEMM(t *testing.T) {
 		t.Errorf("one TPC (%.3f ms) is not much slower than 66 (%.3f ms): the mask did not hold", single, all)
 	}
 }
+
+// TestGPUCompetitors checks both competitor kernels against their CPU
+// references on small sizes.
+func TestGPUCompetitors(t *testing.T) {
+	if os.Getenv("CARVE_GPU_TESTS") != "1" {
+		t.Skip("set CARVE_GPU_TESTS=1 to run on a GPU")
+	}
+	s, err := Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewCompetitor(s, "compute", 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Step(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := MandelbrotCPU(256, 256, mandelIters)
+	diff := 0
+	for i := range want {
+		if got[i] != want[i] {
+			diff++
+		}
+	}
+	if diff > len(want)/1000 {
+		t.Errorf("mandelbrot: %d of %d pixels differ from the CPU", diff, len(want))
+	}
+	w, err := NewCompetitor(s, "memory", 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := w.Step()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotw, err := w.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantw := RandWalkCPU(1<<16, walkSteps, walkThreads)
+	for i := range wantw {
+		if gotw[i] != wantw[i] {
+			t.Fatalf("randwalk thread %d: GPU %d, CPU %d", i, gotw[i], wantw[i])
+		}
+	}
+	t.Logf("mandelbrot: %d of %d pixels differ; randwalk over 256 KiB: %.3f ms", diff, len(want), ms)
+}
