@@ -29,10 +29,6 @@ func Open(ordinal int) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{}
-	var err error
-	if s.hook, err = hook.Install(); err != nil {
-		return nil, err
-	}
 	src, err := kernels.PTX("bench")
 	if err != nil {
 		return nil, err
@@ -52,12 +48,23 @@ func Open(ordinal int) (*Session, error) {
 
 // Run launches l on the session's stream under mask (nil: none), waits for
 // it and returns its time in ms.
+//
+// carve's hook is installed on the first masked run only: a process that
+// runs under libcarve.so (a benchmark worker started with carve run) has the
+// driver's one launch-callback subscription taken already, and needs none.
 func (s *Session) Run(fn cuda.Function, l cuda.Launch, mask *topo.Mask) (float64, error) {
 	if mask != nil {
+		if s.hook == nil {
+			h, err := hook.Install()
+			if err != nil {
+				return 0, err
+			}
+			s.hook = h
+		}
 		m := [4]uint32(*mask)
 		s.hook.SetMask(&m)
+		defer s.hook.SetMask(nil)
 	}
-	defer s.hook.SetMask(nil)
 	l.Stream = s.stream
 	if err := s.start.Record(s.stream); err != nil {
 		return 0, err
@@ -65,8 +72,10 @@ func (s *Session) Run(fn cuda.Function, l cuda.Launch, mask *topo.Mask) (float64
 	if err := fn.Launch(l); err != nil {
 		return 0, err
 	}
-	if v := s.hook.Unsupported(); mask != nil && v != 0 {
-		return 0, fmt.Errorf("launch descriptor version %#x is not supported", v)
+	if v := 0; mask != nil {
+		if v = s.hook.Unsupported(); v != 0 {
+			return 0, fmt.Errorf("launch descriptor version %#x is not supported", v)
+		}
 	}
 	if err := s.end.Record(s.stream); err != nil {
 		return 0, err

@@ -24,6 +24,8 @@ const (
 	enableEntry    = 6
 	launchDomain   = 0xb
 	launchCbid     = 1
+
+	alreadyAcquired cuda.Result = 210 // CUDA_ERROR_ALREADY_ACQUIRED
 )
 
 // Hook applies a mask to every launch of this process while one is set.
@@ -74,6 +76,10 @@ func register(h *Hook) error {
 	})
 	var handle uint32
 	if rc := subscribe(&handle, cb, 0); rc != 0 {
+		if cuda.Result(rc) == alreadyAcquired {
+			return fmt.Errorf("launch-tools subscribe: %w: the driver takes one launch-callback subscriber per process, "+
+				"and another (libcarve.so, a profiler) holds it", cuda.Result(rc))
+		}
 		return fmt.Errorf("launch-tools subscribe: %w", cuda.Result(rc))
 	}
 	if rc := enable(1, handle, launchDomain, launchCbid); rc != 0 {
