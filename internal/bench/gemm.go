@@ -72,8 +72,8 @@ func (s *Session) Run(fn cuda.Function, l cuda.Launch, mask *topo.Mask) (float64
 	if err := fn.Launch(l); err != nil {
 		return 0, err
 	}
-	if v := 0; mask != nil {
-		if v = s.hook.Unsupported(); v != 0 {
+	if mask != nil {
+		if v := s.hook.Unsupported(); v != 0 {
 			return 0, fmt.Errorf("launch descriptor version %#x is not supported", v)
 		}
 	}
