@@ -22,7 +22,7 @@ func newBenchCmd() *cobra.Command {
 		Long: `bench runs carve's benchmarks on this GPU and writes each result as JSON
 with PNG and SVG plots, in --out (default carve-bench-DATE).`,
 	}
-	c.AddCommand(newGranularityCmd(), newEnforcementCmd(), newGEMMWorkerCmd(), newVictimCmd(), newCompetitorCmd(), &cobra.Command{
+	c.AddCommand(newGranularityCmd(), newEnforcementCmd(), newGEMMWorkerCmd(), newCompetitorCmd(), &cobra.Command{
 		Use:   "plot RESULT.json",
 		Short: "Draw the plots of a saved benchmark result again (no GPU needed)",
 		Args:  cobra.ExactArgs(1),
@@ -156,7 +156,8 @@ func granularityMPS(n, reps, device, sms, tpcs int) (bench.Series, error) {
 	return bench.GranularityMPS(w, d, tpcs, sms, progressBar("granularity: MPS"))
 }
 
-// newGEMMWorkerCmd is the process GranularityMPS starts under MPS.
+// newGEMMWorkerCmd is the GEMM process the MPS granularity series and the
+// enforcement victim run.
 func newGEMMWorkerCmd() *cobra.Command {
 	var n, reps, device int
 	c := &cobra.Command{
@@ -169,15 +170,9 @@ func newGEMMWorkerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ms := make([]float64, 0, reps)
-			for i := 0; i <= reps; i++ {
-				v, err := g.Time(nil)
-				if err != nil {
-					return err
-				}
-				if i > 0 {
-					ms = append(ms, v)
-				}
+			ms, err := g.Samples(nil, reps)
+			if err != nil {
+				return err
 			}
 			return json.NewEncoder(cmd.OutOrStdout()).Encode(ms)
 		},

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -68,7 +67,7 @@ measured here (they partition inside one process only).`,
 			}
 			defer d.Stop()
 			w := bench.Workers{Exe: exe, Env: d.ClientEnv(mps.DefaultConnections),
-				Args: []string{fmt.Sprintf("--n=%d", n), fmt.Sprintf("--samples=%d", samples), fmt.Sprintf("--device=%d", device)}}
+				Args: []string{fmt.Sprintf("--n=%d", n), fmt.Sprintf("--reps=%d", samples), fmt.Sprintf("--device=%d", device)}}
 			run := func(set partition.Set) []string {
 				return []string{exe, "run", "-q", "--shim", shim, "-t", set.String(), "--"}
 			}
@@ -155,36 +154,7 @@ measured here (they partition inside one process only).`,
 	return c
 }
 
-// newVictimCmd and newCompetitorCmd are the processes enforcement starts.
-func newVictimCmd() *cobra.Command {
-	var n, samples, device int
-	c := &cobra.Command{
-		Use: "__victim", Hidden: true, Args: cobra.NoArgs,
-		Short: "time GEMM launches and print them as JSON (internal)",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			g, err := bench.NewGEMM(device, n)
-			if err != nil {
-				return err
-			}
-			ms := make([]float64, 0, samples)
-			for i := 0; i <= samples; i++ {
-				v, err := g.Time(nil)
-				if err != nil {
-					return err
-				}
-				if i > 0 {
-					ms = append(ms, v)
-				}
-			}
-			return json.NewEncoder(cmd.OutOrStdout()).Encode(ms)
-		},
-	}
-	c.Flags().IntVar(&n, "n", 2048, "matrix size")
-	c.Flags().IntVar(&samples, "samples", 1000, "timed launches after one warm-up")
-	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
-	return c
-}
-
+// newCompetitorCmd is the competitor process enforcement starts.
 func newCompetitorCmd() *cobra.Command {
 	var kind string
 	var device int

@@ -19,12 +19,12 @@ type Setup struct {
 	VictimEnv, CompEnv []string
 }
 
-// Workers starts carve's own benchmark subcommands (carve bench __victim,
+// Workers starts carve's own benchmark subcommands (carve bench __gemm,
 // carve bench __competitor) as separate processes.
 type Workers struct {
 	Exe  string   // the carve binary
 	Env  []string // added to every worker's environment (MPS client settings)
-	Args []string // passed to the victim (e.g. --n, --samples)
+	Args []string // passed to the victim (e.g. --n, --reps)
 }
 
 func (w Workers) command(ctx context.Context, prefix []string, env []string, args ...string) *exec.Cmd {
@@ -81,5 +81,5 @@ func (w Workers) StartCompetitor(s Setup, kind string) (stop func(), err error) 
 func (w Workers) Victim(s Setup) ([]float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	return parseTimes(w.command(ctx, s.VictimPrefix, s.VictimEnv, append([]string{"bench", "__victim"}, w.Args...)...))
+	return parseTimes(w.command(ctx, s.VictimPrefix, s.VictimEnv, append([]string{"bench", "__gemm"}, w.Args...)...))
 }

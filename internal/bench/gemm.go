@@ -190,6 +190,21 @@ func (g *GEMM) Check(n int, mask *topo.Mask) (float64, error) {
 	return RelErr(got, MulCPU(n, a, b)), nil
 }
 
+// Samples times reps runs under mask after one warm-up run (ms).
+func (g *GEMM) Samples(mask *topo.Mask, reps int) ([]float64, error) {
+	ms := make([]float64, 0, reps)
+	for i := 0; i <= reps; i++ {
+		v, err := g.Time(mask)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			ms = append(ms, v)
+		}
+	}
+	return ms, nil
+}
+
 // Time runs the N x N product once under mask and returns its time in ms.
 func (g *GEMM) Time(mask *topo.Mask) (float64, error) {
 	return g.run(g.N, g.a, g.b, g.c, mask)

@@ -17,15 +17,9 @@ func GranularityCarve(g *GEMM, t *topo.Topology, reps int, progress func(done, t
 		if err != nil {
 			return s, err
 		}
-		var ms []float64
-		for i := 0; i <= reps; i++ {
-			v, err := g.Time(&mask)
-			if err != nil {
-				return s, fmt.Errorf("%d TPCs: %w", k, err)
-			}
-			if i > 0 {
-				ms = append(ms, v)
-			}
+		ms, err := g.Samples(&mask, reps)
+		if err != nil {
+			return s, fmt.Errorf("%d TPCs: %w", k, err)
 		}
 		sms := 0
 		for _, i := range set {
