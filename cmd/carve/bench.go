@@ -96,14 +96,8 @@ comparison (MiG cannot be measured where it is not enabled).`,
 				r.Series = append(r.Series, s)
 			}
 			r.Series = append(r.Series, bench.MIGSeries())
-			if outDir == "" {
-				outDir = "carve-bench-" + time.Now().Format("2006-01-02")
-			}
-			path, err := r.Save(outDir)
+			path, err := saveResult(r, outDir)
 			if err != nil {
-				return err
-			}
-			if err := bench.Plot(r, outDir); err != nil {
 				return err
 			}
 			if out == "json" {
@@ -122,7 +116,7 @@ comparison (MiG cannot be measured where it is not enabled).`,
 				}
 			}
 			tw.Flush()
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s and %s\n", path, filepath.Join(outDir, "granularity.{png,svg}"))
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s and %s\n", path, filepath.Join(filepath.Dir(path), "granularity.{png,svg}"))
 			return nil
 		},
 	}
@@ -181,4 +175,17 @@ func newGEMMWorkerCmd() *cobra.Command {
 	c.Flags().IntVar(&reps, "reps", 5, "timed runs after one warm-up")
 	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
 	return c
+}
+
+// saveResult writes r's JSON and plots into dir (default carve-bench-DATE)
+// and returns the JSON's path.
+func saveResult(r *bench.Result, dir string) (string, error) {
+	if dir == "" {
+		dir = "carve-bench-" + time.Now().Format("2006-01-02")
+	}
+	path, err := r.Save(dir)
+	if err != nil {
+		return "", err
+	}
+	return path, bench.Plot(r, dir)
 }

@@ -120,14 +120,8 @@ measured here (they partition inside one process only).`,
 					}
 				}
 			}
-			if outDir == "" {
-				outDir = "carve-bench-" + time.Now().Format("2006-01-02")
-			}
-			path, err := r.Save(outDir)
+			path, err := saveResult(r, outDir)
 			if err != nil {
-				return err
-			}
-			if err := bench.Plot(r, outDir); err != nil {
 				return err
 			}
 			if out == "json" {

@@ -1,9 +1,9 @@
 package bench
 
 import (
-	"os"
 	"testing"
 
+	"github.com/carve-gpu/carve/internal/gputest"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/topo"
 	"github.com/carve-gpu/carve/internal/topo/topotest"
@@ -13,9 +13,7 @@ import (
 // one TPC, and that one TPC is much slower than all. Opt-in: CARVE_GPU_TESTS=1
 // on the GPU the topology recording came from.
 func TestGPUGEMM(t *testing.T) {
-	if os.Getenv("CARVE_GPU_TESTS") != "1" {
-		t.Skip("set CARVE_GPU_TESTS=1 to run on a GPU")
-	}
+	gputest.Need(t)
 	g, err := NewGEMM(0, 1024)
 	if err != nil {
 		t.Fatal(err)
@@ -48,9 +46,7 @@ func TestGPUGEMM(t *testing.T) {
 // TestGPUCompetitors checks both competitor kernels against their CPU
 // references on small sizes.
 func TestGPUCompetitors(t *testing.T) {
-	if os.Getenv("CARVE_GPU_TESTS") != "1" {
-		t.Skip("set CARVE_GPU_TESTS=1 to run on a GPU")
-	}
+	gputest.Need(t)
 	s, err := Open(0)
 	if err != nil {
 		t.Fatal(err)

@@ -2,23 +2,16 @@ package topo
 
 import (
 	"math/rand/v2"
-	"os"
 	"sort"
 	"testing"
-)
 
-// GPU tests run only with CARVE_GPU_TESTS=1, on a machine with an NVIDIA GPU
-// (go test -c here, run the binary there).
-func needGPU(t *testing.T) {
-	if os.Getenv("CARVE_GPU_TESTS") != "1" {
-		t.Skip("set CARVE_GPU_TESTS=1 to run on a GPU")
-	}
-}
+	"github.com/carve-gpu/carve/internal/gputest"
+)
 
 // TestGPUDiscoveryMatchesRecording: a fresh discovery finds the live bits and
 // SMs recorded in testdata (run on the GPU the recording came from).
 func TestGPUDiscoveryMatchesRecording(t *testing.T) {
-	needGPU(t)
+	gputest.Need(t)
 	got, err := DiscoverGPU(0, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +31,7 @@ func TestGPUDiscoveryMatchesRecording(t *testing.T) {
 // TestGPUMaskConfinesBlocks: kernels launched under a partition's mask run on
 // exactly that partition's SMs, for partitions of every shape.
 func TestGPUMaskConfinesBlocks(t *testing.T) {
-	needGPU(t)
+	gputest.Need(t)
 	g, err := OpenGPU(0)
 	if err != nil {
 		t.Fatal(err)
