@@ -250,11 +250,6 @@ func (d Device) RetainPrimary() (*Context, error) {
 	return &Context{dev: d, ctx: c}, nil
 }
 
-// Release drops the primary context.
-func (c *Context) Release() error {
-	return check("cuDevicePrimaryCtxRelease", lib.primaryRelease(int32(c.dev)))
-}
-
 // Synchronize waits for all work in the context.
 func (c *Context) Synchronize() error { return check("cuCtxSynchronize", lib.ctxSynchronize()) }
 

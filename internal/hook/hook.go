@@ -30,9 +30,8 @@ const (
 
 // Hook applies a mask to every launch of this process while one is set.
 type Hook struct {
-	mask     atomic.Pointer[[4]uint32]
-	launches atomic.Uint64
-	badVer   atomic.Int32 // last unsupported descriptor version, 0 if none
+	mask   atomic.Pointer[[4]uint32]
+	badVer atomic.Int32 // last unsupported descriptor version, 0 if none
 }
 
 var (
@@ -89,7 +88,6 @@ func register(h *Hook) error {
 }
 
 func (h *Hook) onLaunch(params unsafe.Pointer) {
-	h.launches.Add(1)
 	m := h.mask.Load()
 	if m == nil {
 		return
@@ -106,9 +104,6 @@ func (h *Hook) onLaunch(params unsafe.Pointer) {
 // SetMask sets the TPC-disable mask for the following launches; nil clears it.
 // Callers must have checked the mask against the live TPCs.
 func (h *Hook) SetMask(m *[4]uint32) { h.mask.Store(m) }
-
-// Launches counts the launches the hook has seen.
-func (h *Hook) Launches() uint64 { return h.launches.Load() }
 
 // Unsupported returns the last descriptor version the hook could not mask.
 func (h *Hook) Unsupported() int { return int(h.badVer.Load()) }
