@@ -4,31 +4,32 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"text/tabwriter"
+	"os/exec"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/carve-gpu/carve/internal/bench"
-	"github.com/carve-gpu/carve/internal/mps"
-	"github.com/carve-gpu/carve/internal/partition"
 )
 
 func newEnforcementCmd() *cobra.Command {
 	var n, samples, device int
 	var share float64
-	var outDir, out string
+	var outDir, out, python string
+	var victims []string
 	c := &cobra.Command{
 		Use:   "enforcement",
 		Short: "A GEMM victim's times beside a compute- or memory-heavy competitor, per mechanism",
 		Long: `enforcement runs a GEMM victim (samples timed launches) in one share of the GPU
 while a competitor runs continuously in the rest: Mandelbrot (compute-heavy) or
-random walks over 1 GiB (memory-heavy). Each is a separate process under an MPS
-daemon of carve's own. Mechanisms: none (MPS, no limits), MPS active-thread
-percentages, and carve (TPC sets, GPC-packed). The reference is the victim's
-time alone on the whole GPU divided by the share. Green contexts are not
-measured here (they partition inside one process only).`,
+random walks over 1 GiB (memory-heavy). Victims: sgemm (carve's own kernel) and
+torch (torch.matmul in a PyTorch process, needs python3 with torch). Each is a
+separate process under an MPS daemon of carve's own. Mechanisms: none (MPS, no
+limits), MPS active-thread percentages, carve (TPC sets, GPC-packed) and, for
+sgemm, green contexts (victim and competitor as two threads of this process:
+the API cannot partition separate processes). The reference is the victim's
+time alone on the whole GPU divided by the share.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(out); err != nil {
@@ -40,37 +41,26 @@ measured here (they partition inside one process only).`,
 			if samples < 1 {
 				return errors.New("--samples: want at least 1")
 			}
-			t, _, err := loadTopology(device, false)
+			for _, v := range victims {
+				if v != "sgemm" && v != "torch" {
+					return fmt.Errorf("unknown victim %q: want sgemm or torch", v)
+				}
+			}
+			if slices.Contains(victims, "torch") {
+				if err := exec.Command(python, "-c", "import torch; assert torch.cuda.is_available()").Run(); err != nil {
+					return fmt.Errorf("victim torch needs %s with a CUDA build of PyTorch (%v); leave it out with --victims sgemm", python, err)
+				}
+			}
+			e, err := newBenchEnv(device)
 			if err != nil {
 				return err
 			}
-			shim, err := findShim("")
-			if err != nil {
-				return err
-			}
-			exe, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			k := int(math.Round(share * float64(len(t.TPCs))))
-			vset := partition.Pack(t, k, nil)
-			cset := partition.Pack(t, len(t.TPCs)-k, vset)
+			defer e.Close()
+			t, exe := e.t, e.exe
+			vset, cset := e.split(share)
 			pct := int(math.Round(100 * share))
-			root, err := os.MkdirTemp("", "carve-bench-mps-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(root)
-			d := mps.Daemon{Root: root}
-			if err := d.Start(); err != nil {
-				return err
-			}
-			defer d.Stop()
-			w := bench.Workers{Exe: exe, Env: d.ClientEnv(mps.DefaultConnections),
-				Args: []string{fmt.Sprintf("--n=%d", n), fmt.Sprintf("--reps=%d", samples), fmt.Sprintf("--device=%d", device)}}
-			run := func(set partition.Set) []string {
-				return []string{exe, "run", "-q", "--shim", shim, "-t", set.String(), "--"}
-			}
+			w := bench.Workers{Exe: exe, Env: e.mpsEnv()}
+			run := e.carveRun
 			setups := []bench.Setup{
 				{Mechanism: "none"},
 				{Mechanism: fmt.Sprintf("MPS %d%%/%d%%", pct, 100-pct),
@@ -78,13 +68,31 @@ measured here (they partition inside one process only).`,
 					CompEnv:   []string{fmt.Sprintf("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", 100-pct)}},
 				{Mechanism: fmt.Sprintf("carve %d/%d TPCs", len(vset), len(cset)), VictimPrefix: run(vset), CompetitorPrefix: run(cset)},
 			}
+			argv := map[string][]string{
+				"sgemm": {exe, "bench", "__gemm", fmt.Sprintf("--n=%d", n), fmt.Sprintf("--reps=%d", samples), fmt.Sprintf("--device=%d", device)},
+				"torch": {python, "-c", bench.TorchMatmul, fmt.Sprintf("--n=%d", n), fmt.Sprintf("--reps=%d", samples)},
+			}
+			victimName := map[string]string{"sgemm": "sgemm", "torch": "torch.matmul"}
+			refs := map[string]any{}
 			r := &bench.Result{Benchmark: "enforcement", Device: t.Device, UUID: t.UUID, Driver: t.Driver,
 				Date: time.Now().UTC().Format(time.RFC3339),
 				Params: map[string]any{"n": n, "samples": samples, "share": share, "victim_tpcs": vset.String(),
-					"competitor_tpcs": cset.String(), "mps_percent": pct}}
-			step, total := 0, 1+3*len(setups)
+					"competitor_tpcs": cset.String(), "mps_percent": pct, "scaled_alone_ms": refs}}
+			comps := []string{"", "compute", "memory"}
+			step, total := 0, 0
+			for _, v := range victims {
+				total += 1 + len(setups)*len(comps) - 1
+				if v == "sgemm" {
+					total += len(comps)
+				}
+			}
 			progress := progressBar("enforcement")
-			measure := func(name string, s bench.Setup, comp string) error {
+			add := func(victim, name string, ms []float64) {
+				r.Series = append(r.Series, bench.Series{Mechanism: name, Victim: victim, Measured: true, Points: []bench.Point{{Stats: bench.Summarize(ms)}}})
+				step++
+				progress(step, total)
+			}
+			measure := func(v, name string, s bench.Setup, comp string) error {
 				if comp != "" {
 					stop, err := w.StartCompetitor(s, comp)
 					if err != nil {
@@ -92,56 +100,72 @@ measured here (they partition inside one process only).`,
 					}
 					defer stop()
 				}
-				ms, err := w.Victim(s)
-				if err != nil {
-					return fmt.Errorf("%s: %w", name, err)
+				var ms []float64
+				if err := w.Victim(s, &ms, argv[v]...); err != nil {
+					return fmt.Errorf("%s victim, %s: %w", v, name, err)
 				}
-				r.Series = append(r.Series, bench.Series{Mechanism: name, Measured: true, Points: []bench.Point{{Stats: bench.Summarize(ms)}}})
-				step++
-				progress(step, total)
+				add(victimName[v], name, ms)
 				return nil
 			}
-			if err := measure("alone, whole GPU", setups[0], ""); err != nil {
-				return err
+			label := func(mech, comp string) string {
+				if comp == "" {
+					return mech + ", alone"
+				}
+				return mech + " + " + comp
 			}
-			scaled := r.Series[0].Points[0].Stats.P50 / share
-			r.Params["scaled_alone_ms"] = scaled
-			for _, s := range setups {
-				for _, comp := range []string{"", "compute", "memory"} {
-					name := s.Mechanism + ", alone"
-					if comp != "" {
-						name = s.Mechanism + " + " + comp
-					}
-					if s.Mechanism == "none" && comp == "" {
-						continue // the same as alone, whole GPU
-					}
-					if err := measure(name, s, comp); err != nil {
-						return err
+			for _, v := range victims {
+				if err := measure(v, "alone, whole GPU", setups[0], ""); err != nil {
+					return err
+				}
+				refs[victimName[v]] = r.Series[len(r.Series)-1].Points[0].Stats.P50 / share
+				for _, s := range setups {
+					for _, comp := range comps {
+						if s.Mechanism == "none" && comp == "" {
+							continue // the same as alone, whole GPU
+						}
+						if err := measure(v, label(s.Mechanism, comp), s, comp); err != nil {
+							return err
+						}
 					}
 				}
 			}
-			path, err := saveResult(r, outDir)
-			if err != nil {
-				return err
+			// Green contexts last: this process then holds a context of its own,
+			// which the MPS clients above never had to share the GPU with.
+			if slices.Contains(victims, "sgemm") {
+				groups, rest, err := bench.GreenGroups(device)
+				if err != nil {
+					return fmt.Errorf("green contexts: %w", err)
+				}
+				a, b := bench.GreenShares(groups, rest, share)
+				mech := fmt.Sprintf("green %d/%d SMs", bench.SMsOf(a), bench.SMsOf(b))
+				r.Params["green_sms"] = []int{bench.SMsOf(a), bench.SMsOf(b)}
+				for _, comp := range comps {
+					var ms []float64
+					err := bench.GreenPair(device, a, b, comp, func(s *bench.Session) error {
+						g, err := bench.NewGEMM(s, n)
+						if err != nil {
+							return err
+						}
+						if e, err := g.Check(128, nil); err != nil || e > 1e-5 {
+							return fmt.Errorf("GEMM check against the CPU: relative error %g, %v", e, err)
+						}
+						ms, err = g.Samples(nil, samples)
+						return err
+					})
+					if err != nil {
+						return fmt.Errorf("%s: %w", label(mech, comp), err)
+					}
+					add(victimName["sgemm"], label(mech, comp), ms)
+				}
 			}
-			if out == "json" {
-				return writeJSON(cmd.OutOrStdout(), r)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintf(tw, "victim on %s of the GPU; reference (alone / %.2f) %.3f ms\n", fmt.Sprint(share), share, scaled)
-			fmt.Fprintln(tw, "SETUP\tMIN\tP50\tP99\tMAX\tP99 VS REFERENCE")
-			for _, s := range r.Series {
-				st := s.Points[0].Stats
-				fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%.3f\t%+.1f%%\n", s.Mechanism, st.Min, st.P50, st.P99, st.Max, 100*(st.P99/scaled-1))
-			}
-			tw.Flush()
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", path)
-			return nil
+			return finish(cmd, r, outDir, out)
 		},
 	}
 	c.Flags().IntVar(&n, "n", 2048, "victim GEMM size (a multiple of 64)")
 	c.Flags().IntVar(&samples, "samples", 1000, "victim launches timed per setup")
 	c.Flags().Float64Var(&share, "share", 0.57, "the victim's share of the GPU (nvtaskset's 57/43 split by default)")
+	c.Flags().StringSliceVar(&victims, "victims", []string{"sgemm", "torch"}, "victims to measure: sgemm (carve's kernel), torch (torch.matmul in PyTorch)")
+	c.Flags().StringVar(&python, "python", "python3", "the Python with PyTorch, for the torch victim")
 	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
 	c.Flags().StringVar(&outDir, "out", "", "directory for the JSON and plots (default carve-bench-DATE)")
 	addOutputFlag(c, &out)
@@ -160,12 +184,12 @@ func newCompetitorCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := bench.NewCompetitor(s, kind, 0)
+			c, err := bench.NewWorkload(s, kind)
 			if err != nil {
 				return err
 			}
 			for i := 0; ; i++ {
-				if _, err := c.Step(); err != nil {
+				if _, err := c.Iterate(); err != nil {
 					return err
 				}
 				if i == 0 {
@@ -174,7 +198,7 @@ func newCompetitorCmd() *cobra.Command {
 			}
 		},
 	}
-	c.Flags().StringVar(&kind, "kind", "compute", "compute (Mandelbrot) or memory (random walks)")
+	c.Flags().StringVar(&kind, "kind", "compute", "compute (Mandelbrot), memory (random walks) or an app of the isolation suite")
 	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
 	return c
 }

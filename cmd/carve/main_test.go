@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carve-gpu/carve/internal/bench"
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/topo"
@@ -73,6 +74,15 @@ func TestErrors(t *testing.T) {
 		{[]string{"bench", "granularity", "--mechanisms", ""}, "--mechanisms is empty"},
 		{[]string{"bench", "granularity", "--mechanisms", "carve,mig"}, `unknown mechanism "mig"`},
 		{[]string{"bench", "granularity"}, "libcuda.so.1 could not be loaded"},
+		{[]string{"bench", "enforcement", "--victims", "sgemm,bert"}, `unknown victim "bert"`},
+		{[]string{"bench", "enforcement", "--victims", "torch", "--python", "/nonexistent/python"}, "leave it out with --victims sgemm"},
+		{[]string{"bench", "overhead", "--launches", "0"}, "want at least 1"},
+		{[]string{"bench", "overhead", "--cpu", "100000"}, "this machine has CPUs"},
+		{[]string{"bench", "overhead", "--share", "0"}, "want a fraction between 0 and 1"},
+		{[]string{"bench", "overhead"}, "libcuda.so.1 could not be loaded"},
+		{[]string{"bench", "isolation", "--reps", "0"}, "want at least 1"},
+		{[]string{"bench", "isolation", "-o", "yaml"}, "unknown output format"},
+		{[]string{"bench", "report", "/nonexistent/r.json"}, "no such file"},
 	} {
 		_, _, err := carve(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -177,5 +187,35 @@ func TestSetEnv(t *testing.T) {
 	got := setEnv([]string{"A=1", "B=2", "A=3"}, "A=9", "C=4")
 	if strings.Join(got, " ") != "B=2 A=9 C=4" {
 		t.Errorf("setEnv = %v", got)
+	}
+}
+
+// TestBenchReport reads a saved result back: its table on stdout, its plots
+// drawn again beside it.
+func TestBenchReport(t *testing.T) {
+	sandbox(t)
+	dir := t.TempDir()
+	r := &bench.Result{Benchmark: "enforcement", Device: "test GPU", Driver: "1.2.3",
+		Params: map[string]any{"share": 0.5, "scaled_alone_ms": map[string]any{"sgemm": 2.0}},
+		Series: []bench.Series{{Mechanism: "carve 33/33 TPCs + memory", Victim: "sgemm", Measured: true,
+			Points: []bench.Point{{Stats: bench.Summarize([]float64{2, 2.1, 2.2})}}}}}
+	path, err := r.Save(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := carve(t, "bench", "report", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// p99 of 2, 2.1, 2.2 is 2.198: +9.9% over the 2.0 ms reference
+	for _, want := range []string{"carve 33/33 TPCs + memory", "+9.9%", "driver 1.2.3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	for _, ext := range []string{"png", "svg"} {
+		if _, err := os.Stat(filepath.Join(dir, "enforcement."+ext)); err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -121,8 +121,20 @@ func NewCompetitor(s *Session, kind string, size int) (*Competitor, error) {
 	return nil, fmt.Errorf("unknown competitor %q: want compute or memory", kind)
 }
 
-// Step runs the competitor kernel once (on all TPCs its process may use).
-func (c *Competitor) Step() (float64, error) {
+// Name is the competitor's kind.
+func (c *Competitor) Name() string { return c.Kind }
+
+// NewWorkload prepares a competitor or interferer by name: compute
+// (Mandelbrot), memory (random walks) or an app of the suite.
+func NewWorkload(s *Session, name string) (Workload, error) {
+	if name == "compute" || name == "memory" {
+		return NewCompetitor(s, name, 0)
+	}
+	return NewApp(s, name)
+}
+
+// Iterate runs the competitor kernel once (on all TPCs its process may use).
+func (c *Competitor) Iterate() (float64, error) {
 	out := uint64(c.out)
 	if c.Kind == "compute" {
 		w, h, it := int32(c.w), int32(c.h), int32(c.iters)
@@ -141,5 +153,5 @@ func (c *Competitor) Result() ([]uint32, error) {
 		n = c.w * c.h
 	}
 	out := make([]uint32, n)
-	return out, c.out.CopyToHost(out)
+	return out, cuda.Download(out, c.out)
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	_ "embed"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,16 +20,17 @@ type Setup struct {
 	VictimEnv, CompEnv []string
 }
 
-// Workers starts carve's own benchmark subcommands (carve bench __gemm,
-// carve bench __competitor) as separate processes.
+// Workers starts benchmark processes: carve's own hidden subcommands
+// (carve bench __gemm, __competitor, __suite) or another program (PyTorch).
 type Workers struct {
-	Exe  string   // the carve binary
-	Env  []string // added to every worker's environment (MPS client settings)
-	Args []string // passed to the victim (e.g. --n, --reps)
+	Exe string   // the carve binary
+	Env []string // added to every worker's environment (MPS client settings)
 }
 
-func (w Workers) command(ctx context.Context, prefix []string, env []string, args ...string) *exec.Cmd {
-	argv := append(append(append([]string(nil), prefix...), w.Exe), args...)
+// command is prefix + argv with w.Env and env added to this process's
+// environment, less LD_PRELOAD (a prefix of carve run sets its own).
+func (w Workers) command(ctx context.Context, prefix []string, env []string, argv ...string) *exec.Cmd {
+	argv = append(append([]string(nil), prefix...), argv...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "LD_PRELOAD=") {
@@ -44,7 +46,7 @@ func (w Workers) command(ctx context.Context, prefix []string, env []string, arg
 // has run its first kernel; stop it with the returned function.
 func (w Workers) StartCompetitor(s Setup, kind string) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := w.command(ctx, s.CompetitorPrefix, s.CompEnv, "bench", "__competitor", "--kind="+kind)
+	cmd := w.command(ctx, s.CompetitorPrefix, s.CompEnv, w.Exe, "bench", "__competitor", "--kind="+kind)
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -77,9 +79,14 @@ func (w Workers) StartCompetitor(s Setup, kind string) (stop func(), err error) 
 	}
 }
 
-// Victim runs the victim under s and returns its samples (ms).
-func (w Workers) Victim(s Setup) ([]float64, error) {
+// Victim runs argv under s and decodes the JSON it prints into out.
+func (w Workers) Victim(s Setup, out any, argv ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	return parseTimes(w.command(ctx, s.VictimPrefix, s.VictimEnv, append([]string{"bench", "__gemm"}, w.Args...)...))
+	return runJSON(w.command(ctx, s.VictimPrefix, s.VictimEnv, argv...), out)
 }
+
+// TorchMatmul is the PyTorch victim's script, run as python3 -c.
+//
+//go:embed torch_matmul.py
+var TorchMatmul string

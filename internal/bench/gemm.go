@@ -7,84 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/carve-gpu/carve/internal/cuda"
-	"github.com/carve-gpu/carve/internal/hook"
-	"github.com/carve-gpu/carve/internal/kernels"
 	"github.com/carve-gpu/carve/internal/topo"
 )
-
-// Session holds carve's benchmark kernels loaded in this process, a stream,
-// timing events and carve's own launch hook, through which runs take masks.
-// Its methods must run on the OS thread that called Open.
-type Session struct {
-	mod    cuda.Module
-	stream cuda.Stream
-	hook   *hook.Hook
-	start  cuda.Event
-	end    cuda.Event
-}
-
-// Open loads the benchmark kernels on device ordinal.
-func Open(ordinal int) (*Session, error) {
-	if _, _, err := cuda.OpenPrimary(ordinal); err != nil {
-		return nil, err
-	}
-	s := &Session{}
-	src, err := kernels.PTX("bench")
-	if err != nil {
-		return nil, err
-	}
-	if s.mod, err = cuda.LoadPTX(src); err != nil {
-		return nil, fmt.Errorf("loading the benchmark kernels: %w", err)
-	}
-	if s.stream, err = cuda.NewStream(); err != nil {
-		return nil, err
-	}
-	if s.start, err = cuda.NewEvent(); err != nil {
-		return nil, err
-	}
-	s.end, err = cuda.NewEvent()
-	return s, err
-}
-
-// Run launches l on the session's stream under mask (nil: none), waits for
-// it and returns its time in ms.
-//
-// carve's hook is installed on the first masked run only: a process that
-// runs under libcarve.so (a benchmark worker started with carve run) has the
-// driver's one launch-callback subscription taken already, and needs none.
-func (s *Session) Run(fn cuda.Function, l cuda.Launch, mask *topo.Mask) (float64, error) {
-	if mask != nil {
-		if s.hook == nil {
-			h, err := hook.Install()
-			if err != nil {
-				return 0, err
-			}
-			s.hook = h
-		}
-		m := [4]uint32(*mask)
-		s.hook.SetMask(&m)
-		defer s.hook.SetMask(nil)
-	}
-	l.Stream = s.stream
-	if err := s.start.Record(s.stream); err != nil {
-		return 0, err
-	}
-	if err := fn.Launch(l); err != nil {
-		return 0, err
-	}
-	if mask != nil {
-		if v := s.hook.Unsupported(); v != 0 {
-			return 0, fmt.Errorf("launch descriptor version %#x is not supported", v)
-		}
-	}
-	if err := s.end.Record(s.stream); err != nil {
-		return 0, err
-	}
-	if err := s.end.Synchronize(); err != nil {
-		return 0, err
-	}
-	return s.end.Since(s.start)
-}
 
 // GEMM multiplies N x N float matrices with carve's sgemm kernel.
 type GEMM struct {
@@ -123,17 +47,14 @@ func RelErr(got []float32, want []float64) float64 {
 	return r
 }
 
-// NewGEMM loads the kernel on device ordinal and allocates n x n matrices
-// filled with random values (n a multiple of 64).
-func NewGEMM(ordinal, n int) (*GEMM, error) {
+// NewGEMM allocates n x n matrices filled with random values (n a multiple
+// of 64) in s.
+func NewGEMM(s *Session, n int) (*GEMM, error) {
 	if n <= 0 || n%64 != 0 {
 		return nil, fmt.Errorf("matrix size %d: want a positive multiple of 64", n)
 	}
-	s, err := Open(ordinal)
-	if err != nil {
-		return nil, err
-	}
 	g := &GEMM{Session: s, N: n}
+	var err error
 	if g.fn, err = s.mod.Function("sgemm"); err != nil {
 		return nil, err
 	}
@@ -148,7 +69,7 @@ func NewGEMM(ordinal, n int) (*GEMM, error) {
 		for i := range host {
 			host[i] = r.Float32()*2 - 1
 		}
-		if err := p.CopyFloats(host); err != nil {
+		if err := cuda.Upload(p, host); err != nil {
 			return nil, err
 		}
 	}
@@ -171,10 +92,10 @@ func (g *GEMM) Check(n int, mask *topo.Mask) (float64, error) {
 		}
 		defer p.Free()
 	}
-	if err := da.CopyFloats(a); err != nil {
+	if err := cuda.Upload(da, a); err != nil {
 		return 0, err
 	}
-	if err := db.CopyFloats(b); err != nil {
+	if err := cuda.Upload(db, b); err != nil {
 		return 0, err
 	}
 	if err := dc.Fill32(0x7fc00000, n*n); err != nil { // NaN: unwritten outputs fail
@@ -184,7 +105,7 @@ func (g *GEMM) Check(n int, mask *topo.Mask) (float64, error) {
 		return 0, err
 	}
 	got := make([]float32, n*n)
-	if err := dc.CopyFloatsToHost(got); err != nil {
+	if err := cuda.Download(got, dc); err != nil {
 		return 0, err
 	}
 	return RelErr(got, MulCPU(n, a, b)), nil
@@ -205,6 +126,12 @@ func (g *GEMM) Samples(mask *topo.Mask, reps int) ([]float64, error) {
 	return ms, nil
 }
 
+// Name is the workload's name in the isolation suite.
+func (g *GEMM) Name() string { return "mm" }
+
+// Iterate runs the N x N product once on the session's partition (ms).
+func (g *GEMM) Iterate() (float64, error) { return g.Time(nil) }
+
 // Time runs the N x N product once under mask and returns its time in ms.
 func (g *GEMM) Time(mask *topo.Mask) (float64, error) {
 	return g.run(g.N, g.a, g.b, g.c, mask)
@@ -217,4 +144,11 @@ func (g *GEMM) run(n int, a, b, c cuda.DevPtr, mask *topo.Mask) (float64, error)
 		Grid: [3]uint32{uint32(n / 64), uint32(n / 64), 1}, Block: [3]uint32{16, 16, 1},
 		Args: []unsafe.Pointer{unsafe.Pointer(&n32), unsafe.Pointer(&pa), unsafe.Pointer(&pb), unsafe.Pointer(&pc)},
 	}, mask)
+}
+
+// Free releases the matrices.
+func (g *GEMM) Free() {
+	for _, p := range []cuda.DevPtr{g.a, g.b, g.c} {
+		p.Free()
+	}
 }

@@ -27,25 +27,25 @@ func MPSPercentages(tpcs int) []int {
 // the given extra environment and returns the times it printed.
 type Worker func(ctx context.Context, env []string) ([]float64, error)
 
-// ExecWorker runs exe with args, with env added to this process's
-// environment (LD_PRELOAD dropped), and parses its stdout as a JSON array.
-func ExecWorker(exe string, args ...string) Worker {
+// ExecWorker runs argv with env added to this process's environment
+// (LD_PRELOAD dropped), and parses its stdout as a JSON array.
+func ExecWorker(argv ...string) Worker {
 	return func(ctx context.Context, env []string) ([]float64, error) {
-		return parseTimes(Workers{Exe: exe, Env: env}.command(ctx, nil, nil, args...))
+		var ms []float64
+		return ms, runJSON(Workers{Env: env}.command(ctx, nil, nil, argv...), &ms)
 	}
 }
 
-// parseTimes runs cmd and parses its stdout as a JSON array of numbers.
-func parseTimes(cmd *exec.Cmd) ([]float64, error) {
-	out, err := cmd.Output()
+// runJSON runs cmd and decodes its stdout as JSON into out.
+func runJSON(cmd *exec.Cmd, out any) error {
+	b, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", strings.Join(cmd.Args, " "), err)
+		return fmt.Errorf("%s: %w", strings.Join(cmd.Args, " "), err)
 	}
-	var ms []float64
-	if err := json.Unmarshal(out, &ms); err != nil {
-		return nil, fmt.Errorf("%s printed %q: %w", cmd.Args[0], out, err)
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s printed %q: %w", cmd.Args[0], b, err)
 	}
-	return ms, nil
+	return nil
 }
 
 // GranularityMPS times the GEMM in a worker process under MPS at each

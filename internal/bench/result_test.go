@@ -65,17 +65,72 @@ func TestPlotUnknown(t *testing.T) {
 	}
 }
 
-func TestPlotEnforcement(t *testing.T) {
-	dir := t.TempDir()
-	r := &Result{Benchmark: "enforcement", Device: "test GPU", Params: map[string]any{"scaled_alone_ms": 1.5},
-		Series: []Series{
-			{Mechanism: "alone, whole GPU", Measured: true, Points: []Point{{Stats: Summarize([]float64{0.8, 0.9, 1})}}},
-			{Mechanism: "carve + memory", Measured: true, Points: []Point{{Stats: Summarize([]float64{1.4, 1.5, 2.5})}}},
-		}}
-	if err := Plot(r, dir); err != nil {
-		t.Fatal(err)
+// TestPlots draws each benchmark's plot from a small result and checks
+// that a PNG and an SVG naming the series come out.
+func TestPlots(t *testing.T) {
+	st := func(xs ...float64) Stats { return Summarize(xs) }
+	suite := func(mech, comp string, scale float64) Series {
+		s := Series{Mechanism: mech, Competitor: comp, Measured: true}
+		for i, app := range SuiteApps {
+			s.Points = append(s.Points, Point{Label: app, Stats: st(scale * float64(i+1))})
+		}
+		return s
 	}
-	if png, err := os.ReadFile(filepath.Join(dir, "enforcement.png")); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
-		t.Fatalf("png: %v", err)
+	for _, r := range []*Result{
+		{Benchmark: "enforcement", Params: map[string]any{"scaled_alone_ms": map[string]any{"sgemm": 1.5}},
+			Series: []Series{
+				{Mechanism: "alone, whole GPU", Victim: "sgemm", Measured: true, Points: []Point{{Stats: st(0.8, 0.9, 1)}}},
+				{Mechanism: "carve + memory", Victim: "sgemm", Measured: true, Points: []Point{{Stats: st(1.4, 1.5, 2.5)}}},
+				{Mechanism: "carve + memory", Victim: "torch.matmul", Measured: true, Points: []Point{{Stats: st(1.4, 1.5, 2.5)}}},
+			}},
+		{Benchmark: "isolation", Params: map[string]any{"baseline": "none"},
+			Series: []Series{suite("none", "", 1), suite("none", "va", 2), suite("carve", "", 2), suite("carve", "fwt", 2.1)}},
+		{Benchmark: "overhead", Series: []Series{
+			{Mechanism: "none", Measured: true, Points: []Point{{Label: "launch latency", Unit: "us", Stats: st(4, 5)}, {Label: "startup", Stats: st(300)}}},
+			{Mechanism: "carve", Measured: true, Points: []Point{{Label: "launch latency", Unit: "us", Stats: st(4, 6)}, {Label: "startup", Stats: st(310)}}},
+		}},
+	} {
+		t.Run(r.Benchmark, func(t *testing.T) {
+			dir := t.TempDir()
+			r.Device = "test GPU"
+			if err := Plot(r, dir); err != nil {
+				t.Fatal(err)
+			}
+			if png, err := os.ReadFile(filepath.Join(dir, r.Benchmark+".png")); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+				t.Fatalf("png: %v", err)
+			}
+			if svg, err := os.ReadFile(filepath.Join(dir, r.Benchmark+".svg")); err != nil || !bytes.Contains(svg, []byte(r.Series[1].Mechanism)) {
+				t.Fatalf("svg without %q: %v", r.Series[1].Mechanism, err)
+			}
+		})
+	}
+	if err := Plot(&Result{Benchmark: "isolation", Params: map[string]any{"baseline": "gone"}}, t.TempDir()); err == nil {
+		t.Error("isolation plot without its baseline succeeded")
+	}
+}
+
+func TestVariations(t *testing.T) {
+	pt := func(app string, mean float64) Point { return Point{Label: app, Stats: Summarize([]float64{mean})} }
+	r := &Result{Series: []Series{
+		{Mechanism: "carve", Points: []Point{pt("mm", 10), pt("va", 4)}},
+		{Mechanism: "carve", Competitor: "mm", Points: []Point{pt("mm", 10.5), pt("va", 4)}},
+		{Mechanism: "carve", Competitor: "va", Points: []Point{pt("mm", 11), pt("va", 6)}},
+		{Mechanism: "MPS", Points: []Point{pt("mm", 8)}},
+		{Mechanism: "MPS", Competitor: "va", Points: []Point{pt("mm", 16)}},
+		{Mechanism: "lonely", Points: []Point{pt("mm", 8)}}, // no interferer: no row
+	}}
+	rows := Variations(r)
+	if len(rows) != 2 || rows[0].Mechanism != "carve" || rows[1].Mechanism != "MPS" {
+		t.Fatalf("rows %+v", rows)
+	}
+	near := func(a, b float64) bool { return a-b < 1e-12 && b-a < 1e-12 }
+	if c := rows[0]; !near(c.PerApp["mm"], 0.1) || !near(c.PerApp["va"], 0.5) || !near(c.Avg, 0.3) || !near(c.Max, 0.5) {
+		t.Errorf("carve row %+v, want mm 0.1, va 0.5, avg 0.3, max 0.5", c)
+	}
+	if b := rows[0].ByInterferer; len(b) != 2 || !near(b["mm"], 0.025) || !near(b["va"], 0.3) {
+		t.Errorf("carve by interferer %v, want mm 0.025 (mean of 0.05 and 0), va 0.3 (of 0.1 and 0.5)", b)
+	}
+	if m := rows[1]; !near(m.Avg, 1) || !near(m.Max, 1) {
+		t.Errorf("MPS row %+v, want 1 and 1", m)
 	}
 }

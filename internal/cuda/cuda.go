@@ -79,6 +79,10 @@ type driver struct {
 	eventSync      func(uintptr) Result
 	eventElapsed   func(*float32, uintptr, uintptr) Result
 	memcpyHtoD     func(uint64, unsafe.Pointer, uint64) Result
+	memHostAlloc   func(*unsafe.Pointer, uint64, uint32) Result
+	memHostDevPtr  func(*uint64, unsafe.Pointer, uint32) Result
+	memFreeHost    func(unsafe.Pointer) Result
+	green          *greenAPI // nil where the driver has no green contexts
 }
 
 var (
@@ -136,6 +140,9 @@ func load() (*driver, error) {
 		{&d.eventSync, "cuEventSynchronize"},
 		{&d.eventElapsed, "cuEventElapsedTime"},
 		{&d.memcpyHtoD, "cuMemcpyHtoD_v2"},
+		{&d.memHostAlloc, "cuMemHostAlloc"},
+		{&d.memHostDevPtr, "cuMemHostGetDevicePointer_v2"},
+		{&d.memFreeHost, "cuMemFreeHost"},
 	}
 	for _, b := range bind {
 		if _, err := purego.Dlsym(h, b.name); err != nil {
@@ -143,6 +150,7 @@ func load() (*driver, error) {
 		}
 		purego.RegisterLibFunc(b.fptr, h, b.name)
 	}
+	d.green = bindGreen(h)
 	lib = d // so that Result.Error can name codes from here on
 	if err := check("cuInit", d.init(0)); err != nil {
 		if errors.Is(err, NoDevice) {
@@ -293,33 +301,35 @@ func Alloc(n int) (DevPtr, error) {
 // Free releases device memory.
 func (p DevPtr) Free() error { return check("cuMemFree", lib.memFree(uint64(p))) }
 
-// Fill32 sets n uint32 words to v.
+// Fill32 sets n uint32 words to v and waits for it (see Upload).
 func (p DevPtr) Fill32(v uint32, n int) error {
-	return check("cuMemsetD32", lib.memsetD32(uint64(p), v, uint64(n)))
-}
-
-// CopyToHost copies len(dst) uint32 words from p.
-func (p DevPtr) CopyToHost(dst []uint32) error {
-	if len(dst) == 0 {
-		return nil
+	if err := check("cuMemsetD32", lib.memsetD32(uint64(p), v, uint64(n))); err != nil {
+		return err
 	}
-	return check("cuMemcpyDtoH", lib.memcpyDtoH(unsafe.Pointer(&dst[0]), uint64(p), uint64(4*len(dst))))
+	return check("cuCtxSynchronize", lib.ctxSynchronize())
 }
 
-// CopyFloats copies src to device memory at p.
-func (p DevPtr) CopyFloats(src []float32) error {
+// Upload copies src to device memory at p and waits until the copy has
+// landed. A copy from pageable memory may return before its DMA is done,
+// and kernels on carve's non-blocking streams are not ordered after it.
+func Upload[T any](p DevPtr, src []T) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return check("cuMemcpyHtoD", lib.memcpyHtoD(uint64(p), unsafe.Pointer(&src[0]), uint64(4*len(src))))
+	n := uint64(len(src)) * uint64(unsafe.Sizeof(src[0]))
+	if err := check("cuMemcpyHtoD", lib.memcpyHtoD(uint64(p), unsafe.Pointer(&src[0]), n)); err != nil {
+		return err
+	}
+	return check("cuCtxSynchronize", lib.ctxSynchronize())
 }
 
-// CopyFloatsToHost copies len(dst) floats from p.
-func (p DevPtr) CopyFloatsToHost(dst []float32) error {
+// Download copies len(dst) elements from device memory at p.
+func Download[T any](dst []T, p DevPtr) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	return check("cuMemcpyDtoH", lib.memcpyDtoH(unsafe.Pointer(&dst[0]), uint64(p), uint64(4*len(dst))))
+	n := uint64(len(dst)) * uint64(unsafe.Sizeof(dst[0]))
+	return check("cuMemcpyDtoH", lib.memcpyDtoH(unsafe.Pointer(&dst[0]), uint64(p), n))
 }
 
 // Event is a CUevent, for timing work on a stream.

@@ -91,3 +91,85 @@ extern "C" __global__ void randwalk(const unsigned int *buf, unsigned long long 
 		idx = (buf[idx] ^ (idx * 40503u) ^ s) & (n - 1);
 	out[t] = (unsigned int)idx;
 }
+
+// The isolation suite (in the spirit of FGPU's Table I): matrix multiply is
+// sgemm above; the others follow. Each is checked against a CPU reference.
+
+// vadd: c = a + b, grid-stride. Memory-bound.
+extern "C" __global__ void vadd(const float *a, const float *b, float *c, unsigned long long n)
+{
+	for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+	     i += (unsigned long long)gridDim.x * blockDim.x)
+		c[i] = __fadd_rn(a[i], b[i]);
+}
+
+// bitonic_step: one compare-exchange stage (j, k) of a bitonic sorting
+// network over n = gridDim.x * blockDim.x keys, ascending. A sort is
+// log2(n) * (log2(n) + 1) / 2 launches of it: many short kernels.
+extern "C" __global__ void bitonic_step(unsigned int *keys, unsigned int j, unsigned int k)
+{
+	unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned int p = i ^ j;
+	if (p <= i)
+		return;
+	unsigned int a = keys[i], b = keys[p];
+	bool up = (i & k) == 0;
+	if ((up && a > b) || (!up && a < b)) {
+		keys[i] = b;
+		keys[p] = a;
+	}
+}
+
+// scalar_prod: out[v] = sum over i < len of a[v*len + i] * b[v*len + i], one
+// block of 256 threads per vector pair, reduced in shared memory.
+extern "C" __global__ void scalar_prod(const float *a, const float *b, float *out, int len)
+{
+	__shared__ float part[256];
+	const float *x = a + (size_t)blockIdx.x * len, *y = b + (size_t)blockIdx.x * len;
+	float s = 0.0f;
+	for (int i = threadIdx.x; i < len; i += blockDim.x)
+		s = __fadd_rn(s, __fmul_rn(x[i], y[i]));
+	part[threadIdx.x] = s;
+	__syncthreads();
+	for (int w = blockDim.x / 2; w > 0; w /= 2) {
+		if (threadIdx.x < w)
+			part[threadIdx.x] = __fadd_rn(part[threadIdx.x], part[threadIdx.x + w]);
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		out[blockIdx.x] = part[0];
+}
+
+// fwt_step: one radix-2 stage of an orthonormal fast Walsh-Hadamard
+// transform in place over n floats: pairs (i, i + half) in blocks of
+// 2 * half become ((a + b) / sqrt2, (a - b) / sqrt2). A transform is
+// log2(n) launches, each streaming the whole array: memory-heavy.
+extern "C" __global__ void fwt_step(float *d, unsigned long long n, unsigned long long half)
+{
+	const float r = 0.70710678118654752f;
+	for (unsigned long long t = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; t < n / 2;
+	     t += (unsigned long long)gridDim.x * blockDim.x) {
+		unsigned long long i = (t / half) * 2 * half + t % half;
+		float a = d[i], b = d[i + half];
+		d[i] = __fmul_rn(__fadd_rn(a, b), r);
+		d[i + half] = __fmul_rn(__fsub_rn(a, b), r);
+	}
+}
+
+// stencil5: one Jacobi step of a CFD-like 2D diffusion over a w x h grid:
+// each interior cell becomes the mean of itself and its four neighbours;
+// border cells are copied.
+extern "C" __global__ void stencil5(const float *in, float *out, int w, int h)
+{
+	int x = blockIdx.x * blockDim.x + threadIdx.x;
+	int y = blockIdx.y * blockDim.y + threadIdx.y;
+	if (x >= w || y >= h)
+		return;
+	size_t i = (size_t)y * w + x;
+	if (x == 0 || y == 0 || x == w - 1 || y == h - 1) {
+		out[i] = in[i];
+		return;
+	}
+	float s = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(in[i], in[i - 1]), in[i + 1]), in[i - w]), in[i + w]);
+	out[i] = __fmul_rn(s, 0.2f);
+}

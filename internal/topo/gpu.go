@@ -125,7 +125,7 @@ func (g *GPU) Run(disable *Mask, blocks, cluster int) ([]int, error) {
 		time.Sleep(50 * time.Microsecond)
 	}
 	raw := make([]uint32, blocks)
-	if err := g.out.CopyToHost(raw); err != nil {
+	if err := cuda.Download(raw, g.out); err != nil {
 		return nil, err
 	}
 	sms := make([]int, blocks)
