@@ -6,6 +6,7 @@ import (
 	"math"
 	"os/exec"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -88,7 +89,11 @@ time alone on the whole GPU divided by the share.`,
 			}
 			progress := progressBar("enforcement")
 			add := func(victim, name string, ms []float64) {
-				r.Series = append(r.Series, bench.Series{Mechanism: name, Victim: victim, Measured: true, Points: []bench.Point{{Stats: bench.Summarize(ms)}}})
+				s := bench.Series{Mechanism: name, Victim: victim, Measured: true, Points: []bench.Point{{Stats: bench.Summarize(ms)}}}
+				if strings.HasPrefix(name, "green") {
+					s.Note = bench.GreenNote
+				}
+				r.Series = append(r.Series, s)
 				step++
 				progress(step, total)
 			}

@@ -121,9 +121,6 @@ func NewCompetitor(s *Session, kind string, size int) (*Competitor, error) {
 	return nil, fmt.Errorf("unknown competitor %q: want compute or memory", kind)
 }
 
-// Name is the competitor's kind.
-func (c *Competitor) Name() string { return c.Kind }
-
 // NewWorkload prepares a competitor or interferer by name: compute
 // (Mandelbrot), memory (random walks) or an app of the suite.
 func NewWorkload(s *Session, name string) (Workload, error) {

@@ -126,12 +126,6 @@ func (g *GEMM) Samples(mask *topo.Mask, reps int) ([]float64, error) {
 	return ms, nil
 }
 
-// Name is the workload's name in the isolation suite.
-func (g *GEMM) Name() string { return "mm" }
-
-// Iterate runs the N x N product once on the session's partition (ms).
-func (g *GEMM) Iterate() (float64, error) { return g.Time(nil) }
-
 // Time runs the N x N product once under mask and returns its time in ms.
 func (g *GEMM) Time(mask *topo.Mask) (float64, error) {
 	return g.run(g.N, g.a, g.b, g.c, mask)

@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -44,6 +45,9 @@ func SuiteSamples(s *Session, reps int) (map[string][]float64, error) {
 // in suite order.
 func SuiteSeries(mechanism, competitor string, byApp map[string][]float64) Series {
 	s := Series{Mechanism: mechanism, Competitor: competitor, Measured: true}
+	if strings.HasPrefix(mechanism, "green") {
+		s.Note = GreenNote
+	}
 	for _, app := range SuiteApps {
 		if ms, ok := byApp[app]; ok {
 			s.Points = append(s.Points, Point{Label: app, Stats: Summarize(ms)})
@@ -82,9 +86,7 @@ func Variations(r *Result) []VariationRow {
 	type key struct{ mech, comp, app string }
 	each := map[key]float64{}
 	for _, s := range r.Series {
-		if !slices.Contains(order, s.Mechanism) {
-			order = append(order, s.Mechanism)
-		}
+		order = addNew(order, s.Mechanism)
 		for _, p := range s.Points {
 			if s.Competitor == "" {
 				if alone[s.Mechanism] == nil {
@@ -144,9 +146,7 @@ func PlotIsolation(r *Result, dir string) error {
 				norm[p.Label] = 2 * p.Stats.Mean
 			}
 		}
-		if !slices.Contains(mechs, s.Mechanism) {
-			mechs = append(mechs, s.Mechanism)
-		}
+		mechs = addNew(mechs, s.Mechanism)
 	}
 	if len(norm) == 0 {
 		return fmt.Errorf("isolation result has no baseline series %q", base)

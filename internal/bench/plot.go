@@ -79,9 +79,7 @@ func PlotEnforcement(r *Result, dir string) error {
 	refs, _ := r.Params["scaled_alone_ms"].(map[string]any)
 	var victims []string
 	for _, s := range r.Series {
-		if !slices.Contains(victims, s.Victim) {
-			victims = append(victims, s.Victim)
-		}
+		victims = addNew(victims, s.Victim)
 	}
 	var panels []*plot.Plot
 	for _, v := range victims {
@@ -121,9 +119,7 @@ func PlotOverhead(r *Result, dir string) error {
 	var labels []string
 	for _, s := range r.Series {
 		for _, pt := range s.Points {
-			if !slices.Contains(labels, pt.Label) {
-				labels = append(labels, pt.Label)
-			}
+			labels = addNew(labels, pt.Label)
 		}
 	}
 	var panels []*plot.Plot
@@ -156,6 +152,15 @@ func PlotOverhead(r *Result, dir string) error {
 		panels = append(panels, p)
 	}
 	return savePanels(panels, len(panels), 6*vg.Inch, 6*vg.Inch, filepath.Join(dir, r.Benchmark))
+}
+
+// addNew appends v to list unless list has it: the distinct values in the
+// order they first appear.
+func addNew(list []string, v string) []string {
+	if slices.Contains(list, v) {
+		return list
+	}
+	return append(list, v)
 }
 
 // addBoxes draws one box per stats at x = 0, 1, ...: the box spans p25 to

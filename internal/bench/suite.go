@@ -13,7 +13,6 @@ import (
 // A Workload is a benchmark program with its input on the GPU: Iterate runs
 // it once (all of its kernels) and returns the time in ms.
 type Workload interface {
-	Name() string
 	Iterate() (float64, error)
 }
 
@@ -44,9 +43,6 @@ type App struct {
 	want func() []float64          // the CPU reference of out after one run
 	tol  float64                   // largest relative error accepted
 }
-
-// Name is the app's short name.
-func (a *App) Name() string { return a.name }
 
 // Iterate runs the app once and returns its time in ms.
 func (a *App) Iterate() (float64, error) { return a.s.Timed(nil, a.run) }

@@ -138,7 +138,8 @@ func (c *Context) MakeCurrent() error { return check("cuCtxSetCurrent", lib.ctxS
 func (g *GreenContext) Destroy() error { return check("cuGreenCtxDestroy", lib.green.destroy(g.green)) }
 
 // HostMapped is page-locked host memory that kernels can write through the
-// returned device pointer; the host sees their writes without a copy.
+// returned device pointer; the host sees their writes without a copy. It
+// lives as long as the process.
 type HostMapped struct {
 	Host unsafe.Pointer
 	Dev  DevPtr
@@ -159,9 +160,6 @@ func AllocHostMapped(n int) (HostMapped, error) {
 	h.Dev = DevPtr(d)
 	return h, nil
 }
-
-// Free releases the memory.
-func (h HostMapped) Free() error { return check("cuMemFreeHost", lib.memFreeHost(h.Host)) }
 
 // FakeSMResource is a resource of count SMs, for testing code that divides
 // resources without a GPU; the driver would reject it.
