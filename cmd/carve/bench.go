@@ -26,7 +26,7 @@ func newBenchCmd() *cobra.Command {
 with PNG and SVG plots, in --out (default carve-bench-DATE).`,
 	}
 	c.AddCommand(newOverheadCmd(), newEnforcementCmd(), newGranularityCmd(), newIsolationCmd(), newReportCmd(),
-		newGEMMWorkerCmd(), newCompetitorCmd(), newLaunchWorkerCmd(), newFirstWorkerCmd(), newSuiteWorkerCmd())
+		newGEMMWorkerCmd(), newCompetitorCmd(), newLaunchWorkerCmd(), newFirstWorkerCmd(), newSuiteWorkerCmd(), newKernelWorkerCmd())
 	return c
 }
 

@@ -87,7 +87,7 @@ func NewCompetitor(s *Session, kind string, size int) (*Competitor, error) {
 		if size > 0 {
 			c.w, c.h = size, size
 		}
-		if c.fn, err = s.mod.Function("mandelbrot"); err != nil {
+		if c.fn, err = s.function("mandelbrot"); err != nil {
 			return nil, err
 		}
 		c.out, err = cuda.Alloc(4 * c.w * c.h)
@@ -100,7 +100,7 @@ func NewCompetitor(s *Session, kind string, size int) (*Competitor, error) {
 		if c.n&(c.n-1) != 0 {
 			return nil, fmt.Errorf("walk buffer of %d words: want a power of two", c.n)
 		}
-		if c.fn, err = s.mod.Function("randwalk"); err != nil {
+		if c.fn, err = s.function("randwalk"); err != nil {
 			return nil, err
 		}
 		if c.buf, err = cuda.Alloc(int(4 * c.n)); err != nil {
@@ -109,7 +109,7 @@ func NewCompetitor(s *Session, kind string, size int) (*Competitor, error) {
 		if c.out, err = cuda.Alloc(4 * walkThreads); err != nil {
 			return nil, err
 		}
-		init, err := s.mod.Function("randwalk_init")
+		init, err := s.function("randwalk_init")
 		if err != nil {
 			return nil, err
 		}

@@ -55,7 +55,7 @@ func NewGEMM(s *Session, n int) (*GEMM, error) {
 	}
 	g := &GEMM{Session: s, N: n}
 	var err error
-	if g.fn, err = s.mod.Function("sgemm"); err != nil {
+	if g.fn, err = s.function("sgemm"); err != nil {
 		return nil, err
 	}
 	for _, p := range []*cuda.DevPtr{&g.a, &g.b, &g.c} {

@@ -102,15 +102,15 @@ func TestGPUCompetitors(t *testing.T) {
 	t.Logf("mandelbrot: %d of %d pixels differ; randwalk over 256 KiB: %.3f ms", diff, len(want), ms)
 }
 
-// TestGPUSuite checks every app of the isolation suite against its CPU
-// reference on a small size.
+// TestGPUSuite checks every app of the isolation and prediction suites
+// against its CPU reference on a small size.
 func TestGPUSuite(t *testing.T) {
 	gputest.Need(t)
 	s, err := Open(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range SuiteApps {
+	for _, name := range append(append([]string(nil), SuiteApps...), PredictKernels...) {
 		if err := CheckApp(s, name); err != nil {
 			t.Error(err)
 		}

@@ -29,10 +29,10 @@ type Stamper struct {
 func NewStamper(s *Session, n int) (*Stamper, error) {
 	st := &Stamper{s: s, n: n}
 	var err error
-	if st.stamp, err = s.mod.Function("stamp"); err != nil {
+	if st.stamp, err = s.function("stamp"); err != nil {
 		return nil, err
 	}
-	if st.sync, err = s.mod.Function("clock_sync"); err != nil {
+	if st.sync, err = s.function("clock_sync"); err != nil {
 		return nil, err
 	}
 	if st.out, err = cuda.Alloc(8 * n); err != nil {

@@ -17,7 +17,7 @@ import (
 // current (CUDA's current context is per thread).
 type Session struct {
 	ctx    *cuda.Context
-	mod    cuda.Module
+	mods   []cuda.Module
 	stream cuda.Stream
 	hook   *hook.Hook
 	start  cuda.Event
@@ -30,23 +30,28 @@ func Open(ordinal int) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return OpenIn(ctx, "bench")
+	return OpenIn(ctx, "bench", "predict")
 }
 
 // OpenIn makes ctx current on the calling thread, which must be locked to
-// it, and loads the kernel module name (bench, stamp) there.
-func OpenIn(ctx *cuda.Context, name string) (*Session, error) {
+// it, and loads the kernel modules named (bench, predict, stamp) there.
+func OpenIn(ctx *cuda.Context, names ...string) (*Session, error) {
 	if err := ctx.MakeCurrent(); err != nil {
 		return nil, err
 	}
 	s := &Session{ctx: ctx}
-	src, err := kernels.PTX(name)
-	if err != nil {
-		return nil, err
+	for _, name := range names {
+		src, err := kernels.PTX(name)
+		if err != nil {
+			return nil, err
+		}
+		m, err := cuda.LoadPTX(src)
+		if err != nil {
+			return nil, fmt.Errorf("loading the %s kernels: %w", name, err)
+		}
+		s.mods = append(s.mods, m)
 	}
-	if s.mod, err = cuda.LoadPTX(src); err != nil {
-		return nil, fmt.Errorf("loading the %s kernels: %w", name, err)
-	}
+	var err error
 	if s.stream, err = cuda.NewStream(); err != nil {
 		return nil, err
 	}
@@ -70,6 +75,16 @@ func OpenGreen(ordinal int, name string, res ...cuda.SMResource) (*Session, *cud
 	}
 	s, err := OpenIn(&g.Context, name)
 	return s, g, err
+}
+
+// function finds a kernel by name in the session's modules.
+func (s *Session) function(name string) (cuda.Function, error) {
+	for _, m := range s.mods[:len(s.mods)-1] {
+		if f, err := m.Function(name); err == nil {
+			return f, nil
+		}
+	}
+	return s.mods[len(s.mods)-1].Function(name)
 }
 
 // MakeCurrent makes the session's context current on the calling thread.

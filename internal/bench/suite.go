@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/carve-gpu/carve/internal/cuda"
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // A Workload is a benchmark program with its input on the GPU: Iterate runs
@@ -36,34 +37,59 @@ var appSizes = map[string]struct{ bench, check int }{
 
 // App is one program of the suite at one size.
 type App struct {
-	s    *Session
-	name string
-	run  func() error              // enqueues the app's kernels on s.stream
-	out  func() ([]float64, error) // its output, for the CPU check
-	want func() []float64          // the CPU reference of out after one run
-	tol  float64                   // largest relative error accepted
+	s      *Session
+	name   string
+	kernel string                    // the CUDA function it launches
+	run    func() error              // enqueues the app's kernels on s.stream
+	out    func() ([]float64, error) // its output, for the CPU check
+	want   func() []float64          // the CPU reference of out after one run
+	tol    float64                   // largest relative error accepted
+}
+
+// Name is the app's short name.
+func (a *App) Name() string { return a.name }
+
+// Kernel is the name of the CUDA function the app launches.
+func (a *App) Kernel() string { return a.kernel }
+
+// function looks the app's kernel up in its session.
+func (a *App) function(kernel string) (cuda.Function, error) {
+	a.kernel = kernel
+	return a.s.function(kernel)
 }
 
 // Iterate runs the app once and returns its time in ms.
 func (a *App) Iterate() (float64, error) { return a.s.Timed(nil, a.run) }
 
-// NewApp prepares app name at its benchmark size in s.
-func NewApp(s *Session, name string) (*App, error) {
+// sizes finds an app's sizes in the isolation or the prediction suite.
+func sizes(name string) (bench, check int, err error) {
 	sz, ok := appSizes[name]
 	if !ok {
-		return nil, fmt.Errorf("unknown app %q: want one of %v", name, SuiteApps)
+		sz, ok = predictSizes[name]
 	}
-	return newApp(s, name, sz.bench)
+	if !ok {
+		return 0, 0, fmt.Errorf("unknown app %q: want one of %v or %v", name, SuiteApps, PredictKernels)
+	}
+	return sz.bench, sz.check, nil
+}
+
+// NewApp prepares app name (of either suite) at its benchmark size in s.
+func NewApp(s *Session, name string) (*App, error) {
+	size, _, err := sizes(name)
+	if err != nil {
+		return nil, err
+	}
+	return newApp(s, name, size)
 }
 
 // CheckApp runs app name once at its small size and compares its output
 // with the CPU reference.
 func CheckApp(s *Session, name string) error {
-	sz, ok := appSizes[name]
-	if !ok {
-		return fmt.Errorf("unknown app %q: want one of %v", name, SuiteApps)
+	_, size, err := sizes(name)
+	if err != nil {
+		return err
 	}
-	a, err := newApp(s, name, sz.check)
+	a, err := newApp(s, name, size)
 	if err != nil {
 		return err
 	}
@@ -139,6 +165,8 @@ func ptrs(args ...any) []unsafe.Pointer {
 			out[i] = unsafe.Pointer(v)
 		case *uint32:
 			out[i] = unsafe.Pointer(v)
+		case *float32:
+			out[i] = unsafe.Pointer(v)
 		default:
 			panic(fmt.Sprintf("kernel argument of type %T", a))
 		}
@@ -155,14 +183,18 @@ func streamBlocks(n uint64) uint32 { return uint32(min(4096, (n+255)/256)) }
 func newApp(s *Session, name string, size int) (*App, error) {
 	r := rand.New(rand.NewPCG(uint64(size), 3))
 	a := &App{s: s, name: name, tol: 1e-5}
-	fn, err := s.mod.Function(map[string]string{"mm": "sgemm", "sn": "bitonic_step", "va": "vadd",
-		"sp": "scalar_prod", "fwt": "fwt_step", "cfd": "stencil5"}[name])
+	if b, ok := predictBuilders[name]; ok {
+		return a, b(a, r, size)
+	}
+	kernel := map[string]string{"mm": "sgemm", "sn": "bitonic_step", "va": "vadd", "vadd": "vadd",
+		"sp": "scalar_prod", "fwt": "fwt_step", "cfd": "stencil5"}[name]
+	fn, err := a.function(kernel)
 	if err != nil {
 		return nil, err
 	}
 	block := [3]uint32{256, 1, 1}
-	switch name {
-	case "mm":
+	switch kernel {
+	case "sgemm":
 		g, err := NewGEMM(s, size)
 		if err != nil {
 			return nil, err
@@ -181,7 +213,7 @@ func newApp(s *Session, name string, size int) (*App, error) {
 		}
 		a.out = func() ([]float64, error) { return download[float32](g.c, size*size) }
 		a.want = func() []float64 { return MulCPU(size, ha, hb) }
-	case "sn":
+	case "bitonic_step":
 		if size < 256 || size&(size-1) != 0 {
 			return nil, fmt.Errorf("sort of %d keys: want a power of two >= 256", size)
 		}
@@ -207,7 +239,7 @@ func newApp(s *Session, name string, size int) (*App, error) {
 		a.out = func() ([]float64, error) { return download[uint32](d, size) }
 		a.want = func() []float64 { return widen(BitonicCPU(keys)) }
 		a.tol = 0
-	case "va":
+	case "vadd":
 		x, y := randFloats(r, size), randFloats(r, size)
 		var dx, dy, dz cuda.DevPtr
 		if dx, err = upload(x); err != nil {
@@ -229,7 +261,7 @@ func newApp(s *Session, name string, size int) (*App, error) {
 			}
 			return z
 		}
-	case "sp":
+	case "scalar_prod":
 		vecs := 512
 		if size < 1<<16 {
 			vecs = 7
@@ -249,7 +281,7 @@ func newApp(s *Session, name string, size int) (*App, error) {
 		a.run = func() error { return s.launch(fn, grid1(uint32(vecs)), block, ptrs(&px, &py, &pz, &n)...) }
 		a.out = func() ([]float64, error) { return download[float32](dz, vecs) }
 		a.want = func() []float64 { return ScalarProdCPU(x, y, size) }
-	case "fwt":
+	case "fwt_step":
 		if size < 2 || size&(size-1) != 0 {
 			return nil, fmt.Errorf("Walsh transform of %d values: want a power of two", size)
 		}
@@ -269,7 +301,7 @@ func newApp(s *Session, name string, size int) (*App, error) {
 		}
 		a.out = func() ([]float64, error) { return download[float32](d, size) }
 		a.want = func() []float64 { return WalshCPU(widen(x)) }
-	case "cfd":
+	case "stencil5":
 		w, h := size, size-size/3
 		steps := 8
 		if size < 1024 {
@@ -376,3 +408,6 @@ func StencilCPU(x []float32, w, h, steps int) []float32 {
 	}
 	return in
 }
+
+// Time runs the app once under mask (nil: none) and returns its time in ms.
+func (a *App) Time(mask *topo.Mask) (float64, error) { return a.s.Timed(mask, a.run) }

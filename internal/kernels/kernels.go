@@ -6,14 +6,22 @@ package kernels
 import (
 	"embed"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 )
 
 //go:embed *.ptx
 var ptx embed.FS
 
-// PTX returns the embedded PTX of the source file name.cu.
+// PTX returns the embedded PTX of the source file name.cu, or name.ptx from
+// $CARVE_PTX_DIR where that is set: on a machine with nvcc, kernels can be
+// changed, regenerated with gen.sh and run without rebuilding carve.
 func PTX(name string) (string, error) {
+	if dir := os.Getenv("CARVE_PTX_DIR"); dir != "" {
+		b, err := os.ReadFile(filepath.Join(dir, name+".ptx"))
+		return string(b), err
+	}
 	b, err := ptx.ReadFile(name + ".ptx")
 	if err != nil {
 		return "", fmt.Errorf("no embedded kernel module %q: %w", name, err)

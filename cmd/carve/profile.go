@@ -1,0 +1,177 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/carve-gpu/carve/internal/bench"
+	"github.com/carve-gpu/carve/internal/profile"
+)
+
+func newProfileCmd() *cobra.Command {
+	var reps, device int
+	var tpcsFlag, ncuFlag, outDir, out string
+	c := &cobra.Command{
+		Use:   "profile [KERNEL...]",
+		Short: "Time kernels of carve's prediction suite alone on every partition size",
+		Long: `profile runs each kernel (default: the whole prediction suite, ` + strings.Join(bench.PredictKernels, ", ") + `),
+checked against a CPU reference first, alone on partitions of the given TPC
+counts (GPC-packed, through carve's masks), and records its time at each.
+Where Nsight Compute (ncu) is installed it also records the kernel's DRAM
+bytes, L2 requests and executed instructions on the whole GPU, which the
+latency model needs. Each profile is written as OUT/KERNEL.json.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(out); err != nil {
+				return err
+			}
+			if reps < 1 {
+				return errors.New("--reps: want at least 1")
+			}
+			kernels := args
+			if len(kernels) == 0 {
+				kernels = bench.PredictKernels
+			}
+			for _, k := range kernels {
+				if !slices.Contains(bench.PredictKernels, k) {
+					return fmt.Errorf("unknown kernel %q: want one of %s", k, strings.Join(bench.PredictKernels, ", "))
+				}
+			}
+			t, _, err := loadTopology(device, false)
+			if err != nil {
+				return err
+			}
+			tpcs, err := parseCounts(tpcsFlag, len(t.TPCs))
+			if err != nil {
+				return err
+			}
+			ncu := ncuFlag
+			switch ncuFlag {
+			case "off":
+				ncu = ""
+			case "auto":
+				if ncu, err = profile.FindNCU(); err != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), "carve: note:", err)
+					ncu = ""
+				}
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			s, err := bench.Open(device)
+			if err != nil {
+				return err
+			}
+			progress := progressBar("profile")
+			step, total := 0, len(kernels)*len(tpcs)
+			var profiles []*profile.Profile
+			for _, k := range kernels {
+				if err := bench.CheckApp(s, k); err != nil {
+					return err
+				}
+				app, err := bench.NewApp(s, k)
+				if err != nil {
+					return err
+				}
+				p := &profile.Profile{Kernel: k, Device: t.Device, UUID: t.UUID, Driver: t.Driver,
+					Date: time.Now().UTC().Format(time.RFC3339), SMs: t.SMCount, TPCs: len(t.TPCs), Reps: reps}
+				if p.Sizes, err = profile.Times(app, t, tpcs, reps, func() { step++; progress(step, total) }); err != nil {
+					return err
+				}
+				if ncu != "" {
+					// ncu runs a process of its own, without carve's hook.
+					if p.Counters, err = profile.Count(ncu, app.Kernel(), exe, "bench", "__kernel", "--name", k, fmt.Sprintf("--device=%d", device)); err != nil {
+						return fmt.Errorf("counting %s: %w", k, err)
+					}
+				}
+				if _, err := p.Save(outDir); err != nil {
+					return err
+				}
+				profiles = append(profiles, p)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d profiles to %s\n", len(profiles), outDir)
+			if out == "json" {
+				return writeJSON(cmd.OutOrStdout(), profiles)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "KERNEL\tMS ON 1 TPC\tMS ON ALL\tSPEEDUP\tDRAM GB/S\tL2 REQUESTS\tINSTRUCTIONS")
+			for _, p := range profiles {
+				first, last := p.Sizes[0], p.Sizes[len(p.Sizes)-1]
+				fmt.Fprintf(tw, "%s\t%.3f (%d TPCs)\t%.3f (%d TPCs)\t%.1fx", p.Kernel, first.Stats.P50, first.TPCs, last.Stats.P50, last.TPCs, first.Stats.P50/last.Stats.P50)
+				if c := p.Counters; c != nil {
+					fmt.Fprintf(tw, "\t%.0f\t%.3g\t%.3g\n", c.DRAMBytes/c.DurationNS, c.L2Requests, c.Instructions)
+				} else {
+					fmt.Fprintln(tw, "\t-\t-\t-")
+				}
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().StringVar(&tpcsFlag, "tpcs", "all", "TPC counts to profile: all (1..N) or a list such as 1,2,4,8,16,33,66")
+	c.Flags().IntVar(&reps, "reps", 10, "timed runs per size, after one warm-up")
+	c.Flags().StringVar(&ncuFlag, "ncu", "auto", "Nsight Compute CLI for the counters: auto (find it), off, or its path")
+	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
+	c.Flags().StringVar(&outDir, "out", "carve-profiles", "directory for the profiles")
+	addOutputFlag(c, &out)
+	return c
+}
+
+// parseCounts parses "all" (1..max) or a comma-separated list of counts in
+// 1..max, returned in increasing order without repeats.
+func parseCounts(s string, most int) ([]int, error) {
+	if s == "all" {
+		out := make([]int, most)
+		for i := range out {
+			out[i] = i + 1
+		}
+		return out, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > most {
+			return nil, fmt.Errorf("TPC count %q: want a whole number from 1 to %d", f, most)
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// newKernelWorkerCmd runs one kernel of the suite a few times, for ncu.
+func newKernelWorkerCmd() *cobra.Command {
+	var name string
+	var reps, device int
+	c := &cobra.Command{
+		Use: "__kernel", Hidden: true, Args: cobra.NoArgs,
+		Short: "run one suite kernel reps times (internal)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := bench.Open(device)
+			if err != nil {
+				return err
+			}
+			app, err := bench.NewApp(s, name)
+			if err != nil {
+				return err
+			}
+			for range reps {
+				if _, err := app.Iterate(); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&name, "name", "", "the kernel")
+	c.Flags().IntVar(&reps, "reps", 2, "runs")
+	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
+	return c
+}

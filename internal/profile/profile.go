@@ -1,0 +1,235 @@
+// Package profile records how a kernel behaves alone on partitions of
+// several sizes: its time at each TPC count (through carve's masks) and, from
+// Nsight Compute where it is installed, the work it does on the whole GPU
+// (DRAM bytes, L2 requests, executed instructions). Profiles are JSON files
+// a user can keep and share; the latency model reads them.
+package profile
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/carve-gpu/carve/internal/bench"
+	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/topo"
+)
+
+// Size is the kernel alone on one partition size.
+type Size struct {
+	TPCs  int         `json:"tpcs"`
+	SMs   int         `json:"sms"`
+	Stats bench.Stats `json:"ms"`
+}
+
+// Counters are a kernel's work on the whole GPU, one launch, from ncu.
+type Counters struct {
+	DRAMBytes    float64 `json:"dram_bytes"`     // dram__bytes.sum
+	L2Requests   float64 `json:"l2_requests"`    // lts__t_requests.sum
+	Instructions float64 `json:"instructions"`   // smsp__inst_executed.sum (warp instructions)
+	DurationNS   float64 `json:"duration_ns"`    // gpu__time_duration.sum, under the profiler
+	Tool         string  `json:"tool"`           // the ncu that measured them
+	Note         string  `json:"note,omitempty"` //
+}
+
+// Profile is one kernel's profile on one GPU.
+type Profile struct {
+	Kernel   string    `json:"kernel"`
+	Device   string    `json:"device"`
+	UUID     string    `json:"uuid"`
+	Driver   string    `json:"driver"`
+	Date     string    `json:"date"`
+	SMs      int       `json:"sms"`  // of the whole GPU
+	TPCs     int       `json:"tpcs"` // of the whole GPU
+	Reps     int       `json:"reps"`
+	Sizes    []Size    `json:"sizes"`
+	Counters *Counters `json:"counters,omitempty"` // nil where ncu was not available
+}
+
+// Whole is the profile's point on all TPCs.
+func (p *Profile) Whole() (Size, error) {
+	for _, s := range p.Sizes {
+		if s.TPCs == p.TPCs {
+			return s, nil
+		}
+	}
+	return Size{}, fmt.Errorf("profile of %s has no point on all %d TPCs", p.Kernel, p.TPCs)
+}
+
+// At returns the point at tpcs TPCs.
+func (p *Profile) At(tpcs int) (Size, bool) {
+	for _, s := range p.Sizes {
+		if s.TPCs == tpcs {
+			return s, true
+		}
+	}
+	return Size{}, false
+}
+
+// Save writes the profile as DIR/KERNEL.json.
+func (p *Profile) Save(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, p.Kernel+".json")
+	return path, os.WriteFile(path, b, 0o644)
+}
+
+// Load reads a profile written by Save.
+func Load(path string) (*Profile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var p Profile
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if p.Kernel == "" || len(p.Sizes) == 0 {
+		return nil, fmt.Errorf("%s is not a carve profile (no kernel or no sizes)", path)
+	}
+	return &p, nil
+}
+
+// LoadDir reads every profile in dir.
+func LoadDir(dir string) (map[string]*Profile, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*Profile{}
+	for _, path := range paths {
+		p, err := Load(path)
+		if err != nil {
+			return nil, err
+		}
+		out[p.Kernel] = p
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no profiles in %s: make them with carve profile --out %s", dir, dir)
+	}
+	return out, nil
+}
+
+// Times times app at each TPC count (GPC-packed), reps runs after one
+// warm-up each.
+func Times(app *bench.App, t *topo.Topology, tpcs []int, reps int, progress func()) ([]Size, error) {
+	var out []Size
+	for _, k := range tpcs {
+		if k < 1 || k > len(t.TPCs) {
+			return nil, fmt.Errorf("%d TPCs: this GPU has 1 to %d", k, len(t.TPCs))
+		}
+		set := partition.Pack(t, k, nil)
+		mask, err := partition.Mask(t, set)
+		if err != nil {
+			return nil, err
+		}
+		ms := make([]float64, 0, reps)
+		for i := 0; i <= reps; i++ {
+			v, err := app.Time(&mask)
+			if err != nil {
+				return nil, fmt.Errorf("%s on %d TPCs: %w", app.Name(), k, err)
+			}
+			if i > 0 {
+				ms = append(ms, v)
+			}
+		}
+		sms := 0
+		for _, i := range set {
+			sms += len(t.TPCs[i].SMs)
+		}
+		out = append(out, Size{TPCs: k, SMs: sms, Stats: bench.Summarize(ms)})
+		progress()
+	}
+	return out, nil
+}
+
+// Metrics are the ncu metrics Counters holds, in its order.
+var Metrics = []string{"dram__bytes.sum", "lts__t_requests.sum", "smsp__thread_inst_executed.sum", "gpu__time_duration.sum"}
+
+// FindNCU returns the path of Nsight Compute's CLI, or an error that says
+// how to get it.
+func FindNCU() (string, error) {
+	if p, err := exec.LookPath("ncu"); err == nil {
+		return p, nil
+	}
+	for _, p := range []string{"/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu"} {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("Nsight Compute (ncu) was not found on PATH or in /usr/local/cuda/bin: " +
+		"profiles will have times but no DRAM bytes, L2 requests or instructions (install Nsight Compute, or pass --ncu PATH)")
+}
+
+// Count runs argv under ncu, which profiles the second launch of kernel
+// (the first is a warm-up), and returns its counters.
+func Count(ncu, kernel string, argv ...string) (*Counters, error) {
+	args := append([]string{"--csv", "--print-units", "base", "--metrics", strings.Join(Metrics, ","),
+		"--kernel-name", kernel, "--launch-skip", "1", "--launch-count", "1"}, argv...)
+	cmd := exec.Command(ncu, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	c, err := ParseNCU(out)
+	if err != nil {
+		return nil, err
+	}
+	c.Tool = ncu
+	return c, nil
+}
+
+// ParseNCU reads the counters from ncu's --csv output (any lines before the
+// CSV header, such as ==PROF== notes, are skipped).
+func ParseNCU(out []byte) (*Counters, error) {
+	i := bytes.Index(out, []byte(`"ID",`))
+	if i < 0 {
+		return nil, fmt.Errorf("no CSV in ncu's output: %q", firstLine(out))
+	}
+	rows, err := csv.NewReader(bytes.NewReader(out[i:])).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("ncu CSV: %w", err)
+	}
+	col := map[string]int{}
+	for j, h := range rows[0] {
+		col[h] = j
+	}
+	name, ok1 := col["Metric Name"]
+	v, ok2 := col["Metric Value"]
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("ncu CSV has no Metric Name / Metric Value columns: %v", rows[0])
+	}
+	got := map[string]float64{}
+	for _, r := range rows[1:] {
+		x, err := strconv.ParseFloat(strings.ReplaceAll(r[v], ",", ""), 64)
+		if err != nil {
+			return nil, fmt.Errorf("ncu value %q of %s: %w", r[v], r[name], err)
+		}
+		got[r[name]] = x
+	}
+	for _, m := range Metrics {
+		if _, ok := got[m]; !ok {
+			return nil, fmt.Errorf("ncu reported no %s (got %v)", m, got)
+		}
+	}
+	return &Counters{DRAMBytes: got[Metrics[0]], L2Requests: got[Metrics[1]], Instructions: got[Metrics[2]], DurationNS: got[Metrics[3]]}, nil
+}
+
+func firstLine(b []byte) string {
+	s, _, _ := strings.Cut(string(b), "\n")
+	return s
+}

@@ -1,0 +1,60 @@
+package profile
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/carve-gpu/carve/internal/bench"
+)
+
+func TestParseNCU(t *testing.T) {
+	// Recorded on the H100: ncu --csv --print-units base for one saxpy
+	// launch (with the warp-level instruction metric of that run).
+	b, err := os.ReadFile("testdata/ncu-saxpy.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := strings.ReplaceAll(string(b), "smsp__inst_executed.sum", "smsp__thread_inst_executed.sum")
+	c, err := ParseNCU([]byte(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DRAMBytes != 1192574464 || c.DurationNS != 432128 || c.L2Requests != 17258428 || c.Instructions != 51019776 {
+		t.Errorf("counters %+v", c)
+	}
+	for _, bad := range []string{"", "==PROF== nothing profiled\n", `"ID","Metric Name"` + "\n" + `"0","dram__bytes.sum"` + "\n"} {
+		if _, err := ParseNCU([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	if _, err := ParseNCU(b); err == nil || !strings.Contains(err.Error(), "smsp__thread_inst_executed.sum") {
+		t.Errorf("a metric missing: %v", err)
+	}
+}
+
+func TestSaveLoad(t *testing.T) {
+	dir := t.TempDir()
+	p := &Profile{Kernel: "vadd", TPCs: 2, SMs: 4, Sizes: []Size{{TPCs: 1, SMs: 2, Stats: bench.Summarize([]float64{2})}, {TPCs: 2, SMs: 4, Stats: bench.Summarize([]float64{1})}}}
+	if _, err := p.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	all, err := LoadDir(dir)
+	if err != nil || all["vadd"] == nil {
+		t.Fatalf("LoadDir: %v %v", all, err)
+	}
+	w, err := all["vadd"].Whole()
+	if err != nil || w.Stats.P50 != 1 {
+		t.Errorf("Whole: %+v %v", w, err)
+	}
+	if _, ok := all["vadd"].At(3); ok {
+		t.Error("At(3) found a size that was not profiled")
+	}
+	if _, err := LoadDir(t.TempDir()); err == nil {
+		t.Error("LoadDir of an empty directory succeeded")
+	}
+	os.WriteFile(dir+"/junk.json", []byte(`{"x": 1}`), 0o644)
+	if _, err := LoadDir(dir); err == nil {
+		t.Error("a JSON file that is no profile was accepted")
+	}
+}
