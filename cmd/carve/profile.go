@@ -70,6 +70,10 @@ latency model needs. Each profile is written as OUT/KERNEL.json.`,
 			if err != nil {
 				return err
 			}
+			bw, err := profile.NominalBW(device)
+			if err != nil {
+				return err
+			}
 			progress := progressBar("profile")
 			step, total := 0, len(kernels)*len(tpcs)
 			var profiles []*profile.Profile
@@ -82,7 +86,7 @@ latency model needs. Each profile is written as OUT/KERNEL.json.`,
 					return err
 				}
 				p := &profile.Profile{Kernel: k, Device: t.Device, UUID: t.UUID, Driver: t.Driver,
-					Date: time.Now().UTC().Format(time.RFC3339), SMs: t.SMCount, TPCs: len(t.TPCs), Reps: reps}
+					Date: time.Now().UTC().Format(time.RFC3339), SMs: t.SMCount, TPCs: len(t.TPCs), Reps: reps, NominalBW: bw}
 				if p.Sizes, err = profile.Times(app, t, tpcs, reps, func() { step++; progress(step, total) }); err != nil {
 					return err
 				}

@@ -190,6 +190,8 @@ type Attribute int32
 // Attributes carve reads.
 const (
 	AttrSMCount      Attribute = 16
+	AttrMemClockKHz  Attribute = 36 // peak memory clock
+	AttrBusWidth     Attribute = 37 // global memory bus width, bits
 	AttrL2Size       Attribute = 38
 	AttrCCMajor      Attribute = 75
 	AttrCCMinor      Attribute = 76

@@ -52,6 +52,10 @@ func (s Set) Intersect(o Set) Set {
 	return out
 }
 
+// Union returns the TPCs in either set (a Set is sorted: append would not
+// keep it so).
+func (s Set) Union(o Set) Set { return normalize(append(append([]int(nil), s...), o...)) }
+
 // Of makes a Set of xs: sorted, duplicates dropped.
 func Of(xs []int) Set { return normalize(append([]int(nil), xs...)) }
 

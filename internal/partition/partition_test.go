@@ -2,6 +2,7 @@ package partition
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -165,6 +166,26 @@ func TestPackAvoidsBusy(t *testing.T) {
 	s = Pack(top, 20, all)
 	if len(s) != 20 || len(s.Intersect(all)) != 14 {
 		t.Errorf("with 6 free TPCs, Pack(20) = %s: want the 6 free and 14 shared", s)
+	}
+}
+
+// TestPackSixWays fills the GPU with six partitions of 11 TPCs, each packed
+// beside the union of those before it: none may overlap.
+func TestPackSixWays(t *testing.T) {
+	top := h100(t)
+	var used Set
+	for i := range 6 {
+		s := Pack(top, 11, used)
+		if common := s.Intersect(used); len(s) != 11 || len(common) > 0 {
+			t.Fatalf("partition %d: %s overlaps %s at %s", i, s, used, common)
+		}
+		used = used.Union(s)
+	}
+	if len(used) != 66 {
+		t.Errorf("six partitions cover %d TPCs, want 66", len(used))
+	}
+	if u := (Set{1, 5}).Union(Set{0, 5, 9}); !slices.Equal(u, Set{0, 1, 5, 9}) {
+		t.Errorf("union %v", u)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/carve-gpu/carve/internal/bench"
+	"github.com/carve-gpu/carve/internal/cuda"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/topo"
 )
@@ -41,16 +42,19 @@ type Counters struct {
 
 // Profile is one kernel's profile on one GPU.
 type Profile struct {
-	Kernel   string    `json:"kernel"`
-	Device   string    `json:"device"`
-	UUID     string    `json:"uuid"`
-	Driver   string    `json:"driver"`
-	Date     string    `json:"date"`
-	SMs      int       `json:"sms"`  // of the whole GPU
-	TPCs     int       `json:"tpcs"` // of the whole GPU
-	Reps     int       `json:"reps"`
-	Sizes    []Size    `json:"sizes"`
-	Counters *Counters `json:"counters,omitempty"` // nil where ncu was not available
+	Kernel string `json:"kernel"`
+	Device string `json:"device"`
+	UUID   string `json:"uuid"`
+	Driver string `json:"driver"`
+	Date   string `json:"date"`
+	SMs    int    `json:"sms"`  // of the whole GPU
+	TPCs   int    `json:"tpcs"` // of the whole GPU
+	// NominalBW is the GPU's DRAM bandwidth from its memory clock and bus
+	// width, GB/s (double data rate).
+	NominalBW float64   `json:"nominal_dram_gbs"`
+	Reps      int       `json:"reps"`
+	Sizes     []Size    `json:"sizes"`
+	Counters  *Counters `json:"counters,omitempty"` // nil where ncu was not available
 }
 
 // Whole is the profile's point on all TPCs.
@@ -153,6 +157,24 @@ func Times(app *bench.App, t *topo.Topology, tpcs []int, reps int, progress func
 		progress()
 	}
 	return out, nil
+}
+
+// NominalBW reads device ordinal's nominal DRAM bandwidth in GB/s (the
+// driver must be loaded).
+func NominalBW(ordinal int) (float64, error) {
+	dev, err := cuda.GetDevice(ordinal)
+	if err != nil {
+		return 0, err
+	}
+	khz, err := dev.Attr(cuda.AttrMemClockKHz)
+	if err != nil {
+		return 0, err
+	}
+	bits, err := dev.Attr(cuda.AttrBusWidth)
+	if err != nil {
+		return 0, err
+	}
+	return 2 * float64(khz) * 1e3 * float64(bits) / 8 / 1e9, nil
 }
 
 // Metrics are the ncu metrics Counters holds, in its order.

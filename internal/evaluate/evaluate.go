@@ -1,0 +1,219 @@
+// Package evaluate holds the latency model's evaluation on real co-runs:
+// the groups run, what was measured, what each model predicted, and the
+// error summaries and plots (the paper's Fig. 14 and 15).
+package evaluate
+
+import (
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/carve-gpu/carve/internal/model"
+)
+
+// Run is one kernel of one group as it ran.
+type Run struct {
+	model.Member
+	SMs        int                `json:"sms"`
+	Set        string             `json:"tpc_set"`
+	MeasuredMS []float64          `json:"measured_ms"` // one per round
+	Measured   float64            `json:"measured_median_ms"`
+	AloneMS    float64            `json:"alone_ms"`     // the profile's median on the same partition size
+	Predicted  map[string]float64 `json:"predicted_ms"` // by model
+}
+
+// Evaluation is a whole experiment, as saved to evaluation.json.
+type Evaluation struct {
+	Device   string               `json:"device"`
+	UUID     string               `json:"uuid"`
+	Driver   string               `json:"driver"`
+	Date     string               `json:"date"`
+	Seed     uint64               `json:"seed"`
+	Rounds   int                  `json:"rounds"`
+	Sizes    []int                `json:"sizes_tpcs"`
+	Profiles string               `json:"profiles"`
+	GPU      model.GPU            `json:"gpu_constants"`
+	Groups   [][]Run              `json:"groups"`
+	Summary  []model.ErrorSummary `json:"summary"`
+}
+
+// Models are the predictions compared, in report order: the paper's
+// model as written, carve's, and a baseline that ignores interference.
+var Models = []string{"paper", "carve", "alone"}
+
+// Predict fills every run's predictions from g and the kernels.
+func Predict(g model.GPU, ks map[string]*model.Kernel, runs []Run) error {
+	ps := make([]model.Placement, len(runs))
+	for i, r := range runs {
+		k, ok := ks[r.Kernel]
+		if !ok {
+			return fmt.Errorf("no profile of %s", r.Kernel)
+		}
+		ps[i] = model.Placement{Kernel: k, SMs: r.SMs}
+	}
+	paper, _, err := g.Predict(ps)
+	if err != nil {
+		return err
+	}
+	carve, _, err := g.PredictMeasured(ps)
+	if err != nil {
+		return err
+	}
+	for i := range runs {
+		alone, err := ps[i].Kernel.C(runs[i].SMs)
+		if err != nil {
+			return err
+		}
+		runs[i].AloneMS = alone
+		runs[i].Predicted = map[string]float64{"paper": paper[i].CoRun, "carve": carve[i].CoRun, "alone": alone}
+	}
+	return nil
+}
+
+// Summarize computes each model's error summary over all runs.
+func (e *Evaluation) Summarize() {
+	e.Summary = nil
+	for _, m := range Models {
+		var errs []float64
+		var sizes []int
+		for _, g := range e.Groups {
+			for _, r := range g {
+				if p, ok := r.Predicted[m]; ok && r.Measured > 0 {
+					errs = append(errs, (p-r.Measured)/r.Measured)
+					sizes = append(sizes, len(g))
+				}
+			}
+		}
+		e.Summary = append(e.Summary, model.Summarize(m, errs, sizes))
+	}
+}
+
+// Save writes DIR/evaluation.json and the plots.
+func (e *Evaluation) Save(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "evaluation.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return "", err
+	}
+	return path, e.Plot(dir)
+}
+
+// Load reads an evaluation saved by Save.
+func Load(path string) (*Evaluation, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var e Evaluation
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &e, nil
+}
+
+// Plot draws predicted against measured latency per model (points on the
+// diagonal are exact; the paper's Fig. 14 shows the same errors as a
+// distribution) and the mean absolute error by group size (its Fig. 15),
+// to DIR/prediction.{png,svg} and DIR/error-by-size.{png,svg}.
+func (e *Evaluation) Plot(dir string) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("co-run latency, predicted vs measured, %s", e.Device)
+	p.X.Label.Text = "measured (ms, log)"
+	p.Y.Label.Text = "predicted (ms, log)"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	lo, hi := 1e9, 0.0
+	for i, m := range Models {
+		var pts plotter.XYs
+		for _, g := range e.Groups {
+			for _, r := range g {
+				if v, ok := r.Predicted[m]; ok && v > 0 && r.Measured > 0 {
+					pts = append(pts, plotter.XY{X: r.Measured, Y: v})
+					lo, hi = min(lo, r.Measured, v), max(hi, r.Measured, v)
+				}
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return err
+		}
+		sc.Color, sc.Shape = plotutil.Color(i), plotutil.Shape(i)
+		p.Add(sc)
+		p.Legend.Add(m, sc)
+	}
+	if hi > 0 {
+		diag, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo}, {X: hi, Y: hi}})
+		if err != nil {
+			return err
+		}
+		diag.Color = color.Gray{Y: 120}
+		p.Add(diag)
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	if err := save(p, 7*vg.Inch, 6*vg.Inch, filepath.Join(dir, "prediction")); err != nil {
+		return err
+	}
+
+	b := plot.New()
+	b.Title.Text = "mean absolute error by group size"
+	b.Y.Label.Text = "mean |predicted - measured| / measured"
+	var sizes []int
+	for _, s := range e.Summary {
+		for k := range s.BySize {
+			if !slices.Contains(sizes, k) {
+				sizes = append(sizes, k)
+			}
+		}
+	}
+	sort.Ints(sizes)
+	w := vg.Points(12)
+	for i, s := range e.Summary {
+		vals := make(plotter.Values, len(sizes))
+		for j, k := range sizes {
+			vals[j] = s.BySize[k]
+		}
+		bars, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return err
+		}
+		bars.Color = plotutil.Color(i)
+		bars.LineStyle.Width = 0
+		bars.Offset = w * vg.Length(float64(i)-float64(len(e.Summary)-1)/2)
+		b.Add(bars)
+		b.Legend.Add(fmt.Sprintf("%s (all: %.1f%%)", s.Model, 100*s.MAE), bars)
+	}
+	names := make([]string, len(sizes))
+	for i, k := range sizes {
+		names[i] = fmt.Sprintf("%d kernels", k)
+	}
+	b.NominalX(names...)
+	b.Legend.Top = true
+	return save(b, 7*vg.Inch, 4*vg.Inch, filepath.Join(dir, "error-by-size"))
+}
+
+func save(p *plot.Plot, w, h vg.Length, base string) error {
+	for _, ext := range []string{"png", "svg"} {
+		if err := p.Save(w, h, base+"."+ext); err != nil {
+			return err
+		}
+	}
+	return nil
+}
