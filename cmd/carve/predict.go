@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +28,37 @@ func loadModel(dir string) (model.GPU, map[string]*model.Kernel, error) {
 		return model.GPU{}, nil, err
 	}
 	return model.FromProfiles(ps)
+}
+
+// loadCalibrated is loadModel with carve's shared bandwidth from a
+// calibration file written by carve bench fit ("" for none: the most
+// bandwidth one kernel reached stands in, and a note says so).
+func loadCalibrated(cmd *cobra.Command, dir, calibration string) (model.GPU, map[string]*model.Kernel, error) {
+	g, ks, err := loadModel(dir)
+	if err != nil {
+		return g, nil, err
+	}
+	if calibration == "-" {
+		return g, ks, nil
+	}
+	if calibration == "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "carve: note: no --calibration: carve's model assumes co-running kernels share "+
+			"the most bandwidth one kernel reached, which overstates it (fit it with carve bench fit)")
+		return g, ks, nil
+	}
+	b, err := os.ReadFile(calibration)
+	if err != nil {
+		return g, nil, err
+	}
+	var c model.GPU
+	if err := json.Unmarshal(b, &c); err != nil {
+		return g, nil, fmt.Errorf("%s: %w", calibration, err)
+	}
+	if c.N != g.N || c.SharedBW <= 0 {
+		return g, nil, fmt.Errorf("%s is no calibration for these profiles (%d SMs, shared bandwidth %g)", calibration, c.N, c.SharedBW)
+	}
+	g.SharedBW = c.SharedBW
+	return g, ks, nil
 }
 
 // parsePairs parses KERNEL:VALUE arguments.
@@ -53,7 +86,7 @@ func smsOf(g model.GPU, k *model.Kernel, tpcs int) (int, error) {
 }
 
 func newPredictCmd() *cobra.Command {
-	var profiles, which, out string
+	var profiles, which, calibration, out string
 	c := &cobra.Command{
 		Use:   "predict KERNEL:TPCS [KERNEL:TPCS...]",
 		Short: "Predict kernels' latencies alone and co-running in disjoint partitions",
@@ -73,7 +106,10 @@ the latency measured alone on the partition instead of eq. 4's estimate.`,
 			if err != nil {
 				return err
 			}
-			g, ks, err := loadModel(profiles)
+			if which == "paper" {
+				calibration = "-" // the paper's model has no shared bandwidth
+			}
+			g, ks, err := loadCalibrated(cmd, profiles, calibration)
 			if err != nil {
 				return err
 			}
@@ -92,15 +128,28 @@ the latency measured alone on the partition instead of eq. 4's estimate.`,
 				}
 				ps[i] = model.Placement{Kernel: k, SMs: sms}
 			}
-			predict := g.PredictMeasured
-			switch which {
-			case "paper":
-				predict = g.Predict
-			case "carve":
-			default:
+			if which == "carve" {
+				pred, err := g.Carve(ks)(ps)
+				if err != nil {
+					return err
+				}
+				if out == "json" {
+					return writeJSON(cmd.OutOrStdout(), map[string]any{"gpu": g, "placements": args, "co_run_ms": pred})
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+				fmt.Fprintf(tw, "carve's model, sharing %.0f GB/s of DRAM bandwidth\n", g.Shared())
+				fmt.Fprintln(tw, "KERNEL\tTPCS\tALONE MS (PROFILED)\tDRAM GB/S ALONE\tPREDICTED CO-RUN MS\tSLOWDOWN")
+				for i, p := range pred {
+					alone, _ := ps[i].Kernel.C(ps[i].SMs)
+					bw, _ := ps[i].Kernel.BWIsolated(ps[i].SMs)
+					fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.0f\t%.3f\t%.2fx\n", names[i], ps[i].SMs/2, alone, bw, p, p/alone)
+				}
+				return tw.Flush()
+			}
+			if which != "paper" {
 				return fmt.Errorf("unknown model %q: want paper or carve", which)
 			}
-			pred, ws, err := predict(ps)
+			pred, ws, err := g.Predict(ps)
 			if err != nil {
 				return err
 			}
@@ -108,7 +157,8 @@ the latency measured alone on the partition instead of eq. 4's estimate.`,
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"gpu": g, "placements": args, "predictions": pred, "windows": ws})
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "KERNEL\tTPCS\tMEASURED ALONE MS\tPREDICTED ALONE MS\tPREDICTED CO-RUN MS\tSLOWDOWN")
+			fmt.Fprintln(tw, "the paper's model as written")
+			fmt.Fprintln(tw, "KERNEL\tTPCS\tMEASURED ALONE MS\tPREDICTED ALONE MS (EQ. 4)\tPREDICTED CO-RUN MS (EQ. 8)\tSLOWDOWN")
 			for i, p := range pred {
 				alone, _ := ps[i].Kernel.C(ps[i].SMs)
 				fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%.2fx\n", names[i], ps[i].SMs/2, alone, p.Alone, p.CoRun, p.CoRun/p.Alone)
@@ -125,13 +175,14 @@ the latency measured alone on the partition instead of eq. 4's estimate.`,
 		},
 	}
 	c.Flags().StringVar(&profiles, "profiles", "carve-profiles", "directory of profiles made by carve profile")
-	c.Flags().StringVar(&which, "model", "carve", "paper (the equations as written) or carve")
+	c.Flags().StringVar(&which, "model", "carve", "carve, or paper (the equations as written, with their windows)")
+	c.Flags().StringVar(&calibration, "calibration", "", "calibration.json from carve bench fit (carve's model)")
 	addOutputFlag(c, &out)
 	return c
 }
 
 func newPlanCmd() *cobra.Command {
-	var profiles, out string
+	var profiles, calibration, out string
 	c := &cobra.Command{
 		Use:   "plan KERNEL:DEADLINE_MS [KERNEL:DEADLINE_MS...]",
 		Short: "Find the smallest partitions on which co-running kernels meet their deadlines",
@@ -148,7 +199,7 @@ kernel misses until all meet them, or says that no placement does.`,
 			if err != nil {
 				return err
 			}
-			g, ks, err := loadModel(profiles)
+			g, ks, err := loadCalibrated(cmd, profiles, calibration)
 			if err != nil {
 				return err
 			}
@@ -158,7 +209,7 @@ kernel misses until all meet them, or says that no placement does.`,
 					return fmt.Errorf("no profile of %s in %s", n, profiles)
 				}
 			}
-			sms, pred, err := model.Plan(g, kernels, deadlines)
+			sms, pred, err := model.Plan(g, kernels, deadlines, g.Carve(ks))
 			if err != nil {
 				return err
 			}
@@ -169,7 +220,7 @@ kernel misses until all meet them, or says that no placement does.`,
 			fmt.Fprintln(tw, "KERNEL\tTPCS\tDEADLINE MS\tPREDICTED CO-RUN MS")
 			total := 0
 			for i := range names {
-				fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\n", names[i], sms[i]/2, deadlines[i], pred[i].CoRun)
+				fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\n", names[i], sms[i]/2, deadlines[i], pred[i])
 				total += sms[i] / 2
 			}
 			fmt.Fprintf(tw, "%d of %d TPCs\n", total, g.N/2)
@@ -177,6 +228,7 @@ kernel misses until all meet them, or says that no placement does.`,
 		},
 	}
 	c.Flags().StringVar(&profiles, "profiles", "carve-profiles", "directory of profiles made by carve profile")
+	c.Flags().StringVar(&calibration, "calibration", "", "calibration.json from carve bench fit")
 	addOutputFlag(c, &out)
 	return c
 }
@@ -337,5 +389,94 @@ func newCoRunWorkerCmd() *cobra.Command {
 	}
 	c.Flags().StringVar(&name, "name", "", "the kernel")
 	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
+	return c
+}
+
+// newFitCmd fits carve's model to one evaluation and re-predicts others.
+func newFitCmd() *cobra.Command {
+	var profiles, outDir, out string
+	c := &cobra.Command{
+		Use:   "fit TRAIN.json [HELDOUT.json...]",
+		Short: "Fit carve's latency model to measured co-runs and predict others with it (no GPU needed)",
+		Long: `fit reads evaluations saved by carve bench predict, fits the shared DRAM
+bandwidth of carve's model to the co-runs of TRAIN.json, and predicts TRAIN
+(in sample) and every HELDOUT evaluation (out of sample) again with it. The
+measurements stay as they were. Each is written to OUT/NAME/ with its plots,
+and the constants to OUT/calibration.json, which carve predict and plan
+take with --calibration.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(out); err != nil {
+				return err
+			}
+			g, ks, err := loadModel(profiles)
+			if err != nil {
+				return err
+			}
+			train, err := evaluate.Load(args[0])
+			if err != nil {
+				return err
+			}
+			obs, err := train.Observed(ks)
+			if err != nil {
+				return err
+			}
+			b, mae, err := model.FitSharedBW(obs, model.Pull(ks), g.EMBW)
+			if err != nil {
+				return err
+			}
+			g.SharedBW = b
+			fmt.Fprintf(cmd.ErrOrStderr(), "shared bandwidth %.0f GB/s (%.0f%% of the most one kernel reached, %.0f GB/s): %.1f%% mean absolute error on %s\n",
+				b, 100*b/g.EMBW, g.EMBW, 100*mae, args[0])
+			if err := os.MkdirAll(outDir, 0o755); err != nil {
+				return err
+			}
+			calib, err := os.Create(filepath.Join(outDir, "calibration.json"))
+			if err != nil {
+				return err
+			}
+			err = writeJSON(calib, g)
+			if cerr := calib.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+			var all []*evaluate.Evaluation
+			for i, path := range args {
+				ev := train
+				if i > 0 {
+					if ev, err = evaluate.Load(path); err != nil {
+						return err
+					}
+				}
+				if err := ev.Repredict(g, ks); err != nil {
+					return fmt.Errorf("%s: %w", path, err)
+				}
+				ev.FittedOn = args[0]
+				name := "train-" + filepath.Base(filepath.Dir(path))
+				if i > 0 {
+					name = "heldout-" + filepath.Base(filepath.Dir(path))
+				}
+				if _, err := ev.Save(filepath.Join(outDir, name)); err != nil {
+					return err
+				}
+				all = append(all, ev)
+			}
+			if out == "json" {
+				return writeJSON(cmd.OutOrStdout(), all)
+			}
+			for i, ev := range all {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s (%s)\n", args[i], map[bool]string{true: "fitted on it", false: "held out"}[i == 0])
+				if err := writeSummary(cmd, ev); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&profiles, "profiles", "carve-profiles", "directory of the profiles the evaluations used")
+	c.Flags().StringVar(&outDir, "out", "carve-fit", "directory for the re-predicted evaluations and calibration.json")
+	addOutputFlag(c, &out)
 	return c
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -43,6 +44,9 @@ latency model needs. Each profile is written as OUT/KERNEL.json.`,
 				if !slices.Contains(bench.PredictKernels, k) {
 					return fmt.Errorf("unknown kernel %q: want one of %s", k, strings.Join(bench.PredictKernels, ", "))
 				}
+			}
+			if _, err := parseCounts(tpcsFlag, math.MaxInt); err != nil { // before the GPU is asked
+				return err
 			}
 			t, _, err := loadTopology(device, false)
 			if err != nil {

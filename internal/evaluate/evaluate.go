@@ -33,22 +33,26 @@ type Run struct {
 
 // Evaluation is a whole experiment, as saved to evaluation.json.
 type Evaluation struct {
-	Device   string               `json:"device"`
-	UUID     string               `json:"uuid"`
-	Driver   string               `json:"driver"`
-	Date     string               `json:"date"`
-	Seed     uint64               `json:"seed"`
-	Rounds   int                  `json:"rounds"`
-	Sizes    []int                `json:"sizes_tpcs"`
-	Profiles string               `json:"profiles"`
-	GPU      model.GPU            `json:"gpu_constants"`
-	Groups   [][]Run              `json:"groups"`
+	Device   string    `json:"device"`
+	UUID     string    `json:"uuid"`
+	Driver   string    `json:"driver"`
+	Date     string    `json:"date"`
+	Seed     uint64    `json:"seed"`
+	Rounds   int       `json:"rounds"`
+	Sizes    []int     `json:"sizes_tpcs"`
+	Profiles string    `json:"profiles"`
+	GPU      model.GPU `json:"gpu_constants"`
+	Groups   [][]Run   `json:"groups"`
+	// FittedOn names the evaluation carve's SharedBW was fitted to ("" if
+	// it was not fitted).
+	FittedOn string               `json:"shared_bw_fitted_on,omitempty"`
 	Summary  []model.ErrorSummary `json:"summary"`
 }
 
 // Models are the predictions compared, in report order: the paper's
-// model as written, carve's, and a baseline that ignores interference.
-var Models = []string{"paper", "carve", "alone"}
+// model as written; the same on latencies measured alone; carve's model;
+// and a baseline that ignores interference.
+var Models = []string{"paper", "paper-measured", "carve", "alone"}
 
 // Predict fills every run's predictions from g and the kernels.
 func Predict(g model.GPU, ks map[string]*model.Kernel, runs []Run) error {
@@ -64,7 +68,11 @@ func Predict(g model.GPU, ks map[string]*model.Kernel, runs []Run) error {
 	if err != nil {
 		return err
 	}
-	carve, _, err := g.PredictMeasured(ps)
+	measured, _, err := g.PredictMeasured(ps)
+	if err != nil {
+		return err
+	}
+	carve, err := model.PredictShared(ps, model.Pull(ks), g.Shared())
 	if err != nil {
 		return err
 	}
@@ -74,8 +82,40 @@ func Predict(g model.GPU, ks map[string]*model.Kernel, runs []Run) error {
 			return err
 		}
 		runs[i].AloneMS = alone
-		runs[i].Predicted = map[string]float64{"paper": paper[i].CoRun, "carve": carve[i].CoRun, "alone": alone}
+		runs[i].Predicted = map[string]float64{"paper": paper[i].CoRun, "paper-measured": measured[i].CoRun, "carve": carve[i], "alone": alone}
 	}
+	return nil
+}
+
+// Observed turns the evaluation's groups into co-runs to fit carve's
+// model to.
+func (e *Evaluation) Observed(ks map[string]*model.Kernel) ([]model.Observed, error) {
+	var out []model.Observed
+	for _, g := range e.Groups {
+		var o model.Observed
+		for _, r := range g {
+			k, ok := ks[r.Kernel]
+			if !ok {
+				return nil, fmt.Errorf("no profile of %s", r.Kernel)
+			}
+			o.Placements = append(o.Placements, model.Placement{Kernel: k, SMs: r.SMs})
+			o.Measured = append(o.Measured, r.Measured)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// Repredict recomputes every prediction with g (its SharedBW fitted
+// elsewhere) and the summaries: the measurements stay as they were.
+func (e *Evaluation) Repredict(g model.GPU, ks map[string]*model.Kernel) error {
+	e.GPU = g
+	for _, runs := range e.Groups {
+		if err := Predict(g, ks, runs); err != nil {
+			return err
+		}
+	}
+	e.Summarize()
 	return nil
 }
 

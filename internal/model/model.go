@@ -26,6 +26,17 @@ type GPU struct {
 	// MissBanks is eq. 17's N minus L2 banks (6 there). Reading: with the
 	// banks per SM taken as Sp, MissBanks = N - Sp*N.
 	MissBanks float64
+	// SharedBW is carve's model's one fitted constant (see PredictShared);
+	// 0 until fitted, when EMBW stands in for it.
+	SharedBW float64 `json:",omitempty"`
+}
+
+// Shared is the bandwidth carve's model lets co-running kernels share.
+func (g GPU) Shared() float64 {
+	if g.SharedBW > 0 {
+		return g.SharedBW
+	}
+	return g.EMBW
 }
 
 // Kernel is what the model knows of a kernel, all from its profile alone.

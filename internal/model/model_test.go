@@ -137,23 +137,32 @@ func TestPredictErrors(t *testing.T) {
 }
 
 func TestPlan(t *testing.T) {
+	// The paper's eq. 8 on measured alone latencies as the predictor.
+	measured := func(ps []Placement) ([]float64, error) {
+		pred, _, err := gpu.PredictMeasured(ps)
+		out := make([]float64, len(pred))
+		for i, p := range pred {
+			out[i] = p.CoRun
+		}
+		return out, err
+	}
 	// compute alone: 2 ms on 5 SMs, 1 on 10. A deadline of 2.5 ms fits on 5.
-	sms, pred, err := Plan(gpu, []*Kernel{compute}, []float64{2.5})
-	if err != nil || sms[0] != 5 || pred[0].CoRun > 2.5 {
+	sms, pred, err := Plan(gpu, []*Kernel{compute}, []float64{2.5}, measured)
+	if err != nil || sms[0] != 5 || pred[0] > 2.5 {
 		t.Errorf("one kernel: %v %+v %v", sms, pred, err)
 	}
 	// two memory kernels of 1.5 ms each: alone they fit on 5 SMs (1.2 ms),
 	// together they interfere (2.54 ms each, TestPredictWithContention) and
 	// 10 SMs cannot hold both on more.
-	_, _, err = Plan(gpu, []*Kernel{memory, memory}, []float64{1.5, 1.5})
+	_, _, err = Plan(gpu, []*Kernel{memory, memory}, []float64{1.5, 1.5}, measured)
 	if !errors.Is(err, ErrNoPlacement) {
 		t.Errorf("two memory kernels: %v, want no placement", err)
 	}
-	if _, _, err := Plan(gpu, []*Kernel{compute}, []float64{0.5}); !errors.Is(err, ErrNoPlacement) || !strings.Contains(err.Error(), "alone") {
+	if _, _, err := Plan(gpu, []*Kernel{compute}, []float64{0.5}, measured); !errors.Is(err, ErrNoPlacement) || !strings.Contains(err.Error(), "alone") {
 		t.Errorf("a deadline beyond the whole GPU: %v", err)
 	}
 	// compute with a loose deadline beside memory: each on its least size.
-	sms, _, err = Plan(gpu, []*Kernel{compute, memory}, []float64{10, 10})
+	sms, _, err = Plan(gpu, []*Kernel{compute, memory}, []float64{10, 10}, measured)
 	if err != nil || sms[0] != 5 || sms[1] != 2 {
 		t.Errorf("loose deadlines: %v %v, want [5 2]", sms, err)
 	}

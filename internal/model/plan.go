@@ -9,13 +9,22 @@ import (
 // deadlines.
 var ErrNoPlacement = fmt.Errorf("no placement meets the deadlines")
 
+// Predictor predicts co-run latencies (ms) of placements.
+type Predictor func([]Placement) ([]float64, error)
+
+// Carve is carve's model with g's constants and the pull of ks.
+func (g GPU) Carve(ks map[string]*Kernel) Predictor {
+	pull := Pull(ks)
+	return func(ps []Placement) ([]float64, error) { return PredictShared(ps, pull, g.Shared()) }
+}
+
 // Plan gives each kernel the fewest SMs, among the sizes it was profiled
-// on, on which its predicted co-run latency (PredictMeasured) meets its
+// on, on which its co-run latency as predict predicts it meets its
 // deadline (ms): it starts each kernel on the least size that meets the
 // deadline alone, then grows the partition of the kernel that misses its
 // deadline by the most, one profiled size at a time, until all meet
 // theirs or the GPU is full.
-func Plan(g GPU, ks []*Kernel, deadlines []float64) ([]int, []Prediction, error) {
+func Plan(g GPU, ks []*Kernel, deadlines []float64, predict Predictor) ([]int, []float64, error) {
 	sizes := make([][]int, len(ks))
 	at := make([]int, len(ks)) // index into sizes[i]
 	for i, k := range ks {
@@ -47,13 +56,13 @@ func Plan(g GPU, ks []*Kernel, deadlines []float64) ([]int, []Prediction, error)
 		if total > g.N {
 			return nil, nil, fmt.Errorf("%w: they need more than the GPU's %d SMs", ErrNoPlacement, g.N)
 		}
-		pred, _, err := g.PredictMeasured(ps)
+		pred, err := predict(ps)
 		if err != nil {
 			return nil, nil, err
 		}
 		worst, miss := -1, 1.0
 		for i, p := range pred {
-			if r := p.CoRun / deadlines[i]; r > miss {
+			if r := p / deadlines[i]; r > miss {
 				worst, miss = i, r
 			}
 		}
