@@ -52,6 +52,10 @@ func TestPredictAndPlan(t *testing.T) {
 		{[]string{"profile", "--tpcs", "0"}, "want a whole number from 1"},
 		{[]string{"profile", "--tpcs", "70"}, "libcuda.so.1 could not be loaded"}, // checked against the GPU's 66
 		{[]string{"bench", "predict", "--groups", "0"}, "want at least 1"},
+		{[]string{"profile", "--name", "job", "--"}, "nothing after --"},
+		{[]string{"profile", "vadd", "--name", "job", "--", "ls"}, "not both"},
+		{[]string{"profile", "--", "ls"}, `--name ""`},
+		{[]string{"profile", "--name", "a/b", "--", "ls"}, `--name "a/b"`},
 	} {
 		if _, _, err := carve(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("carve %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/carve-gpu/carve/internal/bench"
 	"github.com/carve-gpu/carve/internal/cuda"
@@ -51,10 +52,13 @@ type Profile struct {
 	TPCs   int    `json:"tpcs"` // of the whole GPU
 	// NominalBW is the GPU's DRAM bandwidth from its memory clock and bus
 	// width, GB/s (double data rate).
-	NominalBW float64   `json:"nominal_dram_gbs"`
-	Reps      int       `json:"reps"`
-	Sizes     []Size    `json:"sizes"`
-	Counters  *Counters `json:"counters,omitempty"` // nil where ncu was not available
+	NominalBW float64 `json:"nominal_dram_gbs"`
+	Reps      int     `json:"reps"`
+	// Program is the command profiled in place of a suite kernel; its
+	// times are from start to exit of the whole program.
+	Program  []string  `json:"program,omitempty"`
+	Sizes    []Size    `json:"sizes"`
+	Counters *Counters `json:"counters,omitempty"` // nil where ncu was not available
 }
 
 // Whole is the profile's point on all TPCs.
@@ -159,9 +163,11 @@ func Times(app *bench.App, t *topo.Topology, tpcs []int, reps int, progress func
 	return out, nil
 }
 
-// NominalBW reads device ordinal's nominal DRAM bandwidth in GB/s (the
-// driver must be loaded).
+// NominalBW reads device ordinal's nominal DRAM bandwidth in GB/s.
 func NominalBW(ordinal int) (float64, error) {
+	if err := cuda.Load(); err != nil {
+		return 0, err
+	}
 	dev, err := cuda.GetDevice(ordinal)
 	if err != nil {
 		return 0, err
@@ -175,6 +181,46 @@ func NominalBW(ordinal int) (float64, error) {
 		return 0, err
 	}
 	return 2 * float64(khz) * 1e3 * float64(bits) / 8 / 1e9, nil
+}
+
+// ProgramTimes times a whole program (argv) at each TPC count, started
+// through carve run (prefix, ending in --) on a GPC-packed partition, reps
+// times after one warm-up run each: from start to exit, in ms. A program
+// that fails stops the profile with its error output.
+func ProgramTimes(prefix func(partition.Set) []string, argv []string, t *topo.Topology, tpcs []int, reps int, progress func()) ([]Size, error) {
+	var out []Size
+	for _, k := range tpcs {
+		if k < 1 || k > len(t.TPCs) {
+			return nil, fmt.Errorf("%d TPCs: this GPU has 1 to %d", k, len(t.TPCs))
+		}
+		set := partition.Pack(t, k, nil)
+		full := append(prefix(set), argv...)
+		ms := make([]float64, 0, reps)
+		for i := 0; i <= reps; i++ {
+			cmd := exec.Command(full[0], full[1:]...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			start := time.Now()
+			if err := cmd.Run(); err != nil {
+				return nil, fmt.Errorf("%s on %d TPCs: %w: %s", strings.Join(argv, " "), k, err, lastLines(stderr.String(), 5))
+			}
+			if i > 0 {
+				ms = append(ms, float64(time.Since(start).Microseconds())/1e3)
+			}
+		}
+		sms := 0
+		for _, i := range set {
+			sms += len(t.TPCs[i].SMs)
+		}
+		out = append(out, Size{TPCs: k, SMs: sms, Stats: bench.Summarize(ms)})
+		progress()
+	}
+	return out, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // Metrics are the ncu metrics Counters holds, in its order.
@@ -196,10 +242,14 @@ func FindNCU() (string, error) {
 }
 
 // Count runs argv under ncu, which profiles the second launch of kernel
-// (the first is a warm-up), and returns its counters.
+// (the first is a warm-up), and returns its counters; with kernel "" it
+// profiles every launch of the program and sums them.
 func Count(ncu, kernel string, argv ...string) (*Counters, error) {
-	args := append([]string{"--csv", "--print-units", "base", "--metrics", strings.Join(Metrics, ","),
-		"--kernel-name", kernel, "--launch-skip", "1", "--launch-count", "1"}, argv...)
+	args := []string{"--csv", "--print-units", "base", "--metrics", strings.Join(Metrics, ",")}
+	if kernel != "" {
+		args = append(args, "--kernel-name", kernel, "--launch-skip", "1", "--launch-count", "1")
+	}
+	args = append(args, argv...)
 	cmd := exec.Command(ncu, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -215,8 +265,9 @@ func Count(ncu, kernel string, argv ...string) (*Counters, error) {
 	return c, nil
 }
 
-// ParseNCU reads the counters from ncu's --csv output (any lines before the
-// CSV header, such as ==PROF== notes, are skipped).
+// ParseNCU reads the counters from ncu's --csv output, summed over the
+// kernels profiled (any lines before the CSV header, such as ==PROF==
+// notes, are skipped).
 func ParseNCU(out []byte) (*Counters, error) {
 	i := bytes.Index(out, []byte(`"ID",`))
 	if i < 0 {
@@ -235,13 +286,13 @@ func ParseNCU(out []byte) (*Counters, error) {
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("ncu CSV has no Metric Name / Metric Value columns: %v", rows[0])
 	}
-	got := map[string]float64{}
+	got := map[string]float64{} // summed over every kernel profiled
 	for _, r := range rows[1:] {
 		x, err := strconv.ParseFloat(strings.ReplaceAll(r[v], ",", ""), 64)
 		if err != nil {
 			return nil, fmt.Errorf("ncu value %q of %s: %w", r[v], r[name], err)
 		}
-		got[r[name]] = x
+		got[r[name]] += x
 	}
 	for _, m := range Metrics {
 		if _, ok := got[m]; !ok {
