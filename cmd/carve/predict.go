@@ -376,11 +376,7 @@ func newCoRunWorkerCmd() *cobra.Command {
 		Use: "__corun", Hidden: true, Args: cobra.NoArgs,
 		Short: "hold a kernel ready; run it once per line of input and print its time (internal)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := bench.Open(device)
-			if err != nil {
-				return err
-			}
-			app, err := bench.NewApp(s, name)
+			app, err := openApp(device, name)
 			if err != nil {
 				return err
 			}

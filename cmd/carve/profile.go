@@ -227,11 +227,7 @@ func newKernelWorkerCmd() *cobra.Command {
 		Use: "__kernel", Hidden: true, Args: cobra.NoArgs,
 		Short: "run one suite kernel reps times (internal)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := bench.Open(device)
-			if err != nil {
-				return err
-			}
-			app, err := bench.NewApp(s, name)
+			app, err := openApp(device, name)
 			if err != nil {
 				return err
 			}
@@ -247,4 +243,13 @@ func newKernelWorkerCmd() *cobra.Command {
 	c.Flags().IntVar(&reps, "reps", 2, "runs")
 	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
 	return c
+}
+
+// openApp prepares one app of carve's suites in a session of its own.
+func openApp(device int, name string) (*bench.App, error) {
+	s, err := bench.Open(device)
+	if err != nil {
+		return nil, err
+	}
+	return bench.NewApp(s, name)
 }

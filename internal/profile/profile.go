@@ -133,6 +133,18 @@ func LoadDir(dir string) (map[string]*Profile, error) {
 // Times times app at each TPC count (GPC-packed), reps runs after one
 // warm-up each.
 func Times(app *bench.App, t *topo.Topology, tpcs []int, reps int, progress func()) ([]Size, error) {
+	return timeSizes(t, tpcs, reps, progress, func(_ partition.Set, mask topo.Mask) (float64, error) {
+		v, err := app.Time(&mask)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", app.Name(), err)
+		}
+		return v, nil
+	})
+}
+
+// timeSizes runs run on a GPC-packed partition of each TPC count, reps
+// times after one warm-up each, and summarizes the times it returns.
+func timeSizes(t *topo.Topology, tpcs []int, reps int, progress func(), run func(partition.Set, topo.Mask) (float64, error)) ([]Size, error) {
 	var out []Size
 	for _, k := range tpcs {
 		if k < 1 || k > len(t.TPCs) {
@@ -145,9 +157,9 @@ func Times(app *bench.App, t *topo.Topology, tpcs []int, reps int, progress func
 		}
 		ms := make([]float64, 0, reps)
 		for i := 0; i <= reps; i++ {
-			v, err := app.Time(&mask)
+			v, err := run(set, mask)
 			if err != nil {
-				return nil, fmt.Errorf("%s on %d TPCs: %w", app.Name(), k, err)
+				return nil, fmt.Errorf("on %d TPCs: %w", k, err)
 			}
 			if i > 0 {
 				ms = append(ms, v)
@@ -188,34 +200,17 @@ func NominalBW(ordinal int) (float64, error) {
 // times after one warm-up run each: from start to exit, in ms. A program
 // that fails stops the profile with its error output.
 func ProgramTimes(prefix func(partition.Set) []string, argv []string, t *topo.Topology, tpcs []int, reps int, progress func()) ([]Size, error) {
-	var out []Size
-	for _, k := range tpcs {
-		if k < 1 || k > len(t.TPCs) {
-			return nil, fmt.Errorf("%d TPCs: this GPU has 1 to %d", k, len(t.TPCs))
-		}
-		set := partition.Pack(t, k, nil)
+	return timeSizes(t, tpcs, reps, progress, func(set partition.Set, _ topo.Mask) (float64, error) {
 		full := append(prefix(set), argv...)
-		ms := make([]float64, 0, reps)
-		for i := 0; i <= reps; i++ {
-			cmd := exec.Command(full[0], full[1:]...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			start := time.Now()
-			if err := cmd.Run(); err != nil {
-				return nil, fmt.Errorf("%s on %d TPCs: %w: %s", strings.Join(argv, " "), k, err, lastLines(stderr.String(), 5))
-			}
-			if i > 0 {
-				ms = append(ms, float64(time.Since(start).Microseconds())/1e3)
-			}
+		cmd := exec.Command(full[0], full[1:]...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			return 0, fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, lastLines(stderr.String(), 5))
 		}
-		sms := 0
-		for _, i := range set {
-			sms += len(t.TPCs[i].SMs)
-		}
-		out = append(out, Size{TPCs: k, SMs: sms, Stats: bench.Summarize(ms)})
-		progress()
-	}
-	return out, nil
+		return float64(time.Since(start).Microseconds()) / 1e3, nil
+	})
 }
 
 func lastLines(s string, n int) string {

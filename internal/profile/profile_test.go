@@ -87,7 +87,7 @@ func TestProgramTimes(t *testing.T) {
 	if len(sizes) != 2 || sizes[1].TPCs != 66 || sizes[1].SMs != 132 || sizes[0].Stats.N != 2 || sizes[0].Stats.Min < 10 {
 		t.Errorf("sizes %+v", sizes)
 	}
-	if len(seen) != 2 || seen[1] != "0-65" {
+	if len(seen) != 6 || seen[5] != "0-65" { // a warm-up and two timed runs per size
 		t.Errorf("partitions %v", seen)
 	}
 	if _, err := ProgramTimes(prefix, []string{"3"}, top, []int{1}, 1, func() {}); err == nil || !strings.Contains(err.Error(), "exit status 3") {
