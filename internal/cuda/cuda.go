@@ -82,6 +82,11 @@ type driver struct {
 	memHostAlloc   func(*unsafe.Pointer, uint64, uint32) Result
 	memHostDevPtr  func(*uint64, unsafe.Pointer, uint32) Result
 	memFreeHost    func(unsafe.Pointer) Result
+	memGranular    func(*uint64, *allocProp, int32) Result
+	memReserve     func(*uint64, uint64, uint64, uint64, uint64) Result
+	memCreate      func(*uint64, uint64, *allocProp, uint64) Result
+	memMap         func(uint64, uint64, uint64, uint64, uint64) Result
+	memSetAccess   func(uint64, uint64, *accessDesc, uint64) Result
 	green          *greenAPI // nil where the driver has no green contexts
 }
 
@@ -143,6 +148,11 @@ func load() (*driver, error) {
 		{&d.memHostAlloc, "cuMemHostAlloc"},
 		{&d.memHostDevPtr, "cuMemHostGetDevicePointer_v2"},
 		{&d.memFreeHost, "cuMemFreeHost"},
+		{&d.memGranular, "cuMemGetAllocationGranularity"},
+		{&d.memReserve, "cuMemAddressReserve"},
+		{&d.memCreate, "cuMemCreate"},
+		{&d.memMap, "cuMemMap"},
+		{&d.memSetAccess, "cuMemSetAccess"},
 	}
 	for _, b := range bind {
 		if _, err := purego.Dlsym(h, b.name); err != nil {

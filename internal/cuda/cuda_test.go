@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
 )
 
 func TestParseProcVersion(t *testing.T) {
@@ -59,5 +60,19 @@ func TestSoleGPU(t *testing.T) {
 	add("0000:00:07.0")
 	if got := SoleGPU(); got != "" {
 		t.Errorf("two GPUs: %q", got)
+	}
+}
+
+func TestVMMLayouts(t *testing.T) {
+	// CUmemAllocationProp is 32 bytes and CUmemAccessDesc 12 in cuda.h
+	// (CUDA 10.2 to 13.0).
+	if s := unsafe.Sizeof(allocProp{}); s != 32 {
+		t.Errorf("allocProp is %d bytes, want 32", s)
+	}
+	if s := unsafe.Sizeof(accessDesc{}); s != 12 {
+		t.Errorf("accessDesc is %d bytes, want 12", s)
+	}
+	if s := unsafe.Sizeof(SMResource{}); s != 144 {
+		t.Errorf("SMResource is %d bytes, want 144", s)
 	}
 }

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/carve-gpu/carve/internal/memmap"
+	"github.com/carve-gpu/carve/internal/topo"
+)
+
+// memmapResult is what carve memmap saves.
+type memmapResult struct {
+	Device, UUID, Driver, Date string
+	Pages, PageBytes, Chunk    int
+	Reps                       int
+	L2HitCycles                float64         `json:"l2_hit_cycles"` // random lines in 4 MiB
+	DRAMCycles                 float64         `json:"dram_cycles"`   // random lines in 512 MiB
+	StrideCycles               map[int]float64 `json:"sequential_stride_cycles"`
+	Maps                       []memmap.Map    `json:"maps"`                      // one per scan
+	Agreement                  []float64       `json:"agreement_with_first_scan"` // of the same pool
+	// GPCSides counts, for each GPC of carve topo, its SMs on each side
+	// in the first scan: whether the L2 partitions split along GPCs.
+	GPCSides [][2]int      `json:"gpc_sides"`
+	Scans    []memmap.Scan `json:"scans,omitempty"`
+}
+
+func newMemmapCmd() *cobra.Command {
+	var pages, chunk, reps, scans, device int
+	var outDir, out string
+	var keepRaw bool
+	c := &cobra.Command{
+		Use:   "memmap",
+		Short: "Measure the GPU's L2 and DRAM layout from user space: latencies and L2 partitions",
+		Long: `memmap times loads on the GPU to find how its memory is laid out:
+
+  latencies   an L2 hit and a DRAM access (random pointer chases over 4 MiB
+              and 512 MiB), and the mean cost of sequential loads at strides
+              of 4 to 512 bytes (where it stops falling shows the fetch size)
+  partitions  a pool of physical pages (cuMemCreate, mapped in order) is
+              timed chunk by chunk from one block on every SM; chunks an SM
+              sees fast are in the L2 partition near it. Each chunk is
+              labelled by the vote of all SMs; runs of labels give the
+              interleave, and page-by-page comparison whether the pattern
+              repeats in every physical page
+
+Run it with the GPU otherwise idle. --scans labels the same pool again to
+see how stable the labels are. Writes OUT/memmap.json.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(out); err != nil {
+				return err
+			}
+			if pages < 1 || reps < 1 || scans < 1 {
+				return errors.New("--pages, --reps and --scans: want at least 1")
+			}
+			var t *topo.Topology
+			t, _, err := loadTopology(device, false)
+			if err != nil {
+				return err
+			}
+			p, err := memmap.Open(device)
+			if err != nil {
+				return err
+			}
+			r := memmapResult{Device: t.Device, UUID: t.UUID, Driver: t.Driver, Date: time.Now().UTC().Format(time.RFC3339),
+				Pages: pages, Chunk: chunk, Reps: reps, StrideCycles: map[int]float64{}}
+			progress := progressBar("memmap")
+			strides := []int{4, 8, 16, 32, 64, 128, 256, 512}
+			step, total := 0, 2+len(strides)+scans
+			tick := func() { step++; progress(step, total) }
+			if r.L2HitCycles, err = p.Chase(memmap.RandomCycle(4<<20, 128, 1), 20000); err != nil {
+				return err
+			}
+			tick()
+			if r.DRAMCycles, err = p.Chase(memmap.RandomCycle(512<<20, 128, 2), 20000); err != nil {
+				return err
+			}
+			tick()
+			for _, s := range strides {
+				if r.StrideCycles[s], err = p.Chase(memmap.Sequential(256<<20, s), 20000); err != nil {
+					return err
+				}
+				tick()
+			}
+			pool, err := p.Pool(pages)
+			if err != nil {
+				return fmt.Errorf("mapping %d pages: %w", pages, err)
+			}
+			r.PageBytes = pool.Size
+			for i := range scans {
+				s, err := p.ScanL2(pool, chunk, reps)
+				if err != nil {
+					return err
+				}
+				m, err := memmap.Analyze(s)
+				if err != nil {
+					return fmt.Errorf("scan %d: %w", i, err)
+				}
+				r.Maps = append(r.Maps, m)
+				r.Agreement = append(r.Agreement, memmap.Agreement(r.Maps[0], m))
+				if keepRaw {
+					r.Scans = append(r.Scans, s)
+				}
+				tick()
+			}
+			for _, g := range t.GPCs {
+				var n [2]int
+				for _, i := range g.TPCs {
+					for _, sm := range t.TPCs[i].SMs {
+						if side, ok := r.Maps[0].Side[sm]; ok {
+							n[side]++
+						}
+					}
+				}
+				r.GPCSides = append(r.GPCSides, n)
+			}
+			if err := os.MkdirAll(outDir, 0o755); err != nil {
+				return err
+			}
+			b, err := json.MarshalIndent(r, "", " ")
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(outDir, "memmap.json")
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", path)
+			if out == "json" {
+				return writeJSON(cmd.OutOrStdout(), r)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintf(tw, "L2 hit (random, 4 MiB)\t%.0f cycles\n", r.L2HitCycles)
+			fmt.Fprintf(tw, "DRAM (random, 512 MiB)\t%.0f cycles\n", r.DRAMCycles)
+			for _, s := range strides {
+				fmt.Fprintf(tw, "sequential, stride %d B\t%.0f cycles per load\n", s, r.StrideCycles[s])
+			}
+			for i, m := range r.Maps {
+				fmt.Fprintf(tw, "scan %d: %d chunks of %d B in %d pages of %d B\tnear %.0f / far %.0f cycles; colours %.1f%% / %.1f%%; %d undecided; runs: shortest %d, most common %d chunks; agreement with scan 0 %.2f%%\n",
+					i, len(m.Colour), chunk, pages, r.PageBytes, m.NearCycles, m.FarCycles, 100*m.Share[0], 100*m.Share[1], m.Undecided, m.MinRun, m.CommonRun, 100*r.Agreement[i])
+				count := map[string]int{}
+				for _, pg := range m.Pages {
+					count[pg]++
+				}
+				fmt.Fprintf(tw, "  pages against page 0\t%v\n", count)
+			}
+			for i, n := range r.GPCSides {
+				fmt.Fprintf(tw, "GPC %d: SMs on side 0 / 1\t%d / %d\n", i, n[0], n[1])
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().IntVar(&pages, "pages", 16, "physical pages in the pool")
+	c.Flags().IntVar(&chunk, "chunk", 1024, "bytes per labelled chunk")
+	c.Flags().IntVar(&reps, "reps", 8, "timed L2 hits per chunk and SM")
+	c.Flags().IntVar(&scans, "scans", 2, "labellings of the pool")
+	c.Flags().BoolVar(&keepRaw, "raw", false, "keep every timing in the JSON (large)")
+	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
+	c.Flags().StringVar(&outDir, "out", "carve-memmap", "directory for memmap.json")
+	addOutputFlag(c, &out)
+	return c
+}
