@@ -38,9 +38,6 @@ func loadCalibrated(cmd *cobra.Command, dir, calibration string) (model.GPU, map
 	if err != nil {
 		return g, nil, err
 	}
-	if calibration == "-" {
-		return g, ks, nil
-	}
 	if calibration == "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), "carve: note: no --calibration: carve's model assumes co-running kernels share "+
 			"the most bandwidth one kernel reached, which overstates it (fit it with carve bench fit)")
@@ -106,10 +103,13 @@ the latency measured alone on the partition instead of eq. 4's estimate.`,
 			if err != nil {
 				return err
 			}
-			if which == "paper" {
-				calibration = "-" // the paper's model has no shared bandwidth
+			var g model.GPU
+			var ks map[string]*model.Kernel
+			if which == "paper" { // the paper's model has no shared bandwidth to calibrate
+				g, ks, err = loadModel(profiles)
+			} else {
+				g, ks, err = loadCalibrated(cmd, profiles, calibration)
 			}
-			g, ks, err := loadCalibrated(cmd, profiles, calibration)
 			if err != nil {
 				return err
 			}

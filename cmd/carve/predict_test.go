@@ -56,6 +56,9 @@ func TestPredictAndPlan(t *testing.T) {
 		{[]string{"profile", "vadd", "--name", "job", "--", "ls"}, "not both"},
 		{[]string{"profile", "--", "ls"}, `--name ""`},
 		{[]string{"profile", "--name", "a/b", "--", "ls"}, `--name "a/b"`},
+		{[]string{"memmap", "--pages", "0"}, "want at least 1"},
+		{[]string{"memmap", "-o", "yaml"}, "unknown output format"},
+		{[]string{"memmap"}, "libcuda.so.1 could not be loaded"},
 	} {
 		if _, _, err := carve(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("carve %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
