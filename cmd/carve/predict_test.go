@@ -57,6 +57,7 @@ func TestPredictAndPlan(t *testing.T) {
 		{[]string{"profile", "--", "ls"}, `--name ""`},
 		{[]string{"profile", "--name", "a/b", "--", "ls"}, `--name "a/b"`},
 		{[]string{"memmap", "--pages", "0"}, "want at least 1"},
+		{[]string{"bench", "colour", "--pages", "1"}, "--pages: at least 2"},
 		{[]string{"memmap", "-o", "yaml"}, "unknown output format"},
 		{[]string{"memmap"}, "libcuda.so.1 could not be loaded"},
 	} {

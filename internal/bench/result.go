@@ -73,7 +73,7 @@ func Plot(r *Result, dir string) error {
 	switch r.Benchmark {
 	case "granularity":
 		return PlotGranularity(r, dir)
-	case "enforcement":
+	case "enforcement", "colour":
 		return PlotEnforcement(r, dir)
 	case "isolation":
 		return PlotIsolation(r, dir)

@@ -15,7 +15,7 @@ func WriteTable(w io.Writer, r *Result) error {
 	switch r.Benchmark {
 	case "granularity":
 		granularityTable(tw, r)
-	case "enforcement":
+	case "enforcement", "colour":
 		enforcementTable(tw, r)
 	case "overhead":
 		overheadTable(tw, r)
@@ -56,7 +56,9 @@ func enforcementTable(tw io.Writer, r *Result) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%s\n", s.Victim, s.Mechanism, st.Min, st.P50, st.P99, st.Max, vs)
 	}
-	fmt.Fprintf(tw, "reference: the victim's median alone on the whole GPU / %v; green contexts partition one process only\n", r.Params["share"])
+	if share, ok := r.Params["share"]; ok {
+		fmt.Fprintf(tw, "reference: the victim's median alone on the whole GPU / %v; green contexts partition one process only\n", share)
+	}
 }
 
 func overheadTable(tw io.Writer, r *Result) {

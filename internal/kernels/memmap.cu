@@ -48,3 +48,44 @@ extern "C" __global__ void chase(const unsigned int *next, unsigned long long st
 	out[0] = (unsigned int)((t1 - t0) / (long long)steps);
 	out[1] = i;
 }
+
+// slice_latency: block b (one thread) times the lines of its slice of the
+// pool (lines of line bytes, the slices in block order): out[l] is the mean
+// of reps dependent L2 hits on line l after one load that brings it in.
+extern "C" __global__ void slice_latency(const unsigned int *pool, unsigned long long lines, unsigned int line, int reps,
+					 unsigned int *out)
+{
+	if (threadIdx.x != 0)
+		return;
+	unsigned long long per = (lines + gridDim.x - 1) / gridDim.x;
+	unsigned long long first = blockIdx.x * per, last = min(lines, first + per);
+	for (unsigned long long l = first; l < last; l++) {
+		const unsigned int *p = pool + l * (line / 4);
+		unsigned int v = ld_cg(p);
+		long long t0 = clock64();
+		for (int r = 0; r < reps; r++)
+			v = ld_cg(p + v);
+		long long t1 = clock64();
+		out[l] = (unsigned int)((t1 - t0) / reps) + v;
+	}
+}
+
+// Element i of an array in coloured memory lives in the 128-byte line
+// tab[i / 32] of the pool; a null table means a plain array.
+__device__ static size_t at(const unsigned int *tab, unsigned long long i)
+{
+	return tab ? (size_t)tab[i >> 5] * 32 + (i & 31) : (size_t)i;
+}
+
+// vadd_lines: c = a + b over n floats, loops times, each array plain or
+// in coloured memory (a, b, c then all point at the pool and the tables
+// say where each line is). One warp's 32 floats are one line: the table
+// costs one extra load per line, from a small array.
+extern "C" __global__ void vadd_lines(const float *a, const float *b, float *c, const unsigned int *ta,
+				      const unsigned int *tb, const unsigned int *tc, unsigned long long n, int loops)
+{
+	for (int l = 0; l < loops; l++)
+		for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+		     i += (unsigned long long)gridDim.x * blockDim.x)
+			c[at(tc, i)] = __fadd_rn(a[at(ta, i)], b[at(tb, i)]);
+}

@@ -3,10 +3,13 @@ package memmap
 import (
 	"fmt"
 	"math/rand/v2"
+	"time"
 	"unsafe"
 
 	"github.com/carve-gpu/carve/internal/cuda"
+	"github.com/carve-gpu/carve/internal/hook"
 	"github.com/carve-gpu/carve/internal/kernels"
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // Probe runs memmap's kernels on one GPU.
@@ -15,8 +18,11 @@ type Probe struct {
 	sms    int
 	stream cuda.Stream
 	scan   cuda.Function
+	slice  cuda.Function
 	chase  cuda.Function
+	vadd   cuda.Function
 	done   cuda.Event
+	hook   *hook.Hook // carve's own launch hook, for masked launches
 }
 
 // Open loads memmap's kernels on device ordinal (the calling goroutine is
@@ -42,6 +48,12 @@ func Open(ordinal int) (*Probe, error) {
 		return nil, err
 	}
 	if p.chase, err = mod.Function("chase"); err != nil {
+		return nil, err
+	}
+	if p.slice, err = mod.Function("slice_latency"); err != nil {
+		return nil, err
+	}
+	if p.vadd, err = mod.Function("vadd_lines"); err != nil {
 		return nil, err
 	}
 	if p.stream, err = cuda.NewStream(); err != nil {
@@ -169,4 +181,183 @@ func Sequential(bytes, stride int) []uint32 {
 		next[i] = uint32((i + step) % words)
 	}
 	return next
+}
+
+// LineBytes is the granularity at which colours are labelled and handed
+// out: one warp's 32 floats.
+const LineBytes = 128
+
+// masked launches fn confined to mask through carve's own hook.
+func (p *Probe) masked(mask topo.Mask, fn cuda.Function, l cuda.Launch) error {
+	if p.hook == nil {
+		h, err := hook.Install()
+		if err != nil {
+			return err
+		}
+		p.hook = h
+	}
+	m := [4]uint32(mask)
+	p.hook.SetMask(&m)
+	defer p.hook.SetMask(nil)
+	return fn.Launch(l)
+}
+
+// LabelLines times every line of pool from blocks SMs inside side[0]'s
+// TPCs and again from as many inside side[1]'s (each block its own slice
+// of lines, the same slices on both sides) and labels each line with the
+// side it is near to (LabelFromSides).
+func (p *Probe) LabelLines(pool cuda.Pages, side [2]topo.Mask, blocks, reps int) ([]int, float64, error) {
+	lines := pool.Size * pool.Count / LineBytes
+	var lat [2][]uint32
+	for s := range 2 {
+		out, err := cuda.Alloc(4 * lines)
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := p.slice.SetMaxDynamicShared(blockShared); err != nil {
+			return nil, 0, err
+		}
+		base, n, lb, r32, po := uint64(pool.Base), uint64(lines), uint32(LineBytes), int32(reps), uint64(out)
+		l := cuda.Launch{Grid: [3]uint32{uint32(blocks), 1, 1}, Block: [3]uint32{1, 1, 1}, Shared: blockShared, Stream: p.stream,
+			Args: []unsafe.Pointer{unsafe.Pointer(&base), unsafe.Pointer(&n), unsafe.Pointer(&lb), unsafe.Pointer(&r32), unsafe.Pointer(&po)}}
+		if err := p.masked(side[s], p.slice, l); err != nil {
+			return nil, 0, err
+		}
+		if err := p.done.Record(p.stream); err != nil {
+			return nil, 0, err
+		}
+		if err := p.done.Synchronize(); err != nil {
+			return nil, 0, fmt.Errorf("line scan from side %d: %w", s, err)
+		}
+		lat[s] = make([]uint32, lines)
+		err = cuda.Download(lat[s], out)
+		out.Free()
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	labels, gap := LabelFromSides(lat[0], lat[1], blocks)
+	return labels, gap, nil
+}
+
+// Vadd is one vector add over n floats, loops times: plain arrays (tables
+// 0) or coloured ones (A, B, C the pool, tables of lines).
+type Vadd struct {
+	A, B, C    cuda.DevPtr
+	TA, TB, TC cuda.DevPtr
+	N          uint64
+	Loops      int32
+}
+
+func (v *Vadd) launch(stream cuda.Stream) cuda.Launch {
+	return cuda.Launch{Grid: [3]uint32{4096, 1, 1}, Block: [3]uint32{256, 1, 1}, Stream: stream,
+		Args: []unsafe.Pointer{unsafe.Pointer(&v.A), unsafe.Pointer(&v.B), unsafe.Pointer(&v.C),
+			unsafe.Pointer(&v.TA), unsafe.Pointer(&v.TB), unsafe.Pointer(&v.TC), unsafe.Pointer(&v.N), unsafe.Pointer(&v.Loops)}}
+}
+
+// CoRun times the victim reps times (after one warm-up) confined to
+// victimMask, while, if interferer is not nil, one long launch of it runs
+// confined to interfererMask on a stream of its own. It reports whether the
+// interferer was still running when the last victim run ended.
+func (p *Probe) CoRun(victim *Vadd, victimMask topo.Mask, interferer *Vadd, interfererMask topo.Mask, reps int) ([]float64, bool, error) {
+	var other cuda.Stream
+	if interferer != nil {
+		var err error
+		if other, err = cuda.NewStream(); err != nil {
+			return nil, false, err
+		}
+		if err := p.masked(interfererMask, p.vadd, interferer.launch(other)); err != nil {
+			return nil, false, err
+		}
+	}
+	start, err := cuda.NewEvent()
+	if err != nil {
+		return nil, false, err
+	}
+	ms := make([]float64, 0, reps)
+	for i := 0; i <= reps; i++ {
+		if err := start.Record(p.stream); err != nil {
+			return nil, false, err
+		}
+		if err := p.masked(victimMask, p.vadd, victim.launch(p.stream)); err != nil {
+			return nil, false, err
+		}
+		if err := p.done.Record(p.stream); err != nil {
+			return nil, false, err
+		}
+		if err := p.done.Synchronize(); err != nil {
+			return nil, false, err
+		}
+		v, err := p.done.Since(start)
+		if err != nil {
+			return nil, false, err
+		}
+		if i > 0 {
+			ms = append(ms, v)
+		}
+	}
+	outlasted := true
+	if interferer != nil {
+		done, err := other.Done()
+		if err != nil {
+			return nil, false, err
+		}
+		outlasted = !done
+		for !done { // wait for it without a blocking call that could hang
+			time.Sleep(time.Millisecond)
+			if done, err = other.Done(); err != nil {
+				return nil, false, err
+			}
+		}
+	}
+	return ms, outlasted, nil
+}
+
+// CheckColoured runs vadd_lines on n floats in coloured memory (tables of
+// three arrays' lines in pool) against the CPU: known values are written
+// line by line, and the sum read back the same way.
+func (p *Probe) CheckColoured(pool cuda.Pages, ta, tb, tc []uint32, n int) error {
+	a, b := make([]float32, n), make([]float32, n)
+	for i := range n {
+		a[i], b[i] = float32(i), float32(2*i+1)
+	}
+	line := func(tab []uint32, i int) cuda.DevPtr { return pool.Base + cuda.DevPtr(int(tab[i/32])*LineBytes) }
+	for i := 0; i < n; i += 32 {
+		j := min(n, i+32)
+		if err := cuda.Upload(line(ta, i), a[i:j]); err != nil {
+			return err
+		}
+		if err := cuda.Upload(line(tb, i), b[i:j]); err != nil {
+			return err
+		}
+	}
+	var tabs [3]cuda.DevPtr
+	for k, t := range [][]uint32{ta, tb, tc} {
+		d, err := cuda.Alloc(4 * len(t))
+		if err != nil {
+			return err
+		}
+		defer d.Free()
+		if err := cuda.Upload(d, t); err != nil {
+			return err
+		}
+		tabs[k] = d
+	}
+	v := Vadd{A: pool.Base, B: pool.Base, C: pool.Base, TA: tabs[0], TB: tabs[1], TC: tabs[2], N: uint64(n), Loops: 1}
+	if err := p.run(p.vadd, v.launch(p.stream)); err != nil {
+		return err
+	}
+	got := make([]float32, 32)
+	for i := 0; i < n; i += 32 {
+		j := min(n, i+32)
+		if err := cuda.Download(got[:j-i], line(tc, i)); err != nil {
+			return err
+		}
+		for k := i; k < j; k++ {
+			if got[k-i] != a[k]+b[k] {
+				return fmt.Errorf("coloured vadd: element %d is %g, want %g", k, got[k-i], a[k]+b[k])
+			}
+		}
+	}
+	return nil
 }

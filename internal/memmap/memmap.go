@@ -286,3 +286,43 @@ func Agreement(a, b Map) float64 {
 	}
 	return float64(max(same, inv)) / float64(known)
 }
+
+// LabelFromSides labels lines from their latencies seen from an SM on side
+// 0 (lat0) and one on side 1 (lat1), the lines in blocks equal slices each
+// timed by one SM per side: each latency is centred on its slice's mean
+// (SMs differ), and a line is near side 0 (label 0) when it is faster from
+// there than from side 1 by more than a quarter of the gap between the two
+// clusters of differences, near side 1 (label 1) in the opposite case, and
+// undecided (-1) in between. It returns the labels and the gap (cycles).
+func LabelFromSides(lat0, lat1 []uint32, blocks int) ([]int, float64) {
+	n := len(lat0)
+	per := (n + blocks - 1) / blocks
+	d := make([]float64, n)
+	for first := 0; first < n; first += per {
+		last := min(n, first+per)
+		var m0, m1 float64
+		for l := first; l < last; l++ {
+			m0 += float64(lat0[l])
+			m1 += float64(lat1[l])
+		}
+		m0 /= float64(last - first)
+		m1 /= float64(last - first)
+		for l := first; l < last; l++ {
+			d[l] = (float64(lat1[l]) - m1) - (float64(lat0[l]) - m0)
+		}
+	}
+	t, lo, hi := split2(d)
+	margin := (hi - lo) / 4
+	labels := make([]int, n)
+	for l, x := range d {
+		switch {
+		case x > t+margin:
+			labels[l] = 0 // slower from side 1: near side 0
+		case x < t-margin:
+			labels[l] = 1
+		default:
+			labels[l] = -1
+		}
+	}
+	return labels, hi - lo
+}

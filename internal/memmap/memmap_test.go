@@ -177,3 +177,35 @@ func TestRecordedH100(t *testing.T) {
 		t.Errorf("%d of %d chunks undecided", m.Undecided, len(m.Colour))
 	}
 }
+
+func TestLabelFromSides(t *testing.T) {
+	// 4 slices; in each the side-1 SM is slower overall by a different
+	// offset; lines alternate near side 0 / side 1 in threes, 30 cycles
+	// apart, with noise.
+	r := rand.New(rand.NewPCG(9, 9))
+	n, blocks := 1200, 4
+	truth := func(l int) int { return (l / 3) % 2 }
+	lat0, lat1 := make([]uint32, n), make([]uint32, n)
+	for l := range n {
+		off := float64(20 * (l / (n / blocks)))
+		a, b := 280.0, 310.0
+		if truth(l) == 1 {
+			a, b = b, a
+		}
+		lat0[l] = uint32(a + r.NormFloat64()*4)
+		lat1[l] = uint32(b + off + r.NormFloat64()*4)
+	}
+	labels, gap := LabelFromSides(lat0, lat1, blocks)
+	wrong, undecided := 0, 0
+	for l, c := range labels {
+		switch {
+		case c < 0:
+			undecided++
+		case c != truth(l):
+			wrong++
+		}
+	}
+	if wrong > 0 || undecided > n/50 || math.Abs(gap-60) > 6 {
+		t.Errorf("%d wrong, %d undecided, gap %.1f (want 0, few, 60)", wrong, undecided, gap)
+	}
+}

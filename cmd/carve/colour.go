@@ -1,0 +1,220 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/carve-gpu/carve/internal/bench"
+	"github.com/carve-gpu/carve/internal/colour"
+	"github.com/carve-gpu/carve/internal/cuda"
+	"github.com/carve-gpu/carve/internal/memmap"
+	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/topo"
+)
+
+func newColourCmd() *cobra.Command {
+	var pages, reps, device int
+	var mib float64
+	var outDir, out string
+	c := &cobra.Command{
+		Use:   "colour",
+		Short: "Does colouring memory by L2 partition isolate a memory-bound victim? (CP against CMP)",
+		Long: `colour runs FGPU's experiment on this GPU with carve's memory map. It finds
+the two sides of SMs that see the two L2 partitions as near (carve memmap),
+labels every 128-byte line of a pool of physical pages with its partition,
+and times a vector-add victim on the TPCs of one side while a vector-add
+interferer runs without pause on the TPCs of the other:
+
+  CP   compute partitioning only: both on plain arrays
+  CMP  compute and memory partitioning: the victim's arrays only in lines
+       of the partition near its side, the interferer's only in the other's
+
+each alone and together. Coloured arrays are reached through a table of
+lines (one extra load per 32 floats), which the CMP-alone time includes.
+The victim and the interferer are two streams of this process, each
+launch confined to its TPCs by carve's hook.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(out); err != nil {
+				return err
+			}
+			if pages < 2 || reps < 1 || mib <= 0 {
+				return errors.New("--pages: at least 2; --reps and --mib: positive")
+			}
+			t, _, err := loadTopology(device, false)
+			if err != nil {
+				return err
+			}
+			p, err := memmap.Open(device)
+			if err != nil {
+				return err
+			}
+			progress := progressBar("colour")
+			step, total := 0, 7
+			tick := func() { step++; progress(step, total) }
+			// the sides, from a small scan by every SM
+			small, err := p.Pool(2)
+			if err != nil {
+				return err
+			}
+			scan, err := p.ScanL2(small, 1024, 8)
+			if err != nil {
+				return err
+			}
+			m, err := memmap.Analyze(scan)
+			if err != nil {
+				return err
+			}
+			var sets [2]partition.Set
+			var masks [2]topo.Mask
+			sms := [2]int{}
+			for _, tpc := range t.TPCs {
+				s, ok := m.Side[tpc.SMs[0]]
+				if !ok {
+					continue
+				}
+				same := true
+				for _, sm := range tpc.SMs {
+					same = same && m.Side[sm] == s
+				}
+				if same {
+					sets[s] = append(sets[s], tpc.Index)
+					sms[s] += len(tpc.SMs)
+				}
+			}
+			for s := range 2 {
+				if len(sets[s]) == 0 {
+					return fmt.Errorf("no TPC lies wholly on side %d of the L2", s)
+				}
+				sets[s] = partition.Of(sets[s])
+				if masks[s], err = partition.Mask(t, sets[s]); err != nil {
+					return err
+				}
+			}
+			tick()
+			pool, err := p.Pool(pages)
+			if err != nil {
+				return fmt.Errorf("mapping %d pages: %w", pages, err)
+			}
+			labels, gap, err := p.LabelLines(pool, masks, min(sms[0], sms[1]), 8)
+			if err != nil {
+				return err
+			}
+			tick()
+			cp := colour.New(labels, memmap.LineBytes)
+			n := int(mib * (1 << 20) / 4)
+			n -= n % 32
+			for c := range 2 {
+				if cp.Free(c) < 3*4*n+3*4*1024 {
+					return fmt.Errorf("colour %d has %d MiB in the pool, %d are needed: give more --pages or fewer --mib",
+						c, cp.Free(c)>>20, (3*4*n)>>20)
+				}
+			}
+			// check the coloured kernel against the CPU on lines of its own
+			var check [3][]uint32
+			for k := range check {
+				if check[k], err = cp.Take(0, 4*1000); err != nil {
+					return err
+				}
+			}
+			if err := p.CheckColoured(pool, check[0], check[1], check[2], 1000); err != nil {
+				return err
+			}
+			if err := pool.Base.Fill32(0, pool.Size*pool.Count/4); err != nil {
+				return err
+			}
+			arrays := func(c int) (*memmap.Vadd, error) {
+				v := &memmap.Vadd{A: pool.Base, B: pool.Base, C: pool.Base, N: uint64(n), Loops: 1}
+				for _, tab := range []*cuda.DevPtr{&v.TA, &v.TB, &v.TC} {
+					lines, err := cp.Take(c, 4*n)
+					if err != nil {
+						return nil, err
+					}
+					if *tab, err = cuda.Alloc(4 * len(lines)); err != nil {
+						return nil, err
+					}
+					if err := cuda.Upload(*tab, lines); err != nil {
+						return nil, err
+					}
+				}
+				return v, nil
+			}
+			plain := func() (*memmap.Vadd, error) {
+				v := &memmap.Vadd{N: uint64(n), Loops: 1}
+				for _, a := range []*cuda.DevPtr{&v.A, &v.B, &v.C} {
+					if *a, err = cuda.Alloc(4 * n); err != nil {
+						return nil, err
+					}
+					if err := a.Fill32(0, n); err != nil {
+						return nil, err
+					}
+				}
+				return v, nil
+			}
+			vPlain, err := plain()
+			if err != nil {
+				return err
+			}
+			iPlain, err := plain()
+			if err != nil {
+				return err
+			}
+			vCol, err := arrays(0)
+			if err != nil {
+				return err
+			}
+			iCol, err := arrays(1)
+			if err != nil {
+				return err
+			}
+			tick()
+			r := &bench.Result{Benchmark: "colour", Device: t.Device, UUID: t.UUID, Driver: t.Driver,
+				Date: time.Now().UTC().Format(time.RFC3339),
+				Params: map[string]any{"victim_tpcs": sets[0].String(), "interferer_tpcs": sets[1].String(), "pool_pages": pages,
+					"page_bytes": pool.Size, "line_bytes": memmap.LineBytes, "floats_per_array": n, "reps": reps,
+					"label_gap_cycles": gap, "colour_bytes": []int{cp.Free(0) + 3*4*n, cp.Free(1) + 3*4*n}}}
+			outlasted := map[string]bool{}
+			run := func(name string, victim, interferer *memmap.Vadd) error {
+				alone, _, err := p.CoRun(victim, masks[0], nil, masks[1], reps)
+				if err != nil {
+					return err
+				}
+				r.Series = append(r.Series, bench.Series{Mechanism: name + ", alone", Victim: "vadd", Measured: true,
+					Points: []bench.Point{{Stats: bench.Summarize(alone)}}})
+				tick()
+				if interferer == nil {
+					return nil
+				}
+				// long enough to outlast the victim's runs twice over
+				interferer.Loops = int32(2*reps + 20)
+				with, ok, err := p.CoRun(victim, masks[0], interferer, masks[1], reps)
+				if err != nil {
+					return err
+				}
+				outlasted[name] = ok
+				r.Series = append(r.Series, bench.Series{Mechanism: name + " + interferer", Victim: "vadd", Measured: true,
+					Points: []bench.Point{{Stats: bench.Summarize(with)}}})
+				tick()
+				return nil
+			}
+			if err := run("CP (plain arrays)", vPlain, iPlain); err != nil {
+				return err
+			}
+			if err := run("CMP (coloured arrays)", vCol, iCol); err != nil {
+				return err
+			}
+			r.Params["interferer_outlasted_victim"] = outlasted
+			return finish(cmd, r, outDir, out)
+		},
+	}
+	c.Flags().IntVar(&pages, "pages", 1024, "physical 2 MiB pages in the labelled pool")
+	c.Flags().Float64Var(&mib, "mib", 128, "MiB per array (victim and interferer have three each)")
+	c.Flags().IntVar(&reps, "reps", 200, "victim runs timed per setup")
+	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
+	c.Flags().StringVar(&outDir, "out", "", "directory for the JSON and plots (default carve-bench-DATE)")
+	addOutputFlag(c, &out)
+	return c
+}
