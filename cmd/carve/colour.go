@@ -17,7 +17,7 @@ import (
 
 func newColourCmd() *cobra.Command {
 	var pages, reps, device int
-	var mib float64
+	var mib, smallMiB float64
 	var outDir, out string
 	c := &cobra.Command{
 		Use:   "colour",
@@ -28,11 +28,15 @@ labels every 128-byte line of a pool of physical pages with its partition,
 and times a vector-add victim on the TPCs of one side while a vector-add
 interferer runs without pause on the TPCs of the other:
 
-  CP   compute partitioning only: both on plain arrays
-  CMP  compute and memory partitioning: the victim's arrays only in lines
-       of the partition near its side, the interferer's only in the other's
+  CP            compute partitioning only: both on plain arrays
+  CMP           compute and memory partitioning: the victim's arrays only in
+                lines of the partition near its side, the interferer's only
+                in the other's
+  L2 set-aside  CP, with the most L2 the driver allows set aside for the
+                victim's arrays through an access policy window
 
-each alone and together. Coloured arrays are reached through a table of
+each alone and together, for a victim that streams through DRAM (--mib)
+and one whose arrays fit in the set-aside (--small-mib). Coloured arrays are reached through a table of
 lines (one extra load per 32 floats), which the CMP-alone time includes.
 The victim and the interferer are two streams of this process, each
 launch confined to its TPCs by carve's hook.`,
@@ -53,7 +57,7 @@ launch confined to its TPCs by carve's hook.`,
 				return err
 			}
 			progress := progressBar("colour")
-			step, total := 0, 7
+			step, total := 0, 3+6
 			tick := func() { step++; progress(step, total) }
 			// the sides, from a small scan by every SM
 			small, err := p.Pool(2)
@@ -105,12 +109,17 @@ launch confined to its TPCs by carve's hook.`,
 			}
 			tick()
 			cp := colour.New(labels, memmap.LineBytes)
-			n := int(mib * (1 << 20) / 4)
-			n -= n % 32
+			colourBytes := []int{cp.Free(0), cp.Free(1)}
+			sizes := []int{int(mib * (1 << 20) / 4), int(smallMiB * (1 << 20) / 4)}
+			need := 0
+			for i := range sizes {
+				sizes[i] -= sizes[i] % 32
+				need += 3 * 4 * sizes[i]
+			}
 			for c := range 2 {
-				if cp.Free(c) < 3*4*n+3*4*1024 {
+				if cp.Free(c) < need+3*4*1024 {
 					return fmt.Errorf("colour %d has %d MiB in the pool, %d are needed: give more --pages or fewer --mib",
-						c, cp.Free(c)>>20, (3*4*n)>>20)
+						c, cp.Free(c)>>20, need>>20)
 				}
 			}
 			// check the coloured kernel against the CPU on lines of its own
@@ -126,7 +135,7 @@ launch confined to its TPCs by carve's hook.`,
 			if err := pool.Base.Fill32(0, pool.Size*pool.Count/4); err != nil {
 				return err
 			}
-			arrays := func(c int) (*memmap.Vadd, error) {
+			coloured := func(c, n int) (*memmap.Vadd, error) {
 				v := &memmap.Vadd{A: pool.Base, B: pool.Base, C: pool.Base, N: uint64(n), Loops: 1}
 				for _, tab := range []*cuda.DevPtr{&v.TA, &v.TB, &v.TC} {
 					lines, err := cp.Take(c, 4*n)
@@ -142,31 +151,18 @@ launch confined to its TPCs by carve's hook.`,
 				}
 				return v, nil
 			}
-			plain := func() (*memmap.Vadd, error) {
-				v := &memmap.Vadd{N: uint64(n), Loops: 1}
-				for _, a := range []*cuda.DevPtr{&v.A, &v.B, &v.C} {
-					if *a, err = cuda.Alloc(4 * n); err != nil {
-						return nil, err
-					}
-					if err := a.Fill32(0, n); err != nil {
-						return nil, err
-					}
+			// plain arrays in one allocation, so that one access window covers them
+			plain := func(n int) (*memmap.Vadd, error) {
+				base, err := cuda.Alloc(3 * 4 * n)
+				if err != nil {
+					return nil, err
 				}
-				return v, nil
+				if err := base.Fill32(0, 3*n); err != nil {
+					return nil, err
+				}
+				return &memmap.Vadd{A: base, B: base + cuda.DevPtr(4*n), C: base + cuda.DevPtr(8*n), N: uint64(n), Loops: 1}, nil
 			}
-			vPlain, err := plain()
-			if err != nil {
-				return err
-			}
-			iPlain, err := plain()
-			if err != nil {
-				return err
-			}
-			vCol, err := arrays(0)
-			if err != nil {
-				return err
-			}
-			iCol, err := arrays(1)
+			setAside, window, err := p.MaxSetAside()
 			if err != nil {
 				return err
 			}
@@ -174,44 +170,70 @@ launch confined to its TPCs by carve's hook.`,
 			r := &bench.Result{Benchmark: "colour", Device: t.Device, UUID: t.UUID, Driver: t.Driver,
 				Date: time.Now().UTC().Format(time.RFC3339),
 				Params: map[string]any{"victim_tpcs": sets[0].String(), "interferer_tpcs": sets[1].String(), "pool_pages": pages,
-					"page_bytes": pool.Size, "line_bytes": memmap.LineBytes, "floats_per_array": n, "reps": reps,
-					"label_gap_cycles": gap, "colour_bytes": []int{cp.Free(0) + 3*4*n, cp.Free(1) + 3*4*n}}}
+					"page_bytes": pool.Size, "line_bytes": memmap.LineBytes, "floats_per_array": sizes, "reps": reps,
+					"label_gap_cycles": gap, "colour_bytes": colourBytes, "lines": len(labels),
+					"set_aside_bytes": setAside, "max_window_bytes": window}}
 			outlasted := map[string]bool{}
-			run := func(name string, victim, interferer *memmap.Vadd) error {
+			run := func(victimName, name string, victim, interferer *memmap.Vadd) error {
 				alone, _, err := p.CoRun(victim, masks[0], nil, masks[1], reps)
 				if err != nil {
 					return err
 				}
-				r.Series = append(r.Series, bench.Series{Mechanism: name + ", alone", Victim: "vadd", Measured: true,
+				r.Series = append(r.Series, bench.Series{Mechanism: name + ", alone", Victim: victimName, Measured: true,
 					Points: []bench.Point{{Stats: bench.Summarize(alone)}}})
-				tick()
-				if interferer == nil {
-					return nil
-				}
-				// long enough to outlast the victim's runs twice over
+				// long enough to outlast the victim's runs (the interferer is
+				// the large vector add: no faster than the victim)
 				interferer.Loops = int32(2*reps + 20)
 				with, ok, err := p.CoRun(victim, masks[0], interferer, masks[1], reps)
 				if err != nil {
 					return err
 				}
-				outlasted[name] = ok
-				r.Series = append(r.Series, bench.Series{Mechanism: name + " + interferer", Victim: "vadd", Measured: true,
+				outlasted[victimName+", "+name] = ok
+				r.Series = append(r.Series, bench.Series{Mechanism: name + " + interferer", Victim: victimName, Measured: true,
 					Points: []bench.Point{{Stats: bench.Summarize(with)}}})
 				tick()
 				return nil
 			}
-			if err := run("CP (plain arrays)", vPlain, iPlain); err != nil {
+			iPlain, err := plain(sizes[0])
+			if err != nil {
 				return err
 			}
-			if err := run("CMP (coloured arrays)", vCol, iCol); err != nil {
+			iCol, err := coloured(1, sizes[0])
+			if err != nil {
 				return err
+			}
+			for _, n := range sizes {
+				name := fmt.Sprintf("vadd 3 x %d MiB", 4*n>>20)
+				vPlain, err := plain(n)
+				if err != nil {
+					return err
+				}
+				vCol, err := coloured(0, n)
+				if err != nil {
+					return err
+				}
+				if err := run(name, "CP", vPlain, iPlain); err != nil {
+					return err
+				}
+				if err := run(name, "CMP", vCol, iCol); err != nil {
+					return err
+				}
+				win := min(3*4*n, window)
+				ratio := min(float32(1), float32(setAside)/float32(win))
+				err = p.WithSetAside(setAside, vPlain.A, win, ratio, func() error {
+					return run(name, fmt.Sprintf("CP + L2 set-aside %d MiB", setAside>>20), vPlain, iPlain)
+				})
+				if err != nil {
+					return fmt.Errorf("set-aside: %w", err)
+				}
 			}
 			r.Params["interferer_outlasted_victim"] = outlasted
 			return finish(cmd, r, outDir, out)
 		},
 	}
 	c.Flags().IntVar(&pages, "pages", 1024, "physical 2 MiB pages in the labelled pool")
-	c.Flags().Float64Var(&mib, "mib", 128, "MiB per array (victim and interferer have three each)")
+	c.Flags().Float64Var(&mib, "mib", 128, "MiB per array of the large victim and of the interferer (three arrays each)")
+	c.Flags().Float64Var(&smallMiB, "small-mib", 8, "MiB per array of the small victim, whose arrays fit in the L2 set-aside")
 	c.Flags().IntVar(&reps, "reps", 200, "victim runs timed per setup")
 	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
 	c.Flags().StringVar(&outDir, "out", "", "directory for the JSON and plots (default carve-bench-DATE)")

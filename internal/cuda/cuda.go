@@ -87,6 +87,9 @@ type driver struct {
 	memCreate      func(*uint64, uint64, *allocProp, uint64) Result
 	memMap         func(uint64, uint64, uint64, uint64, uint64) Result
 	memSetAccess   func(uint64, uint64, *accessDesc, uint64) Result
+	ctxSetLimit    func(int32, uint64) Result
+	streamSetAttr  func(uintptr, int32, *[64]byte) Result
+	ctxResetL2     func() Result
 	green          *greenAPI // nil where the driver has no green contexts
 }
 
@@ -153,6 +156,9 @@ func load() (*driver, error) {
 		{&d.memCreate, "cuMemCreate"},
 		{&d.memMap, "cuMemMap"},
 		{&d.memSetAccess, "cuMemSetAccess"},
+		{&d.ctxSetLimit, "cuCtxSetLimit"},
+		{&d.streamSetAttr, "cuStreamSetAttribute"},
+		{&d.ctxResetL2, "cuCtxResetPersistingL2Cache"},
 	}
 	for _, b := range bind {
 		if _, err := purego.Dlsym(h, b.name); err != nil {
@@ -205,9 +211,10 @@ const (
 	AttrL2Size       Attribute = 38
 	AttrCCMajor      Attribute = 75
 	AttrCCMinor      Attribute = 76
-	AttrPersistingL2 Attribute = 108
-	AttrSharedPerSM  Attribute = 81 // shared memory per multiprocessor, bytes
-	AttrSharedOptin  Attribute = 97 // most dynamic shared memory a block may opt in to
+	AttrPersistingL2 Attribute = 108 // most L2 a context may set aside for persisting accesses
+	AttrAccessWindow Attribute = 109 // largest access policy window
+	AttrSharedPerSM  Attribute = 81  // shared memory per multiprocessor, bytes
+	AttrSharedOptin  Attribute = 97  // most dynamic shared memory a block may opt in to
 )
 
 // GetDevice returns the device of the given ordinal.

@@ -76,3 +76,14 @@ func TestVMMLayouts(t *testing.T) {
 		t.Errorf("SMResource is %d bytes, want 144", s)
 	}
 }
+
+func TestAccessWindowLayout(t *testing.T) {
+	// CUaccessPolicyWindow: void*, size_t, float, two enums: 28 bytes, 32
+	// with the alignment of its pointer.
+	if s := unsafe.Sizeof(accessWindow{}); s != 32 {
+		t.Errorf("accessWindow is %d bytes, want 32", s)
+	}
+	if o := unsafe.Offsetof(accessWindow{}.hitRatio); o != 16 {
+		t.Errorf("hitRatio at %d, want 16", o)
+	}
+}

@@ -361,3 +361,37 @@ func (p *Probe) CheckColoured(pool cuda.Pages, ta, tb, tc []uint32, n int) error
 	}
 	return nil
 }
+
+// WithSetAside runs f with bytes of the L2 set aside for persisting
+// accesses and the probe's victim stream marking hitRatio of its accesses
+// to [base, base+size) persisting; everything is given back after.
+func (p *Probe) WithSetAside(bytes int, base cuda.DevPtr, size int, hitRatio float32, f func() error) error {
+	if err := cuda.SetPersistingL2(bytes); err != nil {
+		return err
+	}
+	if err := p.stream.SetAccessWindow(base, size, hitRatio); err != nil {
+		cuda.SetPersistingL2(0)
+		return err
+	}
+	err := f()
+	for _, undo := range []func() error{
+		func() error { return p.stream.SetAccessWindow(0, 0, 0) },
+		cuda.ResetPersistingL2,
+		func() error { return cuda.SetPersistingL2(0) },
+	} {
+		if e := undo(); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// MaxSetAside returns the most L2 that may be set aside, and the largest
+// access policy window.
+func (p *Probe) MaxSetAside() (bytes, window int, err error) {
+	if bytes, err = p.dev.Attr(cuda.AttrPersistingL2); err != nil {
+		return 0, 0, err
+	}
+	window, err = p.dev.Attr(cuda.AttrAccessWindow)
+	return bytes, window, err
+}
