@@ -61,26 +61,6 @@ type Profile struct {
 	Counters *Counters `json:"counters,omitempty"` // nil where ncu was not available
 }
 
-// Whole is the profile's point on all TPCs.
-func (p *Profile) Whole() (Size, error) {
-	for _, s := range p.Sizes {
-		if s.TPCs == p.TPCs {
-			return s, nil
-		}
-	}
-	return Size{}, fmt.Errorf("profile of %s has no point on all %d TPCs", p.Kernel, p.TPCs)
-}
-
-// At returns the point at tpcs TPCs.
-func (p *Profile) At(tpcs int) (Size, bool) {
-	for _, s := range p.Sizes {
-		if s.TPCs == tpcs {
-			return s, true
-		}
-	}
-	return Size{}, false
-}
-
 // Save writes the profile as DIR/KERNEL.json.
 func (p *Profile) Save(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
