@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/carve-gpu/carve/internal/bench"
 	"github.com/carve-gpu/carve/internal/memmap"
 	"github.com/carve-gpu/carve/internal/topo"
 )
@@ -23,8 +24,11 @@ type memmapResult struct {
 	L2HitCycles                float64         `json:"l2_hit_cycles"` // random lines in 4 MiB
 	DRAMCycles                 float64         `json:"dram_cycles"`   // random lines in 512 MiB
 	StrideCycles               map[int]float64 `json:"sequential_stride_cycles"`
-	Maps                       []memmap.Map    `json:"maps"`                      // one per scan
-	Agreement                  []float64       `json:"agreement_with_first_scan"` // of the same pool
+	Maps                       []memmap.Map    `json:"maps"` // one per scan
+	// PairCycles[k]: two DRAM loads issued together, at the pool's start
+	// and (k+1)*128 bytes after it, least of 4 tries.
+	PairCycles []uint32  `json:"pair_cycles,omitempty"`
+	Agreement  []float64 `json:"agreement_with_first_scan"` // of the same pool
 	// GPCSides counts, for each GPC of carve topo, its SMs on each side
 	// in the first scan: whether the L2 partitions split along GPCs.
 	GPCSides [][2]int      `json:"gpc_sides"`
@@ -35,6 +39,7 @@ func newMemmapCmd() *cobra.Command {
 	var pages, chunk, reps, scans, device int
 	var outDir, out string
 	var keepRaw bool
+	var pairBytes int
 	c := &cobra.Command{
 		Use:   "memmap",
 		Short: "Measure the GPU's L2 and DRAM layout from user space: latencies and L2 partitions",
@@ -110,6 +115,15 @@ see how stable the labels are. Writes OUT/memmap.json.`,
 				}
 				tick()
 			}
+			if pairBytes > 0 {
+				offs := make([]uint64, 0, pairBytes/memmap.LineBytes)
+				for o := memmap.LineBytes; o < min(pairBytes, pool.Size*pool.Count); o += memmap.LineBytes {
+					offs = append(offs, uint64(o))
+				}
+				if r.PairCycles, err = p.PairLatency(pool.Base, offs, 4); err != nil {
+					return err
+				}
+			}
 			for _, g := range t.GPCs {
 				var n [2]int
 				for _, i := range g.TPCs {
@@ -151,6 +165,15 @@ see how stable the labels are. Writes OUT/memmap.json.`,
 				}
 				fmt.Fprintf(tw, "  pages against page 0\t%v\n", count)
 			}
+			if len(r.PairCycles) > 0 {
+				xs := make([]float64, len(r.PairCycles))
+				for i, v := range r.PairCycles {
+					xs[i] = float64(v)
+				}
+				st := bench.Summarize(xs)
+				fmt.Fprintf(tw, "DRAM pairs (%d offsets)\tcycles min %.0f p25 %.0f p50 %.0f p75 %.0f p99 %.0f max %.0f\n",
+					st.N, st.Min, st.P25, st.P50, st.P75, st.P99, st.Max)
+			}
 			for i, n := range r.GPCSides {
 				fmt.Fprintf(tw, "GPC %d: SMs on side 0 / 1\t%d / %d\n", i, n[0], n[1])
 			}
@@ -162,6 +185,7 @@ see how stable the labels are. Writes OUT/memmap.json.`,
 	c.Flags().IntVar(&reps, "reps", 8, "timed L2 hits per chunk and SM")
 	c.Flags().IntVar(&scans, "scans", 2, "labellings of the pool")
 	c.Flags().BoolVar(&keepRaw, "raw", false, "keep every timing in the JSON (large)")
+	c.Flags().IntVar(&pairBytes, "pair-bytes", 1<<20, "time DRAM load pairs from the pool's start to every line within this many bytes (0: none)")
 	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
 	c.Flags().StringVar(&outDir, "out", "carve-memmap", "directory for memmap.json")
 	addOutputFlag(c, &out)

@@ -7,6 +7,15 @@ __device__ static unsigned int ld_cg(const unsigned int *p)
 	return v;
 }
 
+// clock_after reads the cycle counter once v has arrived: the volatile
+// store of v cannot issue before it, and the clock is read after the store.
+__device__ static long long clock_after(unsigned int v)
+{
+	__shared__ volatile unsigned int sink;
+	sink = v;
+	return clock64();
+}
+
 // chunk_latency: every block (one thread) records the SM it runs on in
 // smids[blockIdx.x], then for each chunk c of the pool (chunk bytes apart,
 // the pool filled with zeros) loads the chunk's first word once (so that
@@ -27,7 +36,7 @@ extern "C" __global__ void chunk_latency(const unsigned int *pool, unsigned long
 		long long t0 = clock64();
 		for (int r = 0; r < reps; r++)
 			v = ld_cg(p + v); // v is 0: each load waits for the one before
-		long long t1 = clock64();
+		long long t1 = clock_after(v);
 		out[blockIdx.x * chunks + c] = (unsigned int)((t1 - t0) / reps) + v;
 	}
 }
@@ -44,7 +53,7 @@ extern "C" __global__ void chase(const unsigned int *next, unsigned long long st
 	long long t0 = clock64();
 	for (unsigned long long s = 0; s < steps; s++)
 		i = ld_cg(next + i);
-	long long t1 = clock64();
+	long long t1 = clock_after(i);
 	out[0] = (unsigned int)((t1 - t0) / (long long)steps);
 	out[1] = i;
 }
@@ -65,7 +74,7 @@ extern "C" __global__ void slice_latency(const unsigned int *pool, unsigned long
 		long long t0 = clock64();
 		for (int r = 0; r < reps; r++)
 			v = ld_cg(p + v);
-		long long t1 = clock64();
+		long long t1 = clock_after(v);
 		out[l] = (unsigned int)((t1 - t0) / reps) + v;
 	}
 }
@@ -88,4 +97,29 @@ extern "C" __global__ void vadd_lines(const float *a, const float *b, float *c, 
 		for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
 		     i += (unsigned long long)gridDim.x * blockDim.x)
 			c[at(tc, i)] = __fadd_rn(a[at(ta, i)], b[at(tb, i)]);
+}
+
+// pair_latency: one thread; for each offset o[k] (bytes from a), times
+// reps rounds of: drop the lines of a and a + o[k] from the L2 (so both
+// loads go to DRAM), then load both at once; out[k] is the least cycles
+// for the pair to arrive. Two lines in the same DRAM bank but different
+// rows take longer (a row conflict) than lines in different banks.
+extern "C" __global__ void pair_latency(const unsigned int *a, const unsigned long long *o, int n, int reps, unsigned int *out)
+{
+	if (threadIdx.x != 0 || blockIdx.x != 0)
+		return;
+	for (int k = 0; k < n; k++) {
+		const unsigned int *b = a + o[k] / 4;
+		long long best = 1LL << 62;
+		for (int r = 0; r < reps; r++) {
+			asm volatile("discard.global.L2 [%0], 128;" ::"l"(a) : "memory");
+			asm volatile("discard.global.L2 [%0], 128;" ::"l"(b) : "memory");
+			__threadfence();
+			long long t0 = clock64();
+			unsigned int va = ld_cg(a), vb = ld_cg(b);
+			long long t1 = clock_after(va + vb); // both must have arrived
+			best = min(best, t1 - t0);
+		}
+		out[k] = (unsigned int)best;
+	}
 }

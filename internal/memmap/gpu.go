@@ -21,6 +21,7 @@ type Probe struct {
 	slice  cuda.Function
 	chase  cuda.Function
 	vadd   cuda.Function
+	pair   cuda.Function
 	done   cuda.Event
 	hook   *hook.Hook // carve's own launch hook, for masked launches
 }
@@ -54,6 +55,9 @@ func Open(ordinal int) (*Probe, error) {
 		return nil, err
 	}
 	if p.vadd, err = mod.Function("vadd_lines"); err != nil {
+		return nil, err
+	}
+	if p.pair, err = mod.Function("pair_latency"); err != nil {
 		return nil, err
 	}
 	if p.stream, err = cuda.NewStream(); err != nil {
@@ -394,4 +398,30 @@ func (p *Probe) MaxSetAside() (bytes, window int, err error) {
 	}
 	window, err = p.dev.Attr(cuda.AttrAccessWindow)
 	return bytes, window, err
+}
+
+// PairLatency times, for each offset, loads of the lines at base and at
+// base + offset that both come from DRAM (the L2 copies dropped first),
+// issued together: the least of reps tries, in cycles.
+func (p *Probe) PairLatency(base cuda.DevPtr, offsets []uint64, reps int) ([]uint32, error) {
+	d, err := cuda.Alloc(8 * len(offsets))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Free()
+	if err := cuda.Upload(d, offsets); err != nil {
+		return nil, err
+	}
+	out, err := cuda.Alloc(4 * len(offsets))
+	if err != nil {
+		return nil, err
+	}
+	defer out.Free()
+	pa, po, n, r, pout := uint64(base), uint64(d), int32(len(offsets)), int32(reps), uint64(out)
+	if err := p.run(p.pair, cuda.Launch{Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1},
+		Args: []unsafe.Pointer{unsafe.Pointer(&pa), unsafe.Pointer(&po), unsafe.Pointer(&n), unsafe.Pointer(&r), unsafe.Pointer(&pout)}}); err != nil {
+		return nil, fmt.Errorf("pair latencies: %w", err)
+	}
+	lat := make([]uint32, len(offsets))
+	return lat, cuda.Download(lat, out)
 }
