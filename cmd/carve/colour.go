@@ -36,7 +36,8 @@ interferer runs without pause on the TPCs of the other:
                 victim's arrays through an access policy window
 
 each alone and together, for a victim that streams through DRAM (--mib)
-and one whose arrays fit in the set-aside (--small-mib). Coloured arrays are reached through a table of
+and one whose arrays fit in the set-aside (--small-mib); and CP through line
+tables that map every line to itself, which prices the translation alone. Coloured arrays are reached through a table of
 lines (one extra load per 32 floats), which the CMP-alone time includes.
 The victim and the interferer are two streams of this process, each
 launch confined to its TPCs by carve's hook.`,
@@ -57,7 +58,7 @@ launch confined to its TPCs by carve's hook.`,
 				return err
 			}
 			progress := progressBar("colour")
-			step, total := 0, 3+6
+			step, total := 0, 3+8
 			tick := func() { step++; progress(step, total) }
 			// the sides, from a small scan by every SM
 			small, err := p.Pool(2)
@@ -216,6 +217,24 @@ launch confined to its TPCs by carve's hook.`,
 					return err
 				}
 				if err := run(name, "CMP", vCol, iCol); err != nil {
+					return err
+				}
+				// the table's own cost: plain arrays reached through tables
+				// that map every line to itself
+				ident := make([]uint32, n/32)
+				for i := range ident {
+					ident[i] = uint32(i)
+				}
+				tab, err := cuda.Alloc(4 * len(ident))
+				if err != nil {
+					return err
+				}
+				if err := cuda.Upload(tab, ident); err != nil {
+					return err
+				}
+				vTab := *vPlain
+				vTab.TA, vTab.TB, vTab.TC = tab, tab, tab
+				if err := run(name, "CP through line tables", &vTab, iPlain); err != nil {
 					return err
 				}
 				win := min(3*4*n, window)
