@@ -13,7 +13,6 @@ import (
 
 	"github.com/carve-gpu/carve/internal/bench"
 	"github.com/carve-gpu/carve/internal/memmap"
-	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // memmapResult is what carve memmap saves.
@@ -65,7 +64,6 @@ see how stable the labels are. Writes OUT/memmap.json.`,
 			if pages < 1 || reps < 1 || scans < 1 {
 				return errors.New("--pages, --reps and --scans: want at least 1")
 			}
-			var t *topo.Topology
 			t, _, err := loadTopology(device, false)
 			if err != nil {
 				return err

@@ -18,6 +18,7 @@ import (
 type Session struct {
 	ctx    *cuda.Context
 	mods   []cuda.Module
+	later  []string // modules loaded when a kernel is not found in mods
 	stream cuda.Stream
 	hook   *hook.Hook
 	start  cuda.Event
@@ -30,7 +31,12 @@ func Open(ordinal int) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return OpenIn(ctx, "bench", "predict")
+	s, err := OpenIn(ctx, "bench")
+	if err != nil {
+		return nil, err
+	}
+	s.later = []string{"predict"} // only the prediction suite's workers need it
+	return s, nil
 }
 
 // OpenIn makes ctx current on the calling thread, which must be locked to
@@ -41,15 +47,9 @@ func OpenIn(ctx *cuda.Context, names ...string) (*Session, error) {
 	}
 	s := &Session{ctx: ctx}
 	for _, name := range names {
-		src, err := kernels.PTX(name)
-		if err != nil {
+		if err := s.load(name); err != nil {
 			return nil, err
 		}
-		m, err := cuda.LoadPTX(src)
-		if err != nil {
-			return nil, fmt.Errorf("loading the %s kernels: %w", name, err)
-		}
-		s.mods = append(s.mods, m)
 	}
 	var err error
 	if s.stream, err = cuda.NewStream(); err != nil {
@@ -77,14 +77,40 @@ func OpenGreen(ordinal int, name string, res ...cuda.SMResource) (*Session, *cud
 	return s, g, err
 }
 
-// function finds a kernel by name in the session's modules.
+// load JIT-compiles the embedded module name into the session.
+func (s *Session) load(name string) error {
+	src, err := kernels.PTX(name)
+	if err != nil {
+		return err
+	}
+	m, err := cuda.LoadPTX(src)
+	if err != nil {
+		return fmt.Errorf("loading the %s kernels: %w", name, err)
+	}
+	s.mods = append(s.mods, m)
+	return nil
+}
+
+// function finds a kernel by name in the session's modules, loading the
+// deferred ones one by one until it is found.
 func (s *Session) function(name string) (cuda.Function, error) {
-	for _, m := range s.mods[:len(s.mods)-1] {
-		if f, err := m.Function(name); err == nil {
+	if len(s.mods) == 0 {
+		return 0, fmt.Errorf("kernel %s: the session has no kernel modules", name)
+	}
+	for i := 0; ; i++ {
+		if i == len(s.mods) {
+			if len(s.later) == 0 {
+				return s.mods[len(s.mods)-1].Function(name) // its error names the kernel
+			}
+			if err := s.load(s.later[0]); err != nil {
+				return 0, err
+			}
+			s.later = s.later[1:]
+		}
+		if f, err := s.mods[i].Function(name); err == nil {
 			return f, nil
 		}
 	}
-	return s.mods[len(s.mods)-1].Function(name)
 }
 
 // MakeCurrent makes the session's context current on the calling thread.

@@ -212,13 +212,13 @@ func (p *Probe) masked(mask topo.Mask, fn cuda.Function, l cuda.Launch) error {
 // side it is near to (LabelFromSides).
 func (p *Probe) LabelLines(pool cuda.Pages, side [2]topo.Mask, blocks, reps int) ([]int, float64, error) {
 	lines := pool.Size * pool.Count / LineBytes
+	if err := p.slice.SetMaxDynamicShared(blockShared); err != nil {
+		return nil, 0, err
+	}
 	var lat [2][]uint32
 	for s := range 2 {
 		out, err := cuda.Alloc(4 * lines)
 		if err != nil {
-			return nil, 0, err
-		}
-		if err := p.slice.SetMaxDynamicShared(blockShared); err != nil {
 			return nil, 0, err
 		}
 		base, n, lb, r32, po := uint64(pool.Base), uint64(lines), uint32(LineBytes), int32(reps), uint64(out)
