@@ -25,7 +25,7 @@ func newBenchCmd() *cobra.Command {
 		Long: `bench runs carve's benchmarks on this GPU and writes each result as JSON
 with PNG and SVG plots, in --out (default carve-bench-DATE).`,
 	}
-	c.AddCommand(newOverheadCmd(), newEnforcementCmd(), newGranularityCmd(), newIsolationCmd(), newPredictBenchCmd(), newFitCmd(), newColourCmd(), newReportCmd(),
+	c.AddCommand(newOverheadCmd(), newEnforcementCmd(), newGranularityCmd(), newIsolationCmd(), newPredictBenchCmd(), newFitCmd(), newColourCmd(), newReadersCmd(), newReportCmd(),
 		newGEMMWorkerCmd(), newCompetitorCmd(), newLaunchWorkerCmd(), newFirstWorkerCmd(), newSuiteWorkerCmd(), newKernelWorkerCmd(), newCoRunWorkerCmd())
 	return c
 }

@@ -23,11 +23,23 @@ type memmapResult struct {
 	L2HitCycles                float64         `json:"l2_hit_cycles"` // random lines in 4 MiB
 	DRAMCycles                 float64         `json:"dram_cycles"`   // random lines in 512 MiB
 	StrideCycles               map[int]float64 `json:"sequential_stride_cycles"`
-	Maps                       []memmap.Map    `json:"maps"` // one per scan
-	// PairCycles[k]: two DRAM loads issued together, at the pool's start
-	// and (k+1)*128 bytes after it, least of 4 tries.
-	PairCycles []uint32  `json:"pair_cycles,omitempty"`
-	Agreement  []float64 `json:"agreement_with_first_scan"` // of the same pool
+	Maps                       []memmap.Map    `json:"maps"`                      // one per scan
+	Agreement                  []float64       `json:"agreement_with_first_scan"` // of the same pool
+	// Structure: slices and DRAM groups learnt from the first LearnBytes
+	// of a second pool (LearnPages pages).
+	LearnPages, LearnBytes int
+	Structure              *memmap.Structure `json:"structure,omitempty"`
+	// PairCycles[k]: two DRAM loads issued together, at the second pool's
+	// start and (k+1)*128 bytes after it, least of 4 tries; PairByRelation
+	// summarises them by the second line's slice and group against the
+	// first's.
+	PairCycles     []uint32               `json:"pair_cycles,omitempty"`
+	PairByRelation map[string]bench.Stats `json:"pair_by_relation,omitempty"`
+	// EvictionSet: lines of the second pool that evict its first line
+	// from the L2 when loaded after it; Essential: how many of them the
+	// rest cannot do without (the ways of an LRU-like set).
+	EvictionSet []uint64 `json:"eviction_set,omitempty"`
+	Essential   int      `json:"essential,omitempty"`
 	// GPCSides counts, for each GPC of carve topo, its SMs on each side
 	// in the first scan: whether the L2 partitions split along GPCs.
 	GPCSides [][2]int      `json:"gpc_sides"`
@@ -38,7 +50,8 @@ func newMemmapCmd() *cobra.Command {
 	var pages, chunk, reps, scans, device int
 	var outDir, out string
 	var keepRaw bool
-	var pairBytes int
+	var pairBytes, learnMiB int
+	var evict bool
 	c := &cobra.Command{
 		Use:   "memmap",
 		Short: "Measure the GPU's L2 and DRAM layout from user space: latencies and L2 partitions",
@@ -53,6 +66,17 @@ func newMemmapCmd() *cobra.Command {
               labelled by the vote of all SMs; runs of labels give the
               interleave, and page-by-page comparison whether the pattern
               repeats in every physical page
+  slices      in a second pool, one line at a time is loaded from DRAM by
+              every thread of half the SMs while the other half time a DRAM
+              load of every line of the first --learn-mib MiB: the lines that
+              wait far longer share the hammered line's L2 slice. Lines are
+              hammered until every line has a slice (a class).
+  groups      each slice's lines in turn are hammered from DRAM; slices that
+              slow each other share DRAM (a group): memory of different
+              groups can be given to tenants that must not interfere
+  L2 sets     the lines that evict the pool's first line from the L2 when
+              loaded after it (SGDRC's search, repeated): the set's ways
+  DRAM pairs  two loads from DRAM at once, by the two lines' slices
 
 Run it with the GPU otherwise idle. --scans labels the same pool again to
 see how stable the labels are. Writes OUT/memmap.json.`,
@@ -76,7 +100,7 @@ see how stable the labels are. Writes OUT/memmap.json.`,
 				Pages: pages, Chunk: chunk, Reps: reps, StrideCycles: map[int]float64{}}
 			progress := progressBar("memmap")
 			strides := []int{4, 8, 16, 32, 64, 128, 256, 512}
-			step, total := 0, 2+len(strides)+scans
+			step, total := 0, 2+len(strides)+scans+3
 			tick := func() { step++; progress(step, total) }
 			if r.L2HitCycles, err = p.Chase(memmap.RandomCycle(4<<20, 128, 1), 20000); err != nil {
 				return err
@@ -113,12 +137,8 @@ see how stable the labels are. Writes OUT/memmap.json.`,
 				}
 				tick()
 			}
-			if pairBytes > 0 {
-				offs := make([]uint64, 0, pairBytes/memmap.LineBytes)
-				for o := memmap.LineBytes; o < min(pairBytes, pool.Size*pool.Count); o += memmap.LineBytes {
-					offs = append(offs, uint64(o))
-				}
-				if r.PairCycles, err = p.PairLatency(pool.Base, offs, 4); err != nil {
+			if learnMiB > 0 {
+				if err := learn(p, &r, learnMiB, pairBytes, evict, tick); err != nil {
 					return err
 				}
 			}
@@ -163,14 +183,24 @@ see how stable the labels are. Writes OUT/memmap.json.`,
 				}
 				fmt.Fprintf(tw, "  pages against page 0\t%v\n", count)
 			}
-			if len(r.PairCycles) > 0 {
-				xs := make([]float64, len(r.PairCycles))
-				for i, v := range r.PairCycles {
-					xs[i] = float64(v)
+			if st := r.Structure; st != nil {
+				c := st.Classes
+				fmt.Fprintf(tw, "slices (%d MiB learnt)\t%d classes of lines (%d undecided, %d duds); sizes %v; grain %d B (shortest run %d B); repeats per page %v\n",
+					r.LearnBytes>>20, len(c.Refs), c.Undecided, c.Duds, c.Sizes, c.CommonRun*c.Grain, c.MinRun*c.Grain, c.RepeatPage)
+				fmt.Fprintf(tw, "DRAM groups\t%d; group of each class %v; lines per group %v\n", st.Groups, st.Group, st.GroupSizes())
+				in, out := groupSlowdowns(*st)
+				fmt.Fprintf(tw, "slowdown while a class is hammered\town class %.2fx, others of its group %.2fx, other groups %.2fx (means)\n", in[0], in[1], out)
+				if err := memmap.PlotStructure(*st, r.Device, filepath.Join(outDir, "memmap")); err != nil {
+					return err
 				}
-				st := bench.Summarize(xs)
-				fmt.Fprintf(tw, "DRAM pairs (%d offsets)\tcycles min %.0f p25 %.0f p50 %.0f p75 %.0f p99 %.0f max %.0f\n",
-					st.N, st.Min, st.P25, st.P50, st.P75, st.P99, st.Max)
+			}
+			for _, rel := range []string{"same class", "same group", "other group"} {
+				if st, ok := r.PairByRelation[rel]; ok {
+					fmt.Fprintf(tw, "DRAM pairs, %s (%d)\tcycles min %.0f p25 %.0f p50 %.0f p75 %.0f max %.0f\n", rel, st.N, st.Min, st.P25, st.P50, st.P75, st.Max)
+				}
+			}
+			if len(r.EvictionSet) > 0 {
+				fmt.Fprintf(tw, "L2 set of line 0\t%d lines evict it, %d of them essential: %#x\n", len(r.EvictionSet), r.Essential, r.EvictionSet)
 			}
 			for i, n := range r.GPCSides {
 				fmt.Fprintf(tw, "GPC %d: SMs on side 0 / 1\t%d / %d\n", i, n[0], n[1])
@@ -183,9 +213,99 @@ see how stable the labels are. Writes OUT/memmap.json.`,
 	c.Flags().IntVar(&reps, "reps", 8, "timed L2 hits per chunk and SM")
 	c.Flags().IntVar(&scans, "scans", 2, "labellings of the pool")
 	c.Flags().BoolVar(&keepRaw, "raw", false, "keep every timing in the JSON (large)")
-	c.Flags().IntVar(&pairBytes, "pair-bytes", 1<<20, "time DRAM load pairs from the pool's start to every line within this many bytes (0: none)")
+	c.Flags().IntVar(&pairBytes, "pair-bytes", 1<<20, "time DRAM load pairs from the second pool's start to every line within this many bytes (0: none)")
+	c.Flags().IntVar(&learnMiB, "learn-mib", 4, "MiB whose lines are sorted into slices and DRAM groups (0: skip slices, groups, L2 sets and pairs)")
+	c.Flags().BoolVar(&evict, "evict", true, "find the L2 set of a line")
 	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
 	c.Flags().StringVar(&outDir, "out", "carve-memmap", "directory for memmap.json")
 	addOutputFlag(c, &out)
 	return c
+}
+
+// learnPages is the second pool of carve memmap: room for an eviction
+// sweep of twice the H100's L2 after the first MiB.
+const learnPages = 64
+
+// learn runs memmap's slice, group, pair and L2-set probes on a second
+// pool.
+func learn(p *memmap.Probe, r *memmapResult, mib, pairBytes int, evict bool, tick func()) error {
+	pool, err := p.Pool(learnPages)
+	if err != nil {
+		return fmt.Errorf("mapping %d pages: %w", learnPages, err)
+	}
+	r.LearnPages, r.LearnBytes = learnPages, min(mib<<20, pool.Size*pool.Count)
+	st, err := p.Learn(pool, r.LearnBytes)
+	if err != nil {
+		return err
+	}
+	r.Structure = &st
+	tick()
+	if n := min(pairBytes, r.LearnBytes) / memmap.LineBytes; n > 1 {
+		offs := make([]uint64, n-1)
+		for i := range offs {
+			offs[i] = uint64((i + 1) * memmap.LineBytes)
+		}
+		if r.PairCycles, _, err = p.PairLatency(pool.Base, offs, 4); err != nil {
+			return err
+		}
+		by := map[string][]float64{}
+		l := st.Classes.Label
+		for i, o := range offs {
+			a, b := l[0], l[o/memmap.LineBytes]
+			if a < 0 || b < 0 {
+				continue
+			}
+			rel := "other group"
+			switch {
+			case a == b:
+				rel = "same class"
+			case st.Group[a] == st.Group[b]:
+				rel = "same group"
+			}
+			by[rel] = append(by[rel], float64(r.PairCycles[i]))
+		}
+		r.PairByRelation = map[string]bench.Stats{}
+		for rel, xs := range by {
+			r.PairByRelation[rel] = bench.Summarize(xs)
+		}
+	}
+	tick()
+	if evict {
+		threshold := (r.L2HitCycles + r.DRAMCycles) / 2
+		ev := p.Evicted(pool, 0, threshold, 3)
+		const from = 1 << 20
+		if r.EvictionSet, err = memmap.EvictionSet(ev, from, from+96<<20, memmap.LineBytes, 64); err != nil {
+			return fmt.Errorf("L2 set of line 0: %w", err)
+		}
+		if r.Essential, err = memmap.Essential(ev, from, r.EvictionSet); err != nil {
+			return err
+		}
+	}
+	tick()
+	return nil
+}
+
+// groupSlowdowns averages the interference matrix: a class's slowdown of
+// itself, of the other classes of its group, and of other groups'.
+func groupSlowdowns(s memmap.Structure) (in [2]float64, out float64) {
+	var sum, n [3]float64
+	for a, row := range s.Interference {
+		for b, x := range row {
+			k := 2
+			switch {
+			case a == b:
+				k = 0
+			case s.Group[a] == s.Group[b]:
+				k = 1
+			}
+			sum[k] += x
+			n[k]++
+		}
+	}
+	for k := range 3 {
+		if n[k] > 0 {
+			sum[k] /= n[k]
+		}
+	}
+	return [2]float64{sum[0], sum[1]}, sum[2]
 }

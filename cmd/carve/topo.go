@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -150,8 +151,11 @@ func newDiscoverCmd() *cobra.Command {
 // progressBar returns a progress callback that draws a bar on stderr when
 // stderr is a terminal, and does nothing otherwise (logs stay clean).
 func progressBar(what string) func(done, total int) {
-	if !term.IsTerminal(int(os.Stderr.Fd())) {
-		return func(int, int) {}
+	if !term.IsTerminal(int(os.Stderr.Fd())) { // a log: one line a step
+		start := time.Now()
+		return func(done, total int) {
+			fmt.Fprintf(os.Stderr, "%s: %d/%d after %s\n", what, done, total, time.Since(start).Round(time.Second))
+		}
 	}
 	var bar *progressbar.ProgressBar
 	return func(done, total int) {

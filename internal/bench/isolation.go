@@ -199,5 +199,5 @@ func PlotIsolation(r *Result, dir string) error {
 		p.Legend.Top = true
 		panels = append(panels, p)
 	}
-	return savePanels(panels, 1, 10*vg.Inch, 3*vg.Inch, filepath.Join(dir, r.Benchmark))
+	return SavePanels(panels, 1, 10*vg.Inch, 3*vg.Inch, filepath.Join(dir, r.Benchmark))
 }

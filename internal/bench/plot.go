@@ -110,7 +110,7 @@ func PlotEnforcement(r *Result, dir string) error {
 		}
 		panels = append(panels, p)
 	}
-	return savePanels(panels, 1, 11*vg.Inch, 6*vg.Inch, filepath.Join(dir, r.Benchmark))
+	return SavePanels(panels, 1, 11*vg.Inch, 6*vg.Inch, filepath.Join(dir, r.Benchmark))
 }
 
 // PlotOverhead draws one panel per measured quantity (the points' labels)
@@ -151,7 +151,7 @@ func PlotOverhead(r *Result, dir string) error {
 		}
 		panels = append(panels, p)
 	}
-	return savePanels(panels, len(panels), 6*vg.Inch, 6*vg.Inch, filepath.Join(dir, r.Benchmark))
+	return SavePanels(panels, len(panels), 6*vg.Inch, 6*vg.Inch, filepath.Join(dir, r.Benchmark))
 }
 
 // addNew appends v to list unless list has it: the distinct values in the
@@ -202,9 +202,9 @@ func addBoxes(p *plot.Plot, names []string, stats []Stats) error {
 	return nil
 }
 
-// savePanels lays panels out in rows of cols, each w x h, and writes
+// SavePanels lays panels out in rows of cols, each w x h, and writes
 // base.png and base.svg.
-func savePanels(panels []*plot.Plot, cols int, w, h vg.Length, base string) error {
+func SavePanels(panels []*plot.Plot, cols int, w, h vg.Length, base string) error {
 	rows := (len(panels) + cols - 1) / cols
 	grid := make([][]*plot.Plot, rows)
 	for i := range grid {

@@ -79,6 +79,8 @@ func Plot(r *Result, dir string) error {
 		return PlotIsolation(r, dir)
 	case "overhead":
 		return PlotOverhead(r, dir)
+	case "readers":
+		return PlotReaders(r, dir)
 	}
 	return fmt.Errorf("no plot for benchmark %q", r.Benchmark)
 }

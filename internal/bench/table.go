@@ -21,6 +21,8 @@ func WriteTable(w io.Writer, r *Result) error {
 		overheadTable(tw, r)
 	case "isolation":
 		isolationTable(tw, r)
+	case "readers":
+		readersTable(tw, r)
 	default:
 		return fmt.Errorf("no table for benchmark %q", r.Benchmark)
 	}

@@ -1,6 +1,7 @@
 package memmap
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -22,6 +23,8 @@ type Probe struct {
 	chase  cuda.Function
 	vadd   cuda.Function
 	pair   cuda.Function
+	cont   cuda.Function
+	evict  cuda.Function
 	done   cuda.Event
 	hook   *hook.Hook // carve's own launch hook, for masked launches
 }
@@ -58,6 +61,12 @@ func Open(ordinal int) (*Probe, error) {
 		return nil, err
 	}
 	if p.pair, err = mod.Function("pair_latency"); err != nil {
+		return nil, err
+	}
+	if p.cont, err = mod.Function("contend"); err != nil {
+		return nil, err
+	}
+	if p.evict, err = mod.Function("evict"); err != nil {
 		return nil, err
 	}
 	if p.stream, err = cuda.NewStream(); err != nil {
@@ -402,26 +411,202 @@ func (p *Probe) MaxSetAside() (bytes, window int, err error) {
 
 // PairLatency times, for each offset, loads of the lines at base and at
 // base + offset that both come from DRAM (the L2 copies dropped first),
-// issued together: the least of reps tries, in cycles.
-func (p *Probe) PairLatency(base cuda.DevPtr, offsets []uint64, reps int) ([]uint32, error) {
-	d, err := cuda.Alloc(8 * len(offsets))
+// issued together: the least and the mean of reps tries, in cycles.
+func (p *Probe) PairLatency(base cuda.DevPtr, offsets []uint64, reps int) (least, mean []uint32, err error) {
+	d, err := uploaded(offsets)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer d.Free()
-	if err := cuda.Upload(d, offsets); err != nil {
-		return nil, err
-	}
-	out, err := cuda.Alloc(4 * len(offsets))
+	out, err := cuda.Alloc(8 * len(offsets))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer out.Free()
 	pa, po, n, r, pout := uint64(base), uint64(d), int32(len(offsets)), int32(reps), uint64(out)
 	if err := p.run(p.pair, cuda.Launch{Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1},
 		Args: []unsafe.Pointer{unsafe.Pointer(&pa), unsafe.Pointer(&po), unsafe.Pointer(&n), unsafe.Pointer(&r), unsafe.Pointer(&pout)}}); err != nil {
-		return nil, fmt.Errorf("pair latencies: %w", err)
+		return nil, nil, fmt.Errorf("pair latencies: %w", err)
 	}
-	lat := make([]uint32, len(offsets))
-	return lat, cuda.Download(lat, out)
+	both := make([]uint32, 2*len(offsets))
+	if err := cuda.Download(both, out); err != nil {
+		return nil, nil, err
+	}
+	least, mean = make([]uint32, len(offsets)), make([]uint32, len(offsets))
+	for k := range offsets {
+		least[k], mean[k] = both[2*k], both[2*k+1]
+	}
+	return least, mean, nil
+}
+
+// uploaded copies xs to a new device buffer.
+func uploaded[T any](xs []T) (cuda.DevPtr, error) {
+	var zero T
+	d, err := cuda.Alloc(max(1, len(xs)) * int(unsafe.Sizeof(zero)))
+	if err != nil {
+		return 0, err
+	}
+	if len(xs) == 0 {
+		return d, nil
+	}
+	if err := cuda.Upload(d, xs); err != nil {
+		d.Free()
+		return 0, err
+	}
+	return d, nil
+}
+
+// Contention is one run of the contend kernel: hammer blocks (Threads
+// threads each) load the lines at Hammer over and over from DRAM while the
+// rest of the SMs time DRAM loads of the lines at Cand (Reps each).
+type Contention struct {
+	Hammer  []uint64 // byte offsets into the pool
+	Hammers int      // blocks, one per SM; 0: the probers alone
+	Threads int
+	Cand    []uint64
+	Probers int // blocks; Hammers + Probers at most the SMs
+	Reps    int
+}
+
+// Contend runs c over pool and returns each candidate's mean DRAM load
+// time in cycles.
+func (p *Probe) Contend(pool cuda.Pages, c Contention) ([]uint32, error) {
+	cd, err := uploaded(c.Cand)
+	if err != nil {
+		return nil, err
+	}
+	defer cd.Free()
+	return p.contend(pool, c, cd, len(c.Cand))
+}
+
+// contend runs c with its n candidates already on the GPU at cand.
+func (p *Probe) contend(pool cuda.Pages, c Contention, cand cuda.DevPtr, n int) ([]uint32, error) {
+	if c.Probers < 1 || c.Hammers < 0 || c.Hammers+c.Probers > p.sms || c.Reps < 1 || n == 0 {
+		return nil, fmt.Errorf("contention with %d hammers and %d probers on %d SMs, %d candidates, %d reps: malformed",
+			c.Hammers, c.Probers, p.sms, n, c.Reps)
+	}
+	if c.Hammers > 0 && (len(c.Hammer) == 0 || c.Threads < 1) {
+		return nil, errors.New("hammers need lines and threads")
+	}
+	hd, err := uploaded(c.Hammer)
+	if err != nil {
+		return nil, err
+	}
+	defer hd.Free()
+	out, err := cuda.Alloc(4 * n)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Free()
+	sync, err := uploaded(make([]uint32, 4))
+	if err != nil {
+		return nil, err
+	}
+	defer sync.Free()
+	if err := p.cont.SetMaxDynamicShared(blockShared); err != nil {
+		return nil, err
+	}
+	// the hammers stop by themselves after this many loads each: never a
+	// hang if a prober cannot start
+	limit := uint64(n/c.Probers+1) * uint64(c.Reps) * 64
+	base, nh, hs, nc, reps, po, ps := uint64(pool.Base), int32(len(c.Hammer)), int32(c.Hammers), int32(n), int32(c.Reps), uint64(out), uint64(sync)
+	h, cp := uint64(hd), uint64(cand)
+	threads := uint32(max(1, c.Threads))
+	err = p.run(p.cont, cuda.Launch{Grid: [3]uint32{uint32(c.Hammers + c.Probers), 1, 1}, Block: [3]uint32{threads, 1, 1}, Shared: blockShared,
+		Args: []unsafe.Pointer{unsafe.Pointer(&base), unsafe.Pointer(&h), unsafe.Pointer(&nh), unsafe.Pointer(&hs),
+			unsafe.Pointer(&cp), unsafe.Pointer(&nc), unsafe.Pointer(&reps), unsafe.Pointer(&limit), unsafe.Pointer(&po), unsafe.Pointer(&ps)}})
+	if err != nil {
+		return nil, fmt.Errorf("contention: %w", err)
+	}
+	st := make([]uint32, 4)
+	if err := cuda.Download(st, sync); err != nil {
+		return nil, err
+	}
+	if st[2] > 0 {
+		return nil, fmt.Errorf("contention: %d of %d hammers stopped before the probers were done", st[2], c.Hammers)
+	}
+	t := make([]uint32, n)
+	return t, cuda.Download(t, out)
+}
+
+// Timer is a memmap.Timer over the candidates cand of pool: half of the
+// SMs hammer, the other half time reps loads of each candidate (the same
+// number of probers when nothing is hammered). Free releases the
+// candidates' copy on the GPU.
+func (p *Probe) Timer(pool cuda.Pages, cand []uint64, reps int) (time Timer, free func(), err error) {
+	cd, err := uploaded(cand)
+	if err != nil {
+		return nil, nil, err
+	}
+	hammers := p.sms / 2
+	time = func(hammer []uint64, threads int) ([]uint32, error) {
+		c := Contention{Hammer: hammer, Hammers: hammers, Threads: threads, Probers: p.sms - hammers, Reps: reps}
+		if len(hammer) == 0 {
+			c.Hammers = 0
+		}
+		return p.contend(pool, c, cd, len(cand))
+	}
+	return time, func() { cd.Free() }, nil
+}
+
+// Readers is FGPU's Fig. 8 experiment: one SM loads the primary lines
+// from DRAM (reps each, one at a time) while n other SMs load the
+// secondary lines from DRAM without pause (threads each). It returns the
+// primary's mean cycles for each of its lines.
+func (p *Probe) Readers(pool cuda.Pages, primary, secondary []uint64, n, threads, reps int) ([]uint32, error) {
+	return p.Contend(pool, Contention{Hammer: secondary, Hammers: n, Threads: threads, Cand: primary, Probers: 1, Reps: reps})
+}
+
+// SMs is the number of SMs of the probe's GPU.
+func (p *Probe) SMs() int { return p.sms }
+
+// Evict loads the target lines, then every line of [from, to) of pool
+// from one block, then the lines at extra, then times each target again
+// (cycles: an L2 hit or a DRAM access).
+func (p *Probe) Evict(pool cuda.Pages, targets []uint64, from, to uint64, extra []uint64) ([]uint32, error) {
+	if to > uint64(pool.Size*pool.Count) || from > to || len(targets) == 0 {
+		return nil, fmt.Errorf("eviction sweep [%d, %d) in a pool of %d bytes: malformed", from, to, pool.Size*pool.Count)
+	}
+	td, err := uploaded(targets)
+	if err != nil {
+		return nil, err
+	}
+	defer td.Free()
+	xd, err := uploaded(extra)
+	if err != nil {
+		return nil, err
+	}
+	defer xd.Free()
+	out, err := cuda.Alloc(4 * len(targets))
+	if err != nil {
+		return nil, err
+	}
+	defer out.Free()
+	base, tp, nt, lb, xp, nx, po := uint64(pool.Base), uint64(td), int32(len(targets)), uint32(LineBytes), uint64(xd), int32(len(extra)), uint64(out)
+	if err := p.run(p.evict, cuda.Launch{Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1024, 1, 1},
+		Args: []unsafe.Pointer{unsafe.Pointer(&base), unsafe.Pointer(&tp), unsafe.Pointer(&nt), unsafe.Pointer(&from), unsafe.Pointer(&to),
+			unsafe.Pointer(&lb), unsafe.Pointer(&xp), unsafe.Pointer(&nx), unsafe.Pointer(&po)}}); err != nil {
+		return nil, fmt.Errorf("eviction sweep: %w", err)
+	}
+	t := make([]uint32, len(targets))
+	return t, cuda.Download(t, out)
+}
+
+// Evicted is a memmap.Evicted for the line at target of pool: the target
+// counts as evicted when its second load takes more than threshold cycles
+// in most of votes tries.
+func (p *Probe) Evicted(pool cuda.Pages, target uint64, threshold float64, votes int) Evicted {
+	return func(from, end uint64, extra []uint64) (bool, error) {
+		yes := 0
+		for range votes {
+			t, err := p.Evict(pool, []uint64{target}, from, end, extra)
+			if err != nil {
+				return false, err
+			}
+			if float64(t[0]) > threshold {
+				yes++
+			}
+		}
+		return 2*yes > votes, nil
+	}
 }
