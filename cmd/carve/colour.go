@@ -122,6 +122,19 @@ launch confined to its TPCs by carve's hook.`,
 				sizes[i] -= sizes[i] % 32
 				need += 3 * 4 * sizes[i]
 			}
+			// checked before the long labelling by slice
+			enough := func(pc *colour.Pool, what string) error {
+				for c := range 2 {
+					if pc.Free(c) < need+3*4*1024 {
+						return fmt.Errorf("%s colour %d has %d MiB in the pool, %d are needed: give more --pages or fewer --mib",
+							what, c, pc.Free(c)>>20, need>>20)
+					}
+				}
+				return nil
+			}
+			if err := enough(cp, "L2 partition"); err != nil {
+				return err
+			}
 			// colours by DRAM group: the slices learnt from the pool's first
 			// MiB, every chunk of the pool labelled with its slice's group
 			st, err := p.Learn(pool, 4<<20)
@@ -141,13 +154,8 @@ launch confined to its TPCs by carve's hook.`,
 			}
 			gp := colour.New(groupLines, memmap.LineBytes)
 			tick()
-			for _, pc := range []*colour.Pool{cp, gp} {
-				for c := range 2 {
-					if pc.Free(c) < need+3*4*1024 {
-						return fmt.Errorf("colour %d has %d MiB in the pool, %d are needed: give more --pages or fewer --mib",
-							c, pc.Free(c)>>20, need>>20)
-					}
-				}
+			if err := enough(gp, "DRAM group"); err != nil {
+				return err
 			}
 			// check the coloured kernel against the CPU on lines of its own
 			var check [3][]uint32
