@@ -1,7 +1,11 @@
 package memmap
 
 import (
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 )
 
@@ -260,6 +264,80 @@ func TestSplitGroups(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("sizes %v: colours %v hold %v, want %v", tc.sizes, c, got, tc.want)
+		}
+	}
+}
+
+// TestRecordedSlices labels recorded H100 timings: three single-line
+// hammers, each run twice, over every line of 4 MiB. The labels of one
+// run must be the lines the other run of the same hammer slows too (the
+// labelling is stable), each hammer's slice must hold about a 40th of the
+// lines, and slices come in 256-byte pieces.
+func TestRecordedSlices(t *testing.T) {
+	f, err := os.Open("testdata/h100-slices.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Lines []int        `json:"hammered_lines"`
+		Runs  [][][]uint32 `json:"runs"` // [hammer][repeat][candidate]
+	}
+	if err := json.NewDecoder(z).Decode(&rec); err != nil || len(rec.Runs) != 3 {
+		t.Fatalf("recording: %v", err)
+	}
+	n := len(rec.Runs[0][0])
+	refs := make([]uint64, len(rec.Lines))
+	for k, l := range rec.Lines {
+		refs[k] = uint64(l * 128)
+	}
+	replay := func(repeat int) Timer {
+		return func(h []uint64, _ int) ([]uint32, error) {
+			for k, r := range refs {
+				if len(h) == 1 && h[0] == r {
+					return rec.Runs[k][repeat], nil
+				}
+			}
+			return nil, fmt.Errorf("no recording for %v", h)
+		}
+	}
+	var labels [2][]int
+	for rep := range 2 {
+		if labels[rep], err = LabelPool(refs, n, replay(rep), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, ref := range rec.Lines {
+		var a, b, both int
+		member := make([]int, n)
+		for i := range n {
+			in0, in1 := labels[0][i] == k, labels[1][i] == k
+			if in0 {
+				a++
+				member[i] = 1
+			}
+			if in1 {
+				b++
+			}
+			if in0 && in1 {
+				both++
+			}
+		}
+		if labels[0][ref] != k {
+			t.Errorf("hammered line %d is not in its own slice", ref)
+		}
+		if a*60 < n || a*25 > n {
+			t.Errorf("slice %d holds %d of %d lines, want about a 40th", k, a, n)
+		}
+		if float64(both) < 0.99*float64(max(a, b)) {
+			t.Errorf("slice %d: the two runs label %d and %d lines, %d in both", k, a, b, both)
+		}
+		if _, common := runs(member); common != 2 {
+			t.Errorf("slice %d: members come in runs of %d lines, want 2 (256 bytes)", k, common)
 		}
 	}
 }
