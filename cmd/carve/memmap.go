@@ -189,7 +189,11 @@ see how stable the labels are. Writes OUT/memmap.json.`,
 					r.LearnBytes>>20, len(c.Refs), c.Undecided, c.Duds, c.Sizes, c.CommonRun*c.Grain, c.MinRun*c.Grain, c.RepeatPage)
 				fmt.Fprintf(tw, "DRAM groups\t%d; group of each class %v; lines per group %v\n", st.Groups, st.Group, st.GroupSizes())
 				in, out := groupSlowdowns(*st)
-				fmt.Fprintf(tw, "slowdown while a class is hammered\town class %.2fx, others of its group %.2fx, other groups %.2fx (means)\n", in[0], in[1], out)
+				mates := "none (every group is one class)"
+				if st.Groups < len(c.Refs) {
+					mates = fmt.Sprintf("%.2fx", in[1])
+				}
+				fmt.Fprintf(tw, "slowdown while a class's lines are loaded from DRAM\town class %.2fx, others of its group %s, other groups %.2fx (means)\n", in[0], mates, out)
 				if err := memmap.PlotStructure(*st, r.Device, filepath.Join(outDir, "memmap")); err != nil {
 					return err
 				}

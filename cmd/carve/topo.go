@@ -151,10 +151,13 @@ func newDiscoverCmd() *cobra.Command {
 // progressBar returns a progress callback that draws a bar on stderr when
 // stderr is a terminal, and does nothing otherwise (logs stay clean).
 func progressBar(what string) func(done, total int) {
-	if !term.IsTerminal(int(os.Stderr.Fd())) { // a log: one line a step
-		start := time.Now()
+	if !term.IsTerminal(int(os.Stderr.Fd())) { // a log: a line every tenth
+		start, last := time.Now(), -1
 		return func(done, total int) {
-			fmt.Fprintf(os.Stderr, "%s: %d/%d after %s\n", what, done, total, time.Since(start).Round(time.Second))
+			if tenth := 10 * done / max(1, total); tenth != last {
+				last = tenth
+				fmt.Fprintf(os.Stderr, "%s: %d/%d after %s\n", what, done, total, time.Since(start).Round(time.Second))
+			}
 		}
 	}
 	var bar *progressbar.ProgressBar
