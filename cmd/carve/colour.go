@@ -54,11 +54,7 @@ launch confined to its TPCs by carve's hook.`,
 			if pages < 2 || reps < 1 || mib <= 0 {
 				return errors.New("--pages: at least 2; --reps and --mib: positive")
 			}
-			t, _, err := loadTopology(device, false)
-			if err != nil {
-				return err
-			}
-			p, err := memmap.Open(device)
+			t, p, err := openProbe(device)
 			if err != nil {
 				return err
 			}
@@ -335,11 +331,7 @@ which colouring keeps a tenant's DRAM accesses apart from its neighbours'.`,
 			if reps < 1 || threads < 1 || threads > 1024 || primaryLines < 1 || secondaryLines < 1 {
 				return errors.New("--reps, --lines, --secondary-lines: at least 1; --threads: 1 to 1024")
 			}
-			t, _, err := loadTopology(device, false)
-			if err != nil {
-				return err
-			}
-			p, err := memmap.Open(device)
+			t, p, err := openProbe(device)
 			if err != nil {
 				return err
 			}

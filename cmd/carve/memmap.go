@@ -13,6 +13,7 @@ import (
 
 	"github.com/carve-gpu/carve/internal/bench"
 	"github.com/carve-gpu/carve/internal/memmap"
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // memmapResult is what carve memmap saves.
@@ -88,11 +89,7 @@ see how stable the labels are. Writes OUT/memmap.json.`,
 			if pages < 1 || reps < 1 || scans < 1 {
 				return errors.New("--pages, --reps and --scans: want at least 1")
 			}
-			t, _, err := loadTopology(device, false)
-			if err != nil {
-				return err
-			}
-			p, err := memmap.Open(device)
+			t, p, err := openProbe(device)
 			if err != nil {
 				return err
 			}
@@ -312,4 +309,14 @@ func groupSlowdowns(s memmap.Structure) (in [2]float64, out float64) {
 		}
 	}
 	return [2]float64{sum[0], sum[1]}, sum[2]
+}
+
+// openProbe loads device's topology and memmap's kernels on it.
+func openProbe(device int) (*topo.Topology, *memmap.Probe, error) {
+	t, _, err := loadTopology(device, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := memmap.Open(device)
+	return t, p, err
 }

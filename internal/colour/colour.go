@@ -1,9 +1,10 @@
 // Package colour hands out memory of one colour from a pool whose lines
-// carve memmap has labelled: a tenant that only gets lines of its colour
-// never shares an L2 partition (and the DRAM behind it) with a tenant of
-// the other colour. On the H100 colours change from line to line, so a
-// coloured array is a table of line indices that its kernels translate
-// through (element i lives in line table[i / elements per line]).
+// carve memmap has labelled (by L2 partition, or by the half of the L2
+// slices a line's slice is in): a tenant that only gets lines of its
+// colour never shares them with a tenant of the other colour. On the H100
+// colours change every 128 or 256 bytes, so a coloured array is a table of
+// line indices that its kernels translate through (element i lives in line
+// table[i / elements per line]).
 package colour
 
 import "fmt"

@@ -1,11 +1,8 @@
 package memmap
 
 import (
-	"compress/gzip"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"testing"
 )
 
@@ -274,21 +271,13 @@ func TestSplitGroups(t *testing.T) {
 // labelling is stable), each hammer's slice must hold about a 40th of the
 // lines, and slices come in 256-byte pieces.
 func TestRecordedSlices(t *testing.T) {
-	f, err := os.Open("testdata/h100-slices.json.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rec struct {
 		Lines []int        `json:"hammered_lines"`
 		Runs  [][][]uint32 `json:"runs"` // [hammer][repeat][candidate]
 	}
-	if err := json.NewDecoder(z).Decode(&rec); err != nil || len(rec.Runs) != 3 {
-		t.Fatalf("recording: %v", err)
+	readRecording(t, "testdata/h100-slices.json.gz", &rec)
+	if len(rec.Runs) != 3 {
+		t.Fatalf("recording of %d hammers, want 3", len(rec.Runs))
 	}
 	n := len(rec.Runs[0][0])
 	refs := make([]uint64, len(rec.Lines))
@@ -307,6 +296,7 @@ func TestRecordedSlices(t *testing.T) {
 	}
 	var labels [2][]int
 	for rep := range 2 {
+		var err error
 		if labels[rep], err = LabelPool(refs, n, replay(rep), nil); err != nil {
 			t.Fatal(err)
 		}

@@ -147,14 +147,11 @@ func (p *Probe) ScanL2(pool cuda.Pages, chunk, reps int) (Scan, error) {
 // Chase follows next (word indices) for steps loads from one thread and
 // returns the mean cycles per load.
 func (p *Probe) Chase(next []uint32, steps int) (float64, error) {
-	d, err := cuda.Alloc(4 * len(next))
+	d, err := uploaded(next)
 	if err != nil {
 		return 0, err
 	}
 	defer d.Free()
-	if err := cuda.Upload(d, next); err != nil {
-		return 0, err
-	}
 	out, err := cuda.Alloc(8)
 	if err != nil {
 		return 0, err

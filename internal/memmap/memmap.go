@@ -1,8 +1,10 @@
 // Package memmap measures how the GPU's L2 and DRAM are laid out, from user
 // space, by timing loads: the L2 partition each chunk of a pool of physical
-// pages lives in (near or far as seen from SMs of different GPCs), and the
-// latencies of L2 hits and DRAM accesses. The analysis (Analyze) is plain
-// Go over recorded timings, tested without a GPU.
+// pages lives in (near or far as seen from SMs of different GPCs), the L2
+// slice each line waits on (by contention), which slices share DRAM, the
+// lines of one L2 set, and the latencies of L2 hits and DRAM accesses. The
+// analyses (Analyze, FindClasses, Groups, EvictionSet) are plain Go over
+// timings, tested without a GPU.
 package memmap
 
 import (

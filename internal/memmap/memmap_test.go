@@ -142,20 +142,12 @@ func TestChaseBuilders(t *testing.T) {
 // holds in it: two sides of SMs of about equal size, far chunks slower
 // than near ones, and few chunks undecided.
 func TestRecordedH100(t *testing.T) {
-	f, err := os.Open("testdata/h100-2pages.json.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rec struct {
 		Scans []Scan `json:"scans"`
 	}
-	if err := json.NewDecoder(z).Decode(&rec); err != nil || len(rec.Scans) != 1 {
-		t.Fatalf("recording: %v", err)
+	readRecording(t, "testdata/h100-2pages.json.gz", &rec)
+	if len(rec.Scans) != 1 {
+		t.Fatalf("recording of %d scans, want 1", len(rec.Scans))
 	}
 	m, err := Analyze(rec.Scans[0])
 	if err != nil {
@@ -207,5 +199,22 @@ func TestLabelFromSides(t *testing.T) {
 	}
 	if wrong > 0 || undecided > n/50 || math.Abs(gap-60) > 6 {
 		t.Errorf("%d wrong, %d undecided, gap %.1f (want 0, few, 60)", wrong, undecided, gap)
+	}
+}
+
+// readRecording decodes a gzipped JSON recording of GPU timings into v.
+func readRecording(t *testing.T, path string, v any) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.NewDecoder(z).Decode(v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 }
