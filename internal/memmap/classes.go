@@ -3,6 +3,7 @@ package memmap
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -62,6 +63,10 @@ func newScores(n int) *scores {
 		s.label[i] = -1
 	}
 	return s
+}
+
+func (s *scores) clone() *scores {
+	return &scores{best: slices.Clone(s.best), second: slices.Clone(s.second), label: slices.Clone(s.label)}
 }
 
 // add takes the times of one hammer run as class c's.
@@ -128,8 +133,7 @@ func FindClasses(cand []uint64, grain, pageBytes int, time Timer, maxClasses int
 			return c, fmt.Errorf("hammering line %#x: %d times for %d candidates", cand[ref], len(t), n)
 		}
 		k := len(c.Refs)
-		trial := *s
-		trial.best, trial.second, trial.label = append([]float64(nil), s.best...), append([]float64(nil), s.second...), append([]int(nil), s.label...)
+		trial := s.clone()
 		trial.add(t, k)
 		claimed := 0
 		for i := range n {
@@ -141,7 +145,7 @@ func FindClasses(cand []uint64, grain, pageBytes int, time Timer, maxClasses int
 			c.Duds++
 			continue
 		}
-		*s = trial
+		s = trial
 		c.Refs = append(c.Refs, cand[ref])
 		undecided := 0
 		for i := range n {
