@@ -173,10 +173,7 @@ launch confined to its TPCs by carve's hook.`,
 					if err != nil {
 						return nil, err
 					}
-					if *tab, err = cuda.Alloc(4 * len(lines)); err != nil {
-						return nil, err
-					}
-					if err := cuda.Upload(*tab, lines); err != nil {
+					if *tab, err = cuda.Copy(lines); err != nil {
 						return nil, err
 					}
 				}
@@ -268,11 +265,8 @@ launch confined to its TPCs by carve's hook.`,
 				for i := range ident {
 					ident[i] = uint32(i)
 				}
-				tab, err := cuda.Alloc(4 * len(ident))
+				tab, err := cuda.Copy(ident)
 				if err != nil {
-					return err
-				}
-				if err := cuda.Upload(tab, ident); err != nil {
 					return err
 				}
 				vTab := *vPlain

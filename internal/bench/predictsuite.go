@@ -41,11 +41,11 @@ func buildSaxpy(a *App, r *rand.Rand, n int) error {
 		return err
 	}
 	x, y := randFloats(r, n), randFloats(r, n)
-	dx, err := upload(x)
+	dx, err := cuda.Copy(x)
 	if err != nil {
 		return err
 	}
-	dy, err := upload(y)
+	dy, err := cuda.Copy(y)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func buildCopy(a *App, r *rand.Rand, n int) error {
 		return err
 	}
 	x := randFloats(r, n)
-	dx, err := upload(x)
+	dx, err := cuda.Copy(x)
 	if err != nil {
 		return err
 	}
@@ -95,11 +95,11 @@ func buildConv(a *App, r *rand.Rand, side int) error {
 	}
 	w, h := side, side-side/5
 	x, f := randFloats(r, w*h), randFloats(r, 25)
-	dx, err := upload(x)
+	dx, err := cuda.Copy(x)
 	if err != nil {
 		return err
 	}
-	df, err := upload(f)
+	df, err := cuda.Copy(f)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func buildMVT(a *App, r *rand.Rand, n int) error {
 		p *cuda.DevPtr
 		x []float32
 	}{{&dm, m}, {&d1, y1}, {&d2, y2}} {
-		if *u.p, err = upload(u.x); err != nil {
+		if *u.p, err = cuda.Copy(u.x); err != nil {
 			return err
 		}
 	}
@@ -196,7 +196,7 @@ func buildPathfinder(a *App, r *rand.Rand, cols int) error {
 	for i := range wall {
 		wall[i] = int32(r.IntN(10))
 	}
-	dw, err := upload(wall)
+	dw, err := cuda.Copy(wall)
 	if err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ func buildRaytrace(a *App, r *rand.Rand, w int) error {
 		sph[4*i+2] = r.Float32()*10 + 4
 		sph[4*i+3] = r.Float32()*0.6 + 0.2
 	}
-	ds, err := upload(sph)
+	ds, err := cuda.Copy(sph)
 	if err != nil {
 		return err
 	}
@@ -368,7 +368,7 @@ func buildDXTC(a *App, r *rand.Rand, side int) error {
 		x, y := i%side, i/side
 		img[i] = uint32((x*255/side+r.IntN(16))&255) | uint32((y*255/side+r.IntN(16))&255)<<8 | uint32(r.IntN(256))<<16
 	}
-	di, err := upload(img)
+	di, err := cuda.Copy(img)
 	if err != nil {
 		return err
 	}

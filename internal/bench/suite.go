@@ -138,15 +138,6 @@ func widen[T float32 | uint32](x []T) []float64 {
 	return out
 }
 
-// upload allocates device memory for x and copies it there.
-func upload[T any](x []T) (cuda.DevPtr, error) {
-	p, err := cuda.Alloc(len(x) * int(unsafe.Sizeof(x[0])))
-	if err != nil {
-		return 0, err
-	}
-	return p, cuda.Upload(p, x)
-}
-
 func download[T float32 | uint32](p cuda.DevPtr, n int) ([]float64, error) {
 	x := make([]T, n)
 	if err := cuda.Download(x, p); err != nil {
@@ -221,7 +212,7 @@ func newApp(s *Session, name string, size int) (*App, error) {
 		for i := range keys {
 			keys[i] = r.Uint32()
 		}
-		d, err := upload(keys)
+		d, err := cuda.Copy(keys)
 		if err != nil {
 			return nil, err
 		}
@@ -242,10 +233,10 @@ func newApp(s *Session, name string, size int) (*App, error) {
 	case "vadd":
 		x, y := randFloats(r, size), randFloats(r, size)
 		var dx, dy, dz cuda.DevPtr
-		if dx, err = upload(x); err != nil {
+		if dx, err = cuda.Copy(x); err != nil {
 			return nil, err
 		}
-		if dy, err = upload(y); err != nil {
+		if dy, err = cuda.Copy(y); err != nil {
 			return nil, err
 		}
 		if dz, err = cuda.Alloc(4 * size); err != nil {
@@ -268,10 +259,10 @@ func newApp(s *Session, name string, size int) (*App, error) {
 		}
 		x, y := randFloats(r, vecs*size), randFloats(r, vecs*size)
 		var dx, dy, dz cuda.DevPtr
-		if dx, err = upload(x); err != nil {
+		if dx, err = cuda.Copy(x); err != nil {
 			return nil, err
 		}
-		if dy, err = upload(y); err != nil {
+		if dy, err = cuda.Copy(y); err != nil {
 			return nil, err
 		}
 		if dz, err = cuda.Alloc(4 * vecs); err != nil {
@@ -286,7 +277,7 @@ func newApp(s *Session, name string, size int) (*App, error) {
 			return nil, fmt.Errorf("Walsh transform of %d values: want a power of two", size)
 		}
 		x := randFloats(r, size)
-		d, err := upload(x)
+		d, err := cuda.Copy(x)
 		if err != nil {
 			return nil, err
 		}
@@ -309,7 +300,7 @@ func newApp(s *Session, name string, size int) (*App, error) {
 		}
 		x := randFloats(r, w*h)
 		var din, dout cuda.DevPtr
-		if din, err = upload(x); err != nil {
+		if din, err = cuda.Copy(x); err != nil {
 			return nil, err
 		}
 		if dout, err = cuda.Alloc(4 * w * h); err != nil {

@@ -342,6 +342,21 @@ func Upload[T any](p DevPtr, src []T) error {
 	return check("cuCtxSynchronize", lib.ctxSynchronize())
 }
 
+// Copy allocates device memory for src (one element where src is empty,
+// so that a kernel may take the pointer) and uploads src into it.
+func Copy[T any](src []T) (DevPtr, error) {
+	var zero T
+	p, err := Alloc(max(1, len(src)) * int(unsafe.Sizeof(zero)))
+	if err != nil {
+		return 0, err
+	}
+	if err := Upload(p, src); err != nil {
+		p.Free()
+		return 0, err
+	}
+	return p, nil
+}
+
 // Download copies len(dst) elements from device memory at p.
 func Download[T any](dst []T, p DevPtr) error {
 	if len(dst) == 0 {

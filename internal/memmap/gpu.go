@@ -147,7 +147,7 @@ func (p *Probe) ScanL2(pool cuda.Pages, chunk, reps int) (Scan, error) {
 // Chase follows next (word indices) for steps loads from one thread and
 // returns the mean cycles per load.
 func (p *Probe) Chase(next []uint32, steps int) (float64, error) {
-	d, err := uploaded(next)
+	d, err := cuda.Copy(next)
 	if err != nil {
 		return 0, err
 	}
@@ -343,14 +343,11 @@ func (p *Probe) CheckColoured(pool cuda.Pages, ta, tb, tc []uint32, n int) error
 	}
 	var tabs [3]cuda.DevPtr
 	for k, t := range [][]uint32{ta, tb, tc} {
-		d, err := cuda.Alloc(4 * len(t))
+		d, err := cuda.Copy(t)
 		if err != nil {
 			return err
 		}
 		defer d.Free()
-		if err := cuda.Upload(d, t); err != nil {
-			return err
-		}
 		tabs[k] = d
 	}
 	v := Vadd{A: pool.Base, B: pool.Base, C: pool.Base, TA: tabs[0], TB: tabs[1], TC: tabs[2], N: uint64(n), Loops: 1}
@@ -410,7 +407,7 @@ func (p *Probe) MaxSetAside() (bytes, window int, err error) {
 // base + offset that both come from DRAM (the L2 copies dropped first),
 // issued together: the least and the mean of reps tries, in cycles.
 func (p *Probe) PairLatency(base cuda.DevPtr, offsets []uint64, reps int) (least, mean []uint32, err error) {
-	d, err := uploaded(offsets)
+	d, err := cuda.Copy(offsets)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -436,23 +433,6 @@ func (p *Probe) PairLatency(base cuda.DevPtr, offsets []uint64, reps int) (least
 	return least, mean, nil
 }
 
-// uploaded copies xs to a new device buffer.
-func uploaded[T any](xs []T) (cuda.DevPtr, error) {
-	var zero T
-	d, err := cuda.Alloc(max(1, len(xs)) * int(unsafe.Sizeof(zero)))
-	if err != nil {
-		return 0, err
-	}
-	if len(xs) == 0 {
-		return d, nil
-	}
-	if err := cuda.Upload(d, xs); err != nil {
-		d.Free()
-		return 0, err
-	}
-	return d, nil
-}
-
 // Contention is one run of the contend kernel: hammer blocks (Threads
 // threads each) load the lines at Hammer over and over from DRAM while the
 // rest of the SMs time DRAM loads of the lines at Cand (Reps each).
@@ -468,7 +448,7 @@ type Contention struct {
 // Contend runs c over pool and returns each candidate's mean DRAM load
 // time in cycles.
 func (p *Probe) Contend(pool cuda.Pages, c Contention) ([]uint32, error) {
-	cd, err := uploaded(c.Cand)
+	cd, err := cuda.Copy(c.Cand)
 	if err != nil {
 		return nil, err
 	}
@@ -485,7 +465,7 @@ func (p *Probe) contend(pool cuda.Pages, c Contention, cand cuda.DevPtr, n int) 
 	if c.Hammers > 0 && (len(c.Hammer) == 0 || c.Threads < 1) {
 		return nil, errors.New("hammers need lines and threads")
 	}
-	hd, err := uploaded(c.Hammer)
+	hd, err := cuda.Copy(c.Hammer)
 	if err != nil {
 		return nil, err
 	}
@@ -495,7 +475,7 @@ func (p *Probe) contend(pool cuda.Pages, c Contention, cand cuda.DevPtr, n int) 
 		return nil, err
 	}
 	defer out.Free()
-	sync, err := uploaded(make([]uint32, 4))
+	sync, err := cuda.Copy(make([]uint32, 4))
 	if err != nil {
 		return nil, err
 	}
@@ -531,7 +511,7 @@ func (p *Probe) contend(pool cuda.Pages, c Contention, cand cuda.DevPtr, n int) 
 // number of probers when nothing is hammered). Free releases the
 // candidates' copy on the GPU.
 func (p *Probe) Timer(pool cuda.Pages, cand []uint64, reps int) (time Timer, free func(), err error) {
-	cd, err := uploaded(cand)
+	cd, err := cuda.Copy(cand)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -564,12 +544,12 @@ func (p *Probe) Evict(pool cuda.Pages, targets []uint64, from, to uint64, extra 
 	if to > uint64(pool.Size*pool.Count) || from > to || len(targets) == 0 {
 		return nil, fmt.Errorf("eviction sweep [%d, %d) in a pool of %d bytes: malformed", from, to, pool.Size*pool.Count)
 	}
-	td, err := uploaded(targets)
+	td, err := cuda.Copy(targets)
 	if err != nil {
 		return nil, err
 	}
 	defer td.Free()
-	xd, err := uploaded(extra)
+	xd, err := cuda.Copy(extra)
 	if err != nil {
 		return nil, err
 	}
