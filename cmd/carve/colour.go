@@ -338,11 +338,7 @@ which colouring keeps a tenant's DRAM accesses apart from its neighbours'.`,
 			if err != nil {
 				return err
 			}
-			cand := make([]uint64, learnt/memmap.LineBytes)
-			for i := range cand {
-				cand[i] = uint64(i * memmap.LineBytes)
-			}
-			own := st.Classes.Members(cand, 0, primaryLines+secondaryLines)
+			own := st.Classes.Members(0, primaryLines+secondaryLines)
 			if len(own) < primaryLines+1 {
 				return fmt.Errorf("slice 0 has %d lines in the learnt %d MiB, %d wanted", len(own), learnt>>20, primaryLines+1)
 			}
@@ -352,7 +348,7 @@ which colouring keeps a tenant's DRAM accesses apart from its neighbours'.`,
 				var per [][]uint64
 				for k := range st.Classes.Refs {
 					if keep(k) {
-						per = append(per, st.Classes.Members(cand, k, secondaryLines))
+						per = append(per, st.Classes.Members(k, secondaryLines))
 					}
 				}
 				var lines []uint64

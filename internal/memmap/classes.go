@@ -103,13 +103,13 @@ func medianU(t []uint32) float64 {
 // slowed it most, until at most a 200th of the candidates is undecided or
 // maxClasses hammers have made classes. A hammered line that does not
 // claim at least a 1000th of the candidates (noise: a line whose first
-// timing was wild) is a dud and is not tried again. cand are the
-// candidates' byte offsets, grain apart, in pages of pageBytes.
-func FindClasses(cand []uint64, grain, pageBytes int, time Timer, maxClasses int) (Classes, error) {
-	n := len(cand)
-	if n == 0 || grain <= 0 {
+// timing was wild) is a dud and is not tried again. The n candidates are
+// the lines Offsets(n, grain), in pages of pageBytes.
+func FindClasses(n, grain, pageBytes int, time Timer, maxClasses int) (Classes, error) {
+	if n <= 0 || grain <= 0 {
 		return Classes{}, errors.New("no candidates")
 	}
+	cand := Offsets(n, grain)
 	s := newScores(n)
 	c := Classes{Grain: grain}
 	tried := map[int]bool{}
@@ -174,12 +174,21 @@ func FindClasses(cand []uint64, grain, pageBytes int, time Timer, maxClasses int
 	return c, nil
 }
 
-// Members returns up to max candidates' offsets of class k.
-func (c Classes) Members(cand []uint64, k, max int) []uint64 {
+// Offsets are the byte offsets of n candidates grain bytes apart.
+func Offsets(n, grain int) []uint64 {
+	o := make([]uint64, n)
+	for i := range o {
+		o[i] = uint64(i * grain)
+	}
+	return o
+}
+
+// Members returns the offsets of up to max candidates of class k.
+func (c Classes) Members(k, max int) []uint64 {
 	var m []uint64
 	for i, l := range c.Label {
 		if l == k && len(m) < max {
-			m = append(m, cand[i])
+			m = append(m, uint64(i*c.Grain))
 		}
 	}
 	return m
@@ -189,7 +198,7 @@ func (c Classes) Members(cand []uint64, k, max int) []uint64 {
 // and returns M[k][j]: the mean slowdown of class j's candidates while
 // class k is hammered, against the candidates alone, over the median
 // slowdown of all candidates (so that load everyone sees does not count).
-func Interference(cand []uint64, c Classes, time Timer) ([][]float64, error) {
+func Interference(c Classes, time Timer) ([][]float64, error) {
 	alone, err := time(nil, 0)
 	if err != nil {
 		return nil, fmt.Errorf("timing the candidates alone: %w", err)
@@ -197,7 +206,7 @@ func Interference(cand []uint64, c Classes, time Timer) ([][]float64, error) {
 	k := len(c.Refs)
 	m := make([][]float64, k)
 	for a := range k {
-		t, err := time(c.Members(cand, a, classLines), classThreads)
+		t, err := time(c.Members(a, classLines), classThreads)
 		if err != nil {
 			return nil, fmt.Errorf("hammering class %d: %w", a, err)
 		}

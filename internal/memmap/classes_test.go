@@ -67,14 +67,6 @@ func anyGroup(hs map[int]bool, g int, group func(int) int) bool {
 	return false
 }
 
-func offsets(n int) []uint64 {
-	c := make([]uint64, n)
-	for i := range c {
-		c[i] = uint64(i) * 128
-	}
-	return c
-}
-
 // agree is the share of decided labels that match the truth under the
 // best one-to-one renaming found greedily (each label to its commonest
 // true value).
@@ -104,8 +96,7 @@ func agree(label, truth []int) float64 {
 func TestFindClasses(t *testing.T) {
 	const lines, slices, page = 1 << 14, 16, 1 << 20
 	f := newFakeMemory(lines, slices, page, 1)
-	cand := offsets(lines)
-	c, err := FindClasses(cand, 128, page, f.time, 64)
+	c, err := FindClasses(lines, 128, page, f.time, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +115,7 @@ func TestFindClasses(t *testing.T) {
 	if c.RepeatPage {
 		t.Error("pages differ in the model, but the pattern was said to repeat")
 	}
-	m, err := Interference(cand, c, f.time)
+	m, err := Interference(c, f.time)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,10 +144,10 @@ func TestFindClasses(t *testing.T) {
 
 func TestFindClassesErrors(t *testing.T) {
 	short := func([]uint64, int) ([]uint32, error) { return make([]uint32, 3), nil }
-	if _, err := FindClasses(offsets(10), 128, 1<<20, short, 4); err == nil {
+	if _, err := FindClasses(10, 128, 1<<20, short, 4); err == nil {
 		t.Error("a timer that returns too few times was accepted")
 	}
-	if _, err := FindClasses(nil, 128, 1<<20, short, 4); err == nil {
+	if _, err := FindClasses(0, 128, 1<<20, short, 4); err == nil {
 		t.Error("no candidates was accepted")
 	}
 }

@@ -32,23 +32,20 @@ func (p *Probe) Learn(pool cuda.Pages, bytes int) (Structure, error) {
 	if bytes <= 0 || bytes > pool.Size*pool.Count {
 		return Structure{}, fmt.Errorf("learning from %d bytes of a %d-byte pool", bytes, pool.Size*pool.Count)
 	}
-	cand := make([]uint64, bytes/LineBytes)
-	for i := range cand {
-		cand[i] = uint64(i * LineBytes)
-	}
-	time, free, err := p.Timer(pool, cand, 4)
+	n := bytes / LineBytes
+	time, free, err := p.Timer(pool, Offsets(n, LineBytes), 4)
 	if err != nil {
 		return Structure{}, err
 	}
 	defer free()
-	c, err := FindClasses(cand, LineBytes, pool.Size, time, 256)
+	c, err := FindClasses(n, LineBytes, pool.Size, time, 256)
 	if err != nil {
 		return Structure{}, err
 	}
 	if len(c.Refs) < 2 {
 		return Structure{}, fmt.Errorf("hammering single lines found %d class of lines", len(c.Refs))
 	}
-	m, err := Interference(cand, c, time)
+	m, err := Interference(c, time)
 	if err != nil {
 		return Structure{}, err
 	}
@@ -66,23 +63,20 @@ func (p *Probe) GroupLines(pool cuda.Pages, s Structure, grain int, progress fun
 	if grain < LineBytes || grain%LineBytes != 0 || pool.Size%grain != 0 {
 		return nil, fmt.Errorf("grain of %d bytes: want whole lines dividing the page", grain)
 	}
-	cand := make([]uint64, pool.Size*pool.Count/grain)
-	for i := range cand {
-		cand[i] = uint64(i * grain)
-	}
+	n := pool.Size * pool.Count / grain
 	// one load each: a slice's own hammer slows it some 30 times, and the
 	// label is the best of every slice's run
-	time, free, err := p.Timer(pool, cand, 1)
+	time, free, err := p.Timer(pool, Offsets(n, grain), 1)
 	if err != nil {
 		return nil, err
 	}
 	defer free()
-	label, err := LabelPool(s.Classes.Refs, len(cand), time, progress)
+	label, err := LabelPool(s.Classes.Refs, n, time, progress)
 	if err != nil {
 		return nil, err
 	}
 	per := grain / LineBytes
-	lines := make([]int, len(cand)*per)
+	lines := make([]int, n*per)
 	for i, l := range label {
 		g := -1
 		if l >= 0 {
