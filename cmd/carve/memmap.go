@@ -246,7 +246,7 @@ func learn(p *memmap.Probe, r *memmapResult, mib, pairBytes int, evict bool, tic
 		for i := range offs {
 			offs[i] = uint64((i + 1) * memmap.LineBytes)
 		}
-		if r.PairCycles, _, err = p.PairLatency(pool.Base, offs, 4); err != nil {
+		if r.PairCycles, err = p.PairLatency(pool.Base, offs, 4); err != nil {
 			return err
 		}
 		by := map[string][]float64{}

@@ -405,32 +405,25 @@ func (p *Probe) MaxSetAside() (bytes, window int, err error) {
 
 // PairLatency times, for each offset, loads of the lines at base and at
 // base + offset that both come from DRAM (the L2 copies dropped first),
-// issued together: the least and the mean of reps tries, in cycles.
-func (p *Probe) PairLatency(base cuda.DevPtr, offsets []uint64, reps int) (least, mean []uint32, err error) {
+// issued together: the least of reps tries, in cycles.
+func (p *Probe) PairLatency(base cuda.DevPtr, offsets []uint64, reps int) ([]uint32, error) {
 	d, err := cuda.Copy(offsets)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer d.Free()
-	out, err := cuda.Alloc(8 * len(offsets))
+	out, err := cuda.Alloc(4 * len(offsets))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer out.Free()
 	pa, po, n, r, pout := uint64(base), uint64(d), int32(len(offsets)), int32(reps), uint64(out)
 	if err := p.run(p.pair, cuda.Launch{Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1},
 		Args: []unsafe.Pointer{unsafe.Pointer(&pa), unsafe.Pointer(&po), unsafe.Pointer(&n), unsafe.Pointer(&r), unsafe.Pointer(&pout)}}); err != nil {
-		return nil, nil, fmt.Errorf("pair latencies: %w", err)
+		return nil, fmt.Errorf("pair latencies: %w", err)
 	}
-	both := make([]uint32, 2*len(offsets))
-	if err := cuda.Download(both, out); err != nil {
-		return nil, nil, err
-	}
-	least, mean = make([]uint32, len(offsets)), make([]uint32, len(offsets))
-	for k := range offsets {
-		least[k], mean[k] = both[2*k], both[2*k+1]
-	}
-	return least, mean, nil
+	lat := make([]uint32, len(offsets))
+	return lat, cuda.Download(lat, out)
 }
 
 // Contention is one run of the contend kernel: hammer blocks (Threads
