@@ -6,6 +6,13 @@
  * MAP_SHARED by both sides. This header is the single definition of the
  * layout; internal/ctl mirrors it and a test compares the two offset by offset.
  *
+ * The shim holds a POSIX read lock (fcntl F_SETLK) on the first byte of its
+ * own block's file for the life of the process, so that carve can tell a
+ * running tenant from an ended one without its pid: in a Kubernetes claim's
+ * directory (claims/UID/, see internal/ctl/claim.go) the blocks are named
+ * by pids of the containers' namespaces. There the root file is the claim's
+ * reservation, which the shim of each new process copies (CARVE_CTL_ROOT).
+ *
  * Writers (carve set) take an exclusive flock on the file, make gen odd,
  * write the mask words, then make gen even again (a seqlock). The shim keeps
  * the last mask it read with its gen, so a launch whose gen is unchanged costs
@@ -18,8 +25,8 @@
 #include <stdint.h>
 
 #define CARVE_CTL_MAGIC 0x45565243u /* "CRVE" little-endian */
-#define CARVE_CTL_VERSION 1u
-#define CARVE_CTL_SIZE 512u
+#define CARVE_CTL_VERSION 2u
+#define CARVE_CTL_SIZE 1024u
 #define CARVE_MASK_WORDS 4 /* 128 TPC bits, as the Hopper descriptor holds */
 
 /* state: what the shim last knew about its hook. */
@@ -30,11 +37,38 @@
 
 /* flags, set by carve run. */
 #define CARVE_FLAG_ALLOW_UNPARTITIONED 1u
+#define CARVE_FLAG_ALL_SMS 2u /* report the whole GPU's SM count, not the partition's */
+#define CARVE_FLAG_MPS 4u     /* a client of carve's MPS daemon: shares its fault domain */
 
-/* tenant class, room for the dynamic controller. */
+/* tenant class (tide: see carve_node.h). */
 #define CARVE_CLASS_NONE 0u
-#define CARVE_CLASS_LS 1u /* latency-sensitive */
-#define CARVE_CLASS_BE 2u /* best-effort */
+#define CARVE_CLASS_LS 1u /* latency-sensitive: its work in flight holds BE tenants back */
+#define CARVE_CLASS_BE 2u /* best-effort: runs on what LS tenants leave */
+
+/* tide_state, written by the shim of an LS or BE tenant. */
+#define CARVE_TIDE_OFF 0u     /* no node block: not taking part */
+#define CARVE_TIDE_IDLE 1u    /* LS: no work in flight; BE: launching freely */
+#define CARVE_TIDE_BUSY 2u    /* LS: work in flight */
+#define CARVE_TIDE_HELD 3u    /* BE: a launch is waiting for LS work to finish */
+
+/* Driver errors that end a context's work: after one, every later call of
+ * the process fails too. The shim records the first it sees in fault. */
+#define CARVE_FAULTS(X) \
+	X(214, CUDA_ERROR_ECC_UNCORRECTABLE) \
+	X(700, CUDA_ERROR_ILLEGAL_ADDRESS) \
+	X(702, CUDA_ERROR_LAUNCH_TIMEOUT) \
+	X(710, CUDA_ERROR_ASSERT) \
+	X(714, CUDA_ERROR_HARDWARE_STACK_ERROR) \
+	X(715, CUDA_ERROR_ILLEGAL_INSTRUCTION) \
+	X(716, CUDA_ERROR_MISALIGNED_ADDRESS) \
+	X(717, CUDA_ERROR_INVALID_ADDRESS_SPACE) \
+	X(718, CUDA_ERROR_INVALID_PC) \
+	X(719, CUDA_ERROR_LAUNCH_FAILED) \
+	X(805, CUDA_ERROR_MPS_CONNECTION_FAILED) \
+	X(806, CUDA_ERROR_MPS_RPC_FAILURE) \
+	X(807, CUDA_ERROR_MPS_SERVER_NOT_READY) \
+	X(810, CUDA_ERROR_MPS_CLIENT_TERMINATED) \
+	X(999, CUDA_ERROR_UNKNOWN)
 
 struct carve_ctl {
 	/* identity: written once by the creator */
@@ -59,14 +93,42 @@ struct carve_ctl {
 	uint64_t refused;        /*  96: launches whose mask was refused (no live TPC) */
 	uint64_t applied_gen;    /* 104: gen of the mask applied to the last launch */
 
-	/* room for memory-side and LS/BE control (not acted on yet) */
 	uint32_t tenant_class;   /* 112: CARVE_CLASS_* */
-	uint32_t gate;           /* 116: launch gate, 0 = open */
-	uint64_t budget_bytes;   /* 120: bandwidth budget per epoch, 0 = none */
-	uint64_t reserved[14];   /* 128 .. 240 */
+	uint32_t pad0;           /* 116 */
+	uint64_t pad1;           /* 120 */
+
+	/* tenant: written once by the creator */
+	uint32_t tenant;         /* 128: pid of the block carve run made; children copy it */
+	/* partition, written with mask under the seqlock: */
+	uint32_t sms;            /* 132: SMs of the partition, reported to the program */
+
+	/* faults: written once by the shim, the first time a driver call
+	 * returns an error that ends the context's work (CARVE_FAULT_*) */
+	uint32_t fault;          /* 136: the CUresult, 0 = none */
+	uint32_t fault_claim;    /* 140: set by the thread that records the fault */
+	uint64_t fault_ns;       /* 144: CLOCK_REALTIME of that call's return */
+	char fault_call[32];     /* 152: the driver call that returned it, NUL-terminated */
+	uint64_t reserved[7];    /* 184 .. 240 */
 
 	char comm[256];          /* 240: command line, NUL-separated args, truncated */
-	uint8_t pad[16];         /* 496 .. 512 */
+
+	/* tide policy, written by carve run or carve set, read by the shim */
+	uint32_t inflight_max;   /* 496: BE: launches in flight at most, 0 = no bound */
+	uint32_t share_ppm;      /* 500: BE: share of the time it may run while LS work is in flight, per million */
+	uint64_t epoch_ns;       /* 504: BE: the period the share is counted over */
+	char node[64];           /* 512: the node block's file name in the runtime directory, "" = none */
+
+	/* tide status, written by the shim */
+	uint32_t tide_state;     /* 576: CARVE_TIDE_* */
+	uint32_t inflight;       /* 580: BE: launches in flight now */
+	uint64_t held_ns;        /* 584: BE: time launches waited for LS work */
+	uint64_t held_launches;  /* 592: BE: launches that waited */
+	uint64_t narrow_launches;/* 600: BE: launches made while LS work was in flight */
+	uint64_t busy_ns;        /* 608: LS: time with work in flight */
+	uint64_t requests;       /* 616: LS: times it went from idle to busy */
+	uint32_t queue_us;       /* 624: BE policy: predicted GPU time in flight at most, us, 0 = no bound */
+	uint32_t kernel_us;      /* 628: BE status: its kernels' time, as measured (EWMA) */
+	uint64_t tide_reserved[49]; /* 632 .. 1024 */
 };
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L

@@ -48,7 +48,7 @@ Typical use:
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newTopoCmd(), newDiscoverCmd(), newRunCmd(), newSetCmd(), newLsCmd(), newMPSCmd(), newBenchCmd(), newProfileCmd(), newPredictCmd(), newPlanCmd(), newMemmapCmd(), newVersionCmd())
+	root.AddCommand(newTopoCmd(), newDiscoverCmd(), newRunCmd(), newSetCmd(), newLsCmd(), newMPSCmd(), newBenchCmd(), newProfileCmd(), newPredictCmd(), newPlanCmd(), newMemmapCmd(), newDaemonCmd(), newTopCmd(), newVersionCmd())
 	return root
 }
 

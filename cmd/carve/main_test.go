@@ -10,9 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/carve-gpu/carve/internal/bench"
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/report"
+	"github.com/carve-gpu/carve/internal/stats"
+	"github.com/carve-gpu/carve/internal/status"
 	"github.com/carve-gpu/carve/internal/topo"
 	"github.com/carve-gpu/carve/internal/topo/topotest"
 )
@@ -83,6 +85,14 @@ func TestErrors(t *testing.T) {
 		{[]string{"bench", "isolation", "--reps", "0"}, "want at least 1"},
 		{[]string{"bench", "isolation", "-o", "yaml"}, "unknown output format"},
 		{[]string{"bench", "report", "/nonexistent/r.json"}, "no such file"},
+		{[]string{"run", "--ls", "--be", "-n", "4", "--", "true"}, "--ls and --be exclude each other"},
+		{[]string{"run", "--be", "--be-share", "2", "--", "true"}, "BE share 2: want a fraction"},
+		{[]string{"run", "--be", "--epoch", "10us", "--", "true"}, "epoch 10µs: want 1ms"},
+		{[]string{"run", "--ls", "--", "true"}, "name a partition"},
+		{[]string{"top", "--interval", "1ms"}, "--interval: at least 10ms"},
+		{[]string{"bench", "serve", "--ls", "vgg:graph"}, `LS "vgg:graph"`},
+		{[]string{"bench", "serve", "--tide", "8:0.05"}, "want INFLIGHT:QUEUE:SHARE"},
+		{[]string{"bench", "serve", "--rates", "fast"}, `"fast": want a number`},
 	} {
 		_, _, err := carve(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -128,7 +138,7 @@ func TestLsAndSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []procInfo
+	var rows []status.Row
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -143,7 +153,12 @@ func TestLsAndSet(t *testing.T) {
 	}
 
 	pid := itoa(os.Getpid())
-	out, stderr, err := carve(t, "set", "-p", pid, "-t", "8-12")
+	if _, _, err := carve(t, "set", "-p", pid, "-t", "8-12"); err == nil ||
+		!strings.Contains(err.Error(), "TPCs 10-12 are also in the partition of pid "+itoa(nb.Process.Pid)) ||
+		!strings.Contains(err.Error(), "--share") {
+		t.Errorf("set onto another partition's TPCs: %v", err)
+	}
+	out, stderr, err := carve(t, "set", "-p", pid, "-t", "8-12", "--share")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +172,10 @@ func TestLsAndSet(t *testing.T) {
 		t.Errorf("block now holds TPCs %s", got)
 	}
 
-	// -n places around the neighbour's TPCs
+	// -n places around the neighbour's TPCs, and says when they do not fit
+	if _, _, err := carve(t, "set", "-p", pid, "-n", "57"); err == nil || !strings.Contains(err.Error(), "57 TPCs asked for, 56 of 66 are free") {
+		t.Errorf("set -n 57 beside 10 busy TPCs: %v", err)
+	}
 	if _, _, err := carve(t, "set", "-p", pid, "-n", "9"); err != nil {
 		t.Fatal(err)
 	}
@@ -183,22 +201,15 @@ func TestLsAndSet(t *testing.T) {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-func TestSetEnv(t *testing.T) {
-	got := setEnv([]string{"A=1", "B=2", "A=3"}, "A=9", "C=4")
-	if strings.Join(got, " ") != "B=2 A=9 C=4" {
-		t.Errorf("setEnv = %v", got)
-	}
-}
-
 // TestBenchReport reads a saved result back: its table on stdout, its plots
 // drawn again beside it.
 func TestBenchReport(t *testing.T) {
 	sandbox(t)
 	dir := t.TempDir()
-	r := &bench.Result{Benchmark: "enforcement", Device: "test GPU", Driver: "1.2.3",
+	r := &report.Result{Benchmark: "enforcement", Device: "test GPU", Driver: "1.2.3",
 		Params: map[string]any{"share": 0.5, "scaled_alone_ms": map[string]any{"sgemm": 2.0}},
-		Series: []bench.Series{{Mechanism: "carve 33/33 TPCs + memory", Victim: "sgemm", Measured: true,
-			Points: []bench.Point{{Stats: bench.Summarize([]float64{2, 2.1, 2.2})}}}}}
+		Series: []report.Series{{Mechanism: "carve 33/33 TPCs + memory", Victim: "sgemm", Measured: true,
+			Points: []report.Point{{Stats: stats.Summarize([]float64{2, 2.1, 2.2})}}}}}
 	path, err := r.Save(dir)
 	if err != nil {
 		t.Fatal(err)

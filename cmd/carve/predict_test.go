@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,7 +75,8 @@ func TestPredictAndPlan(t *testing.T) {
 func TestFitRecorded(t *testing.T) {
 	sandbox(t)
 	dir := t.TempDir()
-	_, _, err := carve(t, "bench", "fit", "--profiles", filepath.Join(recorded, "profiles"), "--out", dir,
+	profiles := copyDir(t, filepath.Join(recorded, "profiles")) // fit writes its calibration beside them
+	_, _, err := carve(t, "bench", "fit", "--profiles", profiles, "--out", dir,
 		filepath.Join(recorded, "eval-seed1", "evaluation.json"), filepath.Join(recorded, "eval-seed2", "evaluation.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +91,33 @@ func TestFitRecorded(t *testing.T) {
 			t.Errorf("carve's model on held-out co-runs: %.1f%% over %d runs, want at most 8%%", 100*s.MAE, s.N)
 		}
 	}
-	if ev.FittedOn == "" || ev.GPU.SharedBW <= 0 {
-		t.Errorf("the held-out evaluation does not say what it was fitted on: %+v", ev.GPU)
+	if ev.FittedOn == "" || ev.GPU.SharedBW <= 0 || ev.Calibration != filepath.Join(dir, "calibration.json") {
+		t.Errorf("the held-out evaluation does not say what it was fitted on: %+v, calibration %q", ev.GPU, ev.Calibration)
 	}
+	// predict takes the calibration written beside the profiles by default
+	out, _, err := carve(t, "predict", "--profiles", profiles, "vadd:22", "saxpy:22")
+	if err != nil || !strings.Contains(out, "calibration "+filepath.Join(profiles, "calibration.json")) ||
+		!strings.Contains(out, fmt.Sprintf("sharing %.0f GB/s", ev.GPU.SharedBW)) {
+		t.Errorf("predict without --calibration beside a fitted one: %v\n%s", err, out)
+	}
+}
+
+// copyDir copies the files of dir into a temporary directory.
+func copyDir(t *testing.T, dir string) string {
+	t.Helper()
+	to := t.TempDir()
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, f.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return to
 }

@@ -7,31 +7,27 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/carve-gpu/carve/internal/ctl"
-	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/place"
 	"github.com/carve-gpu/carve/internal/topo"
 )
 
-// openWithTopology maps pid's control block and finds the topology of the
-// GPU it was made for (from the cache, by its live TPC bits).
-func openWithTopology(dir string, pid int) (*ctl.Handle, *topo.Topology, error) {
+// topologyOf finds the topology of the GPU pid's block was made for (from
+// the cache, by its live TPC bits).
+func topologyOf(dir string, pid int) (*topo.Topology, error) {
 	h, err := ctl.Open(dir, pid)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	s := h.Snapshot()
-	if !s.Alive() {
-		h.Close()
-		return nil, nil, fmt.Errorf("process %d has exited", pid)
-	}
+	h.Close()
 	t, err := topo.FindCached(topo.Mask(s.Live))
 	if err == nil && t == nil {
 		err = errors.New("no cached topology matches its GPU: run 'carve topo'")
 	}
 	if err != nil {
-		h.Close()
-		return nil, nil, fmt.Errorf("process %d: %w", pid, err)
+		return nil, fmt.Errorf("process %d: %w", pid, err)
 	}
-	return h, t, nil
+	return t, nil
 }
 
 func newSetCmd() *cobra.Command {
@@ -41,10 +37,11 @@ func newSetCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "set -p PID (-t TPCS | -g GPCS | -n COUNT)",
 		Short: "Change the partition of a running process",
-		Long: `set moves a process started with 'carve run' (or a child of one) to other TPCs.
-The change applies from the process's next kernel launch; kernels already
-running keep their TPCs. The update is atomic: a launch sees the old mask or
-the new one, never a mix.`,
+		Long: `set moves a process started with 'carve run', with the child processes that
+inherited its partition, to other TPCs. The change applies from each
+process's next kernel launch; kernels already running keep their TPCs. The
+update is atomic: a launch sees the old mask or the new one, never a mix.
+As with run, the new TPCs may not overlap another partition without --share.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(out); err != nil {
@@ -61,27 +58,27 @@ the new one, never a mix.`,
 			if err != nil {
 				return err
 			}
-			h, t, err := openWithTopology(dir, pid)
+			t, err := topologyOf(dir, pid)
 			if err != nil {
 				return err
 			}
-			defer h.Close()
-			set, mask, others, err := place(s, t, dir, pid)
-			if err != nil {
-				return err
-			}
-			before := partition.FromMask(t, topo.Mask(h.Snapshot().Mask))
-			gen, err := h.SetMask(mask)
+			m, err := place.Move(dir, t, pid, s, spec.share)
 			if err != nil {
 				return err
 			}
 			if out == "json" {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{
-					"pid": pid, "before": before.String(), "after": set.String(), "tpcs": len(set), "generation": gen})
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"pid": pid, "pids": m.PIDs, "before": m.Before.String(),
+					"after": m.After.String(), "tpcs": len(m.After), "generation": m.Generation})
 			}
-			warnOverlaps(cmd.ErrOrStderr(), set, others)
-			fmt.Fprintf(cmd.OutOrStdout(), "pid %d: TPCs %s -> %s (%d of %d), from its next kernel launch\n",
-				pid, before, set, len(set), len(t.TPCs))
+			for _, o := range m.Overlaps {
+				note(cmd, "%s; they are shared", o)
+			}
+			also := ""
+			if n := len(m.PIDs) - 1; n > 0 {
+				also = fmt.Sprintf(" and %d process(es) of its partition", n)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "pid %d%s: TPCs %s -> %s (%d of %d), from its next kernel launch\n",
+				pid, also, m.Before, m.After, len(m.After), len(t.TPCs))
 			return nil
 		},
 	}

@@ -1,52 +1,17 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
+	"github.com/carve-gpu/carve/internal/discover"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/topo"
 )
-
-func addOutputFlag(c *cobra.Command, dst *string) {
-	c.Flags().StringVarP(dst, "output", "o", "table", "output format: table or json")
-}
-
-func checkOutput(o string) error {
-	if o != "table" && o != "json" {
-		return fmt.Errorf("unknown output format %q: want table or json", o)
-	}
-	return nil
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// loadTopology finds the topology of GPU ordinal, discovering it in a child
-// carve process when it is not cached.
-func loadTopology(ordinal int, refresh bool) (*topo.Topology, bool, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, false, err
-	}
-	return topo.Load(topo.LoadOptions{
-		Ordinal:  ordinal,
-		Refresh:  refresh,
-		Discover: topo.ChildDiscoverer(exe, "__discover"),
-	})
-}
 
 func newTopoCmd() *cobra.Command {
 	var refresh bool
@@ -66,7 +31,7 @@ UUID and driver version. --refresh discovers again.`,
 			if err := checkOutput(out); err != nil {
 				return err
 			}
-			t, cached, err := loadTopology(device, refresh)
+			t, cached, err := discover.Topology(device, refresh)
 			if err != nil {
 				return err
 			}
@@ -126,17 +91,17 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ",")
 }
 
-// newDiscoverCmd is the child process that topo.ChildDiscoverer starts.
+// newDiscoverCmd is the child process that discover.ChildDiscoverer starts.
 func newDiscoverCmd() *cobra.Command {
 	var device, clusterSize int
 	c := &cobra.Command{
-		Use:    "__discover",
+		Use:    discover.DiscoverCommand,
 		Short:  "discover the topology and print it as JSON (internal)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opt := topo.Options{ClusterSize: clusterSize, Progress: progressBar("discovering TPCs")}
-			t, err := topo.DiscoverGPU(device, opt)
+			t, err := discover.DiscoverGPU(device, opt)
 			if err != nil {
 				return err
 			}
@@ -146,26 +111,4 @@ func newDiscoverCmd() *cobra.Command {
 	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
 	c.Flags().IntVar(&clusterSize, "cluster-size", 0, "blocks per cluster when grouping GPCs (default 8)")
 	return c
-}
-
-// progressBar returns a progress callback that draws a bar on stderr when
-// stderr is a terminal, and does nothing otherwise (logs stay clean).
-func progressBar(what string) func(done, total int) {
-	if !term.IsTerminal(int(os.Stderr.Fd())) { // a log: a line every tenth
-		start, last := time.Now(), -1
-		return func(done, total int) {
-			if tenth := 10 * done / max(1, total); tenth != last {
-				last = tenth
-				fmt.Fprintf(os.Stderr, "%s: %d/%d after %s\n", what, done, total, time.Since(start).Round(time.Second))
-			}
-		}
-	}
-	var bar *progressbar.ProgressBar
-	return func(done, total int) {
-		if bar == nil {
-			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr),
-				progressbar.OptionSetDescription(what), progressbar.OptionClearOnFinish())
-		}
-		bar.Set(done)
-	}
 }

@@ -20,7 +20,7 @@ nvidia-smi --query-gpu=name,uuid,driver_version --format=csv
 note device "\"gpu\":\"$(nvidia-smi --query-gpu=name --format=csv,noheader)\",\"driver\":\"$(nvidia-smi --query-gpu=driver_version --format=csv,noheader)\",\"date\":\"$(date -u +%FT%TZ)\""
 
 echo "== build"
-(cd "$ROOT" && cc -O2 -Wall -Wextra -Werror -fPIC -shared -o bin/libcarve.so shim/carve.c -ldl -pthread) || exit 1
+(cd "$ROOT" && cc -O2 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden -o bin/libcarve.so shim/*.c -ldl -pthread) || exit 1
 nvcc -O2 -arch=sm_90 -o "$W/fma" "$E/fma.cu" && nvcc -O2 -arch=sm_90 -o "$W/launchcost" "$E/launchcost.cu" || exit 1
 
 

@@ -27,7 +27,7 @@ for c in 2 4 8; do
 	note gpc_cluster_size "\"cluster\":$c,\"tpcs_per_group\":$g"
 done
 echo "== opt-in GPU tests"
-[ -x "$ROOT/bin/topo.test" ] && (cd "$ROOT/internal/topo" && CARVE_GPU_TESTS=1 T "$ROOT/bin/topo.test" -test.v -test.run GPU 2>&1 | tail -15)
+[ -x "$ROOT/bin/discover.test" ] && (cd "$ROOT/internal/discover" && CARVE_GPU_TESTS=1 T "$ROOT/bin/discover.test" -test.v -test.run GPU 2>&1 | tail -15)
 
 echo "== launch cost (no MPS): host ns per empty launch, alternating"
 # pinned to one CPU; ten alternations so that drift shows as spread, not as a difference

@@ -4,7 +4,7 @@
 #   make build && experiments/partitioning/startup.sh OUTDIR
 source "$(dirname "$(realpath "$0")")/lib.sh"
 nvcc -O2 -arch=sm_90 -o "$W/first" "$E/first.cu" || exit 1
-(cd "$ROOT" && cc -O2 -DCARVE_MEASURE_DISPATCH -fPIC -shared -o "$W/libcarve-dispatch.so" shim/carve.c -ldl -pthread) || exit 1
+(cd "$ROOT" && cc -O2 -DCARVE_MEASURE_DISPATCH -fPIC -shared -fvisibility=hidden -o "$W/libcarve-dispatch.so" shim/*.c -ldl -pthread) || exit 1
 "$CARVE" topo >/dev/null || exit 1
 ms() { local s=$(date +%s%N); "$@" >/dev/null 2>&1; local rc=$?; echo "$(( ($(date +%s%N) - s) / 1000 ))" ; return $rc; }
 startup() { # LABEL: 30 alternations of the bare program and the program under carve run

@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"image/color"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,46 +14,110 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/carve-gpu/carve/internal/report"
+	"github.com/carve-gpu/carve/internal/stats"
+	"github.com/carve-gpu/carve/internal/workload"
 )
 
-// SuiteSamples prepares every app of the suite in s, then times each reps
-// times after one warm-up run. It returns the times (ms) by app.
-func SuiteSamples(s *Session, reps int) (map[string][]float64, error) {
-	apps := make([]*App, len(SuiteApps))
-	for i, name := range SuiteApps {
-		a, err := NewApp(s, name)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		apps[i] = a
+// IsolationOptions are carve bench isolation's flags.
+type IsolationOptions struct {
+	Reps     int
+	Share    float64 // the apps' share of the GPU
+	Progress Progress
+}
+
+// Check rejects options that cannot run, before the GPU is asked.
+func (o IsolationOptions) Check() error {
+	if o.Reps < 1 {
+		return errors.New("--reps: want at least 1")
 	}
-	out := make(map[string][]float64, len(apps))
-	for _, a := range apps {
-		ms := make([]float64, 0, reps)
-		for i := 0; i <= reps; i++ {
-			v, err := a.Iterate()
+	return checkShare("share", o.Share)
+}
+
+// Isolation runs FGPU's experiment: the isolation suite in one partition,
+// alone and while each interferer runs without pause in the other, under
+// no partitioning, MPS percentages, carve and green contexts; the result
+// carries FGPU's variation per app and mechanism in Params["variation"].
+func Isolation(e *Env, o IsolationOptions) (*report.Result, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
+	reps, share, device := o.Reps, o.Share, e.Device
+	vset, iset := e.Split(share)
+	pct := func(f float64) []string {
+		return []string{fmt.Sprintf("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%.0f", 100*f)}
+	}
+	setups := []Setup{
+		{Mechanism: "none"},
+		{Mechanism: fmt.Sprintf("MPS %.0f%%/%.0f%%", 100*share, 100*(1-share)), VictimEnv: pct(share), CompEnv: pct(1 - share)},
+		{Mechanism: fmt.Sprintf("carve %d/%d TPCs", len(vset), len(iset)), VictimPrefix: e.CarveRun(vset), CompetitorPrefix: e.CarveRun(iset)},
+	}
+	comps := append([]string{""}, workload.Interferers...)
+	w := Workers{Exe: e.Exe, Env: e.MPSEnv()}
+	argv := []string{e.Exe, "bench", "__suite", fmt.Sprintf("--reps=%d", reps), fmt.Sprintf("--device=%d", device)}
+	r := newResult("isolation", e.Topo, map[string]any{"reps": reps, "share": share, "victim_tpcs": vset.String(), "interferer_tpcs": iset.String(),
+		"apps": workload.SuiteApps, "interferers": workload.Interferers, "baseline": "none"})
+	step, total := 0, (len(setups)+1)*len(comps)
+	done := func() { step++; o.Progress.report(step, total) }
+	for _, s := range setups {
+		for _, comp := range comps {
+			var byApp map[string][]float64
+			err := func() error {
+				if comp != "" {
+					stop, err := w.StartCompetitor(s, comp)
+					if err != nil {
+						return err
+					}
+					defer stop()
+				}
+				return w.Victim(s, &byApp, argv...)
+			}()
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", a.name, err)
+				return nil, fmt.Errorf("%s, interferer %q: %w", s.Mechanism, comp, err)
 			}
-			if i > 0 {
-				ms = append(ms, v)
-			}
+			r.Series = append(r.Series, SuiteSeries(s.Mechanism, comp, byApp))
+			done()
 		}
-		out[a.name] = ms
 	}
-	return out, nil
+	// Green contexts last, in this process (see enforcement).
+	groups, rest, err := workload.GreenGroups(device)
+	if err != nil {
+		return nil, fmt.Errorf("green contexts: %w", err)
+	}
+	ga, gb := workload.GreenShares(groups, rest, share)
+	mech := fmt.Sprintf("green %d/%d SMs", workload.SMsOf(ga), workload.SMsOf(gb))
+	for _, comp := range comps {
+		var byApp map[string][]float64
+		err := workload.GreenPair(device, ga, gb, comp, func(s *workload.Session) error {
+			if err := workload.CheckSuite(s); err != nil {
+				return err
+			}
+			var err error
+			byApp, err = workload.SuiteSamples(s, reps)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s, interferer %q: %w", mech, comp, err)
+		}
+		r.Series = append(r.Series, SuiteSeries(mech, comp, byApp))
+		done()
+	}
+	rows := Variations(r)
+	r.Params["variation"] = rows
+	return r, nil
 }
 
 // SuiteSeries turns SuiteSamples' output into a series, one point per app
 // in suite order.
-func SuiteSeries(mechanism, competitor string, byApp map[string][]float64) Series {
-	s := Series{Mechanism: mechanism, Competitor: competitor, Measured: true}
+func SuiteSeries(mechanism, competitor string, byApp map[string][]float64) report.Series {
+	s := report.Series{Mechanism: mechanism, Competitor: competitor, Measured: true}
 	if strings.HasPrefix(mechanism, "green") {
 		s.Note = GreenNote
 	}
-	for _, app := range SuiteApps {
+	for _, app := range workload.SuiteApps {
 		if ms, ok := byApp[app]; ok {
-			s.Points = append(s.Points, Point{Label: app, Stats: Summarize(ms)})
+			s.Points = append(s.Points, report.Point{Label: app, Stats: stats.Summarize(ms)})
 		}
 	}
 	return s
@@ -79,14 +146,14 @@ type VariationRow struct {
 // each mechanism, the series without a competitor is the alone time, and
 // every series with one is an interferer. Mechanisms without both are
 // skipped; rows keep the order in which mechanisms first appear.
-func Variations(r *Result) []VariationRow {
+func Variations(r *report.Result) []VariationRow {
 	var order []string
 	alone := map[string]map[string]float64{}
 	with := map[string]map[string][]float64{}
 	type key struct{ mech, comp, app string }
 	each := map[key]float64{}
 	for _, s := range r.Series {
-		order = addNew(order, s.Mechanism)
+		order = report.AddNew(order, s.Mechanism)
 		for _, p := range s.Points {
 			if s.Competitor == "" {
 				if alone[s.Mechanism] == nil {
@@ -132,11 +199,11 @@ func Variations(r *Result) []VariationRow {
 	return rows
 }
 
-// PlotIsolation draws FGPU's Fig. 9 for each mechanism: per app, its mean
+// plotIsolation draws FGPU's Fig. 9 for each mechanism: per app, its mean
 // time alone and beside each interferer, normalized by twice the app's time
 // alone on the whole GPU (the series named by Params["baseline"]), one
 // panel per mechanism, to DIR/isolation.{png,svg}.
-func PlotIsolation(r *Result, dir string) error {
+func plotIsolation(r *report.Result, dir string) error {
 	base, _ := r.Params["baseline"].(string)
 	norm := map[string]float64{}
 	var mechs []string
@@ -146,12 +213,12 @@ func PlotIsolation(r *Result, dir string) error {
 				norm[p.Label] = 2 * p.Stats.Mean
 			}
 		}
-		mechs = addNew(mechs, s.Mechanism)
+		mechs = report.AddNew(mechs, s.Mechanism)
 	}
 	if len(norm) == 0 {
 		return fmt.Errorf("isolation result has no baseline series %q", base)
 	}
-	comps := append([]string{""}, Interferers...)
+	comps := append([]string{""}, workload.Interferers...)
 	var panels []*plot.Plot
 	for _, m := range mechs {
 		p := plot.New()
@@ -165,9 +232,9 @@ func PlotIsolation(r *Result, dir string) error {
 				if s.Mechanism != m || s.Competitor != c {
 					continue
 				}
-				vals := make(plotter.Values, len(SuiteApps))
+				vals := make(plotter.Values, len(workload.SuiteApps))
 				for _, pt := range s.Points {
-					if i := slices.Index(SuiteApps, pt.Label); i >= 0 && norm[pt.Label] > 0 {
+					if i := slices.Index(workload.SuiteApps, pt.Label); i >= 0 && norm[pt.Label] > 0 {
 						vals[i] = pt.Stats.Mean / norm[pt.Label]
 						top = max(top, vals[i])
 					}
@@ -187,17 +254,53 @@ func PlotIsolation(r *Result, dir string) error {
 				p.Legend.Add(name, b)
 			}
 		}
-		one, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: 1}, {X: float64(len(SuiteApps)) - 0.5, Y: 1}})
+		one, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: 1}, {X: float64(len(workload.SuiteApps)) - 0.5, Y: 1}})
 		if err != nil {
 			return err
 		}
 		one.Color = color.Gray{Y: 120}
 		one.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
 		p.Add(one)
-		p.NominalX(SuiteApps...)
+		p.NominalX(workload.SuiteApps...)
 		p.Y.Max = 1.4 * max(top, 1) // room for the legend above the bars
 		p.Legend.Top = true
 		panels = append(panels, p)
 	}
-	return SavePanels(panels, 1, 10*vg.Inch, 3*vg.Inch, filepath.Join(dir, r.Benchmark))
+	return report.SavePanels(panels, 1, 10*vg.Inch, 3*vg.Inch, filepath.Join(dir, r.Benchmark))
+}
+
+func isolationTable(tw io.Writer, r *report.Result) {
+	fmt.Fprint(tw, "MEAN MS\tINTERFERER")
+	for _, app := range workload.SuiteApps {
+		fmt.Fprintf(tw, "\t%s", app)
+	}
+	fmt.Fprintln(tw)
+	for _, s := range r.Series {
+		fmt.Fprintf(tw, "%s\t%s", s.Mechanism, cmp.Or(s.Competitor, "-"))
+		for _, p := range s.Points {
+			fmt.Fprintf(tw, "\t%.3f", p.Stats.Mean)
+		}
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprint(tw, "\nVARIATION\t")
+	for _, app := range workload.SuiteApps {
+		fmt.Fprintf(tw, "\t%s", app)
+	}
+	fmt.Fprint(tw, "\tAVG\tMAX")
+	for _, c := range workload.Interferers {
+		fmt.Fprintf(tw, "\tAVG BESIDE %s", c)
+	}
+	fmt.Fprintln(tw)
+	for _, row := range Variations(r) {
+		fmt.Fprintf(tw, "%s\t", row.Mechanism)
+		for _, app := range workload.SuiteApps {
+			fmt.Fprintf(tw, "\t%.1f%%", 100*row.PerApp[app])
+		}
+		fmt.Fprintf(tw, "\t%.1f%%\t%.1f%%", 100*row.Avg, 100*row.Max)
+		for _, c := range workload.Interferers {
+			fmt.Fprintf(tw, "\t%.1f%%", 100*row.ByInterferer[c])
+		}
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprintln(tw, "variation (FGPU): max over interferers of mean time beside it / mean time with the other partition idle - 1")
 }

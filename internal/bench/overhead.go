@@ -1,165 +1,192 @@
 package bench
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"math"
-	"sync/atomic"
+	"path/filepath"
+	"runtime"
 	"time"
 
-	"github.com/carve-gpu/carve/internal/cuda"
+	"github.com/carve-gpu/carve/internal/report"
+	"github.com/carve-gpu/carve/internal/stats"
+	"github.com/carve-gpu/carve/internal/workload"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
 )
 
-// Stamper launches the stamp kernel, one thread that writes the GPU's
-// global timer as it starts, to tell when a launched kernel began running.
-// The global timer is not the host's clock (on the lent VM they differ by
-// about 0.3 ms), so ClockOffset relates the two first.
-type Stamper struct {
-	s       *Session
-	stamp   cuda.Function
-	sync    cuda.Function
-	out     cuda.DevPtr
-	n       int
-	mapped  cuda.HostMapped
-	offset  int64 // host ns - GPU ns, an upper bound; 0 until ClockOffset
-	offsetN int
+// The quantities the overhead benchmark reports, as point labels.
+const (
+	labelLatency = "launch latency (launch call to kernel start)"
+	labelHost    = "host time in the launch call"
+	labelStartup = "startup (exec to first kernel start)"
+)
+
+// OverheadOptions are carve bench overhead's flags.
+type OverheadOptions struct {
+	Launches, Rounds, Starts, CPU int
+	Share                         float64 // of the GPU, for the partitions
+	Progress                      Progress
 }
 
-// NewStamper prepares n stamps in a session of the stamp module.
-func NewStamper(s *Session, n int) (*Stamper, error) {
-	st := &Stamper{s: s, n: n}
-	var err error
-	if st.stamp, err = s.function("stamp"); err != nil {
-		return nil, err
+// Check rejects options that cannot run, before the GPU is asked.
+func (o OverheadOptions) Check() error {
+	if o.Launches < 1 || o.Rounds < 1 || o.Starts < 1 {
+		return errors.New("--launches, --rounds and --starts: want at least 1")
 	}
-	if st.sync, err = s.function("clock_sync"); err != nil {
-		return nil, err
+	if err := checkShare("share", o.Share); err != nil {
+		return err
 	}
-	if st.out, err = cuda.Alloc(8 * n); err != nil {
-		return nil, err
+	if o.CPU < 0 || o.CPU >= runtime.NumCPU() {
+		return fmt.Errorf("--cpu %d: this machine has CPUs 0-%d", o.CPU, runtime.NumCPU()-1)
 	}
-	st.mapped, err = cuda.AllocHostMapped(8)
-	return st, err
+	return nil
 }
 
-// ClockOffset runs clock_sync for d while reading its mapped word, and
-// keeps the least (host time after the read - GPU time read): the true
-// offset plus the time a write from the GPU takes to become visible (about
-// a microsecond over PCIe). Times from Start are thus late by at most that.
-func (st *Stamper) ClockOffset(d time.Duration) (int64, error) {
-	word := (*uint64)(st.mapped.Host)
-	atomic.StoreUint64(word, 0)
-	dp, ns := uint64(st.mapped.Dev), uint64(d.Nanoseconds())
-	if err := st.s.launch(st.sync, grid1(1), [3]uint32{1, 1, 1}, ptrs(&dp, &ns)...); err != nil {
-		return 0, err
+// Overhead measures, in worker processes, for each mechanism (none; carve;
+// MPS; MPS with an active-thread percentage; carve under MPS; a green
+// context): the launch latency from just before cuLaunchKernel to the
+// kernel's first instruction (the GPU's %globaltimer related to the host
+// clock), the host time of the launch call, and the startup from just
+// before exec to the first kernel's start. Launch workers run in rounds
+// that alternate the mechanisms, each pinned to o.CPU.
+func Overhead(e *Env, o OverheadOptions) (*report.Result, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
 	}
-	// Poll without other driver calls (a stream query under MPS takes tens
-	// of microseconds) for d from the first value seen, then wait.
-	best, seen, last := int64(math.MaxInt64), 0, uint64(0)
-	var first int64
-	deadline := time.Now().Add(2 * time.Second).UnixNano()
-	for {
-		v := atomic.LoadUint64(word)
-		th := time.Now().UnixNano()
-		if v != 0 && v != last {
-			if seen == 0 {
-				first = th
+	launches, rounds, starts, cpu, share, device := o.Launches, o.Rounds, o.Starts, o.CPU, o.Share, e.Device
+	set, _ := e.Split(share)
+	pct := fmt.Sprintf("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%.0f", 100*share)
+	green := fmt.Sprintf("--green-share=%g", share)
+	type setup struct {
+		Setup
+		args []string
+	}
+	setups := []setup{
+		{Setup: Setup{Mechanism: "none"}},
+		{Setup: Setup{Mechanism: fmt.Sprintf("carve %d TPCs", len(set)), VictimPrefix: e.CarveRun(set)}},
+		{Setup: Setup{Mechanism: "MPS", VictimEnv: e.MPSEnv()}},
+		{Setup: Setup{Mechanism: fmt.Sprintf("MPS %.0f%%", 100*share), VictimEnv: e.MPSEnv(pct)}},
+		{Setup: Setup{Mechanism: fmt.Sprintf("carve %d TPCs + MPS", len(set)), VictimPrefix: e.CarveRun(set), VictimEnv: e.MPSEnv()}},
+		{Setup: Setup{Mechanism: "green context"}, args: []string{green}},
+	}
+	w := Workers{Exe: e.Exe}
+	dev := fmt.Sprintf("--device=%d", device)
+	step, total := 0, len(setups)*(rounds+1+starts)
+	lat := make([][]float64, len(setups))
+	host := make([][]float64, len(setups))
+	boot := make([][]float64, len(setups))
+	for range rounds {
+		for i, s := range setups {
+			var ls workload.LaunchSamples
+			argv := append([]string{e.Exe, "bench", "__launch", fmt.Sprintf("--n=%d", launches), fmt.Sprintf("--cpu=%d", cpu), dev}, s.args...)
+			if err := w.Victim(s.Setup, &ls, argv...); err != nil {
+				return nil, fmt.Errorf("launches, %s: %w", s.Mechanism, err)
 			}
-			best, seen, last = min(best, th-int64(v)), seen+1, v
+			for j := range ls.LatencyNS {
+				lat[i] = append(lat[i], ls.LatencyNS[j]/1e3)
+				host[i] = append(host[i], ls.HostNS[j]/1e3)
+			}
+			step++
+			o.Progress.report(step, total)
 		}
-		if seen > 0 && th-first > int64(ns-ns/10) {
-			break
+	}
+	first := func(s setup) (float64, error) {
+		var f struct {
+			NS int64 `json:"first_kernel_ns"`
 		}
-		if seen == 0 && th > deadline {
-			return 0, errors.New("clock_sync did not start within 2 s")
+		argv := append([]string{e.Exe, "bench", "__first", dev}, s.args...)
+		t0 := time.Now().UnixNano()
+		if err := w.Victim(s.Setup, &f, argv...); err != nil {
+			return 0, fmt.Errorf("startup, %s: %w", s.Mechanism, err)
+		}
+		return float64(f.NS-t0) / 1e6, nil
+	}
+	for _, s := range setups { // once each first: the MPS server starts, caches fill
+		if _, err := first(s); err != nil {
+			return nil, err
+		}
+		step++
+		o.Progress.report(step, total)
+	}
+	for range starts {
+		for i, s := range setups {
+			ms, err := first(s)
+			if err != nil {
+				return nil, err
+			}
+			boot[i] = append(boot[i], ms)
+			step++
+			o.Progress.report(step, total)
 		}
 	}
-	if err := st.s.end.Record(st.s.stream); err != nil {
-		return 0, err
+	r := newResult("overhead", e.Topo, map[string]any{"launches": launches, "rounds": rounds, "starts": starts, "share": share,
+		"carve_tpcs": set.String(), "cpu": cpu, "mps_connections": e.MPSEnv()})
+	for i, s := range setups {
+		r.Series = append(r.Series, report.Series{Mechanism: s.Mechanism, Measured: true, Points: []report.Point{
+			{Label: labelLatency, Unit: "us", Stats: stats.Summarize(lat[i])},
+			{Label: labelHost, Unit: "us", Stats: stats.Summarize(host[i])},
+			{Label: labelStartup, Stats: stats.Summarize(boot[i])},
+		}})
 	}
-	if err := st.s.end.Synchronize(); err != nil {
-		return 0, err
-	}
-	if seen < 100 {
-		return 0, fmt.Errorf("only %d timer values seen in %v: cannot relate the clocks", seen, d)
-	}
-	st.offset, st.offsetN = best, seen
-	return best, nil
+	return r, nil
 }
 
-// FirstKernel launches one stamp and returns the host time (ns since the
-// epoch) at which it started running, by the offset ClockOffset finds
-// after it.
-func (st *Stamper) FirstKernel() (int64, error) {
-	p, i := uint64(st.out), int32(0)
-	if err := st.s.launch(st.stamp, grid1(1), [3]uint32{1, 1, 1}, ptrs(&p, &i)...); err != nil {
-		return 0, err
-	}
-	g := make([]uint64, 1)
-	if err := cuda.Download(g, st.out); err != nil { // waits for the kernel
-		return 0, err
-	}
-	off, err := st.ClockOffset(2 * time.Millisecond)
-	return int64(g[0]) + off, err
-}
-
-// Latencies launches the stamp kernel n times, each on an idle GPU, and
-// returns for each the ns from just before the launch call to the kernel's
-// start, and the ns the launch call itself took on the host.
-func (st *Stamper) Latencies() (latency, host []float64, err error) {
-	if st.offsetN == 0 {
-		return nil, nil, errors.New("ClockOffset first")
-	}
-	p := uint64(st.out)
-	t0 := make([]int64, st.n)
-	host = make([]float64, st.n)
-	for i := range st.n {
-		i32 := int32(i)
-		args := ptrs(&p, &i32)
-		t0[i] = time.Now().UnixNano()
-		if err := st.stamp.Launch(cuda.Launch{Grid: grid1(1), Block: [3]uint32{1, 1, 1}, Stream: st.s.stream, Args: args}); err != nil {
-			return nil, nil, err
-		}
-		host[i] = float64(time.Now().UnixNano() - t0[i])
-		if err := st.s.end.Record(st.s.stream); err != nil {
-			return nil, nil, err
-		}
-		if err := st.s.end.Synchronize(); err != nil {
-			return nil, nil, err
+// plotOverhead draws one panel per measured quantity (the points' labels)
+// with a box per mechanism, to DIR/overhead.{png,svg}.
+func plotOverhead(r *report.Result, dir string) error {
+	var labels []string
+	for _, s := range r.Series {
+		for _, pt := range s.Points {
+			labels = report.AddNew(labels, pt.Label)
 		}
 	}
-	g := make([]uint64, st.n)
-	if err := cuda.Download(g, st.out); err != nil {
-		return nil, nil, err
+	var panels []*plot.Plot
+	for _, l := range labels {
+		p := plot.New()
+		p.Title.Text = l
+		var names []string
+		var sts []stats.Stats
+		for _, s := range r.Series {
+			for _, pt := range s.Points {
+				if pt.Label == l {
+					names = append(names, s.Mechanism)
+					sts = append(sts, pt.Stats)
+					p.Y.Label.Text = cmp.Or(pt.Unit, "ms")
+				}
+			}
+		}
+		if err := report.Boxes(p, names, sts); err != nil {
+			return err
+		}
+		lo, hi := math.Inf(1), 0.0
+		for _, st := range sts {
+			lo, hi = min(lo, st.Min), max(hi, st.Max)
+		}
+		if hi > 5*lo { // rare slow launches would flatten the boxes
+			p.Y.Scale = plot.LogScale{}
+			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+			p.Title.Text += " (log scale)"
+		}
+		panels = append(panels, p)
 	}
-	latency = make([]float64, st.n)
-	for i := range g {
-		latency[i] = float64(int64(g[i]) + st.offset - t0[i])
-	}
-	return latency, host, nil
+	return report.SavePanels(panels, len(panels), 6*vg.Inch, 6*vg.Inch, filepath.Join(dir, r.Benchmark))
 }
 
-// LaunchSamples is what one launch-overhead worker measured (ns).
-type LaunchSamples struct {
-	LatencyNS []float64 `json:"latency_ns"` // launch call to kernel start
-	HostNS    []float64 `json:"host_ns"`    // time in the launch call
-	OffsetNS  int64     `json:"offset_ns"`  // host clock - GPU timer bound
-	Seen      int       `json:"timer_values_seen"`
-}
-
-// MeasureLaunches relates the clocks and times n launches in s.
-func MeasureLaunches(s *Session, n int) (LaunchSamples, error) {
-	st, err := NewStamper(s, n)
-	if err != nil {
-		return LaunchSamples{}, err
+func overheadTable(tw io.Writer, r *report.Result) {
+	if len(r.Series) == 0 {
+		return
 	}
-	// One launch of each kernel first, so that neither's first-use cost counts.
-	if _, err := st.FirstKernel(); err != nil {
-		return LaunchSamples{}, err
+	none := r.Series[0]
+	for k, p := range none.Points {
+		fmt.Fprintf(tw, "%s (%s)\nMECHANISM\tN\tMIN\tP50\tP99\tMAX\tMEAN\tP50 VS %s\tMEAN VS %[3]s\n",
+			p.Label, cmp.Or(p.Unit, "ms"), none.Mechanism)
+		for _, s := range r.Series {
+			st, base := s.Points[k].Stats, p.Stats
+			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%+.1f%%\t%+.1f%%\n", s.Mechanism, st.N, st.Min, st.P50, st.P99, st.Max, st.Mean,
+				100*(st.P50/base.P50-1), 100*(st.Mean/base.Mean-1))
+		}
 	}
-	if _, err := st.ClockOffset(5 * time.Millisecond); err != nil {
-		return LaunchSamples{}, err
-	}
-	lat, host, err := st.Latencies()
-	return LaunchSamples{LatencyNS: lat, HostNS: host, OffsetNS: st.offset, Seen: st.offsetN}, err
 }

@@ -27,6 +27,9 @@ func TestTake(t *testing.T) {
 	}
 	// a table handed out is not changed by later takes
 	a = append(a, 99)
+	if !slices.Equal(b, []uint32{6, 7}) || !slices.Equal(a, []uint32{0, 4, 99}) {
+		t.Errorf("appending to one table changed another: %v, %v", a, b)
+	}
 	if _, err := p.Take(1, 1); err == nil {
 		t.Error("colour 1 is used up, yet more was handed out")
 	}

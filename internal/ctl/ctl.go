@@ -2,10 +2,12 @@
 // one small file per partitioned process, mapped by both, holding the
 // process's TPC mask and the shim's counters. The layout is defined in
 // shim/carve_ctl.h; Block mirrors it and TestLayoutMatchesHeader checks it.
+// It knows blocks, not TPCs: turning specs into masks is internal/partition's.
 package ctl
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -22,19 +24,43 @@ import (
 // Values shared with shim/carve_ctl.h.
 const (
 	Magic   = 0x45565243
-	Version = 1
-	Size    = 512
+	Version = 2
+	Size    = 1024
 
 	StateNew               = 0
 	StateHooked            = 1
 	StateUnhooked          = 2
 	StateNoDriver          = 3
 	FlagAllowUnpartitioned = 1
+	FlagAllSMs             = 2
+	FlagMPS                = 4
 
 	ClassNone = 0
 	ClassLS   = 1
 	ClassBE   = 2
+
+	TideOff  = 0
+	TideIdle = 1
+	TideBusy = 2
+	TideHeld = 3
 )
+
+// ClassName is a tenant class as people write it: "ls", "be", or "" for
+// none.
+func ClassName(c uint32) string { return map[uint32]string{ClassLS: "ls", ClassBE: "be"}[c] }
+
+// ParseClass reads "ls", "be", or "none" (or "") for ClassNone.
+func ParseClass(s string) (uint32, error) {
+	switch s {
+	case "ls":
+		return ClassLS, nil
+	case "be":
+		return ClassBE, nil
+	case "none", "":
+		return ClassNone, nil
+	}
+	return 0, fmt.Errorf("class %q: want ls, be or none", s)
+}
 
 // Block mirrors struct carve_ctl; the c tags name the C fields.
 type Block struct {
@@ -55,11 +81,30 @@ type Block struct {
 	Refused      uint64     `c:"refused"`
 	AppliedGen   uint64     `c:"applied_gen"`
 	TenantClass  uint32     `c:"tenant_class"`
-	Gate         uint32     `c:"gate"`
-	BudgetBytes  uint64     `c:"budget_bytes"`
-	Reserved     [14]uint64 `c:"reserved"`
+	Pad0         uint32     `c:"pad0"`
+	Pad1         uint64     `c:"pad1"`
+	Tenant       uint32     `c:"tenant"`
+	SMs          uint32     `c:"sms"`
+	Fault        uint32     `c:"fault"`
+	FaultClaim   uint32     `c:"fault_claim"`
+	FaultNS      uint64     `c:"fault_ns"`
+	FaultCall    [32]byte   `c:"fault_call"`
+	Reserved     [7]uint64  `c:"reserved"`
 	Comm         [256]byte  `c:"comm"`
-	Pad          [16]byte   `c:"pad"`
+	InflightMax  uint32     `c:"inflight_max"`
+	SharePPM     uint32     `c:"share_ppm"`
+	EpochNS      uint64     `c:"epoch_ns"`
+	Node         [64]byte   `c:"node"`
+	TideState    uint32     `c:"tide_state"`
+	Inflight     uint32     `c:"inflight"`
+	HeldNS       uint64     `c:"held_ns"`
+	HeldLaunches uint64     `c:"held_launches"`
+	NarrowLaunch uint64     `c:"narrow_launches"`
+	BusyNS       uint64     `c:"busy_ns"`
+	Requests     uint64     `c:"requests"`
+	QueueUS      uint32     `c:"queue_us"`
+	KernelUS     uint32     `c:"kernel_us"`
+	TideReserved [49]uint64 `c:"tide_reserved"`
 }
 
 var _ [Size - unsafe.Sizeof(Block{})]byte // Block is exactly Size bytes
@@ -109,13 +154,19 @@ func mapFile(path string, f *os.File) (*Handle, error) {
 
 // Open maps the block of pid in dir.
 func Open(dir string, pid int) (*Handle, error) {
-	path := filepath.Join(dir, strconv.Itoa(pid))
-	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	h, err := openPath(filepath.Join(dir, strconv.Itoa(pid)))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("process %d is not partitioned by carve (no control block in %s)", pid, dir)
 	}
+	return h, err
+}
+
+// openPath maps the block in the file path; the error wraps
+// os.ErrNotExist when there is none.
+func openPath(path string) (*Handle, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, fmt.Errorf("control block of %d: %w", pid, err)
+		return nil, fmt.Errorf("control block %s: %w", path, err)
 	}
 	st, err := f.Stat()
 	if err != nil || st.Size() != Size {
@@ -137,20 +188,61 @@ func Open(dir string, pid int) (*Handle, error) {
 
 // Init is what a new block starts with.
 type Init struct {
-	PID   int
-	Mask  [4]uint32
-	Live  [4]uint32
-	Flags uint32
-	Comm  []string
+	PID    int
+	Tenant int // the pid whose partition this is (default: PID)
+	Mask   [4]uint32
+	Live   [4]uint32
+	SMs    int // of the partition
+	Flags  uint32
+	Class  uint32 // ClassNone, ClassLS or ClassBE
+	Tide   Tide   // for LS and BE tenants
+	Comm   []string
+}
+
+// Tide is an LS or BE tenant's policy. For a BE tenant: launches in
+// flight at most (0: no bound), the share of the time it may run while LS
+// work is in flight, and the period that share is counted over. Node names
+// the GPU's node block in the runtime directory.
+type Tide struct {
+	Node        string        `json:"node"`
+	InflightMax int           `json:"inflight_max"`
+	Queue       time.Duration `json:"queue"` // predicted GPU time in flight at most (0: no bound)
+	Share       float64       `json:"share"`
+	Epoch       time.Duration `json:"epoch"`
+}
+
+// DefaultTide is a BE tenant's policy unless told otherwise.
+var DefaultTide = Tide{InflightMax: 8, Queue: 300 * time.Microsecond, Share: 0.05, Epoch: 10 * time.Millisecond}
+
+// Check says what is wrong with a BE tenant's policy, if anything.
+func (t Tide) Check() error {
+	switch {
+	case t.Share < 0 || t.Share > 1:
+		return fmt.Errorf("BE share %g: want a fraction from 0 to 1", t.Share)
+	case t.InflightMax < 0 || t.InflightMax > 1<<20:
+		return fmt.Errorf("kernels in flight %d: want 0 (no bound) to %d", t.InflightMax, 1<<20)
+	case t.Queue < 0 || t.Queue > time.Hour:
+		return fmt.Errorf("queue %v: want 0 (no bound) to an hour", t.Queue)
+	case t.Epoch < time.Millisecond || t.Epoch > time.Hour:
+		return fmt.Errorf("epoch %v: want 1ms to an hour", t.Epoch)
+	}
+	return nil
 }
 
 // Create writes the block of in.PID into dir: filled under a temporary name,
 // then renamed, so that no reader sees it half written.
 func Create(dir string, in Init) (*Handle, error) {
-	path := filepath.Join(dir, strconv.Itoa(in.PID))
-	tmp := filepath.Join(dir, fmt.Sprintf(".%d.new", in.PID))
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	return create(filepath.Join(dir, strconv.Itoa(in.PID)), filepath.Join(dir, fmt.Sprintf(".%d.new", in.PID)), 0o600, in)
+}
+
+func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
 	if err != nil {
+		return nil, fmt.Errorf("creating control block: %w", err)
+	}
+	if err := f.Chmod(perm); err != nil { // past the umask
+		f.Close()
+		os.Remove(tmp)
 		return nil, fmt.Errorf("creating control block: %w", err)
 	}
 	if err := f.Truncate(Size); err != nil {
@@ -166,12 +258,17 @@ func Create(dir string, in Init) (*Handle, error) {
 	}
 	b := h.b
 	b.Magic, b.Version, b.Size = Magic, Version, Size
-	b.PID, b.Flags = uint32(in.PID), in.Flags
-	b.StartTicks, _ = StartTicks(in.PID)
+	b.PID, b.Flags, b.Tenant, b.TenantClass = uint32(in.PID), in.Flags, uint32(cmp.Or(in.Tenant, in.PID)), in.Class
+	if in.PID != 0 {
+		b.StartTicks, _ = StartTicks(in.PID)
+	}
 	b.CreatedNS = uint64(time.Now().UnixNano())
 	b.Gen = 2
-	b.Mask, b.Live = in.Mask, in.Live
+	b.Mask, b.Live, b.SMs = in.Mask, in.Live, uint32(in.SMs)
 	copy(b.Comm[:len(b.Comm)-1], strings.Join(in.Comm, "\x00"))
+	copy(b.Node[:len(b.Node)-1], in.Tide.Node)
+	b.InflightMax, b.SharePPM, b.EpochNS = uint32(in.Tide.InflightMax), uint32(in.Tide.Share*1e6), uint64(in.Tide.Epoch)
+	b.QueueUS = uint32(in.Tide.Queue.Microseconds())
 	if err := os.Rename(tmp, path); err != nil {
 		h.Close()
 		os.Remove(tmp)
@@ -192,10 +289,11 @@ func (h *Handle) Close() error {
 // Remove deletes the block's file.
 func (h *Handle) Remove() error { return os.Remove(h.Path) }
 
-// SetMask publishes a new TPC-disable mask (seqlock write side, under an
-// exclusive flock so that two writers never interleave). The shim applies
-// it from the process's next launch. Returns the new generation.
-func (h *Handle) SetMask(m [4]uint32) (uint64, error) {
+// SetMask publishes a new TPC-disable mask and the partition's SM count
+// (seqlock write side, under an exclusive flock so that two writers never
+// interleave). The shim applies it from the process's next launch. Returns
+// the new generation.
+func (h *Handle) SetMask(m [4]uint32, sms int) (uint64, error) {
 	if err := syscall.Flock(int(h.f.Fd()), syscall.LOCK_EX); err != nil {
 		return 0, fmt.Errorf("locking %s: %w", h.Path, err)
 	}
@@ -205,17 +303,30 @@ func (h *Handle) SetMask(m [4]uint32) (uint64, error) {
 	for i, w := range m {
 		atomic.StoreUint32(&h.b.Mask[i], w)
 	}
+	atomic.StoreUint32(&h.b.SMs, uint32(sms))
 	atomic.StoreUint64(&h.b.Gen, odd+1)
 	return odd + 1, nil
+}
+
+// SetTide changes a BE tenant's policy; the shim reads it at its next
+// launch.
+func (h *Handle) SetTide(t Tide) {
+	atomic.StoreUint32(&h.b.InflightMax, uint32(t.InflightMax))
+	atomic.StoreUint32(&h.b.SharePPM, uint32(t.Share*1e6))
+	atomic.StoreUint64(&h.b.EpochNS, uint64(t.Epoch))
+	atomic.StoreUint32(&h.b.QueueUS, uint32(t.Queue.Microseconds()))
 }
 
 // Snapshot is a consistent copy of a block's fields.
 type Snapshot struct {
 	PID        int
+	Tenant     int // the pid carve run made the tenant's first block for
 	StartTicks uint64
 	Flags      uint32
+	Class      uint32
 	Gen        uint64
 	Mask, Live [4]uint32
+	SMs        int
 	State      uint32
 	TMDVersion uint32
 	Launches   uint64
@@ -224,12 +335,68 @@ type Snapshot struct {
 	Refused    uint64
 	AppliedGen uint64
 	Command    []string
+	Fault      Fault
+	Tide       Tide
+	TideStatus TideStatus
+}
+
+// TideStatus is what an LS or BE tenant's shim says of its work.
+type TideStatus struct {
+	State        uint32        `json:"state"` // TideOff, TideIdle, TideBusy or TideHeld
+	Inflight     int           `json:"inflight"`
+	Held         time.Duration `json:"held"` // BE: time launches waited for LS work
+	HeldLaunches uint64        `json:"held_launches"`
+	NarrowLaunch uint64        `json:"narrow_launches"` // BE: launches made while LS work was in flight
+	Busy         time.Duration `json:"busy"`            // LS: time with work in flight
+	Requests     uint64        `json:"requests"`        // LS: times it went from idle to busy
+	Kernel       time.Duration `json:"kernel"`          // BE: its kernels\' time, as measured
+}
+
+// FaultNames are the driver errors the shim records as faults (see
+// CARVE_FAULTS in shim/carve_ctl.h), by CUresult.
+var FaultNames = map[uint32]string{
+	214: "CUDA_ERROR_ECC_UNCORRECTABLE",
+	700: "CUDA_ERROR_ILLEGAL_ADDRESS",
+	702: "CUDA_ERROR_LAUNCH_TIMEOUT",
+	710: "CUDA_ERROR_ASSERT",
+	714: "CUDA_ERROR_HARDWARE_STACK_ERROR",
+	715: "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+	716: "CUDA_ERROR_MISALIGNED_ADDRESS",
+	717: "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+	718: "CUDA_ERROR_INVALID_PC",
+	719: "CUDA_ERROR_LAUNCH_FAILED",
+	805: "CUDA_ERROR_MPS_CONNECTION_FAILED",
+	806: "CUDA_ERROR_MPS_RPC_FAILURE",
+	807: "CUDA_ERROR_MPS_SERVER_NOT_READY",
+	810: "CUDA_ERROR_MPS_CLIENT_TERMINATED",
+	999: "CUDA_ERROR_UNKNOWN",
+}
+
+// Name is the fault's CUresult name.
+func (f Fault) Name() string {
+	if n, ok := FaultNames[f.Code]; ok {
+		return n
+	}
+	return fmt.Sprintf("CUresult %d", f.Code)
+}
+
+// Fault is the first error a tenant's driver calls returned that ends its
+// context's work (an illegal address, a failed launch, its MPS server
+// gone): the CUresult, when, and the call that returned it.
+type Fault struct {
+	Code uint32
+	At   time.Time
+	Call string
 }
 
 // Snapshot reads the block; the mask comes from a seqlock read.
 func (h *Handle) Snapshot() Snapshot {
 	b := h.b
-	s := Snapshot{PID: int(b.PID), StartTicks: b.StartTicks, Flags: b.Flags}
+	s := Snapshot{PID: int(b.PID), Tenant: int(b.Tenant), StartTicks: b.StartTicks, Flags: b.Flags,
+		Class: atomic.LoadUint32(&b.TenantClass)}
+	if s.Tenant == 0 { // made by a shim that did not record it
+		s.Tenant = s.PID
+	}
 	for tries := 0; ; tries++ {
 		g1 := atomic.LoadUint64(&b.Gen)
 		if g1&1 == 1 && tries < 1000 { // a writer that died mid-write leaves it odd
@@ -239,6 +406,7 @@ func (h *Handle) Snapshot() Snapshot {
 		for i := range s.Mask {
 			s.Mask[i] = atomic.LoadUint32(&b.Mask[i])
 		}
+		s.SMs = int(atomic.LoadUint32(&b.SMs))
 		if atomic.LoadUint64(&b.Gen) == g1 || tries >= 1000 {
 			s.Gen = g1
 			break
@@ -259,6 +427,18 @@ func (h *Handle) Snapshot() Snapshot {
 	comm := bytes.TrimRight(b.Comm[:], "\x00")
 	if len(comm) > 0 {
 		s.Command = strings.Split(string(comm), "\x00")
+	}
+	node, _, _ := bytes.Cut(b.Node[:], []byte{0})
+	s.Tide = Tide{Node: string(node), InflightMax: int(atomic.LoadUint32(&b.InflightMax)),
+		Queue: time.Duration(atomic.LoadUint32(&b.QueueUS)) * time.Microsecond,
+		Share: float64(atomic.LoadUint32(&b.SharePPM)) / 1e6, Epoch: time.Duration(atomic.LoadUint64(&b.EpochNS))}
+	s.TideStatus = TideStatus{State: atomic.LoadUint32(&b.TideState), Inflight: int(atomic.LoadUint32(&b.Inflight)),
+		Held: time.Duration(atomic.LoadUint64(&b.HeldNS)), HeldLaunches: atomic.LoadUint64(&b.HeldLaunches),
+		NarrowLaunch: atomic.LoadUint64(&b.NarrowLaunch), Busy: time.Duration(atomic.LoadUint64(&b.BusyNS)),
+		Requests: atomic.LoadUint64(&b.Requests), Kernel: time.Duration(atomic.LoadUint32(&b.KernelUS)) * time.Microsecond}
+	if code := atomic.LoadUint32(&b.Fault); code != 0 {
+		call, _, _ := bytes.Cut(b.FaultCall[:], []byte{0})
+		s.Fault = Fault{Code: code, At: time.Unix(0, int64(atomic.LoadUint64(&b.FaultNS))), Call: string(call)}
 	}
 	return s
 }
@@ -300,19 +480,44 @@ type Entry struct {
 	Path string
 }
 
-// List returns the blocks of live processes in dir, by pid, and removes the
-// files of processes that have died (and leftovers of interrupted creation).
+// KeepEnded is how long the block of a process that ended after a GPU fault
+// is kept, so that carve ls can say what happened.
+const KeepEnded = time.Hour
+
+// List returns the blocks of live processes in dir, by pid. It removes the
+// files of processes that have died (and leftovers of interrupted
+// creation), except those that recorded a GPU fault, which Ended lists
+// until they are KeepEnded old.
 func List(dir string) ([]Entry, error) {
+	live, _, err := Scan(dir)
+	return live, err
+}
+
+// Ended returns the blocks of processes that ended after a GPU fault, by
+// the fault's time.
+func Ended(dir string) ([]Entry, error) {
+	_, ended, err := Scan(dir)
+	return ended, err
+}
+
+// Scan returns the live blocks and those of processes that ended after a
+// GPU fault, and removes the rest of the dead ones.
+func Scan(dir string) (live, ended []Entry, err error) { return scan(dir, false) }
+
+// scan lists dir's blocks. A process runs while its shim holds the lock on
+// its block (Held); byLock: only then, for blocks whose pids belong to
+// another PID namespace; else also while its pid runs with its start time
+// (carve run makes a block before the program, and so its shim, starts).
+func scan(dir string, byLock bool) (live, ended []Entry, err error) {
 	names, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("listing %s: %w", dir, err)
 	}
-	var out []Entry
 	for _, de := range names {
 		name := de.Name()
 		if strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".new") {
 			pid, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, "."), ".new"))
-			if err == nil && syscall.Kill(pid, 0) == syscall.ESRCH {
+			if err == nil && !byLock && syscall.Kill(pid, 0) == syscall.ESRCH {
 				os.Remove(filepath.Join(dir, name))
 			}
 			continue
@@ -326,13 +531,29 @@ func List(dir string) ([]Entry, error) {
 			continue // half-made or foreign file: not ours to judge
 		}
 		s := h.Snapshot()
+		alive := h.Held() || !byLock && s.Alive()
 		h.Close()
-		if !s.Alive() {
-			os.Remove(filepath.Join(dir, name))
-			continue
+		e := Entry{Snapshot: s, Path: filepath.Join(dir, name)}
+		switch {
+		case alive:
+			live = append(live, e)
+		case s.Fault.Code != 0 && time.Since(s.Fault.At) < KeepEnded:
+			ended = append(ended, e)
+		default:
+			os.Remove(e.Path)
 		}
-		out = append(out, Entry{Snapshot: s, Path: filepath.Join(dir, name)})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
-	return out, nil
+	sort.Slice(live, func(i, j int) bool { return live[i].PID < live[j].PID })
+	sort.Slice(ended, func(i, j int) bool { return ended[i].Fault.At.Before(ended[j].Fault.At) })
+	return live, ended, nil
+}
+
+// Held reports whether a process holds the lock on the block's file that a
+// shim holds for its life (see shim/carve_ctl.h).
+func (h *Handle) Held() bool {
+	lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0, Start: 0, Len: 1}
+	if err := syscall.FcntlFlock(h.f.Fd(), syscall.F_GETLK, &lk); err != nil {
+		return false
+	}
+	return lk.Type != syscall.F_UNLCK
 }

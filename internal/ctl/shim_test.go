@@ -15,93 +15,114 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
-)
-
-type built struct {
-	dir, shim, fake, driver, layout string
-	err                             error
-}
-
-var (
-	buildOnce sync.Once
-	art       built
+	"github.com/carve-gpu/carve/internal/shimtest"
 )
 
 // artifacts compiles the shim, the fake driver and the test programs once.
-func artifacts(t *testing.T) built {
-	t.Helper()
-	buildOnce.Do(func() {
-		cc := os.Getenv("CC")
-		if cc == "" {
-			cc = "cc"
-		}
-		d, err := os.MkdirTemp("", "carve-shim-test-")
-		if err != nil {
-			art.err = err
-			return
-		}
-		art = built{dir: d, shim: filepath.Join(d, "libcarve.so"), fake: filepath.Join(d, "libcuda.so.1"),
-			driver: filepath.Join(d, "driver"), layout: filepath.Join(d, "layout")}
-		steps := [][]string{
-			{cc, "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-o", art.shim, "../../shim/carve.c", "-ldl", "-pthread"},
-			{cc, "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-o", art.fake, "../../shim/fake/fakecuda.c"},
-			{cc, "-O2", "-Wall", "-o", art.driver, "../../shim/test/driver.c", "-ldl"},
-			{cc, "-Wall", "-o", art.layout, "../../shim/test/layout.c"},
-		}
-		for _, s := range steps {
-			if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
-				art.err = fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, out)
-				return
-			}
-		}
-	})
-	if art.err != nil {
-		t.Fatalf("building the shim and its fakes (needs a C compiler): %v", art.err)
-	}
-	return art
-}
+func artifacts(t *testing.T) shimtest.Built { return shimtest.Build(t) }
 
-func TestLayoutMatchesHeader(t *testing.T) {
-	a := artifacts(t)
-	out, err := exec.Command(a.layout).Output()
+// layout runs the C program that prints the headers' layouts: per struct
+// ("" for carve_ctl, "node", "slot"), each field's offset and size; the
+// fault codes; and the constants (in fields["const"], value in [0]).
+func layout(t *testing.T) (map[string]map[string][2]uintptr, map[uint32]string) {
+	out, err := exec.Command(artifacts(t).Layout).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	type field struct{ off, size uintptr }
-	c := map[string]field{}
+	fields := map[string]map[string][2]uintptr{}
+	faults := map[uint32]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var code uint32
 		var name string
-		var f field
-		if _, err := fmt.Sscanf(line, "%s %d %d", &name, &f.off, &f.size); err != nil {
+		if _, err := fmt.Sscanf(line, "faultcode %d %s", &code, &name); err == nil {
+			faults[code] = name
+			continue
+		}
+		var value uint64
+		if rest, ok := strings.CutPrefix(line, "const "); ok {
+			i := strings.LastIndexByte(rest, ' ')
+			if _, err := fmt.Sscanf(rest[i+1:], "%d", &value); err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			if fields["const"] == nil {
+				fields["const"] = map[string][2]uintptr{}
+			}
+			fields["const"][rest[:i]] = [2]uintptr{uintptr(value)}
+			continue
+		}
+		var off, size uintptr
+		if _, err := fmt.Sscanf(line, "%s %d %d", &name, &off, &size); err != nil {
 			t.Fatalf("%q: %v", line, err)
 		}
-		c[name] = f
+		st, field, ok := strings.Cut(name, ".")
+		if !ok {
+			st, field = "", name
+		}
+		if fields[st] == nil {
+			fields[st] = map[string][2]uintptr{}
+		}
+		fields[st][field] = [2]uintptr{off, size}
 	}
-	if c["sizeof"].off != ctl.Size || reflect.TypeFor[ctl.Block]().Size() != ctl.Size {
-		t.Fatalf("sizes: C %d, Go %d, const %d", c["sizeof"].off, reflect.TypeFor[ctl.Block]().Size(), ctl.Size)
+	return fields, faults
+}
+
+// compareLayout checks that typ mirrors the C struct c field by field.
+func compareLayout(t *testing.T, c map[string][2]uintptr, typ reflect.Type, size uintptr) {
+	t.Helper()
+	if c["sizeof"][0] != size || typ.Size() != size {
+		t.Fatalf("%s: sizes C %d, Go %d, const %d", typ, c["sizeof"][0], typ.Size(), size)
 	}
-	typ := reflect.TypeFor[ctl.Block]()
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		name := f.Tag.Get("c")
 		cf, ok := c[name]
 		if !ok {
-			t.Errorf("Go field %s (c:%q) has no C counterpart", f.Name, name)
+			t.Errorf("Go field %s.%s (c:%q) has no C counterpart", typ, f.Name, name)
 			continue
 		}
-		if cf.off != f.Offset || cf.size != f.Type.Size() {
-			t.Errorf("%s: C offset %d size %d, Go offset %d size %d", name, cf.off, cf.size, f.Offset, f.Type.Size())
+		if cf[0] != f.Offset || cf[1] != f.Type.Size() {
+			t.Errorf("%s.%s: C offset %d size %d, Go offset %d size %d", typ, name, cf[0], cf[1], f.Offset, f.Type.Size())
 		}
 		delete(c, name)
 	}
 	delete(c, "sizeof")
 	for name := range c {
-		t.Errorf("C field %s has no Go counterpart", name)
+		t.Errorf("C field %s has no Go counterpart in %s", name, typ)
+	}
+}
+
+func TestLayoutMatchesHeader(t *testing.T) {
+	fields, faults := layout(t)
+	compareLayout(t, fields[""], reflect.TypeFor[ctl.Block](), ctl.Size)
+	if !reflect.DeepEqual(faults, ctl.FaultNames) {
+		t.Errorf("CARVE_FAULTS %v, Go's FaultNames %v", faults, ctl.FaultNames)
+	}
+}
+
+func TestNodeLayoutMatchesHeader(t *testing.T) {
+	fields, _ := layout(t)
+	compareLayout(t, fields["node"], reflect.TypeFor[ctl.NodeBlock](), ctl.NodeSize)
+	compareLayout(t, fields["slot"], reflect.TypeFor[ctl.NodeSlot](), 64)
+}
+
+func TestConstantsMatchHeaders(t *testing.T) {
+	fields, _ := layout(t)
+	for name, goValue := range map[string]uint64{
+		"CARVE_CTL_MAGIC": ctl.Magic, "CARVE_CTL_VERSION": ctl.Version, "CARVE_CTL_SIZE": ctl.Size,
+		"CARVE_NODE_MAGIC": ctl.NodeMagic, "CARVE_NODE_VERSION": ctl.NodeVersion, "CARVE_NODE_SIZE": ctl.NodeSize,
+		"CARVE_NODE_SLOTS": ctl.NodeSlots, "CARVE_NODE_LEASE_NS": uint64(ctl.NodeLease),
+		"CARVE_NODE_SLOT_LOCK(5)": uint64(ctl.NodeSlotLock(5)),
+	} {
+		c, ok := fields["const"][name]
+		if !ok {
+			t.Errorf("%s: not printed by the layout program", name)
+		} else if uint64(c[0]) != goValue {
+			t.Errorf("%s: C %d, Go %d", name, c[0], goValue)
+		}
 	}
 }
 
@@ -158,8 +179,8 @@ func (p *proc) wait(t *testing.T) int {
 func startExec(t *testing.T, dir string, in ctl.Init, env ...string) (*proc, *ctl.Handle) {
 	t.Helper()
 	a := artifacts(t)
-	args := []string{"-c", `read x; exec env "$@"`, "sh", "LD_PRELOAD=" + a.shim, "CARVE_CTL_DIR=" + dir, "CARVE_LIBCUDA=" + a.fake}
-	cmd := exec.Command("/bin/sh", append(append(args, env...), a.driver)...)
+	args := []string{"-c", `read x; exec env "$@"`, "sh", "LD_PRELOAD=" + a.Shim, "CARVE_CTL_DIR=" + dir, "CARVE_LIBCUDA=" + a.Fake}
+	cmd := exec.Command("/bin/sh", append(append(args, env...), a.Driver)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	p := &proc{cmd: cmd, stderr: &strings.Builder{}}
 	var err error
@@ -214,7 +235,7 @@ func TestShimAppliesAndFollowsMask(t *testing.T) {
 		t.Fatalf("first launch: mask %x enable %d, want %x 1", m, en, first)
 	}
 	second := enableOnly(9, 10)
-	gen, err := h.SetMask(second)
+	gen, err := h.SetMask(second, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +253,7 @@ func TestShimAppliesAndFollowsMask(t *testing.T) {
 	}
 
 	// A mask enabling only dead bits is never written: the previous one stays.
-	if _, err := h.SetMask(enableOnly(5, 6)); err != nil {
+	if _, err := h.SetMask(enableOnly(5, 6), 4); err != nil {
 		t.Fatal(err)
 	}
 	if m, _ := p.launch(t, 0x40); m != second {
@@ -306,13 +327,14 @@ func TestShimChildGetsOwnBlock(t *testing.T) {
 	a := artifacts(t)
 	dir := t.TempDir()
 	mask := enableOnly(1, 9)
-	root, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), Mask: mask, Live: live, Comm: []string{"parent"}})
+	tide := ctl.Tide{Node: "node-none", InflightMax: 3, Queue: 250 * time.Microsecond, Share: 0.25, Epoch: 7 * time.Millisecond}
+	root, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), Mask: mask, Live: live, SMs: 4, Class: ctl.ClassBE, Tide: tide, Comm: []string{"parent"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	cmd := exec.Command(a.driver)
-	cmd.Env = []string{"LD_PRELOAD=" + a.shim, "CARVE_CTL_DIR=" + dir, "CARVE_LIBCUDA=" + a.fake, "CARVE_CTL_ROOT=" + root.Path}
+	cmd := exec.Command(a.Driver)
+	cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "CARVE_CTL_DIR=" + dir, "CARVE_LIBCUDA=" + a.Fake, "CARVE_CTL_ROOT=" + root.Path}
 	cmd.Stdin = strings.NewReader("launch 0x40\nlaunch 0x40\n")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -328,8 +350,9 @@ func TestShimChildGetsOwnBlock(t *testing.T) {
 	}
 	defer child.Close()
 	s := child.Snapshot()
-	if s.Mask != mask || s.Live != live || s.Launches != 2 || s.PID != cmd.Process.Pid {
-		t.Errorf("child block %+v", s)
+	if s.Mask != mask || s.Live != live || s.Launches != 2 || s.PID != cmd.Process.Pid || s.SMs != 4 ||
+		s.Class != ctl.ClassBE || s.Tide != tide || s.Tenant != os.Getpid() {
+		t.Errorf("child block %+v, want the parent's partition, class and tide policy %+v", s, tide)
 	}
 	if len(s.Command) == 0 || !strings.HasSuffix(s.Command[0], "driver") {
 		t.Errorf("child command %q", s.Command)
@@ -354,8 +377,8 @@ func TestShimChildGetsOwnBlock(t *testing.T) {
 
 func TestShimWithoutBlockRefuses(t *testing.T) {
 	a := artifacts(t)
-	cmd := exec.Command(a.driver)
-	cmd.Env = []string{"LD_PRELOAD=" + a.shim, "CARVE_CTL_DIR=" + t.TempDir(), "CARVE_LIBCUDA=" + a.fake}
+	cmd := exec.Command(a.Driver)
+	cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "CARVE_CTL_DIR=" + t.TempDir(), "CARVE_LIBCUDA=" + a.Fake}
 	out, err := cmd.CombinedOutput()
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != 86 || !strings.Contains(string(out), "no control block") {

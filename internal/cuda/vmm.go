@@ -10,12 +10,12 @@ import "fmt"
 // allocProp mirrors CUmemAllocationProp (32 bytes): type, requested handle
 // types, location (type, id), win32 metadata pointer, allocation flags.
 type allocProp struct {
-	typ         int32 // CU_MEM_ALLOCATION_TYPE_PINNED = 1
-	handleTypes int32
-	locType     int32 // CU_MEM_LOCATION_TYPE_DEVICE = 1
-	locID       int32
-	win32       uintptr
-	flags       [8]byte
+	typ     int32 // CU_MEM_ALLOCATION_TYPE_PINNED = 1
+	_       int32 // requested handle types: none
+	locType int32 // CU_MEM_LOCATION_TYPE_DEVICE = 1
+	locID   int32
+	_       uintptr // win32 metadata
+	_       [8]byte // allocation flags
 }
 
 // accessDesc mirrors CUmemAccessDesc (12 bytes): location and flags.

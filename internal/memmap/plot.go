@@ -5,12 +5,11 @@ import (
 	"math"
 	"sort"
 
+	"github.com/carve-gpu/carve/internal/report"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-
-	"github.com/carve-gpu/carve/internal/bench"
 )
 
 // interferenceGrid is the interference matrix with the classes ordered by
@@ -63,5 +62,5 @@ func PlotStructure(s Structure, device, base string) error {
 			}
 		}
 	}
-	return bench.SavePanels([]*plot.Plot{p}, 1, 9*vg.Inch, 9*vg.Inch, base)
+	return report.SavePanels([]*plot.Plot{p}, 1, 9*vg.Inch, 9*vg.Inch, base)
 }

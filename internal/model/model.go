@@ -7,6 +7,11 @@
 // Paper implements the equations as written. Where the paper leaves a
 // choice open, the choice made here is named in a comment that starts with
 // "Reading:". Times are in ms, bandwidths in GB/s, sizes in SMs.
+//
+// It also holds the profiles it reads (Profile, written by internal/profile
+// on a GPU), carve's own interference model and its calibration, and the
+// planner. It is arithmetic over files: it imports nothing that loads the
+// driver, and the layering test keeps it so.
 package model
 
 import (

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-
-	"github.com/carve-gpu/carve/internal/profile"
 )
 
 // FromProfiles builds the model's kernels from profiles, and measures the
@@ -19,7 +17,7 @@ import (
 //     the most bandwidth-hungry kernel already reaches 95% of its bandwidth
 //     on all SMs;
 //   - alpha keeps the paper's 100 (a modelling choice, not a GPU property).
-func FromProfiles(ps map[string]*profile.Profile) (GPU, map[string]*Kernel, error) {
+func FromProfiles(ps map[string]*Profile) (GPU, map[string]*Kernel, error) {
 	var g GPU
 	ks := map[string]*Kernel{}
 	names := make([]string, 0, len(ps))

@@ -3,15 +3,14 @@ package model
 import (
 	"testing"
 
-	"github.com/carve-gpu/carve/internal/bench"
-	"github.com/carve-gpu/carve/internal/profile"
+	"github.com/carve-gpu/carve/internal/stats"
 )
 
-func prof(name string, bytes float64, ms map[int]float64) *profile.Profile {
-	p := &profile.Profile{Kernel: name, SMs: 8, TPCs: 4, NominalBW: 100,
-		Counters: &profile.Counters{DRAMBytes: bytes, L2Requests: 10, Instructions: 1e4}}
+func prof(name string, bytes float64, ms map[int]float64) *Profile {
+	p := &Profile{Kernel: name, SMs: 8, TPCs: 4, NominalBW: 100,
+		Counters: &Counters{DRAMBytes: bytes, L2Requests: 10, Instructions: 1e4}}
 	for sms := 2; sms <= 8; sms += 2 {
-		p.Sizes = append(p.Sizes, profile.Size{TPCs: sms / 2, SMs: sms, Stats: bench.Summarize([]float64{ms[sms]})})
+		p.Sizes = append(p.Sizes, Size{TPCs: sms / 2, SMs: sms, Stats: stats.Summarize([]float64{ms[sms]})})
 	}
 	return p
 }
@@ -19,7 +18,7 @@ func prof(name string, bytes float64, ms map[int]float64) *profile.Profile {
 func TestFromProfiles(t *testing.T) {
 	// mem: 80e6 bytes in 1 ms on 8 SMs = 80 GB/s, and 76.2 GB/s (95.2%)
 	// already on 6: S_p = 6/8.
-	ps := map[string]*profile.Profile{
+	ps := map[string]*Profile{
 		"mem": prof("mem", 80e6, map[int]float64{2: 2, 4: 1.2, 6: 1.05, 8: 1}),
 		"cpu": prof("cpu", 1e6, map[int]float64{2: 4, 4: 2, 6: 1.4, 8: 1}),
 	}

@@ -26,6 +26,13 @@ const DefaultConnections = 8
 // MaxConnections is the most CUDA_DEVICE_MAX_CONNECTIONS allows.
 const MaxConnections = 32
 
+// Variables of the CUDA driver that make a process an MPS client.
+const (
+	VarPipeDir     = "CUDA_MPS_PIPE_DIRECTORY"
+	VarLogDir      = "CUDA_MPS_LOG_DIRECTORY"
+	VarConnections = "CUDA_DEVICE_MAX_CONNECTIONS"
+)
+
 // Daemon names one MPS control daemon by its directories.
 type Daemon struct {
 	Root    string // holds pipe/ and log/
@@ -41,6 +48,12 @@ func Default() Daemon {
 	return Daemon{Root: root}
 }
 
+// OutsideEnv keeps a process out of any MPS server: its pipe directory is
+// one where no server listens, so the driver gives it a context of its own.
+func (d Daemon) OutsideEnv() []string {
+	return []string{VarPipeDir + "=" + filepath.Join(d.Root, "none")}
+}
+
 // PipeDir is CUDA_MPS_PIPE_DIRECTORY for the daemon and its clients.
 func (d Daemon) PipeDir() string { return filepath.Join(d.Root, "pipe") }
 
@@ -51,9 +64,9 @@ func (d Daemon) LogDir() string { return filepath.Join(d.Root, "log") }
 // number of hardware connections (work queues).
 func (d Daemon) ClientEnv(connections int) []string {
 	return []string{
-		"CUDA_MPS_PIPE_DIRECTORY=" + d.PipeDir(),
-		"CUDA_MPS_LOG_DIRECTORY=" + d.LogDir(),
-		"CUDA_DEVICE_MAX_CONNECTIONS=" + strconv.Itoa(connections),
+		VarPipeDir + "=" + d.PipeDir(),
+		VarLogDir + "=" + d.LogDir(),
+		VarConnections + "=" + strconv.Itoa(connections),
 	}
 }
 
@@ -101,7 +114,7 @@ func (d Daemon) command(ctx context.Context, args ...string) (*exec.Cmd, error) 
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, ctl, args...)
-	cmd.Env = append(os.Environ(), "CUDA_MPS_PIPE_DIRECTORY="+d.PipeDir(), "CUDA_MPS_LOG_DIRECTORY="+d.LogDir())
+	cmd.Env = append(os.Environ(), VarPipeDir+"="+d.PipeDir(), VarLogDir+"="+d.LogDir())
 	return cmd, nil
 }
 

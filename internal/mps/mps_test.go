@@ -1,37 +1,16 @@
 package mps
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// fakeControl is a stand-in for nvidia-cuda-mps-control: -d starts a
-// background "daemon" and writes its pid where the real one does; on stdin it
-// answers get_server_list and quits on quit.
-const fakeControl = `#!/bin/sh
-set -e
-[ -n "$CUDA_MPS_PIPE_DIRECTORY" ] || { echo "no pipe directory" >&2; exit 1; }
-if [ "$1" = "-d" ]; then
-	sleep 300 </dev/null >/dev/null 2>&1 &
-	echo $! >"$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid"
-	exit 0
-fi
-read cmd
-case "$cmd" in
-get_server_list) echo 4242 ;;
-quit) kill "$(cat "$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid")" ;;
-*) echo "unknown $cmd"; exit 1 ;;
-esac
-`
+	"github.com/carve-gpu/carve/internal/mps/mpstest"
+)
 
 func TestLifecycle(t *testing.T) {
 	dir := t.TempDir()
-	ctl := filepath.Join(dir, "nvidia-cuda-mps-control")
-	if err := os.WriteFile(ctl, []byte(fakeControl), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	ctl := mpstest.Control(t)
 	d := Daemon{Root: filepath.Join(dir, "mps"), Control: ctl}
 	if d.Running() {
 		t.Fatal("running before start")

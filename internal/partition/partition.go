@@ -252,7 +252,7 @@ func Pack(t *topo.Topology, n int, busy Set) Set {
 				best = i
 			}
 		}
-		if len(gs[best].free) == 0 {
+		if best < 0 || len(gs[best].free) == 0 {
 			break // no free TPC left anywhere: share busy ones below
 		}
 		used[best] = true

@@ -169,6 +169,34 @@ func TestPackAvoidsBusy(t *testing.T) {
 	}
 }
 
+// TestPackEveryGPCTaken: when every GPC has been taken whole and TPCs are
+// still wanted, the rest comes from busy ones (it once indexed past the
+// GPCs instead).
+func TestPackEveryGPCTaken(t *testing.T) {
+	top := h100(t)
+	busy := Set{8, 9, 10, 11}
+	for n := 60; n <= 66; n++ {
+		s := Pack(top, n, busy)
+		if len(s) != n || len(s.Intersect(busy)) != max(0, n-62) {
+			t.Errorf("Pack(%d) beside 4 busy = %d TPCs, %d of them busy", n, len(s), len(s.Intersect(busy)))
+		}
+	}
+}
+
+func TestParseCounts(t *testing.T) {
+	if got, err := ParseCounts("all", 4); err != nil || !slices.Equal(got, []int{1, 2, 3, 4}) {
+		t.Errorf("all: %v %v", got, err)
+	}
+	if got, err := ParseCounts("8, 2,8,4", 66); err != nil || !slices.Equal(got, []int{2, 4, 8}) {
+		t.Errorf("list: %v %v", got, err)
+	}
+	for _, bad := range []string{"0", "67", "x", "", "2,,3"} {
+		if _, err := ParseCounts(bad, 66); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
 // TestPackSixWays fills the GPU with six partitions of 11 TPCs, each packed
 // beside the union of those before it: none may overlap.
 func TestPackSixWays(t *testing.T) {

@@ -1,118 +1,33 @@
-// Package profile records how a kernel behaves alone on partitions of
+// Package profile measures how a kernel behaves alone on partitions of
 // several sizes: its time at each TPC count (through carve's masks) and, from
 // Nsight Compute where it is installed, the work it does on the whole GPU
-// (DRAM bytes, L2 requests, executed instructions). Profiles are JSON files
-// a user can keep and share; the latency model reads them.
+// (DRAM bytes, L2 requests, executed instructions). It writes the latency
+// model's profiles (model.Profile), JSON files a user can keep and share;
+// reading them needs no GPU and no import of this package.
 package profile
 
 import (
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/carve-gpu/carve/internal/bench"
 	"github.com/carve-gpu/carve/internal/cuda"
+	"github.com/carve-gpu/carve/internal/model"
 	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/stats"
 	"github.com/carve-gpu/carve/internal/topo"
+	"github.com/carve-gpu/carve/internal/workload"
 )
-
-// Size is the kernel alone on one partition size.
-type Size struct {
-	TPCs  int         `json:"tpcs"`
-	SMs   int         `json:"sms"`
-	Stats bench.Stats `json:"ms"`
-}
-
-// Counters are a kernel's work on the whole GPU, one launch, from ncu.
-type Counters struct {
-	DRAMBytes    float64 `json:"dram_bytes"`     // dram__bytes.sum
-	L2Requests   float64 `json:"l2_requests"`    // lts__t_requests.sum
-	Instructions float64 `json:"instructions"`   // smsp__inst_executed.sum (warp instructions)
-	DurationNS   float64 `json:"duration_ns"`    // gpu__time_duration.sum, under the profiler
-	Tool         string  `json:"tool"`           // the ncu that measured them
-	Note         string  `json:"note,omitempty"` //
-}
-
-// Profile is one kernel's profile on one GPU.
-type Profile struct {
-	Kernel string `json:"kernel"`
-	Device string `json:"device"`
-	UUID   string `json:"uuid"`
-	Driver string `json:"driver"`
-	Date   string `json:"date"`
-	SMs    int    `json:"sms"`  // of the whole GPU
-	TPCs   int    `json:"tpcs"` // of the whole GPU
-	// NominalBW is the GPU's DRAM bandwidth from its memory clock and bus
-	// width, GB/s (double data rate).
-	NominalBW float64 `json:"nominal_dram_gbs"`
-	Reps      int     `json:"reps"`
-	// Program is the command profiled in place of a suite kernel; its
-	// times are from start to exit of the whole program.
-	Program  []string  `json:"program,omitempty"`
-	Sizes    []Size    `json:"sizes"`
-	Counters *Counters `json:"counters,omitempty"` // nil where ncu was not available
-}
-
-// Save writes the profile as DIR/KERNEL.json.
-func (p *Profile) Save(dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	b, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, p.Kernel+".json")
-	return path, os.WriteFile(path, b, 0o644)
-}
-
-// Load reads a profile written by Save.
-func Load(path string) (*Profile, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var p Profile
-	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if p.Kernel == "" || len(p.Sizes) == 0 {
-		return nil, fmt.Errorf("%s is not a carve profile (no kernel or no sizes)", path)
-	}
-	return &p, nil
-}
-
-// LoadDir reads every profile in dir.
-func LoadDir(dir string) (map[string]*Profile, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]*Profile{}
-	for _, path := range paths {
-		p, err := Load(path)
-		if err != nil {
-			return nil, err
-		}
-		out[p.Kernel] = p
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no profiles in %s: make them with carve profile --out %s", dir, dir)
-	}
-	return out, nil
-}
 
 // Times times app at each TPC count (GPC-packed), reps runs after one
 // warm-up each.
-func Times(app *bench.App, t *topo.Topology, tpcs []int, reps int, progress func()) ([]Size, error) {
+func Times(app *workload.App, t *topo.Topology, tpcs []int, reps int, progress func()) ([]model.Size, error) {
 	return timeSizes(t, tpcs, reps, progress, func(_ partition.Set, mask topo.Mask) (float64, error) {
 		v, err := app.Time(&mask)
 		if err != nil {
@@ -124,8 +39,8 @@ func Times(app *bench.App, t *topo.Topology, tpcs []int, reps int, progress func
 
 // timeSizes runs run on a GPC-packed partition of each TPC count, reps
 // times after one warm-up each, and summarizes the times it returns.
-func timeSizes(t *topo.Topology, tpcs []int, reps int, progress func(), run func(partition.Set, topo.Mask) (float64, error)) ([]Size, error) {
-	var out []Size
+func timeSizes(t *topo.Topology, tpcs []int, reps int, progress func(), run func(partition.Set, topo.Mask) (float64, error)) ([]model.Size, error) {
+	var out []model.Size
 	for _, k := range tpcs {
 		if k < 1 || k > len(t.TPCs) {
 			return nil, fmt.Errorf("%d TPCs: this GPU has 1 to %d", k, len(t.TPCs))
@@ -149,7 +64,7 @@ func timeSizes(t *topo.Topology, tpcs []int, reps int, progress func(), run func
 		for _, i := range set {
 			sms += len(t.TPCs[i].SMs)
 		}
-		out = append(out, Size{TPCs: k, SMs: sms, Stats: bench.Summarize(ms)})
+		out = append(out, model.Size{TPCs: k, SMs: sms, Stats: stats.Summarize(ms)})
 		progress()
 	}
 	return out, nil
@@ -179,7 +94,7 @@ func NominalBW(ordinal int) (float64, error) {
 // through carve run (prefix, ending in --) on a GPC-packed partition, reps
 // times after one warm-up run each: from start to exit, in ms. A program
 // that fails stops the profile with its error output.
-func ProgramTimes(prefix func(partition.Set) []string, argv []string, t *topo.Topology, tpcs []int, reps int, progress func()) ([]Size, error) {
+func ProgramTimes(prefix func(partition.Set) []string, argv []string, t *topo.Topology, tpcs []int, reps int, progress func()) ([]model.Size, error) {
 	return timeSizes(t, tpcs, reps, progress, func(set partition.Set, _ topo.Mask) (float64, error) {
 		full := append(prefix(set), argv...)
 		cmd := exec.Command(full[0], full[1:]...)
@@ -212,14 +127,14 @@ func FindNCU() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("Nsight Compute (ncu) was not found on PATH or in /usr/local/cuda/bin: " +
+	return "", errors.New("ncu (Nsight Compute) was not found on PATH or in /usr/local/cuda/bin: " +
 		"profiles will have times but no DRAM bytes, L2 requests or instructions (install Nsight Compute, or pass --ncu PATH)")
 }
 
 // Count runs argv under ncu, which profiles the second launch of kernel
 // (the first is a warm-up), and returns its counters; with kernel "" it
 // profiles every launch of the program and sums them.
-func Count(ncu, kernel string, argv ...string) (*Counters, error) {
+func Count(ncu, kernel string, argv ...string) (*model.Counters, error) {
 	args := []string{"--csv", "--print-units", "base", "--metrics", strings.Join(Metrics, ",")}
 	if kernel != "" {
 		args = append(args, "--kernel-name", kernel, "--launch-skip", "1", "--launch-count", "1")
@@ -243,7 +158,7 @@ func Count(ncu, kernel string, argv ...string) (*Counters, error) {
 // ParseNCU reads the counters from ncu's --csv output, summed over the
 // kernels profiled (any lines before the CSV header, such as ==PROF==
 // notes, are skipped).
-func ParseNCU(out []byte) (*Counters, error) {
+func ParseNCU(out []byte) (*model.Counters, error) {
 	i := bytes.Index(out, []byte(`"ID",`))
 	if i < 0 {
 		return nil, fmt.Errorf("no CSV in ncu's output: %q", firstLine(out))
@@ -274,7 +189,7 @@ func ParseNCU(out []byte) (*Counters, error) {
 			return nil, fmt.Errorf("ncu reported no %s (got %v)", m, got)
 		}
 	}
-	return &Counters{DRAMBytes: got[Metrics[0]], L2Requests: got[Metrics[1]], Instructions: got[Metrics[2]], DurationNS: got[Metrics[3]]}, nil
+	return &model.Counters{DRAMBytes: got[Metrics[0]], L2Requests: got[Metrics[1]], Instructions: got[Metrics[2]], DurationNS: got[Metrics[3]]}, nil
 }
 
 func firstLine(b []byte) string {

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/carve-gpu/carve/internal/bench"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/topo/topotest"
 )
@@ -44,28 +43,6 @@ func TestParseNCU(t *testing.T) {
 	}
 	if _, err := ParseNCU(b); err == nil || !strings.Contains(err.Error(), "smsp__thread_inst_executed.sum") {
 		t.Errorf("a metric missing: %v", err)
-	}
-}
-
-func TestSaveLoad(t *testing.T) {
-	dir := t.TempDir()
-	p := &Profile{Kernel: "vadd", TPCs: 2, SMs: 4, Sizes: []Size{{TPCs: 1, SMs: 2, Stats: bench.Summarize([]float64{2})}, {TPCs: 2, SMs: 4, Stats: bench.Summarize([]float64{1})}}}
-	if _, err := p.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	all, err := LoadDir(dir)
-	if err != nil || all["vadd"] == nil {
-		t.Fatalf("LoadDir: %v %v", all, err)
-	}
-	if got := all["vadd"].Sizes[1].Stats.P50; got != 1 {
-		t.Errorf("round trip: the size on all TPCs took %g ms, want 1", got)
-	}
-	if _, err := LoadDir(t.TempDir()); err == nil {
-		t.Error("LoadDir of an empty directory succeeded")
-	}
-	os.WriteFile(dir+"/junk.json", []byte(`{"x": 1}`), 0o644)
-	if _, err := LoadDir(dir); err == nil {
-		t.Error("a JSON file that is no profile was accepted")
 	}
 }
 

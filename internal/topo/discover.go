@@ -169,8 +169,7 @@ func groupGPCs(p Prober, opt Options, owner map[int]int, step func()) (map[int]i
 	for _, b := range owner {
 		parent[b] = b
 	}
-	var find func(int) int
-	find = func(x int) int {
+	find := func(x int) int {
 		for parent[x] != x {
 			parent[x] = parent[parent[x]]
 			x = parent[x]

@@ -1,6 +1,9 @@
-// Package topo discovers which TPC mask bits of a GPU are live, which SMs
-// sit behind each, and how TPCs group into GPCs, and orders the live TPCs
-// into the logical indexes users name (0..N-1, GPC by GPC).
+// Package topo describes a GPU as carve partitions it: which TPC mask bits
+// are live, which SMs sit behind each, how TPCs group into GPCs, and the
+// logical indexes users name (0..N-1, GPC by GPC). It holds the discovery
+// algorithm over a Prober (played back by Fake in tests) and the cache of
+// discovered topologies. It loads no driver: internal/discover probes a real
+// GPU with it.
 package topo
 
 import (
@@ -184,6 +187,18 @@ func (t *Topology) Summary() string {
 		}
 	}
 	return b.String()
+}
+
+// Place orders what discovery found into t's logical TPCs and GPCs, with a
+// note where GPCs could not be seen.
+func (t *Topology) Place(lay *Layout) {
+	t.TPCs, t.GPCs = Build(lay.BitSMs, lay.GPCOf)
+	t.GPCsKnown = lay.GPCOf != nil
+	if !t.GPCsKnown {
+		t.Notes = append(t.Notes, "thread-block clusters could not be launched: GPC grouping unknown, all TPCs listed in one group")
+	} else if lone := loneTPCs(t); len(lone) > 0 && len(lone) < len(t.TPCs) {
+		t.Notes = append(t.Notes, fmt.Sprintf("TPCs %v never shared a thread-block cluster with another TPC: each is listed as a GPC of its own", lone))
+	}
 }
 
 // loneTPCs lists the TPCs that form a GPC by themselves.

@@ -1,28 +1,162 @@
 /*
  * A stand-in for an unmodified CUDA program, run under LD_PRELOAD=libcarve.so
- * with CARVE_LIBCUDA pointing at the fake driver. It reads commands on stdin:
- *   launch VERSION   one fake launch; prints "mask W0 W1 W2 W3 EN CALLED"
+ * with CARVE_LIBCUDA pointing at the fake driver. It reaches the driver the
+ * way the CUDA runtime does: dlopen, dlsym of cuGetProcAddress_v2, then
+ * everything else through it (the lookup function first through itself). It
+ * reads commands on stdin and prints one line for each:
+ *
+ *   launch VERSION     a launch through the fake's test entry point
+ *                      -> "mask W0 W1 W2 W3 EN CALLED"
+ *   klaunch ENTRY [ptds]
+ *                      a launch through cuLaunchKernel, cuLaunchKernelEx,
+ *                      cuLaunchCooperativeKernel or cuGraphLaunch (ENTRY: kernel,
+ *                      ex, coop, graph), looked up for the per-thread default
+ *                      stream with ptds -> "mask ..." as above, or "rc N"
+ *   direct             cuLaunchKernel called by its exported name, as a
+ *                      program linked against libcuda does -> "mask ..."
+ *   sms                cuDeviceGetAttribute(multiprocessor count) -> "sms N"
+ *   sync               cuStreamSynchronize(0) -> "rc N"
+ *   next               does dlsym(RTLD_NEXT, "dlsym") from here find the
+ *                      next library's dlsym? -> "next same|different"
+ *   profiler           subscribe the way CUPTI does (entry 11), to launches
+ *                      and to the whole of another domain -> "rc N"
+ *   profiled           -> "profiled L S": launches and other-domain
+ *                      callbacks the profiler saw
+ *   unprofile          the profiler unsubscribes (entry 4) -> "rc N"
+ *   threads N          4 threads launch N kernels each -> "threads MS"
+ *   storm N            4 threads launch N kernels each while the profiler
+ *                      subscribes and unsubscribes -> "bare B": launches
+ *                      that went out while no callback was subscribed
+ *   injected           -> "injected N": launches an injection loaded at
+ *                      cuInit saw (FAKECUDA_INJECT)
+ *   dur US             later kernels take US microseconds on the fake GPU
+ *   burst N            N launches through cuLaunchKernel -> "burst MS": how
+ *                      long the launch calls took, all told
  *   quit
- * and prints "ready" once loaded, so a test can change the control block
- * between launches.
+ * and prints "ready" once loaded.
  */
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "../cuda_api.h"
+
+typedef CUresult (*get_proc_fn)(const char *, void **, int, uint64_t, void *);
+static get_proc_fn get_proc;
+static void *h;
+
+static void *proc(const char *name, int ptds)
+{
+	void *f = NULL;
+	if (get_proc(name, &f, 12080, ptds ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0, NULL) != 0)
+		return NULL;
+	return f;
+}
+
+static void print_mask(void)
+{
+	int (*last)(uint32_t *) = (int (*)(uint32_t *))dlsym(h, "fakecuda_last");
+	uint32_t out[5];
+	int called = last(out);
+	printf("mask %08x %08x %08x %08x %u %d\n", out[0], out[1], out[2], out[3], out[4], called);
+}
+
+static int profiled, profiled_other;
+static void profiler_cb(void *user, int domain, int cbid, const void *params)
+{
+	(void)user, (void)params;
+	if (domain == 0xb && cbid == 1)
+		profiled++;
+	else if (domain == 6)
+		profiled_other++;
+}
+
+static const uintptr_t *tools;
+static uint32_t profiler_handle;
+
+static int profile(void)
+{
+	CUresult (*get_table)(const void **, const void *) = proc("cuGetExportTable", 0);
+	static const unsigned char uuid[16] = {0x2c, 0x8e, 0x0a, 0xd8, 0x07, 0x10, 0xab, 0x4e,
+					       0x90, 0xdd, 0x54, 0x71, 0x9f, 0xe5, 0xf7, 0x4b};
+	const uintptr_t *t;
+	CUresult r = get_table((const void **)&t, uuid);
+	if (r != 0)
+		return r;
+	tools = t;
+	uint32_t handle;
+	r = ((int (*)(uint32_t *, void *, void *, void *))t[11])(&handle, (void *)profiler_cb, NULL, NULL);
+	profiler_handle = handle;
+	if (r != 0)
+		return r;
+	if ((r = ((int (*)(uint32_t, uint32_t, int))t[9])(1, handle, 6)) != 0)
+		return r;
+	return ((int (*)(uint32_t, uint32_t, int, int))t[6])(1, handle, 0xb, 1);
+}
+
+static volatile int storming;
+static void *launcher(void *arg)
+{
+	int n = *(int *)arg;
+	CUresult (*f)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+		      unsigned, CUstream, void **, void **) = proc("cuLaunchKernel", 0);
+	for (int i = 0; i < n; i++)
+		f(0, 1, 1, 1, 32, 1, 1, 0, 0, NULL, NULL);
+	__atomic_sub_fetch(&storming, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static double threads(int n)
+{
+	pthread_t t[4];
+	struct timespec a, b;
+	storming = 4;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, launcher, &n);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
+}
+
+static int storm(int n)
+{
+	pthread_t t[4];
+	storming = 4;
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, launcher, &n);
+	while (__atomic_load_n(&storming, __ATOMIC_ACQUIRE) > 0) {
+		if (profile() != 0 || ((int (*)(uint32_t))tools[4])(profiler_handle) != 0)
+			return -1;
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	return ((int (*)(void))dlsym(h, "fakecuda_bare"))();
+}
 
 int main(void)
 {
 	const char *lib = getenv("CARVE_LIBCUDA");
-	void *h = dlopen(lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+	h = dlopen(lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
 	if (!h) {
 		printf("error %s\n", dlerror());
 		return 2;
 	}
 	int (*launch)(int, uint32_t *) = (int (*)(int, uint32_t *))dlsym(h, "fakecuda_launch");
-	if (!launch) {
-		printf("error no fakecuda_launch\n");
+	get_proc_fn first = (get_proc_fn)dlsym(h, "cuGetProcAddress_v2");
+	if (!launch || !first) {
+		printf("error no fakecuda_launch or cuGetProcAddress_v2\n");
+		return 2;
+	}
+	/* the runtime asks for the lookup function through itself */
+	if (first("cuGetProcAddress", (void **)&get_proc, 12080, 0, NULL) != 0) {
+		printf("error cuGetProcAddress\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -30,10 +164,77 @@ int main(void)
 	char line[128];
 	while (fgets(line, sizeof line, stdin)) {
 		int v;
+		char entry[16] = "", flavour[16] = "";
 		if (sscanf(line, "launch %i", &v) == 1) {
 			uint32_t out[5];
 			int called = launch(v, out);
 			printf("mask %08x %08x %08x %08x %u %d\n", out[0], out[1], out[2], out[3], out[4], called);
+		} else if (sscanf(line, "klaunch %15s %15s", entry, flavour) >= 1) {
+			int ptds = strcmp(flavour, "ptds") == 0;
+			CUresult r = 1;
+			if (strcmp(entry, "kernel") == 0) {
+				CUresult (*f)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+					      unsigned, CUstream, void **, void **) = proc("cuLaunchKernel", ptds);
+				r = f(0, 1, 1, 1, 32, 1, 1, 0, 0, NULL, NULL);
+			} else if (strcmp(entry, "ex") == 0) {
+				CUresult (*f)(const CUlaunchConfig *, CUfunction, void **, void **) = proc("cuLaunchKernelEx", ptds);
+				CUlaunchConfig c = {1, 1, 1, 32, 1, 1, 0, 0, NULL, 0};
+				r = f(&c, 0, NULL, NULL);
+			} else if (strcmp(entry, "coop") == 0) {
+				CUresult (*f)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+					      unsigned, CUstream, void **) = proc("cuLaunchCooperativeKernel", ptds);
+				r = f(0, 1, 1, 1, 32, 1, 1, 0, 0, NULL);
+			} else if (strcmp(entry, "graph") == 0) {
+				CUresult (*f)(CUgraphExec, CUstream) = proc("cuGraphLaunch", ptds);
+				r = f((CUgraphExec)0x1, 0);
+			}
+			if (r != 0)
+				printf("rc %d\n", r);
+			else
+				print_mask();
+		} else if (strncmp(line, "direct", 6) == 0) {
+			CUresult (*f)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+				      unsigned, CUstream, void **, void **) = dlsym(RTLD_DEFAULT, "cuLaunchKernel");
+			CUresult r = f(0, 1, 1, 1, 32, 1, 1, 0, 0, NULL, NULL);
+			if (r != 0)
+				printf("rc %d\n", r);
+			else
+				print_mask();
+		} else if (strncmp(line, "sms", 3) == 0) {
+			CUresult (*f)(int *, int, CUdevice) = proc("cuDeviceGetAttribute", 0);
+			int n = 0;
+			CUresult r = f(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0);
+			printf("sms %d rc %d\n", n, r);
+		} else if (strncmp(line, "sync", 4) == 0) {
+			CUresult (*f)(CUstream) = proc("cuStreamSynchronize", 0);
+			printf("rc %d\n", f(0));
+		} else if (strncmp(line, "next", 4) == 0) {
+			void *next = dlsym(RTLD_NEXT, "dlsym");
+			printf("next %s\n", next == (void *)dlsym ? "same" : "different");
+		} else if (strncmp(line, "profiler", 8) == 0) {
+			printf("rc %d\n", profile());
+		} else if (strncmp(line, "profiled", 8) == 0) {
+			printf("profiled %d %d\n", profiled, profiled_other);
+		} else if (sscanf(line, "dur %i", &v) == 1) {
+			((void (*)(long long))dlsym(h, "fakecuda_kernel_us"))(v);
+			printf("ok\n");
+		} else if (sscanf(line, "burst %i", &v) == 1) {
+			CUresult (*f)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+				      unsigned, CUstream, void **, void **) = proc("cuLaunchKernel", 0);
+			struct timespec a, b;
+			clock_gettime(CLOCK_MONOTONIC, &a);
+			for (int i = 0; i < v; i++)
+				f(0, 1, 1, 1, 32, 1, 1, 0, 0, NULL, NULL);
+			clock_gettime(CLOCK_MONOTONIC, &b);
+			printf("burst %.3f\n", (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
+		} else if (sscanf(line, "threads %i", &v) == 1) {
+			printf("threads %.3f\n", threads(v));
+		} else if (sscanf(line, "storm %i", &v) == 1) {
+			printf("bare %d\n", storm(v));
+		} else if (strncmp(line, "unprofile", 9) == 0) {
+			printf("rc %d\n", tools ? ((int (*)(uint32_t))tools[4])(profiler_handle) : -1);
+		} else if (strncmp(line, "injected", 8) == 0) {
+			printf("injected %d\n", ((int (*)(void))dlsym(h, "fakecuda_injected"))());
 		} else if (strncmp(line, "quit", 4) == 0) {
 			break;
 		} else {

@@ -1,9 +1,11 @@
-/* Prints the offset and size of every field of struct carve_ctl, for the Go
- * test that checks internal/ctl's mirror of the layout. */
+/* Prints the offset and size of every field of the control and node blocks,
+ * their constants and the fault codes, for the Go tests that check
+ * internal/ctl's mirror of the headers. */
 #include <stddef.h>
 #include <stdio.h>
 
 #include "../carve_ctl.h"
+#include "../carve_node.h"
 
 #define F(name) printf("%s %zu %zu\n", #name, offsetof(struct carve_ctl, name), sizeof(((struct carve_ctl *)0)->name))
 
@@ -12,7 +14,22 @@ int main(void)
 	printf("sizeof %zu %zu\n", sizeof(struct carve_ctl), sizeof(struct carve_ctl));
 	F(magic); F(version); F(size); F(pid); F(flags); F(start_ticks); F(created_ns);
 	F(gen); F(mask); F(live); F(state); F(tmd_version); F(launches); F(last_launch_ns);
-	F(refused); F(applied_gen); F(tenant_class); F(gate); F(budget_bytes); F(reserved);
-	F(comm); F(pad);
+	F(refused); F(applied_gen); F(tenant_class); F(pad0); F(pad1);
+	F(tenant); F(sms); F(fault); F(fault_claim); F(fault_ns); F(fault_call); F(reserved);
+	F(comm); F(inflight_max); F(share_ppm); F(epoch_ns); F(node); F(tide_state); F(inflight);
+	F(held_ns); F(held_launches); F(narrow_launches); F(busy_ns); F(requests); F(queue_us); F(kernel_us); F(tide_reserved);
+#define N(name) printf("node.%s %zu %zu\n", #name, offsetof(struct carve_node, name), sizeof(((struct carve_node *)0)->name))
+#define S(name) printf("slot.%s %zu %zu\n", #name, offsetof(struct carve_node_slot, name), sizeof(((struct carve_node_slot *)0)->name))
+	printf("node.sizeof %zu %zu\n", sizeof(struct carve_node), sizeof(struct carve_node));
+	printf("slot.sizeof %zu %zu\n", sizeof(struct carve_node_slot), sizeof(struct carve_node_slot));
+	N(magic); N(version); N(size); N(live); N(lease_ns); N(created_ns); N(pad); N(slots); N(rest);
+	S(pid); S(busy); S(start_ticks); S(beat_ns); S(busy_ns); S(busy_since_ns); S(reserved); S(requests);
+#define C(name, value) printf("const %s %llu\n", name, (unsigned long long)(value));
+	C("CARVE_CTL_MAGIC", CARVE_CTL_MAGIC); C("CARVE_CTL_VERSION", CARVE_CTL_VERSION); C("CARVE_CTL_SIZE", CARVE_CTL_SIZE);
+	C("CARVE_NODE_MAGIC", CARVE_NODE_MAGIC); C("CARVE_NODE_VERSION", CARVE_NODE_VERSION);
+	C("CARVE_NODE_SIZE", CARVE_NODE_SIZE); C("CARVE_NODE_SLOTS", CARVE_NODE_SLOTS);
+	C("CARVE_NODE_LEASE_NS", CARVE_NODE_LEASE_NS); C("CARVE_NODE_SLOT_LOCK(5)", CARVE_NODE_SLOT_LOCK(5));
+#define FAULT(code, name) printf("faultcode %d %s\n", code, #name);
+	CARVE_FAULTS(FAULT)
 	return 0;
 }

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/carve-gpu/carve/internal/bench"
+	"github.com/carve-gpu/carve/internal/report"
+)
+
+func newServeCmd() *cobra.Command {
+	var f benchFlags
+	var rates, tide []string
+	o := bench.ServeOptions{Progress: progressBar("serve"), Log: os.Stderr}
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "LS services beside BE jobs: latency and throughput under each way of sharing the GPU",
+		Long: `serve runs a latency-sensitive service (PyTorch, random weights, batch 1:
+resnet50 or mobilenet_v3_large from CUDA graphs or eagerly, bert-base at
+sequence 128) with requests arriving open-loop (Poisson, or on/off bursts) and
+its latency counted from arrival, queueing included, beside a best-effort job
+in a closed loop (densenet161 inference or resnet50 training, batch 64). For
+each pair and rate it measures each alone on the whole GPU, then together
+under time slicing, MPS without limits, MPS percentages, carve's static
+partitions and carve tide (each setting a point), and reports the LS's
+p50/p99/p99.9, its SLO attainment (SLO = 2 x its p99 alone at the same rate)
+and the BE's throughput, with a plot of LS p99 against BE throughput.`,
+		Example: `  carve bench serve --ls resnet50:graph --be densenet161 --rates 200,400
+  carve bench serve --ls bert:graph,resnet50:eager --be resnet50-train --mechanisms mps-split,tide`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if o.Rates, err = parseFloats(rates); err != nil {
+				return err
+			}
+			if o.Tide, err = parseTide(tide); err != nil {
+				return err
+			}
+			return f.withEnv(cmd, o.Check, func(e *bench.Env) (*report.Result, error) { return bench.Serve(e, o) })
+		},
+	}
+	c.Flags().StringSliceVar(&o.LS, "ls", []string{"resnet50:graph"}, "LS services, MODEL:MODE (resnet50, mobilenet_v3_large, bert; graph or eager)")
+	c.Flags().StringSliceVar(&o.BE, "be", []string{"densenet161"}, "BE jobs: densenet161 (inference), resnet50-train")
+	c.Flags().IntVar(&o.BEBatch, "be-batch", 64, "images per BE step")
+	c.Flags().StringSliceVar(&rates, "rates", []string{"200", "400"}, "LS requests per second")
+	c.Flags().StringVar(&o.Pattern, "pattern", "poisson", "arrivals: poisson, or onoff (100 ms at twice the rate, 100 ms idle)")
+	c.Flags().DurationVar(&o.Duration, "duration", 8*time.Second, "how long each setup is measured")
+	c.Flags().IntVar(&o.LSTPCs, "ls-tpcs", 16, "the LS's partition under carve static and carve tide")
+	c.Flags().IntSliceVar(&o.MPSSplits, "mps-splits", []int{25, 50}, "the LS's MPS active-thread percentages (the BE gets the rest)")
+	c.Flags().StringSliceVar(&tide, "tide", []string{"8:300us:0.05", "2:0s:0"}, "carve tide settings, INFLIGHT:QUEUE:SHARE (see carve run --inflight, --queue, --be-share)")
+	c.Flags().StringSliceVar(&o.Mechanisms, "mechanisms", bench.ServeMechanisms, "what to compare: "+strings.Join(bench.ServeMechanisms, ", "))
+	c.Flags().StringVar(&o.Python, "python", "python3", "the Python with PyTorch and torchvision (and transformers for bert)")
+	f.add(c)
+	return c
+}
+
+func parseFloats(xs []string) ([]float64, error) {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		v, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q: want a number", x)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func parseTide(xs []string) ([]bench.TideSetting, error) {
+	var out []bench.TideSetting
+	for _, x := range xs {
+		f := strings.Split(x, ":")
+		err := fmt.Errorf("tide setting %q: want INFLIGHT:QUEUE:SHARE, e.g. 8:300us:0.05", x)
+		if len(f) != 3 {
+			return nil, err
+		}
+		n, err1 := strconv.Atoi(f[0])
+		q, err2 := time.ParseDuration(f[1])
+		v, err3 := strconv.ParseFloat(f[2], 64)
+		if err1 != nil || err2 != nil || err3 != nil || n < 0 || q < 0 || v < 0 || v > 1 {
+			return nil, err
+		}
+		out = append(out, bench.TideSetting{Inflight: n, Queue: q, Share: v})
+	}
+	return out, nil
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/partition"
+)
+
+// specFlags are the three ways to name a partition; exactly one is given.
+type specFlags struct {
+	tpcs, gpcs, count string
+	share             bool
+}
+
+func (f *specFlags) add(c *cobra.Command) {
+	c.Flags().StringVarP(&f.tpcs, "tpcs", "t", "", `logical TPCs, e.g. "0-15,20", or "all"`)
+	c.Flags().StringVarP(&f.gpcs, "gpcs", "g", "", `whole GPCs, e.g. "2,3"`)
+	c.Flags().StringVarP(&f.count, "count", "n", "", `a number of TPCs ("20") or a share ("50%"), placed GPC-packed on free TPCs`)
+	c.Flags().BoolVar(&f.share, "share", false, "allow TPCs that other partitions hold (they are then time-shared)")
+}
+
+func (f *specFlags) parse() (partition.Spec, error) {
+	given := 0
+	for _, s := range []string{f.tpcs, f.gpcs, f.count} {
+		if s != "" {
+			given++
+		}
+	}
+	switch {
+	case given == 0:
+		return partition.Spec{}, errors.New("name a partition with one of -t, -g or -n")
+	case given > 1:
+		return partition.Spec{}, errors.New("-t, -g and -n exclude each other: give one")
+	case f.tpcs != "":
+		return partition.ParseTPCs(f.tpcs)
+	case f.gpcs != "":
+		return partition.ParseGPCs(f.gpcs)
+	}
+	return partition.ParseCount(f.count)
+}
+
+// tideFlags are run's LS and BE classes and a BE tenant's policy.
+type tideFlags struct {
+	ls, be bool
+	tide   ctl.Tide
+}
+
+func (f *tideFlags) add(c *cobra.Command) {
+	c.Flags().BoolVar(&f.ls, "ls", false, "latency-sensitive: holds its TPCs, borrows free ones, and holds BE tenants back while it has work on the GPU")
+	c.Flags().BoolVar(&f.be, "be", false, "best-effort: runs on what LS tenants leave, held back while they have work on the GPU (partition default: all TPCs)")
+	d := ctl.DefaultTide
+	c.Flags().IntVar(&f.tide.InflightMax, "inflight", d.InflightMax, "BE: kernels in flight at most, so that holding it back takes effect within a few kernels (0: no bound)")
+	c.Flags().DurationVar(&f.tide.Queue, "queue", d.Queue, "BE: GPU time in flight at most, by its kernels' measured time (0: no bound)")
+	c.Flags().Float64Var(&f.tide.Share, "be-share", d.Share, "BE: share of the time it may still run while LS work is in flight, off the LS tenants' TPCs (0: only after waiting an epoch)")
+	c.Flags().DurationVar(&f.tide.Epoch, "epoch", d.Epoch, "BE: the period --be-share is counted over")
+}
+
+// class checks the flags and returns the tenant's class.
+func (f *tideFlags) class() (uint32, error) {
+	if err := f.tide.Check(); err != nil {
+		return 0, fmt.Errorf("--inflight, --queue, --be-share, --epoch: %w", err)
+	}
+	switch {
+	case f.ls && f.be:
+		return 0, errors.New("--ls and --be exclude each other")
+	case f.ls:
+		return ctl.ClassLS, nil
+	case f.be:
+		return ctl.ClassBE, nil
+	}
+	return ctl.ClassNone, nil
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# carve tide on a GPU machine: how fast an LS tenant's shim sees its work
+# done, what a launch costs per class, whether graph replays take a new
+# partition, profilers beside the shim, then carve bench serve. Usage:
+# run.sh OUT [serve flags...] (bin/ built: carve, libcarve.so).
+set -u
+OUT=$(realpath "${1:?usage: run.sh OUT [serve flags]}")
+shift
+mkdir -p "$OUT"
+E=$(dirname "$(realpath "$0")")
+ROOT=$(realpath "$E/../..")
+W=$(mktemp -d /tmp/carve-tide.XXXX)
+export CARVE_CACHE_DIR=$W/cache CARVE_RUNTIME_DIR=$W/rt CARVE_MPS_DIR=$W/mps PYTHONUNBUFFERED=1
+C=$ROOT/bin/carve
+exec > >(tee -a "$OUT/log.txt") 2>&1
+trap '"$C" mps stop 2>/dev/null; rm -rf "$W"' EXIT
+T() { timeout "${TO:-120}" "$@"; }
+step() { echo "== $* ($(date -u +%T))"; }
+
+step device
+nvidia-smi --query-gpu=name,uuid,driver_version --format=csv | tee "$OUT/device.txt"
+date -u +%FT%TZ >>"$OUT/device.txt"
+nvcc -O2 -arch=sm_90 -o "$W/react" "$E/react.cu" || exit 1
+nvcc -O2 -arch=sm_90 -o "$W/fault" "$ROOT/experiments/fit/fault.cu" || exit 1
+T "$C" topo >"$OUT/topo.txt" 2>&1
+"$C" mps start
+
+step LS reaction, and launch cost per class in alternating rounds
+MPSENV="CUDA_MPS_PIPE_DIRECTORY=$W/mps/pipe CUDA_MPS_LOG_DIRECTORY=$W/mps/log CUDA_DEVICE_MAX_CONNECTIONS=8"
+T "$C" run -q --ls -n 16 -- "$W/react" idle 300 | tee -a "$OUT/react.jsonl"
+for round in 1 2 3; do
+	echo "{\"setup\":\"no shim\",\"r\":$(T env $MPSENV "$W/react" launch 20000)}"
+	echo "{\"setup\":\"shim loaded, not partitioned\",\"r\":$(T env $MPSENV LD_PRELOAD=$ROOT/bin/libcarve.so "$W/react" launch 20000)}"
+	echo "{\"setup\":\"carve run\",\"r\":$(T "$C" run -q -n 16 -- "$W/react" launch 20000)}"
+	echo "{\"setup\":\"carve run --ls\",\"r\":$(T "$C" run -q --ls -n 16 -- "$W/react" launch 20000)}"
+	echo "{\"setup\":\"carve run --be, no bound\",\"r\":$(T "$C" run -q --be --inflight 0 --queue 0 -- "$W/react" launch 20000)}"
+done | tee -a "$OUT/react.jsonl"
+
+step graph replays after carve set
+T "$C" run -q -n 66 -- python3 "$E/graphmask.py" "$C" | tee "$OUT/graphmask.json"
+
+step profilers beside the shim
+T "$C" run -n 8 -- python3 "$ROOT/experiments/fit/torchprof.py" "carve 8 TPCs" >"$OUT/torchprof-carve8.txt" 2>&1
+grep -h '^{' "$OUT/torchprof-carve8.txt"
+T "$C" run -q -n 8 --no-mps -- ncu --metrics gpu__time_duration.sum "$W/fault" smids >"$OUT/ncu-carve8.txt" 2>&1
+grep -h "distinct\|ERROR\|refus\|holds\|gpu__time" "$OUT/ncu-carve8.txt" | head -8
+"$C" mps stop
+
+step carve bench serve "$@"
+TO=${SERVE_TO:-430} T "$C" bench serve --out "$OUT/serve" "$@" >"$OUT/serve.txt" 2>"$OUT/serve.log"
+cat "$OUT/serve.txt"
+step done

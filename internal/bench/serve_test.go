@@ -1,0 +1,115 @@
+package bench
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/carve-gpu/carve/internal/report"
+	"github.com/carve-gpu/carve/internal/stats"
+)
+
+// TestRunServe drives the run protocol with stand-ins for the LS service
+// and the BE job: both get ready, both are told to go, both report.
+func TestRunServe(t *testing.T) {
+	dir := t.TempDir()
+	ls := filepath.Join(dir, "ls")
+	os.WriteFile(ls, []byte("#!/bin/sh\necho ready; read go; echo '{\"latencies_ms\": [1.5, 2.5, 9], \"requests\": 3}'\n"), 0o755)
+	be := filepath.Join(dir, "be")
+	os.WriteFile(be, []byte("#!/bin/sh\necho ready; read go; echo '{\"images\": 640, \"seconds\": 2}'\n"), 0o755)
+	w := Workers{}
+	m, err := w.runServe(setup{withLS: true, withBE: true}, []string{ls}, []string{be}, 100, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.latencies) != 3 || m.requests != 3 || m.images != 640 || m.seconds != 2 {
+		t.Errorf("served %+v", m)
+	}
+	bad := filepath.Join(dir, "bad")
+	os.WriteFile(bad, []byte("#!/bin/sh\necho loading; exit 1\n"), 0o755)
+	if _, err := w.runServe(setup{withBE: true}, nil, []string{bad}, 0, 1); err == nil || !strings.Contains(err.Error(), "did not get ready") {
+		t.Errorf("a program that never gets ready: %v", err)
+	}
+}
+
+func TestAttainmentAndQuantile(t *testing.T) {
+	lat := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 100}
+	if a := Attainment(lat, 9); a != 0.9 {
+		t.Errorf("attainment %g, want 0.9", a)
+	}
+	if !math.IsNaN(Attainment(nil, 1)) {
+		t.Error("attainment of nothing is a number")
+	}
+	if q := quantile(lat, 0.99); q != 100 {
+		t.Errorf("p99 of 10 by nearest rank: %g", q)
+	}
+	if q := quantile(lat, 0.5); q != 5 {
+		t.Errorf("p50: %g", q)
+	}
+}
+
+func TestServeRender(t *testing.T) {
+	pt := func(label string, st stats.Stats) report.Point { return report.Point{Label: label, Stats: st} }
+	series := func(mech string, lat []float64, be float64, attain float64) report.Series {
+		s := report.Series{Mechanism: mech, Victim: "resnet50:graph", Competitor: "densenet161", Measured: true}
+		if lat != nil {
+			s.Points = append(s.Points, pt("LS latency @400/s", stats.Summarize(lat)), pt("LS p99.9", one(lat[len(lat)-1])))
+			if !math.IsNaN(attain) {
+				s.Points = append(s.Points, pt("SLO attainment", one(attain)))
+			}
+		}
+		if be > 0 {
+			s.Points = append(s.Points, report.Point{Label: "BE throughput", Unit: "img/s", Stats: one(be)})
+		}
+		return s
+	}
+	r := &report.Result{Benchmark: "serve", Device: "test GPU", Params: map[string]any{"slo_ms": map[string]any{"resnet50:graph @400/s": 4.0}},
+		Series: []report.Series{
+			series("BE alone, whole GPU", nil, 1000, math.NaN()),
+			series("LS alone, whole GPU", []float64{1, 1.2, 2}, 0, 1),
+			series("MPS 25%/75%", []float64{2, 3, 12}, 900, 0.67),
+			series("carve tide, 8 in flight, 300µs queued, share 0.05", []float64{1.1, 1.3, 2.5}, 700, 1),
+		}}
+	var b bytes.Buffer
+	if err := WriteTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"MPS 25%/75%", "67.00%", "90%", "carve tide, 8 in flight, 300µs queued, share 0.05", "4.00", "1.25x"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	dir := t.TempDir()
+	if err := Plot(r, dir); err != nil {
+		t.Fatal(err)
+	}
+	if svg, err := os.ReadFile(filepath.Join(dir, "serve.svg")); err != nil || !bytes.Contains(svg, []byte("carve tide")) {
+		t.Errorf("plot: %v", err)
+	}
+}
+
+func TestServeOptionsCheck(t *testing.T) {
+	good := ServeOptions{LS: []string{"resnet50:graph"}, BE: []string{"densenet161"}, BEBatch: 64, Rates: []float64{100},
+		Pattern: "poisson", Duration: 1e9, LSTPCs: 16, Mechanisms: []string{"tide"}, Python: "/nonexistent/python"}
+	for _, tc := range []struct {
+		change func(*ServeOptions)
+		want   string
+	}{
+		{func(o *ServeOptions) { o.LS = []string{"vgg:graph"} }, `LS "vgg:graph"`},
+		{func(o *ServeOptions) { o.BE = []string{"gpt"} }, `BE "gpt"`},
+		{func(o *ServeOptions) { o.Rates = []float64{0} }, "rate 0"},
+		{func(o *ServeOptions) { o.Mechanisms = []string{"mig"} }, `mechanism "mig"`},
+		{func(o *ServeOptions) { o.MPSSplits = []int{100} }, "MPS split 100%"},
+		{func(o *ServeOptions) { o.Pattern = "burst" }, `pattern "burst"`},
+		{func(o *ServeOptions) {}, "no such file"},
+	} {
+		o := good
+		tc.change(&o)
+		if err := o.Check(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", o, err, tc.want)
+		}
+	}
+}

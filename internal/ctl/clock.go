@@ -1,0 +1,10 @@
+package ctl
+
+import "golang.org/x/sys/unix"
+
+// monotonicNS is CLOCK_MONOTONIC in ns, the clock of the shim's heartbeats.
+func monotonicNS() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}

@@ -1,0 +1,253 @@
+package ctl_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+)
+
+// allLive enables every live bit of the test GPU.
+var allLive = enableOnly(0, 1, 2, 3, 9, 10, 11, 12, 13, 14, 15, 16)
+
+// tideNode makes a node block in dir.
+func tideNode(t *testing.T, dir string) *ctl.Node {
+	t.Helper()
+	n, err := ctl.OpenNode(dir, "node-test", live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+func startLS(t *testing.T, dir string) *proc {
+	p, _ := startExec(t, dir, ctl.Init{Mask: enableOnly(0, 1), Live: live, Class: ctl.ClassLS, Tide: ctl.Tide{Node: "node-test"}})
+	p.ready(t)
+	return p
+}
+
+func startBE(t *testing.T, dir string, tide ctl.Tide) (*proc, *ctl.Handle) {
+	tide.Node = "node-test"
+	p, h := startExec(t, dir, ctl.Init{Mask: allLive, Live: live, Class: ctl.ClassBE, Tide: tide})
+	p.ready(t)
+	return p, h
+}
+
+// burst launches n kernels and returns how long the launches took.
+func (p *proc) burst(t *testing.T, n int) time.Duration {
+	t.Helper()
+	got := p.ask(t, fmt.Sprintf("burst %d", n))
+	ms, err := strconv.ParseFloat(strings.TrimPrefix(got, "burst "), 64)
+	if err != nil {
+		t.Fatalf("burst: %q", got)
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+func busyOf(n *ctl.Node, pid int) (ctl.LSSlot, bool) {
+	for _, s := range n.LS() {
+		if s.PID == pid {
+			return s, true
+		}
+	}
+	return ctl.LSSlot{}, false
+}
+
+// TestLSBusyTracking: an LS tenant is busy from its launch until the GPU
+// has done the work, as the poller finds, and borrows every TPC no other
+// LS tenant reserved.
+func TestLSBusyTracking(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	p := startLS(t, dir)
+	p.ask(t, "dur 20000")
+	if got := p.ask(t, "klaunch kernel"); got != maskLine([4]uint32{^live[0], ^live[1], ^live[2], ^live[3]}) {
+		t.Errorf("LS launch: %q, want every live TPC", got)
+	}
+	s, ok := busyOf(n, p.cmd.Process.Pid)
+	if !ok || !s.Busy || s.Reserved != [4]uint32{0x3, 0, 0, 0} {
+		t.Fatalf("right after the launch: slot %+v (found %v), want busy, reserving TPC bits 0-1", s, ok)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for s.Busy && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+		s, _ = busyOf(n, p.cmd.Process.Pid)
+	}
+	if s.Busy || s.Requests != 1 || s.BusyTime < 15*time.Millisecond || s.BusyTime > 500*time.Millisecond {
+		t.Errorf("after the work: %+v, want idle, 1 request, busy about 20 ms", s)
+	}
+	p.wait(t)
+	if _, ok := busyOf(n, p.cmd.Process.Pid); ok {
+		t.Error("an LS tenant that exited kept its slot")
+	}
+}
+
+// TestBEHeldWhileLSBusy: a BE launch waits while LS work is in flight and
+// goes as soon as it is done; then runs freely.
+func TestBEHeldWhileLSBusy(t *testing.T) {
+	dir := t.TempDir()
+	tideNode(t, dir)
+	ls := startLS(t, dir)
+	be, h := startBE(t, dir, ctl.Tide{InflightMax: 2, Epoch: time.Second})
+	be.ask(t, "dur 1000")
+	ls.ask(t, "dur 60000")
+	ls.ask(t, "klaunch kernel")
+	start := time.Now()
+	if d := be.burst(t, 1); d < 30*time.Millisecond || d > time.Second {
+		t.Errorf("a BE launch during 60 ms of LS work took %v", d)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("held %v", d)
+	}
+	st := h.Snapshot().TideStatus
+	if st.HeldLaunches != 1 || st.Held < 30*time.Millisecond || st.NarrowLaunch != 0 {
+		t.Errorf("BE status %+v, want one launch held about 60 ms, none narrow", st)
+	}
+	if d := be.burst(t, 1); d > 20*time.Millisecond {
+		t.Errorf("with the LS idle a BE launch took %v", d)
+	}
+	if got := be.ask(t, "klaunch kernel"); got != maskLine(allLive) {
+		t.Errorf("BE launch with the LS idle: %q, want its whole partition", got)
+	}
+}
+
+// TestBEShare: with a share, a BE tenant launches while LS work is in
+// flight, off the LS tenant's reserved TPCs.
+func TestBEShare(t *testing.T) {
+	dir := t.TempDir()
+	tideNode(t, dir)
+	ls := startLS(t, dir)
+	be, h := startBE(t, dir, ctl.Tide{Share: 0.5, Epoch: 20 * time.Millisecond})
+	ls.ask(t, "dur 2000000")
+	ls.ask(t, "klaunch kernel") // 2 s of LS work
+	got := be.ask(t, "klaunch kernel")
+	if want := maskLine(enableOnly(2, 3, 9, 10, 11, 12, 13, 14, 15, 16)); got != want {
+		t.Errorf("BE launch within its share: %q, want %q (off TPC bits 0-1)", got, want)
+	}
+	if st := h.Snapshot().TideStatus; st.NarrowLaunch != 1 {
+		t.Errorf("BE status %+v, want one launch within its share", st)
+	}
+}
+
+// TestBEInflightBound: a BE tenant that never synchronizes keeps at most
+// inflight_max launches on the GPU.
+func TestBEInflightBound(t *testing.T) {
+	dir := t.TempDir()
+	tideNode(t, dir)
+	be, h := startBE(t, dir, ctl.Tide{InflightMax: 2})
+	be.ask(t, "dur 5000")
+	if d := be.burst(t, 10); d < 30*time.Millisecond || d > 2*time.Second {
+		t.Errorf("10 launches of 5 ms kernels, 2 in flight at most, took %v; want about 40 ms", d)
+	}
+	if in := h.Snapshot().TideStatus.Inflight; in > 2 {
+		t.Errorf("%d in flight after the burst", in)
+	}
+	h.SetTide(ctl.Tide{InflightMax: 0})
+	if d := be.burst(t, 10); d > 20*time.Millisecond {
+		t.Errorf("without a bound, 10 launches took %v", d)
+	}
+}
+
+// TestLeaseAfterLSDies: an LS tenant killed while busy holds the BE back no
+// longer than the lease.
+func TestLeaseAfterLSDies(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	ls := startLS(t, dir)
+	be, _ := startBE(t, dir, ctl.Tide{Epoch: time.Hour})
+	ls.ask(t, "dur 100000000")
+	ls.ask(t, "klaunch kernel") // 100 s
+	if s, _ := busyOf(n, ls.cmd.Process.Pid); !s.Busy {
+		t.Fatal("LS not busy")
+	}
+	ls.cmd.Process.Signal(syscall.SIGKILL)
+	ls.cmd.Wait()
+	if d := be.burst(t, 1); d > time.Second {
+		t.Errorf("after the LS tenant died, a BE launch waited %v (lease %v)", d, ctl.NodeLease)
+	}
+	if freed := n.Reclaim(); freed != 1 {
+		t.Errorf("Reclaim freed %d slots, want the dead tenant's", freed)
+	}
+}
+
+// TestBENeverStarved: with no share and LS work without end, a BE launch
+// still goes after an epoch.
+func TestBENeverStarved(t *testing.T) {
+	dir := t.TempDir()
+	tideNode(t, dir)
+	ls := startLS(t, dir)
+	be, h := startBE(t, dir, ctl.Tide{Epoch: 50 * time.Millisecond})
+	ls.ask(t, "dur 100000000")
+	ls.ask(t, "klaunch kernel")
+	for i := range 3 {
+		if d := be.burst(t, 1); d < 30*time.Millisecond || d > time.Second {
+			t.Errorf("launch %d beside endless LS work took %v, want about an epoch (50 ms)", i, d)
+		}
+	}
+	if st := h.Snapshot().TideStatus; st.NarrowLaunch != 3 {
+		t.Errorf("BE status %+v, want 3 launches let through", st)
+	}
+}
+
+// TestBEQueueBound: a bound in predicted GPU time keeps as many kernels in
+// flight as fit in it, by their measured time.
+func TestBEQueueBound(t *testing.T) {
+	dir := t.TempDir()
+	tideNode(t, dir)
+	be, h := startBE(t, dir, ctl.Tide{Queue: 12 * time.Millisecond})
+	be.ask(t, "dur 5000")
+	if d := be.burst(t, 20); d < 50*time.Millisecond || d > 3*time.Second {
+		t.Errorf("20 launches of 5 ms kernels within 12 ms of queue took %v; want about 85 ms", d)
+	}
+	st := h.Snapshot().TideStatus
+	if st.Kernel < 3*time.Millisecond || st.Kernel > 20*time.Millisecond || st.Inflight > 3 {
+		t.Errorf("BE status %+v: want kernels measured about 5 ms, at most 3 in flight", st)
+	}
+}
+
+// TestManyThreads: LS and BE tenants launching from four threads at once:
+// the LS is busy while any thread's work is in flight and idle after; the
+// BE's bounded queue holds for all its threads, and nothing deadlocks.
+func TestManyThreads(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	ls := startLS(t, dir)
+	be, h := startBE(t, dir, ctl.Tide{InflightMax: 8, Share: 0.5, Epoch: 5 * time.Millisecond})
+	ls.ask(t, "dur 200")
+	be.ask(t, "dur 200")
+	done := make(chan string, 1)
+	go func() { done <- be.ask(t, "threads 200") }()
+	if got := ls.ask(t, "threads 200"); !strings.HasPrefix(got, "threads ") {
+		t.Fatalf("LS: %q", got)
+	}
+	select {
+	case got := <-done:
+		if !strings.HasPrefix(got, "threads ") {
+			t.Fatalf("BE: %q", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("800 BE launches from 4 threads beside a busy LS did not finish")
+	}
+	if in := h.Snapshot().TideStatus.Inflight; in > 8+4 {
+		t.Errorf("%d BE launches in flight, bound 8", in)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		s, _ := busyOf(n, ls.cmd.Process.Pid)
+		if !s.Busy {
+			if s.Requests == 0 {
+				t.Error("the LS tenant never became busy")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the LS tenant stayed busy after its 800 launches: %+v", s)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,191 @@
+// Package daemon is carve's node controller: it runs carve's MPS daemon,
+// frees the node-block slots of LS tenants that died, and serves what the
+// partitioned processes are doing as Prometheus metrics (/metrics) and as
+// JSON (/status).
+//
+// It is not on any launch's path: the shims of LS and BE tenants meet in
+// the node block, and a tenant runs on with the daemon gone. Nor does it
+// keep state of its own: everything it serves is read from the control
+// and node blocks when asked, so a restarted daemon serves the same.
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/mps"
+	"github.com/carve-gpu/carve/internal/status"
+	"github.com/carve-gpu/carve/internal/xid"
+)
+
+// Options say what the daemon looks after.
+type Options struct {
+	Dir      string        // the runtime directory of control and node blocks
+	Listen   string        // address of /metrics and /status, e.g. 127.0.0.1:9400
+	Interval time.Duration // how often dead tenants' slots are freed
+	MPS      *mps.Daemon   // carve's MPS daemon to run while this runs; nil: none
+	Log      *slog.Logger
+	Ready    func(addr string) // called with the address once it listens
+}
+
+// Run serves until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.MPS != nil && !o.MPS.Running() {
+		if err := o.MPS.Start(); err != nil {
+			return fmt.Errorf("starting MPS: %w", err)
+		}
+		o.Log.Info("MPS started", "pipe", o.MPS.PipeDir(), "pid", o.MPS.PID())
+		defer func() {
+			if err := o.MPS.Stop(); err != nil {
+				o.Log.Warn("stopping MPS", "err", err)
+			}
+		}()
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return err
+	}
+	c := &collector{dir: o.Dir}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
+		rows, err := status.List(o.Dir, nil)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(rows)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	errs := make(chan error, 1)
+	go func() { errs <- srv.Serve(ln) }()
+	o.Log.Info("serving", "addr", ln.Addr().String(), "dir", o.Dir)
+	if o.Ready != nil {
+		o.Ready(ln.Addr().String())
+	}
+	t := time.NewTicker(o.Interval)
+	defer t.Stop()
+	for {
+		if n := c.reclaim(); n > 0 {
+			o.Log.Info("freed the node slots of LS tenants that ended", "slots", n)
+		}
+		select {
+		case <-ctx.Done():
+			shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return srv.Shutdown(shut)
+		case err := <-errs:
+			if errors.Is(err, http.ErrServerClosed) {
+				return nil
+			}
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// collector reads the blocks at each scrape.
+type collector struct {
+	dir       string
+	reclaimed atomic.Int64
+}
+
+// reclaim frees the slots of LS tenants that no longer run, in every node
+// block, and removes the control blocks of dead processes.
+func (c *collector) reclaim() int {
+	nodes, _ := ctl.Nodes(c.dir)
+	n := 0
+	for _, nd := range nodes {
+		n += nd.Reclaim()
+		nd.Close()
+	}
+	ctl.Scan(c.dir)
+	c.reclaimed.Add(int64(n))
+	return n
+}
+
+var (
+	labels    = []string{"pid", "class", "command"}
+	descTPCs  = prometheus.NewDesc("carve_tenant_tpcs", "TPCs in the process's partition.", labels, nil)
+	descLaun  = prometheus.NewDesc("carve_tenant_launches_total", "Kernel launches the shim has seen.", labels, nil)
+	descFault = prometheus.NewDesc("carve_tenant_fault", "1 where the process met a GPU fault (ended ones are kept an hour).",
+		append(labels, "fault", "ended"), nil)
+	descBusy   = prometheus.NewDesc("carve_ls_busy", "1 while the LS tenant has work in flight on the GPU.", labels, nil)
+	descBusyS  = prometheus.NewDesc("carve_ls_busy_seconds_total", "Time the LS tenant had work in flight.", labels, nil)
+	descReq    = prometheus.NewDesc("carve_ls_requests_total", "Times the LS tenant went from idle to busy.", labels, nil)
+	descHeldS  = prometheus.NewDesc("carve_be_held_seconds_total", "Time the BE tenant's launches waited for LS work.", labels, nil)
+	descHeld   = prometheus.NewDesc("carve_be_held_launches_total", "BE launches that waited for LS work.", labels, nil)
+	descNarrow = prometheus.NewDesc("carve_be_narrow_launches_total", "BE launches let through, within the share, while LS work was in flight.", labels, nil)
+	descInfl   = prometheus.NewDesc("carve_be_inflight", "BE launches in flight on the GPU.", labels, nil)
+	descKern   = prometheus.NewDesc("carve_be_kernel_seconds", "The BE tenant's kernels' time, as its shim measures it.", labels, nil)
+	descLSBusy = prometheus.NewDesc("carve_node_ls_busy", "LS tenants of a GPU with work in flight now.", []string{"node"}, nil)
+	descRecl   = prometheus.NewDesc("carve_daemon_reclaimed_slots_total", "Node slots of dead LS tenants the daemon freed.", nil, nil)
+)
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	events, _ := xid.Read()
+	rows, _ := status.List(c.dir, events)
+	for _, r := range rows {
+		l := []string{fmt.Sprint(r.PID), r.Class, status.Command(r, 40)}
+		if r.Fault != nil {
+			ch <- prometheus.MustNewConstMetric(descFault, prometheus.GaugeValue, 1, append(l, r.Fault.Name, fmt.Sprint(r.Ended))...)
+		}
+		if r.Ended {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(descTPCs, prometheus.GaugeValue, float64(r.NumTPCs), l...)
+		ch <- prometheus.MustNewConstMetric(descLaun, prometheus.CounterValue, float64(r.Launches), l...)
+		t := r.Tide
+		switch {
+		case t == nil:
+		case r.Class == "ls":
+			busy := 0.0
+			if t.State == ctl.TideBusy {
+				busy = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descBusy, prometheus.GaugeValue, busy, l...)
+			ch <- prometheus.MustNewConstMetric(descBusyS, prometheus.CounterValue, t.Busy.Seconds(), l...)
+			ch <- prometheus.MustNewConstMetric(descReq, prometheus.CounterValue, float64(t.Requests), l...)
+		case r.Class == "be":
+			ch <- prometheus.MustNewConstMetric(descHeldS, prometheus.CounterValue, t.Held.Seconds(), l...)
+			ch <- prometheus.MustNewConstMetric(descHeld, prometheus.CounterValue, float64(t.HeldLaunches), l...)
+			ch <- prometheus.MustNewConstMetric(descNarrow, prometheus.CounterValue, float64(t.NarrowLaunch), l...)
+			ch <- prometheus.MustNewConstMetric(descInfl, prometheus.GaugeValue, float64(t.Inflight), l...)
+			ch <- prometheus.MustNewConstMetric(descKern, prometheus.GaugeValue, t.Kernel.Seconds(), l...)
+		}
+	}
+	nodes, _ := ctl.Nodes(c.dir)
+	for _, n := range nodes {
+		busy := 0
+		for _, s := range n.LS() {
+			if s.Busy && s.Beat < ctl.NodeLease {
+				busy++
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(descLSBusy, prometheus.GaugeValue, float64(busy), n.Name())
+		n.Close()
+	}
+	ch <- prometheus.MustNewConstMetric(descRecl, prometheus.CounterValue, float64(c.reclaimed.Load()))
+}

@@ -1,0 +1,228 @@
+package daemon
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/mps"
+	"github.com/carve-gpu/carve/internal/mps/mpstest"
+	"github.com/carve-gpu/carve/internal/status"
+)
+
+// sleeper is a process that lives until the test ends.
+func sleeper(t *testing.T) int {
+	t.Helper()
+	c := exec.Command("sleep", "60")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	return c.Process.Pid
+}
+
+// deadPID is the pid of a process that has ended.
+func deadPID(t *testing.T) int {
+	c := exec.Command("true")
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return c.Process.Pid
+}
+
+// The test binary doubles as an LS tenant's stand-in: with HOLD_SLOT set it
+// holds the lock of that slot of the node block HOLD_NODE, as a shim does,
+// until its stdin closes.
+func TestMain(m *testing.M) {
+	if slot := os.Getenv("HOLD_SLOT"); slot != "" {
+		i, _ := strconv.Atoi(slot)
+		f, err := os.OpenFile(os.Getenv("HOLD_NODE"), os.O_RDWR, 0)
+		if err == nil {
+			err = syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &syscall.Flock_t{Type: syscall.F_WRLCK, Start: ctl.NodeSlotLock(i), Len: 1})
+		}
+		if err != nil {
+			os.Exit(2)
+		}
+		os.Stdout.WriteString("held\n")
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// slotHolder is a process holding the lock of slot i of the node block at
+// path until the test ends; it returns its pid.
+func slotHolder(t *testing.T, path string, i int) int {
+	t.Helper()
+	c := exec.Command(os.Args[0], "-test.run=^$")
+	c.Env = append(os.Environ(), "HOLD_SLOT="+itoa(i), "HOLD_NODE="+path)
+	in, _ := c.StdinPipe()
+	out, _ := c.StdoutPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); c.Wait() })
+	if _, err := io.ReadFull(out, make([]byte, len("held\n"))); err != nil {
+		t.Fatalf("the slot holder did not start: %v", err)
+	}
+	return c.Process.Pid
+}
+
+// takeSlot writes an LS tenant into slot i of the node block, as its shim
+// would: pid, busy, a heartbeat now. A live tenant holds the slot's lock
+// (slotHolder); pid is then the holder's.
+func takeSlot(t *testing.T, path string, i, pid int, busy bool) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	off := int64(unsafe.Offsetof(ctl.NodeBlock{}.Slots)) + int64(i)*int64(unsafe.Sizeof(ctl.NodeSlot{}))
+	b := make([]byte, 8)
+	binary.LittleEndian.PutUint32(b, uint32(pid))
+	if busy {
+		binary.LittleEndian.PutUint32(b[4:], 1)
+	}
+	f.WriteAt(b, off)
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// start runs the daemon until the test ends (or stop is called).
+func start(t *testing.T, o Options) (addr string, stop func() error) {
+	t.Helper()
+	ready := make(chan string, 1)
+	o.Ready = func(a string) { ready <- a }
+	o.Listen, o.Interval = "127.0.0.1:0", 10*time.Millisecond
+	o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() { errs <- Run(ctx, o) }()
+	select {
+	case addr = <-ready:
+	case err := <-errs:
+		cancel()
+		t.Fatal(err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the daemon did not start")
+	}
+	stopped := false
+	stop = func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		return <-errs
+	}
+	t.Cleanup(func() { stop() })
+	return addr, stop
+}
+
+// TestDaemon: the daemon frees the slot of an LS tenant that died busy,
+// serves every tenant as metrics and JSON, runs carve's MPS daemon while it
+// runs, and serves the same after a restart (it keeps no state of its own).
+func TestDaemon(t *testing.T) {
+	dir := t.TempDir()
+	n, err := ctl.OpenNode(dir, "node-GPU-test", [4]uint32{0xffff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+	node := filepath.Join(dir, "node-GPU-test")
+	ls, be := sleeper(t), sleeper(t)
+	for _, in := range []ctl.Init{
+		{PID: ls, Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff}, SMs: 8, Class: ctl.ClassLS,
+			Tide: ctl.Tide{Node: "node-GPU-test"}, Comm: []string{"python3", "serve.py"}},
+		{PID: be, Mask: [4]uint32{}, Live: [4]uint32{0xffff}, Class: ctl.ClassBE,
+			Tide: ctl.Tide{Node: "node-GPU-test", InflightMax: 8}, Comm: []string{"python3", "train.py"}},
+	} {
+		h, err := ctl.Create(dir, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+	}
+	takeSlot(t, node, 0, slotHolder(t, node, 0), false)
+	takeSlot(t, node, 3, deadPID(t), true) // died while busy
+
+	d := &mps.Daemon{Root: filepath.Join(t.TempDir(), "mps"), Control: mpstest.Control(t)}
+	addr, stop := start(t, Options{Dir: dir, MPS: d})
+	if !d.Running() {
+		t.Error("MPS is not running under the daemon")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var m string
+	for time.Now().Before(deadline) {
+		if m = get(t, "http://"+addr+"/metrics"); strings.Contains(m, "carve_daemon_reclaimed_slots_total 1") {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, want := range []string{
+		"carve_daemon_reclaimed_slots_total 1",
+		`carve_tenant_tpcs{class="ls",command="python3 serve.py",pid="` + itoa(ls) + `"} 4`,
+		`carve_ls_busy{class="ls",command="python3 serve.py",pid="` + itoa(ls) + `"} 0`,
+		`carve_be_held_launches_total{class="be",command="python3 train.py",pid="` + itoa(be) + `"} 0`,
+		`carve_node_ls_busy{node="node-GPU-test"} 0`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q:\n%s", want, m)
+		}
+	}
+	var rows []status.Row
+	if err := json.Unmarshal([]byte(get(t, "http://"+addr+"/status")), &rows); err != nil || len(rows) != 2 {
+		t.Fatalf("/status: %v %+v", err, rows)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("stopping: %v", err)
+	}
+	if d.Running() {
+		t.Error("MPS outlived the daemon that started it")
+	}
+
+	// restarted, it serves the same tenants
+	addr, _ = start(t, Options{Dir: dir})
+	if m := get(t, "http://"+addr+"/metrics"); !strings.Contains(m, `carve_tenant_tpcs{class="ls",command="python3 serve.py",pid="`+itoa(ls)+`"} 4`) {
+		t.Errorf("after a restart the metrics lack the LS tenant:\n%s", m)
+	}
+}
+
+// TestDaemonBusyAddress: a port in use is an error, not a hang.
+func TestDaemonBusyAddress(t *testing.T) {
+	addr, _ := start(t, Options{Dir: t.TempDir()})
+	errs := make(chan error, 1)
+	go func() { errs <- Run(context.Background(), Options{Dir: t.TempDir(), Listen: addr}) }()
+	select {
+	case err := <-errs:
+		if err == nil || !strings.Contains(err.Error(), "address already in use") {
+			t.Errorf("a second daemon on %s: %v", addr, err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("a second daemon on a busy address did not fail")
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,176 @@
+package dra
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/mps"
+)
+
+// The opaque configuration a DeviceClass or a claim gives carve's driver:
+//
+//	config:
+//	- opaque:
+//	    driver: gpu.carve.dev
+//	    parameters:
+//	      apiVersion: gpu.carve.dev/v1alpha1
+//	      kind: ClaimConfig
+//	      class: ls
+const (
+	ConfigAPIVersion = DriverName + "/v1alpha1"
+	ConfigKind       = "ClaimConfig"
+)
+
+// Config is a claim's configuration. Fields left out keep the value an
+// earlier config (the DeviceClass's) or the default gave them.
+type Config struct {
+	metav1.TypeMeta `json:",inline"`
+	// Class: "ls" (latency-sensitive: holds its TPCs, holds BE tenants back
+	// while it has work on the GPU), "be" (best-effort: the whole GPU while
+	// LS tenants are idle), or "none" (a plain partition; the default).
+	Class *string `json:"class,omitempty"`
+	// AllowUnpartitioned runs the containers on all TPCs where the
+	// partition cannot be enforced, rather than stopping them.
+	AllowUnpartitioned *bool `json:"allowUnpartitioned,omitempty"`
+	// AllSMs reports the whole GPU's SM count to programs, not the
+	// partition's.
+	AllSMs *bool `json:"allSMs,omitempty"`
+	// MPS: join carve's MPS daemon on the node where it runs (the
+	// default); false keeps the containers out of its fault domain.
+	MPS *bool `json:"mps,omitempty"`
+	// Connections is CUDA_DEVICE_MAX_CONNECTIONS under MPS.
+	Connections *int `json:"connections,omitempty"`
+	// A BE claim's policy (see carve run --help).
+	Inflight *int             `json:"inflight,omitempty"`
+	Queue    *metav1.Duration `json:"queue,omitempty"`
+	BEShare  *float64         `json:"beShare,omitempty"`
+	Epoch    *metav1.Duration `json:"epoch,omitempty"`
+}
+
+// Settings is a claim's configuration with every default filled in.
+type Settings struct {
+	Class              uint32
+	AllowUnpartitioned bool
+	AllSMs             bool
+	MPS                bool
+	Connections        int
+	Tide               ctl.Tide
+}
+
+// ParseConfig decodes one opaque configuration strictly: an unknown field,
+// a wrong apiVersion or kind is an error that names it.
+func ParseConfig(raw []byte) (*Config, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: %w", ConfigKind, err)
+	}
+	if c.APIVersion != ConfigAPIVersion || c.Kind != ConfigKind {
+		return nil, fmt.Errorf("config of apiVersion %q and kind %q: want %s, %s", c.APIVersion, c.Kind, ConfigAPIVersion, ConfigKind)
+	}
+	return &c, nil
+}
+
+// Resolve applies configs in order (the DeviceClass's first, then the
+// claim's) over the defaults, and checks the result.
+func Resolve(configs []*Config) (Settings, error) {
+	s := Settings{MPS: true, Connections: mps.DefaultConnections, Tide: ctl.DefaultTide}
+	class, tideSet := "none", []string{}
+	for _, c := range configs {
+		set(&class, c.Class)
+		set(&s.AllowUnpartitioned, c.AllowUnpartitioned)
+		set(&s.AllSMs, c.AllSMs)
+		set(&s.MPS, c.MPS)
+		set(&s.Connections, c.Connections)
+		if c.Inflight != nil {
+			s.Tide.InflightMax, tideSet = *c.Inflight, append(tideSet, "inflight")
+		}
+		if c.Queue != nil {
+			s.Tide.Queue, tideSet = c.Queue.Duration, append(tideSet, "queue")
+		}
+		if c.BEShare != nil {
+			s.Tide.Share, tideSet = *c.BEShare, append(tideSet, "beShare")
+		}
+		if c.Epoch != nil {
+			s.Tide.Epoch, tideSet = c.Epoch.Duration, append(tideSet, "epoch")
+		}
+	}
+	var err error
+	if s.Class, err = ctl.ParseClass(class); err != nil {
+		return s, err
+	}
+	if s.Class != ctl.ClassBE && len(tideSet) > 0 {
+		return s, fmt.Errorf("%s apply to class be only, and this claim's class is %s", strings.Join(tideSet, ", "), class)
+	}
+	if err := s.Tide.Check(); err != nil {
+		return s, err
+	}
+	if s.Connections < 1 || s.Connections > mps.MaxConnections {
+		return s, fmt.Errorf("connections %d: want 1 to %d", s.Connections, mps.MaxConnections)
+	}
+	if s.Class != ctl.ClassBE {
+		s.Tide = ctl.Tide{}
+	}
+	return s, nil
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// Flags are the control block's flags for s.
+func (s Settings) Flags() uint32 {
+	var f uint32
+	if s.AllowUnpartitioned {
+		f |= ctl.FlagAllowUnpartitioned
+	}
+	if s.AllSMs {
+		f |= ctl.FlagAllSMs
+	}
+	return f
+}
+
+// claimConfigs are the opaque configurations for carve's driver that apply
+// to request, in the order Resolve takes them: the DeviceClass's, then the
+// claim's.
+func claimConfigs(claim *resourceapi.ResourceClaim, request string) ([]*Config, error) {
+	var out []*Config
+	for _, source := range []resourceapi.AllocationConfigSource{resourceapi.AllocationConfigSourceClass, resourceapi.AllocationConfigSourceClaim} {
+		from := map[resourceapi.AllocationConfigSource]string{resourceapi.AllocationConfigSourceClass: "DeviceClass", resourceapi.AllocationConfigSourceClaim: "claim"}[source]
+		for _, c := range claim.Status.Allocation.Devices.Config {
+			if c.Source != source || c.Opaque == nil || c.Opaque.Driver != DriverName || !appliesTo(c.Requests, request) {
+				continue
+			}
+			cfg, err := ParseConfig(c.Opaque.Parameters.Raw)
+			if err != nil {
+				return nil, fmt.Errorf("the %s's config: %w", from, err)
+			}
+			out = append(out, cfg)
+		}
+	}
+	return out, nil
+}
+
+// appliesTo reports whether a config for requests (all when empty) applies
+// to request (which may name a subrequest, "main/sub").
+func appliesTo(requests []string, request string) bool {
+	if len(requests) == 0 {
+		return true
+	}
+	main, _, _ := strings.Cut(request, "/")
+	for _, r := range requests {
+		if r == request || r == main {
+			return true
+		}
+	}
+	return false
+}

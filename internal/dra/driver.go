@@ -1,0 +1,230 @@
+// Package dra is carve's Kubernetes DRA driver, the node side: a kubelet
+// plugin (built on k8s.io/dynamic-resource-allocation/kubeletplugin) that
+// publishes each GPU with its TPCs as a consumable capacity, and prepares
+// the claims the scheduler allocated from them: it reserves each claim's
+// TPCs on the node (internal/place, atomic with every other placement),
+// and writes a CDI spec that puts libcarve.so, the claim's directory and
+// carve's MPS into the claim's containers.
+//
+// Its state is the claims' directories in carve's runtime directory
+// (ctl.Claim), so a restarted plugin picks up where it was, and preparing
+// or unpreparing a claim twice does what doing it once did.
+package dra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
+	"tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/place"
+)
+
+// DriverName is the DRA driver's name, and the domain of its attributes.
+const DriverName = "gpu.carve.dev"
+
+// Driver prepares and unprepares claims on one node.
+type Driver struct {
+	Node   string
+	GPUs   []GPU
+	Paths  Paths
+	Client kubernetes.Interface // for claims' status; nil: not written
+	// Present reports an error if a GPU (by UUID) has left the node
+	// (default: the NVIDIA driver's list).
+	Present func(uuid string) error
+}
+
+var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
+
+// PrepareResourceClaims reserves each claim's TPCs and writes its CDI spec.
+// A claim that fails gets its error in the result (the kubelet puts it in
+// the pod's events) and in its status; nothing of it is left on the node.
+func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	out := map[types.UID]kubeletplugin.PrepareResult{}
+	for _, c := range claims {
+		r := d.prepare(c)
+		if r.Err != nil {
+			klog.FromContext(ctx).Error(r.Err, "Preparing a claim failed", "claim", klog.KObj(c))
+		}
+		d.writeStatus(ctx, c, r)
+		out[c.UID] = r
+	}
+	return out, nil
+}
+
+// prepare prepares one claim.
+func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResult {
+	fail := func(format string, args ...any) kubeletplugin.PrepareResult {
+		return kubeletplugin.PrepareResult{Err: fmt.Errorf("claim %s/%s: "+format, append([]any{c.Namespace, c.Name}, args...)...)}
+	}
+	if c.Status.Allocation == nil {
+		return fail("not allocated")
+	}
+	var mine []resourceapi.DeviceRequestAllocationResult
+	for _, r := range c.Status.Allocation.Devices.Results {
+		if r.Driver == DriverName {
+			mine = append(mine, r)
+		}
+	}
+	if len(mine) != 1 {
+		return fail("a carve claim is one partition of one GPU, and %d of its devices are carve's; ask for one per claim", len(mine))
+	}
+	r := mine[0]
+	if r.Pool != d.Node {
+		return fail("allocated from pool %q, and this node's is %q", r.Pool, d.Node)
+	}
+	g, err := d.gpu(r.Device)
+	if err != nil {
+		return fail("%v", err)
+	}
+	configs, err := claimConfigs(c, r.Request)
+	if err != nil {
+		return fail("%v", err)
+	}
+	s, err := Resolve(configs)
+	if err != nil {
+		return fail("%v", err)
+	}
+	spec, err := partitionSpec(r, g, s)
+	if err != nil {
+		return fail("%v", err)
+	}
+	useMPS := s.MPS && d.Paths.MPS.Running()
+	flags := s.Flags()
+	if useMPS {
+		flags |= ctl.FlagMPS
+	}
+	res, err := place.Reserve(d.Paths.RuntimeDir, g.Topology, place.Reservation{UID: string(c.UID),
+		Name: c.Namespace + "/" + c.Name, Spec: spec, Flags: flags, Class: s.Class, Tide: s.Tide})
+	if err != nil {
+		return fail("%v", err)
+	}
+	cache, err := d.Paths.specCache()
+	if err == nil {
+		err = cache.WriteSpec(d.Paths.claimSpec(string(c.UID), res.Dir, s, useMPS), specName(string(c.UID)))
+	}
+	if err != nil {
+		if !res.Again { // a claim prepared before may have containers running
+			place.Release(d.Paths.RuntimeDir, string(c.UID))
+		}
+		return fail("writing its CDI spec: %v", err)
+	}
+	ids := []string{CDIDeviceID(string(c.UID))}
+	if id := d.Paths.gpuDeviceID(g); id != "" {
+		ids = append(ids, id)
+	}
+	return kubeletplugin.PrepareResult{Devices: []kubeletplugin.Device{{
+		Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device, CDIDeviceIDs: ids, ShareID: r.ShareID,
+	}}}
+}
+
+// gpu is the GPU of a device name, if it is still on the node.
+func (d *Driver) gpu(device string) (GPU, error) {
+	for _, g := range d.GPUs {
+		if g.DeviceName() != device {
+			continue
+		}
+		present := d.Present
+		if present == nil {
+			present = Present
+		}
+		if err := present(g.Topology.UUID); err != nil {
+			return g, fmt.Errorf("%s: %w", device, err)
+		}
+		return g, nil
+	}
+	var have []string
+	for _, g := range d.GPUs {
+		have = append(have, g.DeviceName())
+	}
+	return GPU{}, fmt.Errorf("device %s is not on this node (it has %s)", device, strings.Join(have, ", "))
+}
+
+// partitionSpec is the partition a claim gets: as many TPCs as it consumed
+// of the device's capacity (the whole GPU where the cluster allocated the
+// device whole); a BE claim runs on every TPC and yields to LS ones, and
+// what it consumed only keeps LS claims off that many.
+func partitionSpec(r resourceapi.DeviceRequestAllocationResult, g GPU, s Settings) (partition.Spec, error) {
+	if s.Class == ctl.ClassBE {
+		return partition.ParseTPCs("all")
+	}
+	n := int64(len(g.Topology.TPCs))
+	if q, ok := r.ConsumedCapacity[CapacityTPCs]; ok {
+		n = q.Value()
+	}
+	if n < 1 {
+		return partition.Spec{}, fmt.Errorf("it asks for %d TPCs: a partition needs at least 1 (only a BE claim may ask for none)", n)
+	}
+	return partition.ParseCount(fmt.Sprint(n))
+}
+
+// UnprepareResourceClaims frees each claim's TPCs and removes its directory
+// and CDI spec. A claim that is not prepared is no error.
+func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
+	out := map[types.UID]error{}
+	cache, err := d.Paths.specCache()
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range claims {
+		_, err := place.Release(d.Paths.RuntimeDir, string(c.UID))
+		if err == nil {
+			err = cache.RemoveSpec(specName(string(c.UID)))
+		}
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Unpreparing a claim failed", "claim", c.NamespacedName)
+		}
+		out[c.UID] = err
+	}
+	return out, nil
+}
+
+// Sweep removes CDI specs of the driver's whose claim is not reserved: left
+// by a plugin stopped between writing a spec and returning its error.
+func (d *Driver) Sweep() error {
+	claims, _, err := ctl.Claims(d.Paths.RuntimeDir)
+	if err != nil {
+		return err
+	}
+	reserved := map[string]bool{}
+	for _, c := range claims {
+		reserved[specName(c.UID)] = true
+	}
+	entries, err := os.ReadDir(d.Paths.CDIDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	prefix := cdi.GenerateSpecName(CDIVendor, CDIClass) + "_"
+	for _, e := range entries {
+		if name := e.Name(); strings.HasPrefix(name, prefix) && !reserved[name] {
+			os.Remove(filepath.Join(d.Paths.CDIDir, name))
+		}
+	}
+	return nil
+}
+
+// HandleError is called for errors in the background, such as publishing
+// ResourceSlices; all of them are logged and retried.
+func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
+	klog.FromContext(ctx).Error(err, msg)
+}
+
+// WatchHealthStatus: device health is not reported (the HealthService is
+// turned off where the driver starts).
+func (d *Driver) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceHealthReport) error {
+	return kubeletplugin.ErrHealthNotSupported
+}

@@ -1,0 +1,113 @@
+package dra
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/topo"
+)
+
+// Status is what a prepared claim's device status says in its data: the
+// partition the claim got on the node.
+type Status struct {
+	GPU   string `json:"gpu"` // UUID
+	TPCs  string `json:"tpcs"`
+	Count int    `json:"count"`
+	SMs   int    `json:"sms"`
+	Class string `json:"class"`
+	MPS   bool   `json:"mps"`
+}
+
+// The condition the driver keeps in each of its devices' status.
+const (
+	ConditionReady  = "Ready"
+	ReasonPrepared  = "Prepared"
+	ReasonFailed    = "PrepareFailed"
+	statusFieldName = DriverName
+)
+
+// writeStatus records the outcome of preparing c in the claim's status
+// (status.devices): a Ready condition and, once prepared, the partition.
+// It is best-effort: a failure to write is logged, not returned.
+func (d *Driver) writeStatus(ctx context.Context, c *resourceapi.ResourceClaim, r kubeletplugin.PrepareResult) {
+	if d.Client == nil || c.Status.Allocation == nil {
+		return
+	}
+	var entries []resourceapi.AllocatedDeviceStatus
+	for _, res := range c.Status.Allocation.Devices.Results {
+		if res.Driver != DriverName {
+			continue
+		}
+		e := resourceapi.AllocatedDeviceStatus{Driver: DriverName, Pool: res.Pool, Device: res.Device}
+		if res.ShareID != nil {
+			e.ShareID = ptrString(string(*res.ShareID))
+		}
+		cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonPrepared,
+			Message: "partition reserved on the node", ObservedGeneration: c.Generation}
+		if r.Err != nil {
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonFailed, r.Err.Error()
+		} else if st, err := d.status(c); err == nil {
+			b, _ := json.Marshal(st)
+			e.Data = &runtime.RawExtension{Raw: b}
+		}
+		meta.SetStatusCondition(&e.Conditions, cond)
+		entries = append(entries, e)
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := d.Client.ResourceV1().ResourceClaims(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cur.UID != c.UID {
+			return fmt.Errorf("claim %s/%s was replaced", c.Namespace, c.Name)
+		}
+		var keep []resourceapi.AllocatedDeviceStatus
+		for _, e := range cur.Status.Devices {
+			if e.Driver != DriverName {
+				keep = append(keep, e)
+			}
+		}
+		cur.Status.Devices = append(keep, entries...)
+		_, err = d.Client.ResourceV1().ResourceClaims(c.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{FieldManager: statusFieldName})
+		return err
+	})
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Writing a claim's status failed", "claim", klog.KObj(c))
+	}
+}
+
+// status describes c's reservation on the node.
+func (d *Driver) status(c *resourceapi.ResourceClaim) (Status, error) {
+	claims, _, err := ctl.Claims(d.Paths.RuntimeDir)
+	if err != nil {
+		return Status{}, err
+	}
+	for _, cl := range claims {
+		if cl.UID != string(c.UID) {
+			continue
+		}
+		for _, g := range d.GPUs {
+			if g.Topology.Live() != topo.Mask(cl.Root.Live) {
+				continue
+			}
+			set := partition.FromMask(g.Topology, topo.Mask(cl.Root.Mask))
+			return Status{GPU: g.Topology.UUID, TPCs: set.String(), Count: len(set), SMs: cl.Root.SMs,
+				Class: cmp.Or(ctl.ClassName(cl.Root.Class), "none"), MPS: cl.Root.Flags&ctl.FlagMPS != 0}, nil
+		}
+	}
+	return Status{}, fmt.Errorf("claim %s is not reserved", c.UID)
+}
+
+func ptrString(s string) *string { return &s }

@@ -1,0 +1,72 @@
+package model
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// CalibrationFile is the name carve bench fit gives its calibration, in
+// its output directory and beside the profiles it was fitted with, where
+// LoadCalibrated finds it.
+const CalibrationFile = "calibration.json"
+
+// FromDir reads the profiles in dir and builds the model from them, with
+// no calibration (the paper's model needs none).
+func FromDir(dir string) (GPU, map[string]*Kernel, error) {
+	ps, err := LoadDir(dir)
+	if err != nil {
+		return GPU{}, nil, err
+	}
+	return FromProfiles(ps)
+}
+
+// LoadCalibrated is FromDir with carve's shared bandwidth from a
+// calibration written by carve bench fit: the file named, else
+// DIR/calibration.json where it exists. It returns the calibration's path,
+// "" where there was none: carve's model then shares the most bandwidth one
+// kernel reached, which overstates it.
+func LoadCalibrated(dir, calibration string) (GPU, map[string]*Kernel, string, error) {
+	g, ks, err := FromDir(dir)
+	if err != nil {
+		return g, nil, "", err
+	}
+	if calibration == "" {
+		p := filepath.Join(dir, CalibrationFile)
+		if _, err := os.Stat(p); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return g, ks, "", nil
+			}
+			return g, nil, "", err
+		}
+		calibration = p
+	}
+	b, err := os.ReadFile(calibration)
+	if err != nil {
+		return g, nil, "", err
+	}
+	var c GPU
+	if err := json.Unmarshal(b, &c); err != nil {
+		return g, nil, "", fmt.Errorf("%s: %w", calibration, err)
+	}
+	if c.N != g.N || c.SharedBW <= 0 {
+		return g, nil, "", fmt.Errorf("%s is no calibration for these profiles (%d SMs, shared bandwidth %g)", calibration, c.N, c.SharedBW)
+	}
+	g.SharedBW = c.SharedBW
+	return g, ks, calibration, nil
+}
+
+// SaveCalibration writes g as DIR/calibration.json.
+func SaveCalibration(g GPU, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(g, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, CalibrationFile)
+	return p, os.WriteFile(p, append(b, '\n'), 0o644)
+}

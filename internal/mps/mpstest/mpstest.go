@@ -1,0 +1,38 @@
+// Package mpstest gives tests a stand-in for nvidia-cuda-mps-control.
+package mpstest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// script is a stand-in for nvidia-cuda-mps-control: -d starts a
+// background "daemon" and writes its pid where the real one does; on stdin it
+// answers get_server_list and quits on quit.
+const script = `#!/bin/sh
+set -e
+[ -n "$CUDA_MPS_PIPE_DIRECTORY" ] || { echo "no pipe directory" >&2; exit 1; }
+if [ "$1" = "-d" ]; then
+	sleep 300 </dev/null >/dev/null 2>&1 &
+	echo $! >"$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid"
+	exit 0
+fi
+read cmd
+case "$cmd" in
+get_server_list) echo 4242 ;;
+quit) kill "$(cat "$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid")" ;;
+*) echo "unknown $cmd"; exit 1 ;;
+esac
+`
+
+// Control writes the stand-in into a temporary directory and returns its
+// path, for mps.Daemon.Control.
+func Control(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "nvidia-cuda-mps-control")
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

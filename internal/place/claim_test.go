@@ -1,0 +1,200 @@
+package place
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/partition"
+)
+
+func count(t *testing.T, n string) partition.Spec {
+	t.Helper()
+	s, err := partition.ParseCount(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestReserveClaims: claims hold disjoint TPCs; one that does not fit is
+// refused with what is free and who holds the rest; reserving again gives
+// the same TPCs; releasing frees them, and releasing twice is no error.
+func TestReserveClaims(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	a, err := Reserve(dir, top, Reservation{UID: "uid-a", Name: "ns/a", Spec: count(t, "40"), Class: ctl.ClassLS})
+	if err != nil || len(a.Set) != 40 || a.Again {
+		t.Fatalf("first claim: %+v %v", a, err)
+	}
+	_, err = Reserve(dir, top, Reservation{UID: "uid-b", Name: "ns/b", Spec: count(t, "30")})
+	if !errors.Is(err, ErrOverlap) || !strings.Contains(err.Error(), "30 TPCs asked for, 26 of 66 are free") ||
+		!strings.Contains(err.Error(), "claim ns/a holds") || !strings.Contains(err.Error(), "outside Kubernetes") {
+		t.Fatalf("a claim larger than what is free: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ctl.ClaimsDir, "uid-b")); !os.IsNotExist(err) {
+		t.Errorf("a refused claim left its directory: %v", err)
+	}
+	b, err := Reserve(dir, top, Reservation{UID: "uid-b", Name: "ns/b", Spec: count(t, "26")})
+	if err != nil || len(b.Set.Intersect(a.Set)) != 0 {
+		t.Fatalf("second claim: %+v %v", b, err)
+	}
+	again, err := Reserve(dir, top, Reservation{UID: "uid-a", Name: "ns/a", Spec: count(t, "40"), Class: ctl.ClassLS})
+	if err != nil || !again.Again || again.Set.String() != a.Set.String() {
+		t.Errorf("reserving again: %+v %v, want %s", again, err, a.Set)
+	}
+	// a process placed now finds no free TPC
+	if _, err := Place(dir, top, Request{Spec: count(t, "1"), PID: os.Getpid()}); !errors.Is(err, ErrOverlap) {
+		t.Errorf("a process beside claims holding every TPC: %v", err)
+	}
+	if ok, err := Release(dir, "uid-a"); !ok || err != nil {
+		t.Errorf("release: %v %v", ok, err)
+	}
+	if ok, err := Release(dir, "uid-a"); ok || err != nil {
+		t.Errorf("release again: %v %v, want false, nil", ok, err)
+	}
+	c, err := Reserve(dir, top, Reservation{UID: "uid-c", Name: "ns/c", Spec: count(t, "40")})
+	if err != nil || len(c.Set.Intersect(b.Set)) != 0 {
+		t.Errorf("after a release: %+v %v", c, err)
+	}
+	if _, err := Reserve(dir, top, Reservation{UID: "../x", Spec: count(t, "1")}); err == nil {
+		t.Error("a UID with a path in it was taken")
+	}
+}
+
+// TestReserveLayout: an LS claim's directory holds its reservation and a
+// link to the GPU's node block, both readable (and the node block writable)
+// by any user of the claim's containers; a BE claim spans the GPU and
+// leaves room for LS claims.
+func TestReserveLayout(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	ls, err := Reserve(dir, top, Reservation{UID: "ls", Name: "ns/ls", Spec: count(t, "16"), Class: ctl.ClassLS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(ls.Dir)
+	if err != nil || st.Mode()&os.ModePerm != 0o777 || st.Mode()&os.ModeSticky == 0 {
+		t.Errorf("claim directory: %v %v", st.Mode(), err)
+	}
+	node := filepath.Join(ls.Dir, ctl.NodeName(top.UUID))
+	nst, err := os.Stat(node)
+	if err != nil || nst.Mode().Perm() != 0o666 || !os.SameFile(nst, must(os.Stat(filepath.Join(dir, ctl.NodeName(top.UUID))))) {
+		t.Errorf("node block in the claim: %v %v", nst, err)
+	}
+	claims, _, err := ctl.Claims(dir)
+	if err != nil || len(claims) != 1 || claims[0].Name() != "ns/ls" || claims[0].Root.Class != ctl.ClassLS ||
+		claims[0].Root.SMs != 32 || claims[0].Root.Tide.Node != ctl.NodeName(top.UUID) {
+		t.Fatalf("claims: %+v %v", claims, err)
+	}
+	all, _ := partition.ParseTPCs("all")
+	be, err := Reserve(dir, top, Reservation{UID: "be", Name: "ns/be", Spec: all, Class: ctl.ClassBE})
+	if err != nil || len(be.Set) != 66 {
+		t.Fatalf("BE claim: %+v %v", be, err)
+	}
+	if ls2, err := Reserve(dir, top, Reservation{UID: "ls2", Name: "ns/ls2", Spec: count(t, "50"), Class: ctl.ClassLS}); err != nil ||
+		len(ls2.Set.Intersect(ls.Set)) != 0 {
+		t.Errorf("an LS claim beside an LS and a BE claim: %+v %v", ls2, err)
+	}
+}
+
+func must(st os.FileInfo, err error) os.FileInfo {
+	if err != nil {
+		panic(err)
+	}
+	return st
+}
+
+// TestReserveAfterInterruption: a reservation cut short (its directory made,
+// no root written) is cleared by the next reservation, and that claim is
+// reserved afresh.
+func TestReserveAfterInterruption(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	for _, uid := range []string{"cut", "other"} {
+		cd, _ := ctl.ClaimDir(dir, uid)
+		if err := os.MkdirAll(cd, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(cd, ".root.new"), []byte("half"), 0o644)
+	}
+	r, err := Reserve(dir, top, Reservation{UID: "cut", Name: "ns/cut", Spec: count(t, "8")})
+	if err != nil || r.Again || len(r.Set) != 8 {
+		t.Fatalf("%+v %v", r, err)
+	}
+	claims, pending, err := ctl.Claims(dir)
+	if err != nil || len(claims) != 1 || len(pending) != 0 {
+		t.Errorf("claims %d, pending %v: %v", len(claims), pending, err)
+	}
+}
+
+// TestConcurrentReservations: 40 claims of 2 TPCs reserved at once from as
+// many goroutines never share a TPC; the 34th and later are refused.
+func TestConcurrentReservations(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var union partition.Set
+	refused := 0
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := Reserve(dir, top, Reservation{UID: fmt.Sprintf("c%d", i), Spec: count(t, "2")})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if !errors.Is(err, ErrOverlap) {
+					t.Errorf("claim %d: %v", i, err)
+				}
+				refused++
+				return
+			}
+			if c := union.Intersect(r.Set); len(c) > 0 {
+				t.Errorf("claim %d got TPCs %s of another claim", i, c)
+			}
+			union = union.Union(r.Set)
+		}()
+	}
+	wg.Wait()
+	if len(union) != 66 || refused != 7 {
+		t.Errorf("%d TPCs reserved, %d claims refused; want 66 and 7", len(union), refused)
+	}
+}
+
+// TestClaimProcessesByLock: blocks in a claim's directory count as running
+// while a process holds their lock, whatever their pid says; the rest are
+// removed.
+func TestClaimProcessesByLock(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	r, err := Reserve(dir, top, Reservation{UID: "p", Name: "ns/p", Spec: count(t, "4")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pid 1 of a container, still running (a holder of the lock) and pid 7
+	// of one that ended (no holder), though both pids run here
+	for _, pid := range []int{1, os.Getpid()} {
+		h, err := ctl.Create(r.Dir, ctl.Init{PID: pid, Mask: r.Mask, Live: top.Live()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+	}
+	if h := startHelper(t, "PLACE_HELPER=hold", "PLACE_FILE="+filepath.Join(r.Dir, "1")); h.line != "held" {
+		t.Fatalf("helper: %q", h.line)
+	}
+	claims, _, err := ctl.Claims(dir)
+	if err != nil || len(claims) != 1 || len(claims[0].Procs) != 1 || claims[0].Procs[0].PID != 1 {
+		t.Fatalf("claims %+v %v, want one with pid 1 running", claims, err)
+	}
+	if _, err := os.Stat(filepath.Join(r.Dir, fmt.Sprint(os.Getpid()))); !os.IsNotExist(err) {
+		t.Errorf("the ended process's block was kept: %v", err)
+	}
+}

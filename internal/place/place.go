@@ -1,0 +1,345 @@
+// Package place puts partitions on one GPU so that concurrent starts never
+// overlap by accident: reading the live partitions, choosing TPCs and
+// registering the new partition's control block happen under one lock per
+// runtime directory. The lock is an flock, which the kernel lets go of when
+// its holder dies, so a killed carve never keeps it.
+//
+// A partition overlaps another only when asked to (Share): a count that
+// does not fit in the free TPCs fails and says how many are free; a list
+// of TPCs or GPCs that meets a live partition fails and names it. Blocks of
+// one tenant (a program and the child processes that copied its block) are
+// one partition. Place knows the live partitions from the control blocks
+// alone, so it keeps no state of its own and survives any restart.
+package place
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/topo"
+)
+
+// LockFile is the lock's name in the runtime directory; it holds the pid
+// of its last holder.
+const LockFile = ".place.lock"
+
+// Timeout is how long Lock waits for another holder by default.
+var Timeout = 10 * time.Second
+
+// Lock takes dir's placement lock, waiting up to timeout for a holder that
+// still runs; unlock lets it go.
+func Lock(dir string, timeout time.Duration) (unlock func(), err error) {
+	path := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("placement lock: %w", err)
+	}
+	deadline := time.Now().Add(timeout)
+	for wait := 100 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("placement lock %s: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			holder, _ := os.ReadFile(path)
+			f.Close()
+			return nil, fmt.Errorf("the placement lock %s is held by pid %s for over %v: is a carve stuck?",
+				path, strings.TrimSpace(string(holder)), timeout)
+		}
+		time.Sleep(wait)
+	}
+	f.Truncate(0)
+	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// Holder is a live partition on the GPU: one tenant (or claim), its TPCs
+// and pids.
+type Holder struct {
+	Tenant    int
+	Claim     string // the UID of the Kubernetes claim it is reserved for
+	ClaimName string // its namespace/name
+	PIDs      []int  // of a claim: in its containers' namespace
+	Command   []string
+	TPCs      partition.Set
+	Class     uint32
+}
+
+// Holders are the live partitions on t in dir, one per tenant, then the
+// claims reserved on t.
+func Holders(dir string, t *topo.Topology) ([]Holder, error) {
+	entries, err := ctl.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	claims, _, err := ctl.Claims(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Holder
+	index := map[int]int{}
+	for _, e := range entries {
+		if topo.Mask(e.Live) != t.Live() {
+			continue // another GPU's partition
+		}
+		set := partition.FromMask(t, topo.Mask(e.Mask))
+		i, ok := index[e.Tenant]
+		if !ok {
+			i = len(out)
+			index[e.Tenant] = i
+			out = append(out, Holder{Tenant: e.Tenant, Class: e.Class})
+		}
+		h := &out[i]
+		h.PIDs = append(h.PIDs, e.PID)
+		h.TPCs = h.TPCs.Union(set)
+		if e.PID == e.Tenant || h.Command == nil {
+			h.Command = e.Command
+		}
+	}
+	for _, c := range claims {
+		if topo.Mask(c.Root.Live) != t.Live() {
+			continue
+		}
+		h := Holder{Claim: c.UID, ClaimName: c.Name(), Command: c.Root.Command, TPCs: partition.FromMask(t, topo.Mask(c.Root.Mask)), Class: c.Root.Class}
+		for _, p := range c.Procs {
+			h.PIDs = append(h.PIDs, p.PID)
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// Overlap is a live partition that shares TPCs with a placement.
+type Overlap struct {
+	Holder
+	Common partition.Set
+}
+
+func (o Overlap) String() string {
+	return fmt.Sprintf("TPCs %s are also in the partition of %s", o.Common, o.Holder)
+}
+
+// String names the holder: its pid and command, or its claim.
+func (h Holder) String() string {
+	if h.Claim != "" {
+		return "claim " + h.ClaimName
+	}
+	return fmt.Sprintf("pid %d (%s)", h.Tenant, CommandLine(h.Command, 40))
+}
+
+// CommandLine is args joined, cut to width.
+func CommandLine(args []string, width int) string {
+	s := strings.Join(args, " ")
+	if len(s) > width {
+		s = s[:width-3] + "..."
+	}
+	if s == "" {
+		s = "?"
+	}
+	return s
+}
+
+// ErrOverlap is wrapped by the errors of placements refused for overlap.
+var ErrOverlap = errors.New("partitions would overlap")
+
+// choose resolves spec on t around the holders other than tenant and
+// returns the set and the partitions it shares TPCs with. Without share,
+// any overlap is an error. A best-effort tenant yields its TPCs to the
+// others (tide), so it overlaps no one and no one overlaps it.
+func choose(t *topo.Topology, s partition.Spec, holders []Holder, tenant int, share bool, class uint32) (partition.Set, []Overlap, error) {
+	return chooseFor(t, s, holders, tenant, share, class, false)
+}
+
+// chooseFor is choose, for a Kubernetes claim (whose error advises on
+// what else holds the GPU, not on flags) or not.
+func chooseFor(t *topo.Topology, s partition.Spec, holders []Holder, tenant int, share bool, class uint32, claim bool) (partition.Set, []Overlap, error) {
+	var busy partition.Set
+	var others []Holder
+	for _, h := range holders {
+		if (h.Claim != "" || h.Tenant != tenant) && h.Class != ctl.ClassBE {
+			busy = busy.Union(h.TPCs)
+			others = append(others, h)
+		}
+	}
+	if class == ctl.ClassBE {
+		share = true
+	}
+	set, err := s.Resolve(t, busy)
+	if err != nil {
+		return nil, nil, err
+	}
+	var overlaps []Overlap
+	for _, h := range others {
+		if c := set.Intersect(h.TPCs); len(c) > 0 {
+			overlaps = append(overlaps, Overlap{Holder: h, Common: c})
+		}
+	}
+	if len(overlaps) == 0 || share {
+		return set, overlaps, nil
+	}
+	free := len(t.TPCs) - len(busy)
+	var held []string
+	for _, h := range others {
+		held = append(held, fmt.Sprintf("%s holds %s", h, h.TPCs))
+	}
+	advice := "ask for fewer, or add --share to take busy TPCs too"
+	if claim {
+		advice = "the scheduler counts more free TPCs on this GPU than the node has: do partitions of carve run hold some outside Kubernetes?"
+	}
+	if s.Kind == partition.Count {
+		return nil, nil, fmt.Errorf("%w: %d TPCs asked for, %d of %d are free (%s); %s",
+			ErrOverlap, len(set), free, len(t.TPCs), strings.Join(held, "; "), advice)
+	}
+	var what []string
+	for _, o := range overlaps {
+		what = append(what, o.String())
+	}
+	return nil, nil, fmt.Errorf("%w: %s; name free TPCs (%d are free), or add --share to time-share these",
+		ErrOverlap, strings.Join(what, "; "), free)
+}
+
+// Request is a partition to place for a process about to start.
+type Request struct {
+	Spec  partition.Spec
+	PID   int  // the process; a new tenant
+	Share bool // allow TPCs of live partitions
+	Flags uint32
+	Class uint32   // ctl.ClassLS or ClassBE for tide
+	Tide  ctl.Tide // a BE tenant's policy (the node block is found here)
+	Comm  []string
+}
+
+// Placed is a partition placed and registered.
+type Placed struct {
+	Set      partition.Set
+	Mask     topo.Mask
+	Overlaps []Overlap // with Share: the live partitions it shares TPCs with
+	Block    *ctl.Handle
+}
+
+// Place chooses r's TPCs on t around the live partitions in dir and
+// creates r.PID's control block, all under dir's lock.
+func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
+	unlock, err := Lock(dir, Timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	holders, err := Holders(dir, t)
+	if err != nil {
+		return nil, err
+	}
+	set, overlaps, err := choose(t, r.Spec, holders, r.PID, r.Share, r.Class)
+	if err != nil {
+		return nil, err
+	}
+	mask, err := partition.Mask(t, set)
+	if err != nil {
+		return nil, err
+	}
+	tide := r.Tide
+	if r.Class == ctl.ClassLS || r.Class == ctl.ClassBE {
+		tide.Node = ctl.NodeName(t.UUID)
+		n, err := ctl.OpenNode(dir, tide.Node, t.Live())
+		if err != nil {
+			return nil, err
+		}
+		n.Reclaim()
+		n.Close()
+	}
+	h, err := ctl.Create(dir, ctl.Init{PID: r.PID, Mask: mask, Live: t.Live(), SMs: SMs(t, set),
+		Flags: r.Flags, Class: r.Class, Tide: tide, Comm: r.Comm})
+	if err != nil {
+		return nil, err
+	}
+	return &Placed{Set: set, Mask: mask, Overlaps: overlaps, Block: h}, nil
+}
+
+// SMs is the number of SMs of set on t.
+func SMs(t *topo.Topology, set partition.Set) int {
+	n := 0
+	for _, i := range set {
+		n += len(t.TPCs[i].SMs)
+	}
+	return n
+}
+
+// Moved is what Move changed.
+type Moved struct {
+	Before, After partition.Set
+	PIDs          []int // the tenant's processes whose blocks were changed
+	Generation    uint64
+	Overlaps      []Overlap
+}
+
+// Move gives the tenant of pid (the process carve run started and the
+// child processes that copied its block) the partition s on t, under dir's
+// lock. It applies from each process's next kernel launch.
+func Move(dir string, t *topo.Topology, pid int, s partition.Spec, share bool) (*Moved, error) {
+	unlock, err := Lock(dir, Timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	h, err := ctl.Open(dir, pid)
+	if err != nil {
+		return nil, err
+	}
+	snap := h.Snapshot()
+	h.Close()
+	if !snap.Alive() {
+		return nil, fmt.Errorf("process %d has exited", pid)
+	}
+	if topo.Mask(snap.Live) != t.Live() {
+		return nil, fmt.Errorf("process %d runs on another GPU than the topology given", pid)
+	}
+	holders, err := Holders(dir, t)
+	if err != nil {
+		return nil, err
+	}
+	set, overlaps, err := choose(t, s, holders, snap.Tenant, share, snap.Class)
+	if err != nil {
+		return nil, err
+	}
+	mask, err := partition.Mask(t, set)
+	if err != nil {
+		return nil, err
+	}
+	m := &Moved{Before: partition.FromMask(t, topo.Mask(snap.Mask)), After: set, Overlaps: overlaps}
+	for _, hd := range holders {
+		if hd.Tenant != snap.Tenant {
+			continue
+		}
+		for _, p := range hd.PIDs {
+			b, err := ctl.Open(dir, p)
+			if err != nil {
+				continue // ended since the listing
+			}
+			gen, err := b.SetMask(mask, SMs(t, set))
+			b.Close()
+			if err != nil {
+				return nil, err
+			}
+			if p == pid {
+				m.Generation = gen
+			}
+			m.PIDs = append(m.PIDs, p)
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,385 @@
+package place
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/topo"
+	"github.com/carve-gpu/carve/internal/topo/topotest"
+)
+
+// The test binary doubles as the helper process the tests start: with
+// PLACE_HELPER set it places a partition for itself (or holds the lock),
+// prints what happened, and stays alive until its stdin closes.
+func TestMain(m *testing.M) {
+	switch os.Getenv("PLACE_HELPER") {
+	case "place":
+		helperPlace()
+	case "lock":
+		helperLock()
+	case "hold":
+		helperHold()
+	default:
+		os.Exit(m.Run())
+	}
+}
+
+func helperPlace() {
+	t, err := topo.Parse([]byte(os.Getenv("PLACE_TOPOLOGY")))
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	spec, err := partition.ParseCount(os.Getenv("PLACE_COUNT"))
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	p, err := Place(os.Getenv("PLACE_DIR"), t, Request{Spec: spec, PID: os.Getpid(), Comm: []string{"helper"}})
+	if err != nil {
+		fmt.Println("refused", strings.ReplaceAll(err.Error(), "\n", " "))
+	} else {
+		fmt.Println("placed", p.Set)
+	}
+	io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
+}
+
+func helperLock() {
+	unlock, err := Lock(os.Getenv("PLACE_DIR"), time.Second)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	fmt.Println("locked")
+	io.Copy(io.Discard, os.Stdin)
+	unlock()
+	os.Exit(0)
+}
+
+// helperHold holds a POSIX read lock on PLACE_FILE, as a tenant's shim
+// holds one on its control block.
+func helperHold() {
+	f, err := os.Open(os.Getenv("PLACE_FILE"))
+	if err == nil {
+		err = syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &syscall.Flock_t{Type: syscall.F_RDLCK, Len: 1})
+	}
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	fmt.Println("held")
+	io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
+}
+
+type helper struct {
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	line string
+}
+
+func startHelper(t *testing.T, env ...string) *helper {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &helper{cmd: cmd, in: in}
+	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("helper said nothing: %v", err)
+	}
+	h.line = strings.TrimSpace(line)
+	return h
+}
+
+func topologyJSON(t *testing.T) (*topo.Topology, string) {
+	b, err := os.ReadFile(topotest.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := topo.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top, string(b)
+}
+
+// placeConcurrently starts n helpers at once, each placing count TPCs,
+// and returns what each said.
+func placeConcurrently(t *testing.T, dir, count string, n int) []string {
+	_, js := topologyJSON(t)
+	lines := make([]string, n)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := startHelper(t, "PLACE_HELPER=place", "PLACE_DIR="+dir, "PLACE_COUNT="+count, "PLACE_TOPOLOGY="+js)
+			mu.Lock()
+			lines[i] = h.line
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return lines
+}
+
+// TestConcurrentPlacementsNeverOverlap: 64 processes place one TPC each at
+// the same moment; each gets its own. Then on another GPU's worth of
+// runtime directory, 8 ask for 16 TPCs at once: four fit, four are refused
+// with the number still free.
+func TestConcurrentPlacementsNeverOverlap(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	seen := map[int]string{}
+	for _, l := range placeConcurrently(t, dir, "1", 64) {
+		set, ok := strings.CutPrefix(l, "placed ")
+		if !ok {
+			t.Fatalf("a placement failed: %q", l)
+		}
+		tpcs, err := partition.ParseList(set)
+		if err != nil || len(tpcs) != 1 {
+			t.Fatalf("placed %q: %v", set, err)
+		}
+		if other, dup := seen[tpcs[0]]; dup {
+			t.Errorf("TPC %d placed twice (%s and %s)", tpcs[0], other, l)
+		}
+		seen[tpcs[0]] = l
+	}
+	holders, err := Holders(dir, top)
+	if err != nil || len(holders) != 64 {
+		t.Fatalf("%d live partitions registered, want 64: %v", len(holders), err)
+	}
+
+	dir = t.TempDir()
+	var placed, refused int
+	var union partition.Set
+	for _, l := range placeConcurrently(t, dir, "16", 8) {
+		switch {
+		case strings.HasPrefix(l, "placed "):
+			tpcs, _ := partition.ParseList(strings.TrimPrefix(l, "placed "))
+			if len(union.Intersect(partition.Of(tpcs))) > 0 {
+				t.Errorf("%s overlaps an earlier placement (%s)", l, union)
+			}
+			union = union.Union(partition.Of(tpcs))
+			placed++
+		case strings.Contains(l, "16 TPCs asked for, 2 of 66 are free") && strings.Contains(l, "--share"):
+			refused++
+		default:
+			t.Errorf("helper said %q", l)
+		}
+	}
+	if placed != 4 || refused != 4 {
+		t.Errorf("%d placed and %d refused, want 4 and 4", placed, refused)
+	}
+}
+
+// TestDeadHolderReleasesLock: a holder killed with SIGKILL keeps nothing.
+func TestDeadHolderReleasesLock(t *testing.T) {
+	dir := t.TempDir()
+	h := startHelper(t, "PLACE_HELPER=lock", "PLACE_DIR="+dir)
+	if h.line != "locked" {
+		t.Fatalf("helper: %q", h.line)
+	}
+	if _, err := Lock(dir, 100*time.Millisecond); err == nil || !strings.Contains(err.Error(), fmt.Sprint(h.cmd.Process.Pid)) {
+		t.Fatalf("the lock of a live holder was taken, or the error does not name it: %v", err)
+	}
+	h.cmd.Process.Signal(syscall.SIGKILL)
+	h.cmd.Wait()
+	start := time.Now()
+	unlock, err := Lock(dir, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("took the dead holder's lock after %v", d)
+	}
+}
+
+func TestOverlapNeedsShare(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	// a neighbour process on TPCs 10-19
+	nb := exec.Command("sleep", "30")
+	if err := nb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { nb.Process.Kill(); nb.Wait() }()
+	spec, _ := partition.ParseTPCs("10-19")
+	if _, err := Place(dir, top, Request{Spec: spec, PID: nb.Process.Pid, Comm: []string{"sleep", "30"}}); err != nil {
+		t.Fatal(err)
+	}
+	me := os.Getpid()
+	for _, tc := range []struct {
+		spec string
+		want string
+	}{
+		{"t:15-25", "TPCs 15-19 are also in the partition of pid"},
+		{"g:1", "TPCs 10-11 are also in the partition"},
+		{"t:all", "TPCs 10-19 are also"},
+		{"n:60", "60 TPCs asked for, 56 of 66 are free"},
+	} {
+		kind, text, _ := strings.Cut(tc.spec, ":")
+		var s partition.Spec
+		switch kind {
+		case "t":
+			s, _ = partition.ParseTPCs(text)
+		case "g":
+			s, _ = partition.ParseGPCs(text)
+		case "n":
+			s, _ = partition.ParseCount(text)
+		}
+		_, err := Place(dir, top, Request{Spec: s, PID: me})
+		if !errors.Is(err, ErrOverlap) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an overlap error with %q", tc.spec, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(dir + "/" + fmt.Sprint(me)); !os.IsNotExist(err) {
+		t.Errorf("a refused placement left a block: %v", err)
+	}
+	// -n that fits goes around the neighbour; --share may overlap
+	s, _ := partition.ParseCount("56")
+	p, err := Place(dir, top, Request{Spec: s, PID: me})
+	if err != nil || len(p.Set.Intersect(partition.Set{10, 11, 12, 13, 14, 15, 16, 17, 18, 19})) != 0 {
+		t.Fatalf("56 TPCs around the neighbour: %v %v", p, err)
+	}
+	p.Block.Remove()
+	p.Block.Close()
+	s, _ = partition.ParseTPCs("18-21")
+	p, err = Place(dir, top, Request{Spec: s, PID: me, Share: true})
+	if err != nil || len(p.Overlaps) != 1 || p.Overlaps[0].Common.String() != "18-19" || p.Overlaps[0].Tenant != nb.Process.Pid {
+		t.Fatalf("shared placement: %+v %v", p, err)
+	}
+	if got := p.Block.Snapshot(); got.SMs != 8 || got.Tenant != me {
+		t.Errorf("block records %d SMs and tenant %d, want 8 and %d", got.SMs, got.Tenant, me)
+	}
+	p.Block.Close()
+}
+
+// TestMoveTenant: carve set moves a program and the child processes that
+// copied its block, and may not move them onto another tenant's TPCs.
+func TestMoveTenant(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	procs := make([]*exec.Cmd, 3)
+	for i := range procs {
+		procs[i] = exec.Command("sleep", "30")
+		if err := procs[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { procs[i].Process.Kill(); procs[i].Wait() }()
+	}
+	root, child, other := procs[0].Process.Pid, procs[1].Process.Pid, procs[2].Process.Pid
+	create := func(pid, tenant int, tpcs string) {
+		s, _ := partition.ParseTPCs(tpcs)
+		set, _ := s.Resolve(top, nil)
+		m, _ := partition.Mask(top, set)
+		h, err := ctl.Create(dir, ctl.Init{PID: pid, Tenant: tenant, Mask: m, Live: top.Live()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+	}
+	create(root, root, "0-3")
+	create(child, root, "0-3")
+	create(other, other, "8-11")
+	s, _ := partition.ParseTPCs("4-7")
+	m, err := Move(dir, top, child, s, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.PIDs) != 2 || m.Before.String() != "0-3" || m.After.String() != "4-7" {
+		t.Errorf("moved %+v", m)
+	}
+	holders, _ := Holders(dir, top)
+	for _, h := range holders {
+		want := map[int]string{root: "4-7", other: "8-11"}[h.Tenant]
+		if h.TPCs.String() != want {
+			t.Errorf("tenant %d holds %s, want %s", h.Tenant, h.TPCs, want)
+		}
+	}
+	s, _ = partition.ParseTPCs("6-9")
+	if _, err := Move(dir, top, root, s, false); !errors.Is(err, ErrOverlap) {
+		t.Errorf("moved onto another tenant's TPCs: %v", err)
+	}
+	s, _ = partition.ParseCount("63") // its own 4 count as free to it
+	if _, err := Move(dir, top, root, s, false); err == nil || !strings.Contains(err.Error(), "63 TPCs asked for, 62 of 66 are free") {
+		t.Errorf("count larger than the free TPCs: %v", err)
+	}
+	if _, err := Move(dir, top, 999999999, s, false); err == nil {
+		t.Error("moved a process without a block")
+	}
+}
+
+// TestTideClasses: an LS tenant reserves TPCs like any partition; a BE
+// tenant overlaps it without --share (it yields them); both are given the
+// GPU's node block; a second LS tenant may not take the first's TPCs.
+func TestTideClasses(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	procs := make([]*exec.Cmd, 3)
+	for i := range procs {
+		procs[i] = exec.Command("sleep", "30")
+		if err := procs[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { procs[i].Process.Kill(); procs[i].Wait() }()
+	}
+	n16, _ := partition.ParseCount("16")
+	ls, err := Place(dir, top, Request{Spec: n16, PID: procs[0].Process.Pid, Class: ctl.ClassLS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := partition.ParseTPCs("all")
+	be, err := Place(dir, top, Request{Spec: all, PID: procs[1].Process.Pid, Class: ctl.ClassBE,
+		Tide: ctl.Tide{InflightMax: 2, Share: 0.05, Epoch: 10 * time.Millisecond}})
+	if err != nil || len(be.Set) != 66 || len(be.Overlaps) != 1 {
+		t.Fatalf("BE over the LS tenant: %+v %v", be, err)
+	}
+	s := be.Block.Snapshot()
+	if s.Class != ctl.ClassBE || s.Tide.Node != ctl.NodeName(top.UUID) || s.Tide.InflightMax != 2 || s.Tide.Share != 0.05 {
+		t.Errorf("BE block: class %d, tide %+v", s.Class, s.Tide)
+	}
+	if ls.Block.Snapshot().Tide.Node != s.Tide.Node {
+		t.Errorf("LS and BE on different node blocks")
+	}
+	if _, err := os.Stat(filepath.Join(dir, s.Tide.Node)); err != nil {
+		t.Errorf("node block: %v", err)
+	}
+	// a second LS tenant counts the first's TPCs busy, not the BE's
+	n51, _ := partition.ParseCount("51")
+	if _, err := Place(dir, top, Request{Spec: n51, PID: procs[2].Process.Pid, Class: ctl.ClassLS}); !errors.Is(err, ErrOverlap) ||
+		!strings.Contains(err.Error(), "50 of 66 are free") {
+		t.Errorf("a second LS tenant larger than what the first left: %v", err)
+	}
+	n50, _ := partition.ParseCount("50")
+	if p, err := Place(dir, top, Request{Spec: n50, PID: procs[2].Process.Pid, Class: ctl.ClassLS}); err != nil || len(p.Set.Intersect(ls.Set)) != 0 {
+		t.Errorf("a second LS tenant beside the first: %v %v", p, err)
+	}
+}

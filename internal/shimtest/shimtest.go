@@ -1,0 +1,79 @@
+// Package shimtest builds libcarve.so, the fake libcuda.so.1 and the test
+// programs of shim/ for tests, once per test binary, with the flags the
+// Makefile uses. It needs a C compiler ($CC, default cc) and no GPU.
+package shimtest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Built are the paths of what Build compiled.
+type Built struct {
+	Dir    string
+	Shim   string // libcarve.so
+	Fake   string // the fake libcuda.so.1
+	Driver string // a program that drives the fake driver (shim/test/driver.c)
+	Layout string // prints struct carve_ctl's layout (shim/test/layout.c)
+}
+
+// CFlags are the Makefile's flags for the shim.
+var CFlags = []string{"-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-fvisibility=hidden"}
+
+var (
+	once  sync.Once
+	built Built
+	err   error
+)
+
+// ShimDir is the shim's source directory.
+func ShimDir() string {
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(here), "..", "..", "shim")
+}
+
+// Build compiles everything once and fails the test if it cannot.
+func Build(t testing.TB) Built {
+	t.Helper()
+	once.Do(func() { built, err = build() })
+	if err != nil {
+		t.Fatalf("building the shim and its fakes (needs a C compiler): %v", err)
+	}
+	return built
+}
+
+func build() (Built, error) {
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	d, err := os.MkdirTemp("", "carve-shim-test-")
+	if err != nil {
+		return Built{}, err
+	}
+	src := ShimDir()
+	sources, err := filepath.Glob(filepath.Join(src, "*.c"))
+	if err != nil || len(sources) == 0 {
+		return Built{}, fmt.Errorf("no shim sources in %s", src)
+	}
+	b := Built{Dir: d, Shim: filepath.Join(d, "libcarve.so"), Fake: filepath.Join(d, "libcuda.so.1"),
+		Driver: filepath.Join(d, "driver"), Layout: filepath.Join(d, "layout")}
+	steps := [][]string{
+		append(append(append([]string{cc}, CFlags...), "-shared", "-o", b.Shim), append(sources, "-ldl", "-pthread")...),
+		{cc, "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-o", b.Fake, filepath.Join(src, "fake", "fakecuda.c"), "-ldl", "-pthread"},
+		{cc, "-O2", "-Wall", "-o", b.Driver, filepath.Join(src, "test", "driver.c"), "-ldl", "-pthread"},
+		{cc, "-Wall", "-o", b.Layout, filepath.Join(src, "test", "layout.c")},
+	}
+	for _, s := range steps {
+		if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
+			return Built{}, fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, out)
+		}
+	}
+	return b, nil
+}

@@ -1,0 +1,248 @@
+// Package status says what carve ls and the daemon show of the partitioned
+// processes: one row per control block, live or ended after a GPU fault,
+// with its TPCs named on the GPU's cached topology, and the faults grouped
+// and attributed: clients of one MPS server that met a fault together are
+// one group, and the kernel log's Xid report, where it can be read, names
+// the process whose kernel faulted.
+package status
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/place"
+	"github.com/carve-gpu/carve/internal/topo"
+	"github.com/carve-gpu/carve/internal/xid"
+)
+
+// Row is one partitioned process.
+type Row struct {
+	PID        int             `json:"pid"`
+	Tenant     int             `json:"tenant"` // the pid carve run started; children share it
+	Command    []string        `json:"command"`
+	TPCs       string          `json:"tpcs"` // logical, or "mask:<hex>" when no topology is cached
+	NumTPCs    int             `json:"num_tpcs"`
+	SMs        int             `json:"sms"` // reported to the program (0: the whole GPU's)
+	Launches   uint64          `json:"launches"`
+	LastLaunch string          `json:"last_launch,omitempty"` // RFC 3339
+	State      string          `json:"state"`
+	Refused    uint64          `json:"refused_masks"`
+	Applied    bool            `json:"current_mask_applied"` // the last launch used the newest mask
+	MPS        bool            `json:"mps"`                  // a client of carve's MPS daemon (in its fault domain)
+	Class      string          `json:"class"`                // "ls", "be" or ""
+	Tide       *ctl.TideStatus `json:"tide,omitempty"`       // an LS or BE tenant's work
+	Fault      *Fault          `json:"fault,omitempty"`
+	Ended      bool            `json:"ended,omitempty"` // the process is gone (listed for its fault)
+}
+
+// Fault is what a row says of its GPU fault.
+type Fault struct {
+	Code  int    `json:"code"`
+	Name  string `json:"name"`
+	Call  string `json:"call"`
+	At    string `json:"at"`
+	Cause string `json:"cause"` // "faulted", "beside" (ended with a fault of another) or "unknown"
+	Xid   string `json:"xid,omitempty"`
+}
+
+var stateNames = map[uint32]string{
+	ctl.StateNew: "starting", ctl.StateHooked: "partitioned",
+	ctl.StateUnhooked: "UNPARTITIONED", ctl.StateNoDriver: "no-driver",
+}
+
+func row(e ctl.Entry, ended bool) Row {
+	r := Row{PID: e.PID, Tenant: e.Tenant, Command: e.Command, Launches: e.Launches, State: stateNames[e.State],
+		Refused: e.Refused, Applied: e.AppliedGen == e.Gen, SMs: e.SMs, Ended: ended, MPS: e.Flags&ctl.FlagMPS != 0}
+	if e.Flags&ctl.FlagAllSMs != 0 {
+		r.SMs = 0
+	}
+	switch e.Class {
+	case ctl.ClassLS, ctl.ClassBE:
+		r.Class = ctl.ClassName(e.Class)
+		ts := e.TideStatus
+		r.Tide = &ts
+	}
+	if !e.LastLaunch.IsZero() {
+		r.LastLaunch = e.LastLaunch.UTC().Format(time.RFC3339Nano)
+	}
+	if f := e.Fault; f.Code != 0 {
+		r.Fault = &Fault{Code: int(f.Code), Name: f.Name(), Call: f.Call, At: f.At.UTC().Format(time.RFC3339Nano), Cause: "unknown"}
+	}
+	live := topo.Mask(e.Live)
+	if t, _ := topo.FindCached(live); t != nil {
+		set := partition.FromMask(t, topo.Mask(e.Mask))
+		r.TPCs, r.NumTPCs = set.String(), len(set)
+	} else {
+		r.TPCs = "mask:" + topo.Mask(e.Mask).String()
+		r.NumTPCs = topo.Mask(e.Mask).Not().And(live).Count()
+	}
+	return r
+}
+
+// List returns the rows of the blocks in dir: live processes by pid, then
+// those that ended after a fault, by the fault's time. Faults are
+// attributed with the Xid reports events (nil: none could be read).
+func List(dir string, events []xid.Event) ([]Row, error) {
+	live, ended, err := ctl.Scan(dir)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]Row, 0, len(live)+len(ended))
+	for _, e := range live {
+		rows = append(rows, row(e, false))
+	}
+	for _, e := range ended {
+		rows = append(rows, row(e, true))
+	}
+	Attribute(rows, events)
+	return rows, nil
+}
+
+// window is how far apart a fault and its report, or the faults of one
+// group, may be.
+const window = 5 * time.Second
+
+// Attribute says of each fault whether the process's own kernel faulted
+// (an Xid report names it) or it ended beside one that did (another
+// process's report came within the window).
+func Attribute(rows []Row, events []xid.Event) {
+	for i := range rows {
+		f := rows[i].Fault
+		if f == nil || events == nil {
+			continue
+		}
+		at, _ := time.Parse(time.RFC3339Nano, f.At)
+		if e, ok := xid.Near(events, rows[i].PID, at, window); ok {
+			f.Cause, f.Xid = "faulted", fmt.Sprintf("Xid %d: %s", e.Xid, e.Message)
+			continue
+		}
+		for _, e := range events {
+			if e.PID != rows[i].PID && e.At.Sub(at) < window && at.Sub(e.At) < window {
+				f.Cause = "beside"
+				f.Xid = fmt.Sprintf("pid %d (%s) faulted: Xid %d", e.PID, e.Name, e.Xid)
+				break
+			}
+		}
+	}
+}
+
+// WriteTable prints rows as carve ls does, the faults below the live
+// processes; unreadable is why the kernel log could not be read, if so.
+func WriteTable(w io.Writer, rows []Row, now time.Time, unreadable error) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "no partitioned processes")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PID\tCLASS\tTPCS\tN\tSMS\tCONTEXT\tLAUNCHES\tLAST LAUNCH\tSTATE\tTIDE\tCOMMAND")
+	var faulted []Row
+	for _, r := range rows {
+		if r.Fault != nil {
+			faulted = append(faulted, r)
+		}
+		if r.Ended {
+			continue
+		}
+		last := "-"
+		if t, err := time.Parse(time.RFC3339Nano, r.LastLaunch); err == nil {
+			last = now.Sub(t).Round(time.Millisecond).String() + " ago"
+		}
+		state := r.State
+		if r.Fault != nil {
+			state = "FAULT " + r.Fault.Name
+		} else if !r.Applied && r.Launches > 0 {
+			state += " (new mask from next launch)"
+		}
+		sms := fmt.Sprint(r.SMs)
+		if r.SMs == 0 {
+			sms = "all"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), r.TPCs, r.NumTPCs, sms, context(r),
+			r.Launches, last, state, TideText(r), place.CommandLine(r.Command, 50))
+	}
+	tw.Flush()
+	writeFaults(w, faulted, now, unreadable)
+}
+
+// Command is the row's command line, cut to width.
+func Command(r Row, width int) string { return place.CommandLine(r.Command, width) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// TideText says what an LS or BE tenant's work has been: an LS tenant's
+// time with work in flight and its requests (idle to busy), a BE tenant's
+// time held back and its launches held, let through and in flight.
+func TideText(r Row) string {
+	if r.Tide == nil {
+		return "-"
+	}
+	t := r.Tide
+	if t.State == ctl.TideOff {
+		return "off (no node block)"
+	}
+	if r.Class == "ls" {
+		return fmt.Sprintf("busy %v over %d requests", t.Busy.Round(time.Millisecond), t.Requests)
+	}
+	return fmt.Sprintf("held %v (%d launches), %d while LS busy, %d in flight, kernels %v", t.Held.Round(time.Millisecond),
+		t.HeldLaunches, t.NarrowLaunch, t.Inflight, t.Kernel)
+}
+
+func context(r Row) string {
+	if r.MPS {
+		return "mps"
+	}
+	return "own"
+}
+
+// writeFaults lists the processes that met a GPU fault, in the order they
+// saw it, the clients of MPS that met one within the window of each other
+// as one group: under MPS one client's fault ends the work of every client,
+// and MPS's own log names whichever client it noticed first.
+func writeFaults(w io.Writer, rows []Row, now time.Time, unreadable error) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nGPU faults:")
+	closeGroup := func(n int) {
+		if n > 1 {
+			fmt.Fprintf(w, "  these %d MPS clients met the fault together: a fault in any of them ends them all\n", n)
+		}
+	}
+	var first time.Time
+	group := 0
+	for i, r := range rows {
+		at, _ := time.Parse(time.RFC3339Nano, r.Fault.At)
+		if i == 0 || !r.MPS || !rows[i-1].MPS || at.Sub(first) >= window {
+			closeGroup(group)
+			first, group = at, 0
+		}
+		group++
+		state := "still running"
+		if r.Ended {
+			state = "ended"
+		}
+		cause := ""
+		switch r.Fault.Cause {
+		case "faulted":
+			cause = "; its kernel faulted (" + r.Fault.Xid + ")"
+		case "beside":
+			cause = "; ended beside another's fault: " + r.Fault.Xid
+		}
+		fmt.Fprintf(w, "  pid %d (%s, TPCs %s, %s context): %s at %s, %s ago; %s%s\n", r.PID, place.CommandLine(r.Command, 40), r.TPCs,
+			context(r), r.Fault.Name, r.Fault.Call, now.Sub(at).Round(time.Second), state, cause)
+	}
+	closeGroup(group)
+	if unreadable != nil {
+		fmt.Fprintf(w, "  (%v)\n", unreadable)
+	}
+	fmt.Fprintln(w, "  (carve run --no-mps keeps a program that must not be disturbed out of MPS's fault domain)")
+}

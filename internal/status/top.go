@@ -1,0 +1,74 @@
+package status
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// Rates are what changed for one process between two listings.
+type Rates struct {
+	Launches float64 // per second
+	Busy     float64 // LS: share of the time with work in flight
+	Held     float64 // BE: share of the time a launch waited
+}
+
+// Between computes each process's rates from two listings dt apart.
+func Between(prev, cur []Row, dt time.Duration) map[int]Rates {
+	before := map[int]Row{}
+	for _, r := range prev {
+		before[r.PID] = r
+	}
+	out := map[int]Rates{}
+	for _, r := range cur {
+		p, ok := before[r.PID]
+		if !ok || dt <= 0 || r.Ended {
+			continue
+		}
+		var x Rates
+		x.Launches = float64(r.Launches-p.Launches) / dt.Seconds()
+		if r.Tide != nil && p.Tide != nil {
+			x.Busy = float64(r.Tide.Busy-p.Tide.Busy) / float64(dt)
+			x.Held = float64(r.Tide.Held-p.Tide.Held) / float64(dt)
+		}
+		out[r.PID] = x
+	}
+	return out
+}
+
+// WriteTop prints one frame of carve top: each live process with its
+// rates over the last interval.
+func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt time.Duration) {
+	fmt.Fprintf(w, "carve top  %s  (rates over %v)\n\n", now.Format("15:04:05"), dt.Round(time.Millisecond))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PID\tCLASS\tTPCS\tN\tLAUNCHES/S\tLS BUSY\tBE HELD\tBE IN FLIGHT\tSTATE\tCOMMAND")
+	n := 0
+	for _, r := range rows {
+		if r.Ended {
+			continue
+		}
+		n++
+		x := rates[r.PID]
+		busy, held, infl := "-", "-", "-"
+		switch r.Class {
+		case "ls":
+			busy = fmt.Sprintf("%.0f%%", 100*x.Busy)
+		case "be":
+			held = fmt.Sprintf("%.0f%%", 100*x.Held)
+			if r.Tide != nil {
+				infl = fmt.Sprint(r.Tide.Inflight)
+			}
+		}
+		state := r.State
+		if r.Fault != nil {
+			state = "FAULT " + r.Fault.Name
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), r.TPCs, r.NumTPCs, x.Launches,
+			busy, held, infl, state, Command(r, 40))
+	}
+	tw.Flush()
+	if n == 0 {
+		fmt.Fprintln(w, "no partitioned processes")
+	}
+}

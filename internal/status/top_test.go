@@ -1,0 +1,35 @@
+package status
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+)
+
+func TestBetweenAndTop(t *testing.T) {
+	prev := []Row{
+		{PID: 1, Class: "ls", Launches: 100, Tide: &ctl.TideStatus{Busy: time.Second}},
+		{PID: 2, Class: "be", Launches: 1000, Tide: &ctl.TideStatus{Held: 2 * time.Second}},
+	}
+	cur := []Row{
+		{PID: 1, Class: "ls", TPCs: "0-15", NumTPCs: 16, State: "partitioned", Launches: 300, Tide: &ctl.TideStatus{Busy: 1500 * time.Millisecond}},
+		{PID: 2, Class: "be", TPCs: "0-65", NumTPCs: 66, State: "partitioned", Launches: 5000, Tide: &ctl.TideStatus{Held: 2250 * time.Millisecond, Inflight: 3}},
+		{PID: 3, TPCs: "16-20", NumTPCs: 5, State: "partitioned"}, // new: no rates yet
+	}
+	r := Between(prev, cur, 2*time.Second)
+	if r[1].Launches != 100 || r[1].Busy != 0.25 || r[2].Launches != 2000 || r[2].Held != 0.125 {
+		t.Errorf("rates %+v", r)
+	}
+	if _, ok := r[3]; ok {
+		t.Error("rates for a process seen once")
+	}
+	var b strings.Builder
+	WriteTop(&b, cur, r, time.Date(2026, 11, 23, 3, 0, 0, 0, time.UTC), 2*time.Second)
+	for _, want := range []string{"25%", "12%", "2000", "0-65"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("top lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -1,0 +1,14 @@
+package workload
+
+import _ "embed"
+
+// ServeLS is the latency-sensitive service of carve bench serve, run as
+// python3 -c; see its docstring for its flags and what it prints.
+//
+//go:embed serve_ls.py
+var ServeLS string
+
+// ServeBE is the best-effort job of carve bench serve, run as python3 -c.
+//
+//go:embed serve_be.py
+var ServeBE string

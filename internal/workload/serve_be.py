@@ -1,0 +1,54 @@
+"""A best-effort job for carve bench serve.
+
+densenet161 inference at --batch (fp16, no grad), or resnet50 training at
+--batch (SGD, bf16 autocast), on random data, in a closed loop. Prints
+"ready" after a warm-up, waits for a line on stdin, runs for --duration
+seconds (synchronizing after each step, as a job reading its loss does), and
+prints one JSON line: images processed and the seconds it took.
+"""
+import argparse, json, sys, time
+
+p = argparse.ArgumentParser()
+p.add_argument("--model", default="densenet161", choices=["densenet161", "resnet50-train"])
+p.add_argument("--batch", type=int, default=64)
+p.add_argument("--duration", type=float, default=8)
+a = p.parse_args()
+
+import torch
+import torchvision
+
+torch.backends.cudnn.benchmark = True
+dev = "cuda"
+if a.model == "densenet161":
+    m = torchvision.models.densenet161(weights=None).eval().to(dev).half()
+    x = torch.randn(a.batch, 3, 224, 224, device=dev, dtype=torch.half)
+
+    def step():
+        with torch.no_grad():
+            m(x)
+else:
+    m = torchvision.models.resnet50(weights=None).train().to(dev)
+    x = torch.randn(a.batch, 3, 224, 224, device=dev)
+    y = torch.randint(0, 1000, (a.batch,), device=dev)
+    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = loss_fn(m(x), y)
+        loss.backward()
+        opt.step()
+
+for _ in range(5):
+    step()
+torch.cuda.synchronize()
+print("ready", flush=True)
+sys.stdin.readline()
+n, t0 = 0, time.perf_counter()
+while time.perf_counter() - t0 < a.duration:
+    step()
+    torch.cuda.synchronize()
+    n += a.batch
+dt = time.perf_counter() - t0
+print(json.dumps({"images": n, "seconds": dt}), flush=True)

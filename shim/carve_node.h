@@ -1,0 +1,67 @@
+/*
+ * carve_node.h: the node block, one per GPU, shared by every shim of a
+ * latency-sensitive (LS) or best-effort (BE) tenant on it. This header is
+ * its one definition; internal/ctl mirrors it and a test compares the two.
+ *
+ * A file of CARVE_NODE_SIZE bytes in carve's runtime directory, named by
+ * the control block's node field, mapped MAP_SHARED. carve run makes it
+ * (under the placement lock) when the first LS or BE tenant of the GPU
+ * starts; nothing else writes its header.
+ *
+ * Each LS tenant's shim takes a slot by taking the slot's lock: a POSIX
+ * record lock (fcntl F_SETLK, F_WRLCK) on the one byte at
+ * CARVE_NODE_SLOT_LOCK(i) of the file, held for the process's life. The
+ * kernel lets go of it when the process ends, however it ends, and it
+ * names no pid, so tenants in other PID namespaces (containers) never take
+ * each other's slots; pid is the tenant's pid in its own namespace, for
+ * people to read. A slot whose lock no one holds is free, whatever its pid
+ * says. In its slot the tenant keeps whether it has work in flight on the
+ * GPU (busy) and a heartbeat (beat_ns) while it has.
+ * A BE tenant's shim reads the slots before each launch: it counts an LS
+ * tenant as busy only while its heartbeat is younger than lease_ns, so a
+ * tenant that dies mid-request holds no one back for longer than that.
+ */
+#ifndef CARVE_NODE_H
+#define CARVE_NODE_H
+
+#include <stdint.h>
+
+#define CARVE_NODE_MAGIC 0x45444f4eu /* "NODE" little-endian */
+#define CARVE_NODE_VERSION 2u
+#define CARVE_NODE_SIZE 4096u
+#define CARVE_NODE_SLOTS 32
+#define CARVE_NODE_LEASE_NS 100000000ull /* 100 ms */
+
+struct carve_node_slot {
+	uint32_t pid;            /*  0: the LS tenant's pid in its namespace, 0 = free */
+	uint32_t busy;           /*  4: it has work in flight on the GPU */
+	uint64_t start_ticks;    /*  8: of pid, against pid reuse */
+	uint64_t beat_ns;        /* 16: CLOCK_MONOTONIC, renewed while busy */
+	uint64_t busy_ns;        /* 24: time it has been busy, all told */
+	uint64_t busy_since_ns;  /* 32: when it last became busy */
+	uint32_t reserved[4];    /* 40: its reserved TPCs, as an enable mask */
+	uint64_t requests;       /* 56: times it went from idle to busy */
+};
+
+struct carve_node {
+	uint32_t magic;          /*   0 */
+	uint16_t version;        /*   4 */
+	uint16_t size;           /*   6 */
+	uint32_t live[4];        /*   8: live TPC bits of the GPU */
+	uint64_t lease_ns;       /*  24 */
+	uint64_t created_ns;     /*  32 */
+	uint64_t pad[3];         /*  40 .. 64 */
+	struct carve_node_slot slots[CARVE_NODE_SLOTS]; /* 64 .. 2112 */
+	uint8_t rest[1984];      /* 2112 .. 4096 */
+};
+
+/* the byte of the file whose lock is slot i's */
+#define CARVE_NODE_SLOT_LOCK(i) (64 + (i) * 64)
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(struct carve_node_slot) == 64, "node slot size");
+_Static_assert(sizeof(struct carve_node) == CARVE_NODE_SIZE, "node block size");
+_Static_assert(CARVE_NODE_SLOT_LOCK(1) == __builtin_offsetof(struct carve_node, slots[1]), "slot lock byte");
+#endif
+
+#endif

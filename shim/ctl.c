@@ -1,0 +1,281 @@
+/*
+ * ctl.c: this process's control block (carve_ctl.h). carve run makes it
+ * before exec; a child process copies its parent's (or CARVE_CTL_ROOT) into
+ * one of its own, so that carve ls lists it and carve set can move it. The
+ * mask is read under the block's seqlock and cached per thread by generation.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "carve_tmd.h"
+#include "shim.h"
+
+/* The last mask read from the block that enables a live TPC, shared by all
+ * threads; written under mask_mu when the block's generation moves. */
+static pthread_mutex_t mask_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t seen_gen = UINT64_MAX;
+static uint32_t good_mask[CARVE_MASK_WORDS];
+static int good_valid;
+
+/* Last mask this thread read, keyed by the block's gen. */
+static __thread __attribute__((tls_model("initial-exec"))) uint64_t t_gen = UINT64_MAX;
+static __thread __attribute__((tls_model("initial-exec"))) uint32_t t_mask[CARVE_MASK_WORDS];
+static __thread __attribute__((tls_model("initial-exec"))) int t_valid;
+
+/* start_ticks returns field 22 of /proc/<pid>/stat, the process start time. */
+static uint64_t start_ticks(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+	if (!p)
+		return 0;
+	/* after ")": field 3 is state; skip to field 22 */
+	int field = 2;
+	while (*p && field < 22) {
+		if (*p == ' ')
+			field++;
+		p++;
+	}
+	return strtoull(p, NULL, 10);
+}
+
+static void read_cmdline(char *dst, size_t cap)
+{
+	memset(dst, 0, cap);
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, dst, cap - 1);
+	close(fd);
+	(void)n;
+}
+
+static struct carve_ctl *map_block(int fd)
+{
+	void *p = mmap(NULL, CARVE_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	return p == MAP_FAILED ? NULL : (struct carve_ctl *)p;
+}
+
+static int block_ok(const struct carve_ctl *c)
+{
+	return c && c->magic == CARVE_CTL_MAGIC && c->version == CARVE_CTL_VERSION &&
+	       c->size == CARVE_CTL_SIZE;
+}
+
+/* open_block maps an existing block, read-write or (a parent's or the
+ * root's, which are only copied) read-only; NULL if absent or invalid. */
+static struct carve_ctl *open_block(const char *path, int writable)
+{
+	int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	void *p = MAP_FAILED;
+	if (fstat(fd, &st) == 0 && st.st_size == CARVE_CTL_SIZE)
+		p = mmap(NULL, CARVE_CTL_SIZE, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
+	close(fd);
+	struct carve_ctl *c = p == MAP_FAILED ? NULL : (struct carve_ctl *)p;
+	if (c && !block_ok(c)) {
+		munmap(c, CARVE_CTL_SIZE);
+		return NULL;
+	}
+	return c;
+}
+
+/* hold_block takes a read lock on the first byte of our block's file and
+ * keeps it for the life of the process: carve tells from it that we run,
+ * with no pid, so across PID namespaces too. The descriptor stays open (a
+ * close of any descriptor of the file would let the lock go). */
+static void hold_block(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	struct flock l = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+	if (fcntl(fd, F_SETLK, &l) != 0)
+		close(fd);
+}
+
+/* read_mask copies the block's mask consistently (seqlock read side).
+ * Returns 0 if the block stayed mid-write for too long. */
+static int read_mask(const struct carve_ctl *c, uint32_t out[CARVE_MASK_WORDS], uint64_t *gen)
+{
+	for (int tries = 0; tries < 10000; tries++) {
+		uint64_t g1 = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
+		if (g1 & 1) {
+			if (tries > 100)
+				sched_yield();
+			continue;
+		}
+		for (int i = 0; i < CARVE_MASK_WORDS; i++)
+			out[i] = __atomic_load_n(&c->mask[i], __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		uint64_t g2 = __atomic_load_n(&c->gen, __ATOMIC_RELAXED);
+		if (g1 == g2) {
+			*gen = g1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* create_block makes our own block as a copy of src's partition, written to a
+ * temporary name and renamed so that readers never see it half-filled. */
+static struct carve_ctl *create_block(const char *dir, const struct carve_ctl *src)
+{
+	char tmp[PATH_MAX], path[PATH_MAX];
+	pid_t pid = getpid();
+	snprintf(tmp, sizeof tmp, "%s/.%d.new", dir, (int)pid);
+	snprintf(path, sizeof path, "%s/%d", dir, (int)pid);
+	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, CARVE_CTL_SIZE) != 0) {
+		close(fd);
+		unlink(tmp);
+		return NULL;
+	}
+	struct carve_ctl *c = map_block(fd);
+	close(fd);
+	if (!c) {
+		unlink(tmp);
+		return NULL;
+	}
+	uint64_t gen;
+	uint32_t mask[CARVE_MASK_WORDS];
+	if (!read_mask(src, mask, &gen))
+		memcpy(mask, (const void *)src->mask, sizeof mask);
+	c->magic = CARVE_CTL_MAGIC;
+	c->version = CARVE_CTL_VERSION;
+	c->size = CARVE_CTL_SIZE;
+	c->pid = (uint32_t)pid;
+	c->flags = src->flags;
+	c->start_ticks = start_ticks(pid);
+	c->created_ns = carve_now_ns();
+	c->gen = 2;
+	memcpy(c->mask, mask, sizeof mask);
+	memcpy(c->live, (const void *)src->live, sizeof c->live);
+	c->tenant_class = src->tenant_class;
+	c->tenant = src->tenant ? src->tenant : src->pid;
+	c->sms = src->sms;
+	/* the tide policy and the node block it takes part through */
+	memcpy(c->node, (const void *)src->node, sizeof c->node);
+	c->inflight_max = src->inflight_max;
+	c->share_ppm = src->share_ppm;
+	c->epoch_ns = src->epoch_ns;
+	c->queue_us = src->queue_us;
+	read_cmdline(c->comm, sizeof c->comm);
+	if (rename(tmp, path) != 0) {
+		munmap(c, CARVE_CTL_SIZE);
+		unlink(tmp);
+		return NULL;
+	}
+	return c;
+}
+
+/* attach finds this process's block: its own, else a copy of its parent's,
+ * else a copy of CARVE_CTL_ROOT. */
+struct carve_ctl *carve_attach(const char *dir)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/%d", dir, (int)getpid());
+	struct carve_ctl *c = open_block(path, 1);
+	uint64_t ours = start_ticks(getpid());
+	if (c && c->start_ticks != 0 && ours != 0 && c->start_ticks != ours) {
+		/* the block of an earlier process that had our pid */
+		CARVE_DEBUG("block %s is of an earlier process with this pid; not ours", path);
+		munmap(c, CARVE_CTL_SIZE);
+		c = NULL;
+	}
+	if (c) {
+		/* carve run made it for us before exec: fill in what only we know */
+		if (c->start_ticks == 0)
+			c->start_ticks = ours;
+		hold_block(path);
+		return c;
+	}
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof parent, "%s/%d", dir, (int)getppid());
+	struct carve_ctl *src = open_block(parent, 0);
+	if (!src) {
+		const char *root = getenv("CARVE_CTL_ROOT");
+		if (root)
+			src = open_block(root, 0);
+	}
+	if (!src)
+		return NULL;
+	c = create_block(dir, src);
+	munmap(src, CARVE_CTL_SIZE);
+	if (c)
+		hold_block(path);
+	return c;
+}
+
+/* carve_current_mask returns the mask to apply, reading the block only when
+ * its generation moved: the fast path is one atomic load and a compare
+ * against this thread's copy. A new generation is read once for the whole
+ * process, under a lock; a mask enabling no live TPC is refused there and the
+ * last good one stays. Returns 0 when there is no mask to write. */
+int carve_current_mask(uint32_t out[CARVE_MASK_WORDS], uint64_t *gen)
+{
+	uint64_t g = __atomic_load_n(&carve_block->gen, __ATOMIC_ACQUIRE);
+	if (g != t_gen) {
+		pthread_mutex_lock(&mask_mu);
+		uint32_t m[CARVE_MASK_WORDS];
+		uint64_t rg;
+		if (g != seen_gen && read_mask(carve_block, m, &rg)) {
+			uint32_t live[CARVE_MASK_WORDS];
+			for (int i = 0; i < CARVE_MASK_WORDS; i++)
+				live[i] = __atomic_load_n(&carve_block->live[i], __ATOMIC_RELAXED);
+			if (carve_mask_enables_live(m, live)) {
+				memcpy(good_mask, m, sizeof m);
+				good_valid = 1;
+			} else {
+				__atomic_add_fetch(&carve_block->refused, 1, __ATOMIC_RELAXED);
+				carve_say("mask of generation %llu enables no live TPC; keeping the previous partition",
+				    (unsigned long long)rg);
+			}
+			seen_gen = rg;
+		}
+		memcpy(t_mask, good_mask, sizeof t_mask);
+		t_valid = good_valid;
+		t_gen = seen_gen;
+		pthread_mutex_unlock(&mask_mu);
+		if (!t_valid && !carve_allow_unpartitioned)
+			carve_refuse("the partition enables no live TPC");
+	}
+	if (!t_valid)
+		return 0;
+	memcpy(out, t_mask, sizeof t_mask);
+	*gen = t_gen;
+	return 1;
+}
+
+
+int carve_visible_sms(int n)
+{
+	struct carve_ctl *c = carve_block;
+	if (!c || (c->flags & CARVE_FLAG_ALL_SMS) ||
+	    __atomic_load_n(&c->state, __ATOMIC_RELAXED) != CARVE_STATE_HOOKED)
+		return n; /* not partitioned: the whole GPU */
+	int sms = (int)__atomic_load_n(&c->sms, __ATOMIC_RELAXED);
+	return sms > 0 && sms < n ? sms : n;
+}

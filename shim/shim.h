@@ -1,0 +1,73 @@
+/*
+ * shim.h: what the files of libcarve.so share inside the library. Nothing
+ * here is an interface to carve; that is carve_ctl.h (the control block)
+ * and carve_tmd.h (the launch descriptor).
+ *
+ *   main.c       load time: environment, control block, driver, hook; messages
+ *   ctl.c        this process's control block: attach or copy, read the mask
+ *   hook.c       the driver's launch callback that writes the mask
+ *   interpose.c  the driver calls the shim sees (dlsym, cuGetProcAddress), in one table
+ *   fault.c      the first fault a driver call returns, into the block
+ *   tools.c      the launch-tools export table the shim shares with profilers
+ *   tide.c       the work a process submits: captures, launches
+ */
+#ifndef CARVE_SHIM_H
+#define CARVE_SHIM_H
+
+#include <stdint.h>
+
+#include "carve_ctl.h"
+#include "cuda_api.h"
+
+/* Exit status of a process that carve refuses to run unpartitioned. */
+#define CARVE_EXIT_REFUSED 86
+
+/* main.c */
+extern struct carve_ctl *carve_block; /* this process's control block, or NULL */
+extern int carve_debug;               /* CARVE_DEBUG=1: say what the shim does */
+extern int carve_allow_unpartitioned; /* run on all TPCs where masks cannot work */
+extern int carve_trace_tools;         /* CARVE_TRACE_TOOLS=1: log others' calls into the tools table */
+void carve_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void carve_refuse(const char *why) __attribute__((noreturn));
+uint64_t carve_now_ns(void); /* CLOCK_REALTIME_COARSE: vDSO only, even in VMs */
+#define CARVE_DEBUG(...) do { if (carve_debug) carve_say(__VA_ARGS__); } while (0)
+
+/* ctl.c */
+struct carve_ctl *carve_attach(const char *dir);
+/* carve_current_mask: the mask to apply now and its generation; 0 when
+ * there is none to write (no partition that enables a live TPC). */
+int carve_current_mask(uint32_t out[CARVE_MASK_WORDS], uint64_t *gen);
+
+/* carve_visible_sms: the SM count to report where the driver reports n. */
+int carve_visible_sms(int n);
+
+/* hook.c */
+const char *carve_register_hook(void *cuda); /* NULL, or why it failed */
+
+/* interpose.c */
+void *carve_real_dlsym(void *handle, const char *name); /* glibc's, for the shim's own lookups */
+
+/* fault.c */
+void carve_fault(CUresult r, const char *call);
+
+/* tools.c */
+typedef void (*carve_tools_cb)(void *user, int domain, int cbid, const void *params);
+extern const unsigned char carve_tools_uuid[16];
+/* carve_tools_table: what another library asking for the export table of
+ * uuid gets: for the launch-tools table, one shared with the shim. */
+const void *carve_tools_table(const void *uuid, const void *table);
+/* carve_tools_subscribe: the shim's own subscription to (domain, cbid). */
+int carve_tools_subscribe(const void *table, carve_tools_cb cb, int domain, int cbid);
+/* carve_tools_hold: a launch holds (1) and lets go (0) of the callbacks, so
+ * that it never goes out while they change hands. */
+void carve_tools_hold(int on);
+
+/* tide.c */
+void carve_tide_init(void *cuda, const char *dir); /* LS or BE tenant with a node block: take part */
+void carve_capture(CUstream s, int begin);
+void carve_launch_before(CUstream s);
+void carve_launch_after(CUstream s, CUresult r);
+/* carve_tide_mask changes the mask of this launch for tide (within live). */
+void carve_tide_mask(uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_MASK_WORDS]);
+
+#endif
