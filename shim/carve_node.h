@@ -17,6 +17,11 @@
  * people to read. A slot whose lock no one holds is free, whatever its pid
  * says. In its slot the tenant keeps whether it has work in flight on the
  * GPU (busy) and a heartbeat (beat_ns) while it has.
+ * An LS tenant's launches spread over every live TPC but those other LS
+ * tenants reserved and those in fixed: the TPCs of the GPU's partitions
+ * that are neither LS nor BE, which tide never takes. carve writes fixed
+ * under the placement lock after each placement, move or release on the
+ * node; a partition that ends stays in it until the next one.
  * A BE tenant's shim reads the slots before each launch: it counts an LS
  * tenant as busy only while its heartbeat is younger than lease_ns, so a
  * tenant that dies mid-request holds no one back for longer than that.
@@ -50,7 +55,8 @@ struct carve_node {
 	uint32_t live[4];        /*   8: live TPC bits of the GPU */
 	uint64_t lease_ns;       /*  24 */
 	uint64_t created_ns;     /*  32 */
-	uint64_t pad[3];         /*  40 .. 64 */
+	uint32_t fixed[4];       /*  40: TPCs of partitions neither LS nor BE, as enable bits */
+	uint64_t pad;            /*  56 .. 64 */
 	struct carve_node_slot slots[CARVE_NODE_SLOTS]; /* 64 .. 2112 */
 	uint8_t rest[1984];      /* 2112 .. 4096 */
 };

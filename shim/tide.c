@@ -440,10 +440,14 @@ void carve_tide_mask(uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_
 		return;
 	uint32_t off[4] = {0, 0, 0, 0}, m[4];
 	if (cls == CARVE_CLASS_LS) {
-		/* its own TPCs and every live one no other LS tenant reserved */
+		/* its own TPCs and every live one that no other LS tenant
+		 * reserved and no partition outside tide holds */
 		ls_reserved(off, 0);
-		for (int w = 0; w < 4; w++)
-			m[w] = off[w] | ~live[w];
+		for (int w = 0; w < 4; w++) {
+			uint32_t own = ~mask[w] & live[w];
+			off[w] |= __atomic_load_n(&node->fixed[w], __ATOMIC_RELAXED);
+			m[w] = (off[w] & ~own) | ~live[w];
+		}
 	} else if (tide_narrow) {
 		ls_reserved(off, 1); /* off the reserved TPCs of busy LS tenants */
 		for (int w = 0; w < 4; w++)

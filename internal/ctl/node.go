@@ -41,7 +41,8 @@ type NodeBlock struct {
 	Live      [4]uint32           `c:"live"`
 	LeaseNS   uint64              `c:"lease_ns"`
 	CreatedNS uint64              `c:"created_ns"`
-	Pad       [3]uint64           `c:"pad"`
+	Fixed     [4]uint32           `c:"fixed"`
+	Pad       uint64              `c:"pad"`
 	Slots     [NodeSlots]NodeSlot `c:"slots"`
 	Rest      [1984]byte          `c:"rest"`
 }
@@ -157,6 +158,26 @@ func (n *Node) Name() string { return filepath.Base(n.Path) }
 
 // Close unmaps the block.
 func (n *Node) Close() error { return syscall.Munmap(n.mem) }
+
+// Live is the GPU's live TPC bits.
+func (n *Node) Live() [4]uint32 { return n.b.Live }
+
+// SetFixed sets the TPCs (enable bits) of the GPU's partitions that are
+// neither LS nor BE, which LS tenants' launches keep off. Call it under
+// the placement lock.
+func (n *Node) SetFixed(m [4]uint32) {
+	for i := range m {
+		atomic.StoreUint32(&n.b.Fixed[i], m[i])
+	}
+}
+
+// Fixed is what SetFixed last set.
+func (n *Node) Fixed() (m [4]uint32) {
+	for i := range m {
+		m[i] = atomic.LoadUint32(&n.b.Fixed[i])
+	}
+	return m
+}
 
 // LSSlot is a snapshot of one LS tenant's slot.
 type LSSlot struct {

@@ -87,6 +87,21 @@ func TestLSBusyTracking(t *testing.T) {
 	}
 }
 
+// TestLSKeepsOffFixed: an LS tenant's launches keep off the TPCs the node
+// block names as fixed (partitions outside tide), except its own.
+func TestLSKeepsOffFixed(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	n.SetFixed([4]uint32{1<<0 | 1<<9 | 1<<10, 0, 0, 0}) // TPC bit 0 is the LS tenant's own
+	p := startLS(t, dir)
+	p.ask(t, "dur 1000")
+	want := maskLine([4]uint32{^live[0] | 1<<9 | 1<<10, ^live[1], ^live[2], ^live[3]})
+	if got := p.ask(t, "klaunch kernel"); got != want {
+		t.Errorf("LS launch beside fixed TPCs 9-10: %q, want %q", got, want)
+	}
+	p.wait(t)
+}
+
 // TestBEHeldWhileLSBusy: a BE launch waits while LS work is in flight and
 // goes as soon as it is done; then runs freely.
 func TestBEHeldWhileLSBusy(t *testing.T) {

@@ -79,6 +79,7 @@ func Reserve(dir string, t *topo.Topology, r Reservation) (*Reserved, error) {
 		os.RemoveAll(cd)
 		return nil, err
 	}
+	fence(dir)
 	return &Reserved{Dir: cd, Set: set, Mask: mask}, nil
 }
 
@@ -135,5 +136,6 @@ func Release(dir, uid string) (bool, error) {
 	if err := os.RemoveAll(cd); err != nil {
 		return true, fmt.Errorf("releasing claim %s: %w", uid, err)
 	}
+	fence(dir)
 	return true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 func count(t *testing.T, n string) partition.Spec {
@@ -196,5 +198,61 @@ func TestClaimProcessesByLock(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(r.Dir, fmt.Sprint(os.Getpid()))); !os.IsNotExist(err) {
 		t.Errorf("the ended process's block was kept: %v", err)
+	}
+}
+
+// TestFence: the node block names the TPCs of partitions outside tide,
+// from whichever placement made the last change: a static tenant placed
+// before the first LS one, a plain claim reserved after it, and neither
+// once the tenant has ended and the claim is released.
+func TestFence(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	static := exec.Command("sleep", "30")
+	if err := static.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { static.Process.Kill(); static.Wait() }()
+	fixed := func() partition.Set {
+		t.Helper()
+		n, err := ctl.OpenNode(dir, ctl.NodeName(top.UUID), top.Live())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		f := n.Fixed()
+		var disable topo.Mask
+		for w := range disable {
+			disable[w] = ^f[w]
+		}
+		return partition.FromMask(top, disable)
+	}
+	st, err := Place(dir, top, Request{Spec: count(t, "10"), PID: static.Process.Pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Reserve(dir, top, Reservation{UID: "ls", Name: "ns/ls", Spec: count(t, "16"), Class: ctl.ClassLS}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fixed(); got.String() != st.Set.String() {
+		t.Errorf("after the LS claim: fixed %s, want the static tenant's %s", got, st.Set)
+	}
+	plain, err := Reserve(dir, top, Reservation{UID: "plain", Name: "ns/plain", Spec: count(t, "20")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Reserve(dir, top, Reservation{UID: "be", Name: "ns/be", Spec: count(t, "66"), Class: ctl.ClassBE}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fixed(), st.Set.Union(plain.Set); got.String() != want.String() {
+		t.Errorf("after a plain claim and a BE one: fixed %s, want %s", got, want)
+	}
+	static.Process.Kill()
+	static.Wait()
+	if _, err := Release(dir, "plain"); err != nil {
+		t.Fatal(err)
+	}
+	if got := fixed(); len(got) != 0 {
+		t.Errorf("with only LS and BE left: fixed %s", got)
 	}
 }

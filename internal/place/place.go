@@ -267,6 +267,7 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	if err != nil {
 		return nil, err
 	}
+	fence(dir) // lists what Holders just listed under the same lock
 	return &Placed{Set: set, Mask: mask, Overlaps: overlaps, Block: h}, nil
 }
 
@@ -341,5 +342,50 @@ func Move(dir string, t *topo.Topology, pid int, s partition.Spec, share bool) (
 			m.PIDs = append(m.PIDs, p)
 		}
 	}
+	fence(dir)
 	return m, nil
+}
+
+// fence writes into each node block in dir the TPCs of the partitions on
+// its GPU that are neither LS nor BE, so that LS tenants' launches keep
+// off them (ctl.Node.SetFixed). Call it under the lock after a change.
+func fence(dir string) error {
+	nodes, err := ctl.Nodes(dir)
+	if err != nil || len(nodes) == 0 {
+		return err
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.Close()
+		}
+	}()
+	entries, err := ctl.List(dir)
+	if err != nil {
+		return err
+	}
+	claims, _, err := ctl.Claims(dir)
+	if err != nil {
+		return err
+	}
+	parts := make([]ctl.Snapshot, 0, len(entries)+len(claims))
+	for _, e := range entries {
+		parts = append(parts, e.Snapshot)
+	}
+	for _, c := range claims {
+		parts = append(parts, c.Root)
+	}
+	for _, n := range nodes {
+		live := n.Live()
+		var fixed [4]uint32
+		for _, p := range parts {
+			if p.Live != live || p.Class == ctl.ClassLS || p.Class == ctl.ClassBE {
+				continue
+			}
+			for w := range fixed {
+				fixed[w] |= live[w] &^ p.Mask[w]
+			}
+		}
+		n.SetFixed(fixed)
+	}
+	return nil
 }

@@ -22,7 +22,7 @@ int main(void)
 #define S(name) printf("slot.%s %zu %zu\n", #name, offsetof(struct carve_node_slot, name), sizeof(((struct carve_node_slot *)0)->name))
 	printf("node.sizeof %zu %zu\n", sizeof(struct carve_node), sizeof(struct carve_node));
 	printf("slot.sizeof %zu %zu\n", sizeof(struct carve_node_slot), sizeof(struct carve_node_slot));
-	N(magic); N(version); N(size); N(live); N(lease_ns); N(created_ns); N(pad); N(slots); N(rest);
+	N(magic); N(version); N(size); N(live); N(lease_ns); N(created_ns); N(fixed); N(pad); N(slots); N(rest);
 	S(pid); S(busy); S(start_ticks); S(beat_ns); S(busy_ns); S(busy_since_ns); S(reserved); S(requests);
 #define C(name, value) printf("const %s %llu\n", name, (unsigned long long)(value));
 	C("CARVE_CTL_MAGIC", CARVE_CTL_MAGIC); C("CARVE_CTL_VERSION", CARVE_CTL_VERSION); C("CARVE_CTL_SIZE", CARVE_CTL_SIZE);

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 
 	oci "github.com/opencontainers/runtime-spec/specs-go"
@@ -31,12 +32,8 @@ func Available() error {
 // specs in cdiDir applied, over the environment env, and the OCI spec the
 // edits made. Killing the command ends everything in its namespaces.
 func Command(cdiDir string, devices, env []string, argv ...string) (*exec.Cmd, *oci.Spec, error) {
-	cache, err := cdi.NewCache(cdi.WithSpecDirs(cdiDir), cdi.WithAutoRefresh(false))
+	spec, err := edited(cdiDir, devices, env, argv)
 	if err != nil {
-		return nil, nil, err
-	}
-	spec := &oci.Spec{Process: &oci.Process{Env: env, Args: argv}}
-	if _, err := cache.InjectDevices(spec, devices...); err != nil {
 		return nil, nil, err
 	}
 	script := []string{"set -e", "mount -t tmpfs dratest /run"}
@@ -74,6 +71,44 @@ func Command(cdiDir string, devices, env []string, argv ...string) (*exec.Cmd, *
 	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child", "--propagation", "private",
 		"sh", "-c", strings.Join(script, "\n"))
 	return cmd, spec, nil
+}
+
+// Direct returns the command that runs argv in no namespace of its own,
+// with the CDI devices' environment in which every path under a bind
+// mount's destination names that path under the mount's source instead:
+// the edits applied by hand where Command cannot run.
+func Direct(cdiDir string, devices, env []string, argv ...string) (*exec.Cmd, error) {
+	spec, err := edited(cdiDir, devices, env, argv)
+	if err != nil {
+		return nil, err
+	}
+	mounts := slices.Clone(spec.Mounts)
+	slices.SortFunc(mounts, func(a, b oci.Mount) int { return len(b.Destination) - len(a.Destination) })
+	cmd := exec.Command(argv[0], argv[1:]...)
+	for _, kv := range spec.Process.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		for _, m := range mounts {
+			if rest, ok := strings.CutPrefix(v, m.Destination); ok && (rest == "" || rest[0] == '/') {
+				v = m.Source + rest
+				break
+			}
+		}
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	return cmd, nil
+}
+
+// edited is the OCI spec of argv over env with the CDI devices applied.
+func edited(cdiDir string, devices, env, argv []string) (*oci.Spec, error) {
+	cache, err := cdi.NewCache(cdi.WithSpecDirs(cdiDir), cdi.WithAutoRefresh(false))
+	if err != nil {
+		return nil, err
+	}
+	spec := &oci.Spec{Process: &oci.Process{Env: env, Args: argv}}
+	if _, err := cache.InjectDevices(spec, devices...); err != nil {
+		return nil, err
+	}
+	return spec, nil
 }
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
