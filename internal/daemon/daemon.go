@@ -1,5 +1,6 @@
 // Package daemon is carve's node controller: it runs carve's MPS daemon,
-// frees the node-block slots of LS tenants that died, and serves what the
+// frees the node-block slots of LS tenants that died (and the TPCs of
+// partitions outside tide that ended, for LS tenants), and serves what the
 // partitioned processes are doing as Prometheus metrics (/metrics) and as
 // JSON (/status).
 //
@@ -25,6 +26,7 @@ import (
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/mps"
+	"github.com/carve-gpu/carve/internal/place"
 	"github.com/carve-gpu/carve/internal/status"
 	"github.com/carve-gpu/carve/internal/xid"
 )
@@ -111,7 +113,8 @@ type collector struct {
 }
 
 // reclaim frees the slots of LS tenants that no longer run, in every node
-// block, and removes the control blocks of dead processes.
+// block, removes the control blocks of dead processes, and lets LS tenants
+// onto the TPCs of partitions outside tide that ended.
 func (c *collector) reclaim() int {
 	nodes, _ := ctl.Nodes(c.dir)
 	n := 0
@@ -120,6 +123,7 @@ func (c *collector) reclaim() int {
 		nd.Close()
 	}
 	ctl.Scan(c.dir)
+	place.Fence(c.dir)
 	c.reclaimed.Add(int64(n))
 	return n
 }

@@ -226,3 +226,40 @@ func TestDaemonBusyAddress(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestDaemonFence: the daemon keeps the node block's fixed TPCs (those LS
+// tenants keep off) to the partitions outside tide that still run.
+func TestDaemonFence(t *testing.T) {
+	dir := t.TempDir()
+	live := [4]uint32{0xffff}
+	n, err := ctl.OpenNode(dir, "node-GPU-test", live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	c := exec.Command("sleep", "60")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Process.Kill(); c.Wait() }()
+	h, err := ctl.Create(dir, ctl.Init{PID: c.Process.Pid, Mask: [4]uint32{^uint32(0xf0)}, Live: live, SMs: 8, Comm: []string{"static"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	start(t, Options{Dir: dir})
+	waitFixed := func(want uint32) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for n.Fixed()[0] != want && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got := n.Fixed()[0]; got != want {
+			t.Errorf("fixed %#x, want %#x", got, want)
+		}
+	}
+	waitFixed(0xf0)
+	c.Process.Kill()
+	c.Wait()
+	waitFixed(0)
+}

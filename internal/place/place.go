@@ -346,6 +346,18 @@ func Move(dir string, t *topo.Topology, pid int, s partition.Spec, share bool) (
 	return m, nil
 }
 
+// Fence brings the node blocks' fixed TPCs up to date (see fence) under
+// dir's lock: a partition that ended since the last placement no longer
+// keeps LS tenants off its TPCs. carve daemon calls it now and then.
+func Fence(dir string) error {
+	unlock, err := Lock(dir, Timeout)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return fence(dir)
+}
+
 // fence writes into each node block in dir the TPCs of the partitions on
 // its GPU that are neither LS nor BE, so that LS tenants' launches keep
 // off them (ctl.Node.SetFixed). Call it under the lock after a change.
