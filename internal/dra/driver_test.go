@@ -85,7 +85,7 @@ func (td *testDriver) claim(t *testing.T, name string, tpcs int64, configs ...st
 				Driver: DriverName, Parameters: runtimeRaw(cfg)}},
 		})
 	}
-	if _, err := td.client.ResourceV1().ResourceClaims("ns").Create(context.Background(), c, metav1.CreateOptions{}); err != nil {
+	if err := td.client.Tracker().Add(c); err != nil { // as the API has it, not as a call of the plugin's
 		t.Fatal(err)
 	}
 	return c

@@ -57,7 +57,8 @@ func claimRef(c *resourceapi.ResourceClaim) *drapb.Claim {
 // TestNodeService: a fake kubelet registers the plugin, prepares claims
 // over its gRPC socket (the plugin reads them from the API), sees the
 // node's GPU published in a ResourceSlice, and after a restart of the
-// plugin unprepares what the first one prepared.
+// plugin unprepares what the first one prepared. deploy/kubernetes's
+// ClusterRole allows every API call it made.
 func TestNodeService(t *testing.T) {
 	td := newTestDriver(t)
 	dir := t.TempDir()
@@ -129,6 +130,7 @@ func TestNodeService(t *testing.T) {
 	if len(td.reserved(t)) != 0 || len(td.specs(t)) != 0 {
 		t.Errorf("left after unprepare: %v %v", td.reserved(t), td.specs(t))
 	}
+	allowed(t, clusterRole(t), td.client.Actions())
 }
 
 func capacity(d resourceapi.Device) int64 {

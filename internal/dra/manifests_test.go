@@ -1,0 +1,161 @@
+package dra
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	serjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/client-go/kubernetes/scheme"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+const manifests = "../../deploy/kubernetes"
+
+// objects decodes every document of the YAML files in dir strictly (an
+// unknown field is an error) with client-go's scheme.
+func objects(t *testing.T, dir string) []runtime.Object {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if len(files) == 0 {
+		t.Fatalf("no manifests in %s", dir)
+	}
+	s := serjson.NewSerializerWithOptions(serjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, serjson.SerializerOptions{Yaml: true, Strict: true})
+	var out []runtime.Object
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range bytes.Split(b, []byte("\n---\n")) {
+			obj, _, err := s.Decode(doc, nil, nil)
+			if err != nil {
+				t.Errorf("%s, document %d: %v", f, i+1, err)
+				continue
+			}
+			out = append(out, obj)
+		}
+	}
+	return out
+}
+
+func one[T runtime.Object](t *testing.T, objs []runtime.Object) T {
+	t.Helper()
+	var found []T
+	for _, o := range objs {
+		if x, ok := o.(T); ok {
+			found = append(found, x)
+		}
+	}
+	if len(found) != 1 {
+		var zero T
+		t.Fatalf("%d objects of type %T, want one", len(found), zero)
+	}
+	return found[0]
+}
+
+// clusterRole is carve-dra's ClusterRole in deploy/kubernetes.
+func clusterRole(t *testing.T) *rbacv1.ClusterRole {
+	return one[*rbacv1.ClusterRole](t, objects(t, manifests))
+}
+
+// allowed checks that role lets carve-dra make every call it made.
+func allowed(t *testing.T, role *rbacv1.ClusterRole, actions []k8stesting.Action) {
+	t.Helper()
+	if len(actions) == 0 {
+		t.Fatal("no API call to check")
+	}
+	for _, a := range actions {
+		res := a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			res += "/" + a.GetSubresource()
+		}
+		ok := false
+		for _, r := range role.Rules {
+			if slices.Contains(r.APIGroups, a.GetResource().Group) && slices.Contains(r.Resources, res) && slices.Contains(r.Verbs, a.GetVerb()) {
+				ok = true
+			}
+		}
+		if !ok {
+			t.Errorf("carve-dra's ClusterRole does not allow %s %s (group %q)", a.GetVerb(), res, a.GetResource().Group)
+		}
+	}
+}
+
+// TestManifests: deploy/kubernetes and its examples decode strictly; the
+// DeviceClass selects carve's driver; the DaemonSet runs as the service
+// account the RBAC binds and the admission policy names, privileged only
+// in its init container; every example claim asks carve's class for TPCs
+// with configs carve-dra accepts.
+func TestManifests(t *testing.T) {
+	objs := objects(t, manifests)
+	class := one[*resourceapi.DeviceClass](t, objs)
+	if len(class.Spec.Selectors) != 1 || !strings.Contains(class.Spec.Selectors[0].CEL.Expression, `"`+DriverName+`"`) {
+		t.Errorf("DeviceClass selectors %+v", class.Spec.Selectors)
+	}
+	ds := one[*appsv1.DaemonSet](t, objs)
+	sa := one[*corev1.ServiceAccount](t, objs)
+	pod := ds.Spec.Template.Spec
+	if pod.ServiceAccountName != sa.Name || ds.Namespace != sa.Namespace {
+		t.Errorf("DaemonSet runs as %s/%s, the service account is %s/%s", ds.Namespace, pod.ServiceAccountName, sa.Namespace, sa.Name)
+	}
+	user := "system:serviceaccount:" + sa.Namespace + ":" + sa.Name
+	vap := one[*admissionv1.ValidatingAdmissionPolicy](t, objs)
+	if b := one[*admissionv1.ValidatingAdmissionPolicyBinding](t, objs); b.Spec.PolicyName != vap.Name {
+		t.Errorf("the binding names policy %s, not %s", b.Spec.PolicyName, vap.Name)
+	}
+	if !strings.Contains(vap.Spec.MatchConditions[0].Expression, `"`+user+`"`) {
+		t.Errorf("the admission policy matches %q, not %s", vap.Spec.MatchConditions[0].Expression, user)
+	}
+	for _, c := range pod.Containers {
+		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+			t.Errorf("container %s is privileged", c.Name)
+		}
+	}
+	if pod.ShareProcessNamespace == nil || !*pod.ShareProcessNamespace {
+		t.Error("the plugin must see the MPS daemon's pid: shareProcessNamespace")
+	}
+
+	templates := 0
+	for _, o := range objects(t, filepath.Join(manifests, "examples")) {
+		tmpl, ok := o.(*resourceapi.ResourceClaimTemplate)
+		if !ok {
+			continue
+		}
+		templates++
+		devs := tmpl.Spec.Spec.Devices
+		for _, r := range devs.Requests {
+			if r.Exactly == nil || r.Exactly.DeviceClassName != class.Name || r.Exactly.Capacity == nil {
+				t.Errorf("template %s: request %+v", tmpl.Name, r)
+				continue
+			}
+			if _, ok := r.Exactly.Capacity.Requests[CapacityTPCs]; !ok {
+				t.Errorf("template %s asks for no %s", tmpl.Name, CapacityTPCs)
+			}
+		}
+		var configs []*Config
+		for _, c := range devs.Config {
+			cfg, err := ParseConfig(c.Opaque.Parameters.Raw)
+			if err != nil || c.Opaque.Driver != DriverName {
+				t.Errorf("template %s: config for %s: %v", tmpl.Name, c.Opaque.Driver, err)
+				continue
+			}
+			configs = append(configs, cfg)
+		}
+		if _, err := Resolve(configs); err != nil {
+			t.Errorf("template %s: %v", tmpl.Name, err)
+		}
+	}
+	if templates < 3 {
+		t.Errorf("%d claim templates in the examples", templates)
+	}
+}
