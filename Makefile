@@ -1,22 +1,35 @@
-# carve: make builds bin/carve and bin/libcarve.so; make test runs every test
-# that needs no GPU (the shim is tested against a fake libcuda).
+# carve: make builds bin/carve, bin/carve-dra and bin/libcarve.so; make test
+# runs every test that needs no GPU (the shim is tested against a fake
+# libcuda), carve-dra's end-to-end test against a control plane that make
+# kube builds from its Go modules (test/kube).
 GO      ?= go
 CC      ?= cc
 CFLAGS  ?= -O2 -Wall -Wextra -Werror
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build test lint clean
-build: bin/carve bin/libcarve.so
+.PHONY: build test lint clean kube
+build: bin/carve bin/carve-dra bin/libcarve.so
 
-bin/carve: $(shell find cmd internal -name '*.go' -o -name '*.ptx') go.mod go.sum
+GOSRC := $(shell find cmd internal -name '*.go' -o -name '*.ptx') go.mod go.sum
+bin/carve: $(GOSRC)
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/carve
+
+bin/carve-dra: $(GOSRC)
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/carve-dra
 
 # internal/shimtest builds the shim the same way for tests.
 bin/libcarve.so: $(wildcard shim/*.c shim/*.h)
 	@mkdir -p bin
 	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -shared -o $@ $(wildcard shim/*.c) -ldl -pthread
 
-test:
+# kube-apiserver, kube-scheduler and etcd for internal/dra's TestEndToEnd
+kube: build/kube/.built
+build/kube/.built: test/kube/go.mod test/kube/go.sum test/kube/etcd/main.go
+	cd test/kube && CGO_ENABLED=0 $(GO) build -o ../../build/kube/ \
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler ./etcd
+	touch $@
+
+test: kube
 	CGO_ENABLED=0 $(GO) vet ./...
 	CGO_ENABLED=0 $(GO) test -count=1 ./...
 
@@ -25,4 +38,4 @@ lint:
 	CGO_ENABLED=0 $(GO) tool staticcheck ./...
 
 clean:
-	rm -rf bin
+	rm -rf bin build

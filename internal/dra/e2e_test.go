@@ -1,0 +1,362 @@
+package dra
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+)
+
+// kubeBin is where make kube puts kube-apiserver, kube-scheduler and etcd.
+func kubeBin() string {
+	if d := os.Getenv("CARVE_KUBE_BIN"); d != "" {
+		return d
+	}
+	return "../../build/kube"
+}
+
+// controlPlane is etcd, kube-apiserver and kube-scheduler on loopback
+// ports, for one test.
+type controlPlane struct {
+	client *kubernetes.Clientset
+	logs   []string
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// start runs name from kubeBin with args until the test ends; its output
+// goes to a log file that a failing test prints.
+func (cp *controlPlane) start(t *testing.T, dir, name string, args ...string) {
+	t.Helper()
+	log := filepath.Join(dir, name+".log")
+	f, err := os.Create(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(kubeBin(), name), args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cp.logs = append(cp.logs, log)
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		f.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(log)
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			t.Logf("%s's log ends:\n%s", name, b)
+		}
+	})
+}
+
+// startControlPlane starts etcd, then the API server (RBAC, a token for
+// an admin, service-account keys), then the scheduler.
+func startControlPlane(t *testing.T) *controlPlane {
+	t.Helper()
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-scheduler"} {
+		if _, err := os.Stat(filepath.Join(kubeBin(), b)); err != nil {
+			t.Skipf("%s not built (make kube): %v", b, err)
+		}
+	}
+	dir := t.TempDir()
+	cp := &controlPlane{}
+	etcd := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	cp.start(t, dir, "etcd", "--data-dir", filepath.Join(dir, "etcd"), "--listen-client-urls", etcd, "--advertise-client-urls", etcd,
+		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), "--log-level", "warn")
+
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, "sa.key")
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600)
+	token := rand.Text()
+	os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(token+",admin,admin,system:masters\n"), 0o600)
+	port := freePort(t)
+	cp.start(t, dir, "kube-apiserver", "--etcd-servers", etcd, "--cert-dir", filepath.Join(dir, "certs"),
+		"--secure-port", fmt.Sprint(port), "--bind-address", "127.0.0.1",
+		"--service-account-key-file", keyFile, "--service-account-signing-key-file", keyFile,
+		"--service-account-issuer", "https://kubernetes.default.svc", "--token-auth-file", filepath.Join(dir, "tokens.csv"),
+		"--authorization-mode", "RBAC", "--allow-privileged=true") // as kubeadm sets it
+	cfg := &rest.Config{Host: fmt.Sprintf("https://127.0.0.1:%d", port), BearerToken: token,
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 100, Burst: 200}
+	if cp.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		body, err := cp.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
+		if err == nil && string(body) == "ok" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the API server is not ready after 60 s: %v %s", err, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: e2e, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: admin, user: {token: %q}}]
+contexts: [{name: e2e, context: {cluster: e2e, user: admin}}]
+current-context: e2e
+`, cfg.Host, token)), 0o600)
+	cp.start(t, dir, "kube-scheduler", "--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig,
+		"--authorization-kubeconfig", kubeconfig, "--leader-elect=false", "--bind-address", "127.0.0.1",
+		"--secure-port", fmt.Sprint(freePort(t)))
+	return cp
+}
+
+// create makes obj in the API (typed, by its kind).
+func (cp *controlPlane) create(t *testing.T, obj runtime.Object) {
+	t.Helper()
+	ctx := context.Background()
+	var err error
+	c := cp.client
+	switch o := obj.(type) {
+	case *corev1.Namespace:
+		_, err = c.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
+	case *corev1.ServiceAccount:
+		_, err = c.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *resourceapi.DeviceClass:
+		_, err = c.ResourceV1().DeviceClasses().Create(ctx, o, metav1.CreateOptions{})
+	case *resourceapi.ResourceClaim:
+		_, err = c.ResourceV1().ResourceClaims(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *corev1.Pod:
+		_, err = c.CoreV1().Pods(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.ClusterRole:
+		_, err = c.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.ClusterRoleBinding:
+		_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+	case *admissionv1.ValidatingAdmissionPolicy:
+		_, err = c.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, o, metav1.CreateOptions{})
+	case *admissionv1.ValidatingAdmissionPolicyBinding:
+		_, err = c.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, o, metav1.CreateOptions{})
+	case *appsv1.DaemonSet:
+		_, err = c.AppsV1().DaemonSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	default:
+		t.Fatalf("no way to create a %T", obj)
+	}
+	if err != nil {
+		t.Fatalf("creating %T: %v", obj, err)
+	}
+}
+
+// TestEndToEnd: against a real API server and scheduler (make kube),
+// deploy/kubernetes's objects are accepted; the plugin publishes the
+// recorded H100 as a ResourceSlice the API validates; the scheduler
+// allocates TPCs to the example claims (an LS claim of 16, a BE claim of
+// 0, a plain one of 22) and leaves the pod of a fourth (44 more) pending,
+// since 82 TPCs are more than the GPU's 66; a fake kubelet then prepares
+// the allocated claims over the plugin's socket, the plugin reads them
+// from the API and writes their status, and unprepares them.
+func TestEndToEnd(t *testing.T) {
+	cp := startControlPlane(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	objs := objects(t, manifests)
+	for _, o := range objs { // namespaces first
+		if _, ok := o.(*corev1.Namespace); ok {
+			cp.create(t, o)
+		}
+	}
+	for _, o := range objs {
+		if _, ok := o.(*corev1.Namespace); !ok {
+			cp.create(t, o)
+		}
+	}
+	// no controller manager makes the namespace's default service account
+	cp.create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "default"}})
+
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	n, err := cp.client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Capacity = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceCPU: resource.MustParse("8"),
+		corev1.ResourceMemory: resource.MustParse("32Gi")}
+	n.Status.Allocatable = n.Status.Capacity
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
+	if n, err = cp.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n.Spec.Taints = nil // not-ready, from admission: no node controller takes it off
+	if _, err := cp.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	td := newTestDriver(t)
+	td.Client = cp.client
+	dir := t.TempDir()
+	s := Sockets{PluginDir: filepath.Join(dir, "plugin"), RegistrarDir: filepath.Join(dir, "registry")}
+	os.MkdirAll(s.RegistrarDir, 0o750)
+	k, _ := serve(t, td, s)
+	for {
+		l, err := cp.client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+		if err == nil && len(l.Items) == 1 {
+			if d := l.Items[0].Spec.Devices; len(d) != 1 || capacity(d[0]) != 66 {
+				t.Fatalf("published %+v", l.Items[0].Spec)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no ResourceSlice published: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// the example templates' claims, by the templates' names, and a pod for each
+	claims := map[string]*resourceapi.ResourceClaim{}
+	for _, o := range objects(t, filepath.Join(manifests, "examples")) {
+		tmpl, ok := o.(*resourceapi.ResourceClaimTemplate)
+		if !ok {
+			continue
+		}
+		c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: tmpl.Name}, Spec: tmpl.Spec.Spec}
+		cp.create(t, c)
+		claims[tmpl.Name] = c
+		cp.create(t, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pod-" + tmpl.Name},
+			Spec: corev1.PodSpec{
+				ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &c.Name}},
+				Containers: []corev1.Container{{Name: "ctr", Image: "none",
+					Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}},
+			},
+		})
+	}
+	want := map[string]int64{"tpcs-22": 22, "ls": 16, "be": 0}
+	for name := range claims {
+		if _, ok := want[name]; !ok && name != "tpcs-44" {
+			t.Fatalf("an example template %s this test does not know", name)
+		}
+	}
+
+	// the scheduler allocates three and leaves tpcs-44 (with 38 of 66 taken)
+	var allocated []*resourceapi.ResourceClaim
+	for name, tpcs := range want {
+		c := waitClaim(ctx, t, cp.client, name)
+		r := c.Status.Allocation.Devices.Results
+		if len(r) != 1 || r[0].Device != "gpu-0" || r[0].Pool != node || consumed(r[0]) != tpcs {
+			t.Errorf("claim %s allocated %+v, want %d TPCs of gpu-0", name, r, tpcs)
+		}
+		allocated = append(allocated, c)
+	}
+	pending := waitPending(ctx, t, cp.client, "pod-tpcs-44")
+	t.Logf("pod-tpcs-44: %s", pending)
+
+	var refs []*drapb.Claim
+	for _, c := range allocated {
+		refs = append(refs, claimRef(c))
+	}
+	resp, err := k.dra.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: refs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range allocated {
+		if r := resp.Claims[string(c.UID)]; r == nil || r.Error != "" || len(r.Devices) != 1 {
+			t.Errorf("prepare %s: %+v", c.Name, r)
+		}
+		cur, err := cp.client.ResourceV1().ResourceClaims("default").Get(ctx, c.Name, metav1.GetOptions{})
+		if err != nil || len(cur.Status.Devices) != 1 || len(cur.Status.Devices[0].Conditions) == 0 ||
+			cur.Status.Devices[0].Conditions[0].Status != metav1.ConditionTrue {
+			t.Errorf("claim %s's status after prepare: %+v %v", c.Name, cur.Status.Devices, err)
+		}
+	}
+	got := td.reserved(t)
+	if len(got["default/tpcs-22"]) != 22 || len(got["default/ls"]) != 16 || len(got["default/be"]) != 66 ||
+		len(got["default/tpcs-22"].Intersect(got["default/ls"])) != 0 {
+		t.Errorf("reserved %v", got)
+	}
+	un, err := k.dra.NodeUnprepareResources(ctx, &drapb.NodeUnprepareResourcesRequest{Claims: refs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for uid, r := range un.Claims {
+		if r.Error != "" {
+			t.Errorf("unprepare %s: %s", uid, r.Error)
+		}
+	}
+	if len(td.reserved(t)) != 0 || len(td.specs(t)) != 0 {
+		t.Errorf("left after unprepare: %v %v", td.reserved(t), td.specs(t))
+	}
+}
+
+// waitClaim waits for the scheduler to allocate claim name.
+func waitClaim(ctx context.Context, t *testing.T, c kubernetes.Interface, name string) *resourceapi.ResourceClaim {
+	t.Helper()
+	for {
+		cl, err := c.ResourceV1().ResourceClaims("default").Get(ctx, name, metav1.GetOptions{})
+		if err == nil && cl.Status.Allocation != nil {
+			return cl
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("claim %s was not allocated: %v", name, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitPending waits for the scheduler to find pod unschedulable, and
+// returns why.
+func waitPending(ctx context.Context, t *testing.T, c kubernetes.Interface, pod string) string {
+	t.Helper()
+	for {
+		p, err := c.CoreV1().Pods("default").Get(ctx, pod, metav1.GetOptions{})
+		if err == nil {
+			if p.Spec.NodeName != "" {
+				t.Fatalf("pod %s was bound to %s", pod, p.Spec.NodeName)
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodScheduled && cond.Reason == corev1.PodReasonUnschedulable {
+					return cond.Message
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("pod %s was not found unschedulable: %v", pod, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func consumed(r resourceapi.DeviceRequestAllocationResult) int64 {
+	q, ok := r.ConsumedCapacity[CapacityTPCs]
+	if !ok {
+		return -1
+	}
+	return q.Value()
+}

@@ -1,0 +1,9 @@
+//go:build tools
+
+// The control plane's commands, so that go mod tidy keeps what they need.
+package kube
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+)
