@@ -11,14 +11,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,6 +41,7 @@ func kubeBin() string {
 // controlPlane is etcd, kube-apiserver and kube-scheduler on loopback
 // ports, for one test.
 type controlPlane struct {
+	config *rest.Config
 	client *kubernetes.Clientset
 	logs   []string
 }
@@ -112,6 +116,7 @@ func startControlPlane(t *testing.T) *controlPlane {
 		"--authorization-mode", "RBAC", "--allow-privileged=true") // as kubeadm sets it
 	cfg := &rest.Config{Host: fmt.Sprintf("https://127.0.0.1:%d", port), BearerToken: token,
 		TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 100, Burst: 200}
+	cp.config = cfg
 	if cp.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +186,8 @@ func (cp *controlPlane) create(t *testing.T, obj runtime.Object) {
 // recorded H100 as a ResourceSlice the API validates; the scheduler
 // allocates TPCs to the example claims (an LS claim of 16, a BE claim of
 // 0, a plain one of 22) and leaves the pod of a fourth (44 more) pending,
-// since 82 TPCs are more than the GPU's 66; a fake kubelet then prepares
+// since 82 TPCs are more than the GPU's 66; carve-dra's service account
+// may write its own node's slices only; a fake kubelet then prepares
 // the allocated claims over the plugin's socket, the plugin reads them
 // from the API and writes their status, and unprepares them.
 func TestEndToEnd(t *testing.T) {
@@ -278,6 +284,8 @@ func TestEndToEnd(t *testing.T) {
 	pending := waitPending(ctx, t, cp.client, "pod-tpcs-44")
 	t.Logf("pod-tpcs-44: %s", pending)
 
+	ownNodeOnly(ctx, t, cp)
+
 	var refs []*drapb.Claim
 	for _, c := range allocated {
 		refs = append(refs, claimRef(c))
@@ -312,6 +320,49 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if len(td.reserved(t)) != 0 || len(td.specs(t)) != 0 {
 		t.Errorf("left after unprepare: %v %v", td.reserved(t), td.specs(t))
+	}
+}
+
+// ownNodeOnly: a token of carve-dra's service account bound to a pod on
+// node-a (as the DaemonSet's pods get) may write node-a's ResourceSlices
+// and no other node's (rbac.yaml's admission policy), and may not read
+// what carve-dra never needs.
+func ownNodeOnly(ctx context.Context, t *testing.T, cp *controlPlane) {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "carve-system", Name: "carve-dra-on-a"},
+		Spec: corev1.PodSpec{ServiceAccountName: "carve-dra", NodeName: node, Containers: []corev1.Container{{Name: "plugin", Image: "none"}}}}
+	pod, err := cp.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cp.client.CoreV1().ServiceAccounts("carve-system").CreateToken(ctx, "carve-dra", &authv1.TokenRequest{
+		Spec: authv1.TokenRequestSpec{BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(cp.config)
+	cfg.BearerToken = tok.Status.Token
+	plugin, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slice := func(nodeName string) *resourceapi.ResourceSlice {
+		return &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: DriverName, NodeName: &nodeName, Pool: resourceapi.ResourcePool{Name: nodeName, ResourceSliceCount: 1}}}
+	}
+	made, err := plugin.ResourceV1().ResourceSlices().Create(ctx, slice(node), metav1.CreateOptions{})
+	if err != nil {
+		t.Errorf("carve-dra on %s writing its own node's slice: %v", node, err)
+	} else if err := plugin.ResourceV1().ResourceSlices().Delete(ctx, made.Name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("carve-dra on %s deleting its own node's slice: %v", node, err)
+	}
+	if _, err := plugin.ResourceV1().ResourceSlices().Create(ctx, slice("node-b"), metav1.CreateOptions{}); err == nil ||
+		!strings.Contains(err.Error(), "may change only that node's ResourceSlices") {
+		t.Errorf("carve-dra on %s writing node-b's slice: %v", node, err)
+	}
+	if _, err := plugin.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("carve-dra listing secrets: %v", err)
 	}
 }
 
