@@ -105,9 +105,5 @@ __attribute__((constructor)) static void carve_init(void)
 		return;
 	}
 	__atomic_store_n(&carve_block->state, CARVE_STATE_HOOKED, __ATOMIC_RELAXED);
-	const char *inj = getenv("CUDA_INJECTION64_PATH");
-	if (inj && *inj)
-		carve_say("a profiler's injection is loaded (%s): the partition is applied, but Nsight Compute "
-			  "profiled no kernel beside carve on driver 580; for its metrics, profile without carve run", inj);
 	carve_tide_init(cuda, dir);
 }

@@ -21,6 +21,7 @@
  *   3  subscribe(uint32_t *handle, callback, user)
  *   4  unsubscribe(handle)
  *   6  enable(on, handle, domain, cbid)
+ *   7  enable a domain(on, handle, domain, ...)            (Nsight Compute's)
  *   9  enable a domain(on, handle, domain)
  *   11 subscribe(uint32_t *handle, callback, user, more)   (CUPTI's)
  * Other entries take no handle and pass through.
@@ -38,7 +39,7 @@ const unsigned char carve_tools_uuid[16] = {
 	0x90, 0xdd, 0x54, 0x71, 0x9f, 0xe5, 0xf7, 0x4b,
 };
 
-enum { E_SUBSCRIBE = 3, E_UNSUBSCRIBE = 4, E_ENABLE = 6, E_ENABLE_DOMAIN = 9, E_SUBSCRIBE_EX = 11 };
+enum { E_SUBSCRIBE = 3, E_UNSUBSCRIBE = 4, E_ENABLE = 6, E_ENABLE_DOMAIN_EX = 7, E_ENABLE_DOMAIN = 9, E_SUBSCRIBE_EX = 11 };
 #define ENTRIES 16
 #define DOMAINS 32
 #define CBIDS 2048
@@ -48,6 +49,7 @@ typedef int (*subscribe_ex_fn)(uint32_t *, carve_tools_cb, void *, void *);
 typedef int (*unsubscribe_fn)(uint32_t);
 typedef int (*enable_fn)(uint32_t, uint32_t, int, int);
 typedef int (*enable_domain_fn)(uint32_t, uint32_t, int);
+typedef int (*enable_domain_ex_fn)(uint32_t, uint32_t, int, uintptr_t);
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;      /* the state below */
 /* launches hold it shared while the subscription changes hands; a writer
@@ -80,11 +82,13 @@ static int prof_wants(int domain, int cbid)
 }
 
 /* relay is the callback of the real subscription while a profiler holds
- * it: the profiler's callback for what it enabled, then the shim's. */
+ * it: the profiler's callback, then the shim's. The driver calls it for
+ * what the profiler enabled, by whichever entry, and for the shim's launch
+ * callback, which reaches the profiler only if it enabled that too. */
 static void relay(void *user, int domain, int cbid, const void *params)
 {
 	carve_tools_cb p = __atomic_load_n(&prof_cb, __ATOMIC_ACQUIRE);
-	if (p && prof_wants(domain, cbid))
+	if (p && (!is_own(domain, cbid) || prof_wants(domain, cbid)))
 		p(user, domain, cbid, params);
 	if (is_own(domain, cbid) && own_cb)
 		own_cb(NULL, domain, cbid, params);
@@ -186,18 +190,36 @@ static int mux_enable(uint32_t on, uint32_t handle, int domain, int cbid)
 	return rc;
 }
 
-static int mux_enable_domain(uint32_t on, uint32_t handle, int domain)
+/* domain_switched notes a profiler turning a whole domain on or off, and
+ * keeps the shim's launch callback on (under mu, after the driver's call). */
+static void domain_switched(uint32_t on, uint32_t handle, int domain)
 {
-	pthread_mutex_lock(&mu);
-	int mine = prof_cb && handle == prof_handle;
-	if (mine && domain >= 0 && domain < DOMAINS) {
+	if (!prof_cb || handle != prof_handle)
+		return;
+	if (domain >= 0 && domain < DOMAINS) {
 		__atomic_store_n(&prof_domain[domain], on != 0, __ATOMIC_RELAXED);
 		if (!on)
 			memset(prof_cbid[domain], 0, sizeof prof_cbid[domain]);
 	}
-	int rc = ((enable_domain_fn)real[E_ENABLE_DOMAIN])(on, handle, domain);
-	if (mine && !on && domain == own_domain)
+	if (!on && domain == own_domain)
 		((enable_fn)real[E_ENABLE])(1, handle, own_domain, own_cbid);
+}
+
+static int mux_enable_domain(uint32_t on, uint32_t handle, int domain)
+{
+	pthread_mutex_lock(&mu);
+	int rc = ((enable_domain_fn)real[E_ENABLE_DOMAIN])(on, handle, domain);
+	domain_switched(on, handle, domain);
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+/* Nsight Compute's way of switching a domain, with one more argument */
+static int mux_enable_domain_ex(uint32_t on, uint32_t handle, int domain, uintptr_t more)
+{
+	pthread_mutex_lock(&mu);
+	int rc = ((enable_domain_ex_fn)real[E_ENABLE_DOMAIN_EX])(on, handle, domain, more);
+	domain_switched(on, handle, domain);
 	pthread_mutex_unlock(&mu);
 	return rc;
 }
@@ -214,6 +236,8 @@ static void mux_of(const void *table)
 		mux[E_SUBSCRIBE] = (uintptr_t)mux_subscribe;
 		mux[E_UNSUBSCRIBE] = (uintptr_t)mux_unsubscribe;
 		mux[E_ENABLE] = (uintptr_t)mux_enable;
+		if (entries > E_ENABLE_DOMAIN_EX)
+			mux[E_ENABLE_DOMAIN_EX] = (uintptr_t)mux_enable_domain_ex;
 		if (entries > E_ENABLE_DOMAIN)
 			mux[E_ENABLE_DOMAIN] = (uintptr_t)mux_enable_domain;
 		if (entries > E_SUBSCRIBE_EX)

@@ -102,6 +102,13 @@ static int fake_enable_domain(uint32_t on, uint32_t handle, int domain)
 	return 0;
 }
 
+/* entry 7, as Nsight Compute calls it: a domain on or off */
+static int fake_enable_domain_ex(uint32_t on, uint32_t handle, int domain, uintptr_t more)
+{
+	(void)more;
+	return fake_enable_domain(on, handle, domain);
+}
+
 static uintptr_t table[12] = {sizeof table};
 
 /* the injection's callback: counts launches */
@@ -162,7 +169,9 @@ static int get_table(const void **out, const void *uuid)
 	table[3] = (uintptr_t)fake_subscribe;
 	table[4] = (uintptr_t)fake_unsubscribe;
 	table[6] = (uintptr_t)fake_enable;
+	table[7] = (uintptr_t)fake_enable_domain_ex;
 	table[9] = (uintptr_t)fake_enable_domain;
+	table[10] = (uintptr_t)fake_enable; /* an entry the shim passes through, as profilers use some */
 	table[11] = (uintptr_t)fake_subscribe_ex;
 	*out = table;
 	return 0;
@@ -303,6 +312,8 @@ int cuStreamSynchronize(CUstream s)
 	sleep_until(stream_of(s)->done_at);
 	if (cb && enabled[6][0x13]) /* a callback of another domain, as the driver makes */
 		cb(cb_user, 6, 0x13, NULL);
+	if (cb && enabled[7][2]) /* one enabled through entry 10 */
+		cb(cb_user, 7, 2, NULL);
 	return error();
 }
 

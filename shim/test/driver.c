@@ -18,10 +18,13 @@
  *   sync               cuStreamSynchronize(0) -> "rc N"
  *   next               does dlsym(RTLD_NEXT, "dlsym") from here find the
  *                      next library's dlsym? -> "next same|different"
- *   profiler           subscribe the way CUPTI does (entry 11), to launches
- *                      and to the whole of another domain -> "rc N"
+ *   profiler           subscribe the way CUPTI does (entry 11), to launches,
+ *                      to the whole of another domain, and to one more
+ *                      callback through entry 10 -> "rc N"
  *   profiled           -> "profiled L S": launches and other-domain
  *                      callbacks the profiler saw
+ *   quiet              the profiler turns the launch domain off the way
+ *                      Nsight Compute does (entry 7) -> "rc N"
  *   unprofile          the profiler unsubscribes (entry 4) -> "rc N"
  *   threads N          4 threads launch N kernels each -> "threads MS"
  *   storm N            4 threads launch N kernels each while the profiler
@@ -72,7 +75,7 @@ static void profiler_cb(void *user, int domain, int cbid, const void *params)
 	(void)user, (void)params;
 	if (domain == 0xb && cbid == 1)
 		profiled++;
-	else if (domain == 6)
+	else if (domain == 6 || domain == 7)
 		profiled_other++;
 }
 
@@ -95,6 +98,9 @@ static int profile(void)
 	if (r != 0)
 		return r;
 	if ((r = ((int (*)(uint32_t, uint32_t, int))t[9])(1, handle, 6)) != 0)
+		return r;
+	/* and one callback through an entry the shim does not track */
+	if ((r = ((int (*)(uint32_t, uint32_t, int, int))t[10])(1, handle, 7, 2)) != 0)
 		return r;
 	return ((int (*)(uint32_t, uint32_t, int, int))t[6])(1, handle, 0xb, 1);
 }
@@ -231,6 +237,8 @@ int main(void)
 			printf("threads %.3f\n", threads(v));
 		} else if (sscanf(line, "storm %i", &v) == 1) {
 			printf("bare %d\n", storm(v));
+		} else if (strncmp(line, "quiet", 5) == 0) {
+			printf("rc %d\n", tools ? ((int (*)(uint32_t, uint32_t, int, uintptr_t))tools[7])(0, profiler_handle, 0xb, 0) : -1);
 		} else if (strncmp(line, "unprofile", 9) == 0) {
 			printf("rc %d\n", tools ? ((int (*)(uint32_t))tools[4])(profiler_handle) : -1);
 		} else if (strncmp(line, "injected", 8) == 0) {
