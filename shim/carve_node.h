@@ -36,6 +36,11 @@
 #define CARVE_NODE_SIZE 4096u
 #define CARVE_NODE_SLOTS 32
 #define CARVE_NODE_LEASE_NS 100000000ull /* 100 ms */
+/* a BE tenant bounds its queue only while some LS tenant was busy in the
+ * last CARVE_NODE_QUIET_NS: with no LS request for that long it runs as it
+ * would alone, and the first request after such a pause may wait behind the
+ * BE work already queued */
+#define CARVE_NODE_QUIET_NS 1000000000ull /* 1 s */
 
 struct carve_node_slot {
 	uint32_t pid;            /*  0: the LS tenant's pid in its namespace, 0 = free */

@@ -296,6 +296,22 @@ static int ls_reserved(uint32_t out[4], int busy_only)
 	return busy;
 }
 
+/* ls_quiet says whether no LS tenant has been busy in the last
+ * CARVE_NODE_QUIET_NS (a tenant that has never been busy counts as quiet). */
+static int ls_quiet(uint64_t now)
+{
+	for (int i = 0; i < CARVE_NODE_SLOTS; i++) {
+		struct carve_node_slot *s = &node->slots[i];
+		if (!__atomic_load_n(&s->pid, __ATOMIC_ACQUIRE))
+			continue;
+		uint64_t beat = __atomic_load_n(&s->beat_ns, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) ||
+		    (beat && (int64_t)(now - beat) < (int64_t)CARVE_NODE_QUIET_NS))
+			return 0;
+	}
+	return 1;
+}
+
 /* reap counts the BE's launches known done (under be_mu). A kernel's time
  * is the time between two completions seen back to back with the queue
  * not empty between them (or from its launch, if that was later). */
@@ -379,10 +395,12 @@ static void be_launch_before(void)
 		now = mono_ns();
 		pthread_mutex_lock(&be_mu);
 	}
-	/* a bounded queue: wait for the oldest */
+	/* a bounded queue: wait for the oldest (while LS tenants are quiet,
+	 * only for room in the ring of events) */
 	if (event_query) {
 		uint64_t since = mono_ns();
-		for (reap(); queue_full(k, queue_us); reap()) {
+		int quiet = ls_quiet(since);
+		for (reap(); quiet ? head - tail >= RING : queue_full(k, queue_us); reap()) {
 			if (head == tail || ring[(head - 1) % RING].count != launched)
 				mark(last_stream); /* the launches waited on have no event yet */
 			pthread_mutex_unlock(&be_mu);

@@ -18,6 +18,7 @@ const (
 	NodeSize    = 4096
 	NodeSlots   = 32
 	NodeLease   = 100 * time.Millisecond
+	NodeQuiet   = time.Second // no LS tenant busy this long: BE queues are not bounded
 )
 
 // NodeSlot mirrors struct carve_node_slot: one LS tenant's activity.

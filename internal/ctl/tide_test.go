@@ -102,6 +102,44 @@ func TestLSKeepsOffFixed(t *testing.T) {
 	p.wait(t)
 }
 
+// recentLS starts an LS tenant that has just served a request (busy, then
+// idle): BE tenants bound their queues for ctl.NodeQuiet after it.
+func recentLS(t *testing.T, dir string) *proc {
+	t.Helper()
+	ls := startLS(t, dir)
+	ls.ask(t, "dur 1000")
+	ls.ask(t, "klaunch kernel")
+	ls.ask(t, "sync")
+	return ls
+}
+
+// TestBEUnboundWhileLSQuiet: with no LS request in the last ctl.NodeQuiet
+// (an LS tenant that never served one, or none at all), a BE tenant's
+// launches are not bounded; after a request they are, until the LS tenant
+// has been quiet that long again.
+func TestBEUnboundWhileLSQuiet(t *testing.T) {
+	dir := t.TempDir()
+	tideNode(t, dir)
+	ls := startLS(t, dir)
+	be, _ := startBE(t, dir, ctl.Tide{InflightMax: 2})
+	be.ask(t, "dur 5000")
+	if d := be.burst(t, 10); d > 20*time.Millisecond {
+		t.Errorf("beside a quiet LS tenant, 10 launches of 5 ms kernels (2 in flight) took %v; want no wait", d)
+	}
+	be.ask(t, "sync")
+	ls.ask(t, "dur 1000")
+	ls.ask(t, "klaunch kernel")
+	ls.ask(t, "sync")
+	if d := be.burst(t, 10); d < 30*time.Millisecond {
+		t.Errorf("right after an LS request, 10 launches took %v; want about 40 ms (bounded)", d)
+	}
+	be.ask(t, "sync")
+	time.Sleep(ctl.NodeQuiet + 100*time.Millisecond)
+	if d := be.burst(t, 10); d > 20*time.Millisecond {
+		t.Errorf("an LS tenant quiet for %v again, 10 launches took %v", ctl.NodeQuiet, d)
+	}
+}
+
 // TestBEHeldWhileLSBusy: a BE launch waits while LS work is in flight and
 // goes as soon as it is done; then runs freely.
 func TestBEHeldWhileLSBusy(t *testing.T) {
@@ -154,6 +192,7 @@ func TestBEShare(t *testing.T) {
 func TestBEInflightBound(t *testing.T) {
 	dir := t.TempDir()
 	tideNode(t, dir)
+	recentLS(t, dir)
 	be, h := startBE(t, dir, ctl.Tide{InflightMax: 2})
 	be.ask(t, "dur 5000")
 	if d := be.burst(t, 10); d < 30*time.Millisecond || d > 2*time.Second {
@@ -214,6 +253,7 @@ func TestBENeverStarved(t *testing.T) {
 func TestBEQueueBound(t *testing.T) {
 	dir := t.TempDir()
 	tideNode(t, dir)
+	recentLS(t, dir)
 	be, h := startBE(t, dir, ctl.Tide{Queue: 12 * time.Millisecond})
 	be.ask(t, "dur 5000")
 	if d := be.burst(t, 20); d < 50*time.Millisecond || d > 3*time.Second {

@@ -51,7 +51,9 @@ const (
 func CDIDeviceID(uid string) string { return CDIKind + "=" + uid }
 
 // specName is the file name of claim uid's spec.
-func specName(uid string) string { return cdi.GenerateTransientSpecName(CDIVendor, CDIClass, uid) + ".json" }
+func specName(uid string) string {
+	return cdi.GenerateTransientSpecName(CDIVendor, CDIClass, uid) + ".json"
+}
 
 // claimSpec is the CDI spec of a prepared claim: the shim preloaded from a
 // read-only mount, the claim's directory (its reservation, the node block,

@@ -73,7 +73,9 @@ func TestContainers(t *testing.T) {
 	}
 	td := newTestDriver(t)
 	td.Paths.Shim = shimtest.Build(t).Shim
-	cfg := func(body string) string { return `{"apiVersion":"gpu.carve.dev/v1alpha1","kind":"ClaimConfig",` + body + `}` }
+	cfg := func(body string) string {
+		return `{"apiVersion":"gpu.carve.dev/v1alpha1","kind":"ClaimConfig",` + body + `}`
+	}
 	plain := td.claim(t, "plain", 8)
 	ls1 := td.claim(t, "ls1", 8, cfg(`"class":"ls"`))
 	ls2 := td.claim(t, "ls2", 8, cfg(`"class":"ls"`))

@@ -265,7 +265,9 @@ func TestBadClaims(t *testing.T) {
 	if r := td.prepare(t, big)["big"]; r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	cfg := func(body string) string { return `{"apiVersion":"gpu.carve.dev/v1alpha1","kind":"ClaimConfig"` + body + `}` }
+	cfg := func(body string) string {
+		return `{"apiVersion":"gpu.carve.dev/v1alpha1","kind":"ClaimConfig"` + body + `}`
+	}
 	for _, tc := range []struct {
 		name, want string
 		tpcs       int64
