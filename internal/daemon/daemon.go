@@ -129,7 +129,7 @@ func (c *collector) reclaim() int {
 }
 
 var (
-	labels    = []string{"pid", "class", "command"}
+	labels    = []string{"pid", "class", "command", "claim"} // a claim's pids are its containers'; pid 0: reserved, no process
 	descTPCs  = prometheus.NewDesc("carve_tenant_tpcs", "TPCs in the process's partition.", labels, nil)
 	descLaun  = prometheus.NewDesc("carve_tenant_launches_total", "Kernel launches the shim has seen.", labels, nil)
 	descFault = prometheus.NewDesc("carve_tenant_fault", "1 where the process met a GPU fault (ended ones are kept an hour).",
@@ -152,7 +152,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	events, _ := xid.Read()
 	rows, _ := status.List(c.dir, events)
 	for _, r := range rows {
-		l := []string{fmt.Sprint(r.PID), r.Class, status.Command(r, 40)}
+		command := ""
+		if len(r.Command) > 0 {
+			command = status.Command(r, 40)
+		}
+		l := []string{fmt.Sprint(r.PID), r.Class, command, r.Claim}
 		if r.Fault != nil {
 			ch <- prometheus.MustNewConstMetric(descFault, prometheus.GaugeValue, 1, append(l, r.Fault.Name, fmt.Sprint(r.Ended))...)
 		}

@@ -142,7 +142,7 @@ func start(t *testing.T, o Options) (addr string, stop func() error) {
 }
 
 // TestDaemon: the daemon frees the slot of an LS tenant that died busy,
-// serves every tenant as metrics and JSON, runs carve's MPS daemon while it
+// serves every tenant (and every Kubernetes claim) as metrics and JSON, runs carve's MPS daemon while it
 // runs, and serves the same after a restart (it keeps no state of its own).
 func TestDaemon(t *testing.T) {
 	dir := t.TempDir()
@@ -160,6 +160,18 @@ func TestDaemon(t *testing.T) {
 			Tide: ctl.Tide{Node: "node-GPU-test", InflightMax: 8}, Comm: []string{"python3", "train.py"}},
 	} {
 		h, err := ctl.Create(dir, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+	}
+	for _, name := range []string{"a", "b"} { // two Kubernetes claims, reserved, no process yet
+		cd, err := ctl.ClaimDir(dir, "uid-"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(cd, 0o755)
+		h, err := ctl.CreateClaimRoot(cd, ctl.Init{Mask: [4]uint32{^uint32(0xf0)}, Live: [4]uint32{0xffff}, SMs: 8, Comm: []string{"claim", "ns/" + name}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,17 +195,19 @@ func TestDaemon(t *testing.T) {
 	}
 	for _, want := range []string{
 		"carve_daemon_reclaimed_slots_total 1",
-		`carve_tenant_tpcs{class="ls",command="python3 serve.py",pid="` + itoa(ls) + `"} 4`,
-		`carve_ls_busy{class="ls",command="python3 serve.py",pid="` + itoa(ls) + `"} 0`,
-		`carve_be_held_launches_total{class="be",command="python3 train.py",pid="` + itoa(be) + `"} 0`,
+		`carve_tenant_tpcs{claim="",class="ls",command="python3 serve.py",pid="` + itoa(ls) + `"} 4`,
+		`carve_ls_busy{claim="",class="ls",command="python3 serve.py",pid="` + itoa(ls) + `"} 0`,
+		`carve_be_held_launches_total{claim="",class="be",command="python3 train.py",pid="` + itoa(be) + `"} 0`,
 		`carve_node_ls_busy{node="node-GPU-test"} 0`,
+		`carve_tenant_tpcs{claim="ns/a",class="",command="",pid="0"} 4`,
+		`carve_tenant_tpcs{claim="ns/b",class="",command="",pid="0"} 4`,
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q:\n%s", want, m)
 		}
 	}
 	var rows []status.Row
-	if err := json.Unmarshal([]byte(get(t, "http://"+addr+"/status")), &rows); err != nil || len(rows) != 2 {
+	if err := json.Unmarshal([]byte(get(t, "http://"+addr+"/status")), &rows); err != nil || len(rows) != 4 || rows[2].Claim != "ns/a" {
 		t.Fatalf("/status: %v %+v", err, rows)
 	}
 	if err := stop(); err != nil {
@@ -205,7 +219,7 @@ func TestDaemon(t *testing.T) {
 
 	// restarted, it serves the same tenants
 	addr, _ = start(t, Options{Dir: dir})
-	if m := get(t, "http://"+addr+"/metrics"); !strings.Contains(m, `carve_tenant_tpcs{class="ls",command="python3 serve.py",pid="`+itoa(ls)+`"} 4`) {
+	if m := get(t, "http://"+addr+"/metrics"); !strings.Contains(m, `carve_tenant_tpcs{claim="",class="ls",command="python3 serve.py",pid="`+itoa(ls)+`"} 4`) {
 		t.Errorf("after a restart the metrics lack the LS tenant:\n%s", m)
 	}
 }

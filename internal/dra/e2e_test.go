@@ -309,18 +309,7 @@ func TestEndToEnd(t *testing.T) {
 		len(got["default/tpcs-22"].Intersect(got["default/ls"])) != 0 {
 		t.Errorf("reserved %v", got)
 	}
-	un, err := k.dra.NodeUnprepareResources(ctx, &drapb.NodeUnprepareResourcesRequest{Claims: refs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for uid, r := range un.Claims {
-		if r.Error != "" {
-			t.Errorf("unprepare %s: %s", uid, r.Error)
-		}
-	}
-	if len(td.reserved(t)) != 0 || len(td.specs(t)) != 0 {
-		t.Errorf("left after unprepare: %v %v", td.reserved(t), td.specs(t))
-	}
+	k.unprepare(ctx, t, td, allocated...)
 }
 
 // ownNodeOnly: a token of carve-dra's service account bound to a pod on

@@ -15,7 +15,6 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 
-	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/dra/dratest"
 	"github.com/carve-gpu/carve/internal/gputest"
 	"github.com/carve-gpu/carve/internal/mps"
@@ -127,18 +126,7 @@ func TestGPUClaims(t *testing.T) {
 			t.Errorf("claim %s: p50 %.3f ms beside the other, %.3f alone (%.2fx)", name, together[name].P50, alone[name].P50, slow)
 		}
 	}
-	un, err := k.dra.NodeUnprepareResources(ctx, &drapb.NodeUnprepareResourcesRequest{Claims: []*drapb.Claim{claimRef(a), claimRef(b)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for uid, r := range un.Claims {
-		if r.Error != "" {
-			t.Errorf("unprepare %s: %s", uid, r.Error)
-		}
-	}
-	if claims, pending, err := ctl.Claims(td.Paths.RuntimeDir); err != nil || len(claims)+len(pending) > 0 || len(td.specs(t)) > 0 {
-		t.Errorf("left after unprepare: %v %v %v %v", claims, pending, err, td.specs(t))
-	}
+	k.unprepare(ctx, t, td, a, b)
 	servers, _ := daemon.Query("get_server_list")
 	for _, srv := range strings.Fields(servers) {
 		if clients, _ := daemon.Query("get_client_list " + srv); strings.TrimSpace(clients) != "" {

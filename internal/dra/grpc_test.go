@@ -50,6 +50,28 @@ func serve(t *testing.T, td *testDriver, s Sockets) (*kubelet, func()) {
 	}, stop
 }
 
+// unprepare has the kubelet unprepare claims, and checks that each went
+// and that nothing of them is left on the node.
+func (k *kubelet) unprepare(ctx context.Context, t *testing.T, td *testDriver, claims ...*resourceapi.ResourceClaim) {
+	t.Helper()
+	var refs []*drapb.Claim
+	for _, c := range claims {
+		refs = append(refs, claimRef(c))
+	}
+	un, err := k.dra.NodeUnprepareResources(ctx, &drapb.NodeUnprepareResourcesRequest{Claims: refs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for uid, r := range un.Claims {
+		if r.Error != "" {
+			t.Errorf("unprepare %s: %s", uid, r.Error)
+		}
+	}
+	if len(td.reserved(t)) != 0 || len(td.specs(t)) != 0 {
+		t.Errorf("left after unprepare: %v %v", td.reserved(t), td.specs(t))
+	}
+}
+
 func claimRef(c *resourceapi.ResourceClaim) *drapb.Claim {
 	return &drapb.Claim{Namespace: c.Namespace, Name: c.Name, Uid: string(c.UID)}
 }
@@ -118,18 +140,7 @@ func TestNodeService(t *testing.T) {
 	restarted.client = td.client
 	restarted.Client = td.client
 	k, _ = serve(t, restarted, s)
-	un, err := k.dra.NodeUnprepareResources(ctx, &drapb.NodeUnprepareResourcesRequest{Claims: []*drapb.Claim{claimRef(a), claimRef(b), claimRef(c)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for uid, r := range un.Claims {
-		if r.Error != "" {
-			t.Errorf("unprepare %s: %s", uid, r.Error)
-		}
-	}
-	if len(td.reserved(t)) != 0 || len(td.specs(t)) != 0 {
-		t.Errorf("left after unprepare: %v %v", td.reserved(t), td.specs(t))
-	}
+	k.unprepare(ctx, t, td, a, b, c)
 	allowed(t, clusterRole(t), td.client.Actions())
 }
 

@@ -37,6 +37,7 @@ type Row struct {
 	Tide       *ctl.TideStatus `json:"tide,omitempty"`       // an LS or BE tenant's work
 	Fault      *Fault          `json:"fault,omitempty"`
 	Ended      bool            `json:"ended,omitempty"` // the process is gone (listed for its fault)
+	Claim      string          `json:"claim,omitempty"` // the Kubernetes claim (namespace/name) it runs in; its pid is the container's
 }
 
 // Fault is what a row says of its GPU fault.
@@ -97,6 +98,22 @@ func List(dir string, events []xid.Event) ([]Row, error) {
 	}
 	for _, e := range ended {
 		rows = append(rows, row(e, true))
+	}
+	claims, _, err := ctl.Claims(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range claims {
+		if len(c.Procs) == 0 { // reserved, no process yet (or no longer)
+			r := row(ctl.Entry{Snapshot: c.Root}, false)
+			r.Claim, r.State, r.Command = c.Name(), "reserved", nil
+			rows = append(rows, r)
+		}
+		for _, p := range c.Procs {
+			r := row(p, false)
+			r.Claim = c.Name()
+			rows = append(rows, r)
+		}
 	}
 	Attribute(rows, events)
 	return rows, nil
@@ -161,8 +178,15 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, unreadable error) {
 		if r.SMs == 0 {
 			sms = "all"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), r.TPCs, r.NumTPCs, sms, context(r),
-			r.Launches, last, state, TideText(r), place.CommandLine(r.Command, 50))
+		pid, command := fmt.Sprint(r.PID), place.CommandLine(r.Command, 50)
+		if r.Claim != "" {
+			command = "claim " + r.Claim + ": " + command
+			if r.PID == 0 {
+				pid, command = "-", "claim "+r.Claim
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", pid, orDash(r.Class), r.TPCs, r.NumTPCs, sms, context(r),
+			r.Launches, last, state, TideText(r), command)
 	}
 	tw.Flush()
 	writeFaults(w, faulted, now, unreadable)

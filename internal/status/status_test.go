@@ -43,3 +43,19 @@ func TestFaults(t *testing.T) {
 		t.Errorf("the tenant outside MPS was grouped with the MPS clients:\n%s", out)
 	}
 }
+
+// TestClaimRows: a Kubernetes claim's processes are listed with the claim,
+// and a claim with no process as its reservation.
+func TestClaimRows(t *testing.T) {
+	rows := []Row{
+		{PID: 1, Command: []string{"python3", "serve.py"}, TPCs: "0-15", NumTPCs: 16, SMs: 32, MPS: true, Class: "ls", Claim: "prod/server"},
+		{TPCs: "16-37", NumTPCs: 22, SMs: 44, State: "reserved", Claim: "batch/job"},
+	}
+	var b strings.Builder
+	WriteTable(&b, rows, time.Now(), nil)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "1 ") || !strings.HasSuffix(lines[1], "claim prod/server: python3 serve.py") ||
+		!strings.HasPrefix(lines[2], "- ") || !strings.Contains(lines[2], "reserved") || !strings.HasSuffix(lines[2], "claim batch/job") {
+		t.Errorf("claim rows:\n%s", b.String())
+	}
+}
