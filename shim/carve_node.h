@@ -20,8 +20,8 @@
  * An LS tenant's launches spread over every live TPC but those other LS
  * tenants reserved and those in fixed: the TPCs of the GPU's partitions
  * that are neither LS nor BE, which tide never takes. carve writes fixed
- * under the placement lock after each placement, move or release on the
- * node; a partition that ends stays in it until the next one.
+ * under the placement lock after each placement, move or release, and
+ * carve daemon every second, so a partition that ended leaves it then.
  * A BE tenant's shim reads the slots before each launch: it counts an LS
  * tenant as busy only while its heartbeat is younger than lease_ns, so a
  * tenant that dies mid-request holds no one back for longer than that.
