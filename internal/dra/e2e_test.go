@@ -10,7 +10,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,11 +187,12 @@ func (cp *controlPlane) create(t *testing.T, obj runtime.Object) {
 // deploy/kubernetes's objects are accepted; the plugin publishes the
 // recorded H100 as a ResourceSlice the API validates; the scheduler
 // allocates TPCs to the example claims (an LS claim of 16, a BE claim of
-// 0, a plain one of 22) and leaves the pod of a fourth (44 more) pending,
-// since 82 TPCs are more than the GPU's 66; carve-dra's service account
-// may write its own node's slices only; a fake kubelet then prepares
-// the allocated claims over the plugin's socket, the plugin reads them
-// from the API and writes their status, and unprepares them.
+// 0, a plain one of 22) and to one of 1 with a config carve-dra refuses,
+// and leaves the pod of a fifth (44 more) pending, since 83 TPCs are more
+// than the GPU's 66; carve-dra's service account may write its own node's
+// slices only; a fake kubelet then prepares the allocated claims over the
+// plugin's socket, the plugin reads them from the API and writes their
+// status (the refused one's says why), and unprepares them.
 func TestEndToEnd(t *testing.T) {
 	cp := startControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -245,54 +248,75 @@ func TestEndToEnd(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	// the example templates' claims, by the templates' names, and a pod for each
+	// the example templates' claims, by the templates' names, and one of
+	// 1 TPC whose config carve-dra refuses (a BE knob on an LS claim)
 	claims := map[string]*resourceapi.ResourceClaim{}
 	for _, o := range objects(t, filepath.Join(manifests, "examples")) {
-		tmpl, ok := o.(*resourceapi.ResourceClaimTemplate)
-		if !ok {
-			continue
+		if tmpl, ok := o.(*resourceapi.ResourceClaimTemplate); ok {
+			claims[tmpl.Name] = &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: tmpl.Name}, Spec: tmpl.Spec.Spec}
 		}
-		c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: tmpl.Name}, Spec: tmpl.Spec.Spec}
+	}
+	want := map[string]int64{"ls": 16, "be": 0, "tpcs-22": 22, "bad": 1}
+	order := []string{"ls", "be", "tpcs-22", "bad", "tpcs-44"}
+	if len(claims) != 4 || claims["ls"] == nil || claims["tpcs-44"] == nil {
+		t.Fatalf("the examples' claim templates are not those this test knows: %v", slices.Collect(maps.Keys(claims)))
+	}
+	bad := claims["ls"].DeepCopy()
+	bad.Name = "bad"
+	bad.Spec.Devices.Requests[0].Exactly.Capacity.Requests[CapacityTPCs] = resource.MustParse("1")
+	bad.Spec.Devices.Config[0].Opaque.Parameters.Raw = []byte(`{"apiVersion": "gpu.carve.dev/v1alpha1", "kind": "ClaimConfig", "class": "ls", "inflight": 4}`)
+	bad.Spec.Devices.Config[0].Opaque.Parameters.Object = nil
+	claims["bad"] = bad
+
+	// one pod at a time, so that the scheduler meets them in this order:
+	// it allocates the first four (39 of 66 TPCs) and leaves tpcs-44
+	var allocated []*resourceapi.ResourceClaim
+	var badClaim *resourceapi.ResourceClaim
+	for _, name := range order {
+		c := claims[name]
 		cp.create(t, c)
-		claims[tmpl.Name] = c
 		cp.create(t, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pod-" + tmpl.Name},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pod-" + name},
 			Spec: corev1.PodSpec{
 				ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &c.Name}},
 				Containers: []corev1.Container{{Name: "ctr", Image: "none",
 					Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}},
 			},
 		})
-	}
-	want := map[string]int64{"tpcs-22": 22, "ls": 16, "be": 0}
-	for name := range claims {
-		if _, ok := want[name]; !ok && name != "tpcs-44" {
-			t.Fatalf("an example template %s this test does not know", name)
+		tpcs, ok := want[name]
+		if !ok {
+			t.Logf("pod-%s: %s", name, waitPending(ctx, t, cp.client, "pod-"+name))
+			continue
 		}
-	}
-
-	// the scheduler allocates three and leaves tpcs-44 (with 38 of 66 taken)
-	var allocated []*resourceapi.ResourceClaim
-	for name, tpcs := range want {
-		c := waitClaim(ctx, t, cp.client, name)
-		r := c.Status.Allocation.Devices.Results
+		got := waitClaim(ctx, t, cp.client, name)
+		r := got.Status.Allocation.Devices.Results
 		if len(r) != 1 || r[0].Device != "gpu-0" || r[0].Pool != node || consumed(r[0]) != tpcs {
 			t.Errorf("claim %s allocated %+v, want %d TPCs of gpu-0", name, r, tpcs)
 		}
-		allocated = append(allocated, c)
+		if name == "bad" {
+			badClaim = got
+		} else {
+			allocated = append(allocated, got)
+		}
 	}
-	pending := waitPending(ctx, t, cp.client, "pod-tpcs-44")
-	t.Logf("pod-tpcs-44: %s", pending)
 
 	ownNodeOnly(ctx, t, cp)
 
-	var refs []*drapb.Claim
+	refs := []*drapb.Claim{claimRef(badClaim)}
 	for _, c := range allocated {
 		refs = append(refs, claimRef(c))
 	}
 	resp, err := k.dra.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: refs})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r := resp.Claims[string(badClaim.UID)]; r == nil || !strings.Contains(r.Error, "inflight") {
+		t.Errorf("prepare of a claim with a BE knob on an LS claim: %+v", r)
+	}
+	if cur, err := cp.client.ResourceV1().ResourceClaims("default").Get(ctx, "bad", metav1.GetOptions{}); err != nil ||
+		len(cur.Status.Devices) != 1 || len(cur.Status.Devices[0].Conditions) == 0 ||
+		cur.Status.Devices[0].Conditions[0].Reason != ReasonFailed || !strings.Contains(cur.Status.Devices[0].Conditions[0].Message, "inflight") {
+		t.Errorf("the refused claim's status: %+v %v", cur.Status.Devices, err)
 	}
 	for _, c := range allocated {
 		if r := resp.Claims[string(c.UID)]; r == nil || r.Error != "" || len(r.Devices) != 1 {
