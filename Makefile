@@ -33,8 +33,9 @@ test: kube
 	CGO_ENABLED=0 $(GO) vet ./...
 	CGO_ENABLED=0 $(GO) test -count=1 ./...
 
-# staticcheck at the version go.mod pins (its tool directive)
+# gofmt, and staticcheck at the version go.mod pins (its tool directive)
 lint:
+	@unformatted=$$(gofmt -l cmd internal test); if [ -n "$$unformatted" ]; then echo "not gofmt-ed: $$unformatted"; exit 1; fi
 	CGO_ENABLED=0 $(GO) tool staticcheck ./...
 
 clean:
