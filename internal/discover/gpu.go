@@ -43,13 +43,9 @@ func OpenGPU(ordinal int) (*GPU, error) {
 		return nil, err
 	}
 	g := &GPU{Dev: dev, ctx: ctx, sms: sms, hook: h, Timeout: 2 * time.Second, SpinNS: 20_000}
-	src, err := kernels.PTX("topo")
+	mod, err := kernels.Load("topo")
 	if err != nil {
 		return nil, err
-	}
-	mod, err := cuda.LoadPTX(src)
-	if err != nil {
-		return nil, fmt.Errorf("loading the discovery kernel: %w", err)
 	}
 	if g.fn, err = mod.Function("record_smid"); err != nil {
 		return nil, err

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+
+	"github.com/carve-gpu/carve/internal/cuda"
 )
 
 //go:embed *.ptx
@@ -27,6 +29,19 @@ func PTX(name string) (string, error) {
 		return "", fmt.Errorf("no embedded kernel module %q: %w", name, err)
 	}
 	return string(b), nil
+}
+
+// Load JIT-compiles the module name (PTX) into the current context.
+func Load(name string) (cuda.Module, error) {
+	src, err := PTX(name)
+	if err != nil {
+		return 0, err
+	}
+	m, err := cuda.LoadPTX(src)
+	if err != nil {
+		return 0, fmt.Errorf("loading the %s kernels: %w", name, err)
+	}
+	return m, nil
 }
 
 var sourceLine = regexp.MustCompile(`^// carve-source: (\S+) sha256:([0-9a-f]{64})\n`)

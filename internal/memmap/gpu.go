@@ -40,13 +40,9 @@ func Open(ordinal int) (*Probe, error) {
 	if p.sms, err = dev.Attr(cuda.AttrSMCount); err != nil {
 		return nil, err
 	}
-	src, err := kernels.PTX("memmap")
+	mod, err := kernels.Load("memmap")
 	if err != nil {
 		return nil, err
-	}
-	mod, err := cuda.LoadPTX(src)
-	if err != nil {
-		return nil, fmt.Errorf("loading the memmap kernels: %w", err)
 	}
 	if p.scan, err = mod.Function("chunk_latency"); err != nil {
 		return nil, err

@@ -79,13 +79,9 @@ func OpenGreen(ordinal int, name string, res ...cuda.SMResource) (*Session, *cud
 
 // load JIT-compiles the embedded module name into the session.
 func (s *Session) load(name string) error {
-	src, err := kernels.PTX(name)
+	m, err := kernels.Load(name)
 	if err != nil {
 		return err
-	}
-	m, err := cuda.LoadPTX(src)
-	if err != nil {
-		return fmt.Errorf("loading the %s kernels: %w", name, err)
 	}
 	s.mods = append(s.mods, m)
 	return nil
