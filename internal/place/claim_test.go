@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -208,11 +207,7 @@ func TestClaimProcessesByLock(t *testing.T) {
 func TestFence(t *testing.T) {
 	top, _ := topologyJSON(t)
 	dir := t.TempDir()
-	static := exec.Command("sleep", "30")
-	if err := static.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { static.Process.Kill(); static.Wait() }()
+	static := sleepers(t, 1)[0]
 	fixed := func() partition.Set {
 		t.Helper()
 		n, err := ctl.OpenNode(dir, ctl.NodeName(top.UUID), top.Live())

@@ -222,15 +222,27 @@ func TestDeadHolderReleasesLock(t *testing.T) {
 	}
 }
 
+// sleepers starts n processes that sleep until the test ends: tenants
+// whose pids are alive.
+func sleepers(t *testing.T, n int) []*exec.Cmd {
+	t.Helper()
+	procs := make([]*exec.Cmd, n)
+	for i := range procs {
+		procs[i] = exec.Command("sleep", "30")
+		if err := procs[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+		p := procs[i]
+		t.Cleanup(func() { p.Process.Kill(); p.Wait() })
+	}
+	return procs
+}
+
 func TestOverlapNeedsShare(t *testing.T) {
 	top, _ := topologyJSON(t)
 	dir := t.TempDir()
 	// a neighbour process on TPCs 10-19
-	nb := exec.Command("sleep", "30")
-	if err := nb.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { nb.Process.Kill(); nb.Wait() }()
+	nb := sleepers(t, 1)[0]
 	spec, _ := partition.ParseTPCs("10-19")
 	if _, err := Place(dir, top, Request{Spec: spec, PID: nb.Process.Pid, Comm: []string{"sleep", "30"}}); err != nil {
 		t.Fatal(err)
@@ -287,14 +299,7 @@ func TestOverlapNeedsShare(t *testing.T) {
 func TestMoveTenant(t *testing.T) {
 	top, _ := topologyJSON(t)
 	dir := t.TempDir()
-	procs := make([]*exec.Cmd, 3)
-	for i := range procs {
-		procs[i] = exec.Command("sleep", "30")
-		if err := procs[i].Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { procs[i].Process.Kill(); procs[i].Wait() }()
-	}
+	procs := sleepers(t, 3)
 	root, child, other := procs[0].Process.Pid, procs[1].Process.Pid, procs[2].Process.Pid
 	create := func(pid, tenant int, tpcs string) {
 		s, _ := partition.ParseTPCs(tpcs)
@@ -343,14 +348,7 @@ func TestMoveTenant(t *testing.T) {
 func TestTideClasses(t *testing.T) {
 	top, _ := topologyJSON(t)
 	dir := t.TempDir()
-	procs := make([]*exec.Cmd, 3)
-	for i := range procs {
-		procs[i] = exec.Command("sleep", "30")
-		if err := procs[i].Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { procs[i].Process.Kill(); procs[i].Wait() }()
-	}
+	procs := sleepers(t, 3)
 	n16, _ := partition.ParseCount("16")
 	ls, err := Place(dir, top, Request{Spec: n16, PID: procs[0].Process.Pid, Class: ctl.ClassLS})
 	if err != nil {
