@@ -275,8 +275,9 @@ static __thread __attribute__((tls_model("initial-exec"))) int tide_narrow;
 
 /* ls_reserved ORs into out the reserved TPCs (enable bits) of LS tenants
  * other than ours; busy_only: of those with work in flight now. Returns how
- * many are busy. */
-static int ls_reserved(uint32_t out[4], int busy_only)
+ * many are busy; newest, if given, gets the latest heartbeat of any (0:
+ * none has been busy). */
+static int ls_reserved(uint32_t out[4], int busy_only, uint64_t *newest)
 {
 	uint64_t now = mono_ns(), lease = node->lease_ns ? node->lease_ns : CARVE_NODE_LEASE_NS;
 	int busy = 0;
@@ -285,31 +286,17 @@ static int ls_reserved(uint32_t out[4], int busy_only)
 		uint32_t p = __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE);
 		if (!p || s == slot)
 			continue;
+		uint64_t beat = __atomic_load_n(&s->beat_ns, __ATOMIC_ACQUIRE);
+		if (newest && beat > *newest)
+			*newest = beat;
 		/* signed: a beat written after now was read is fresh, not 584 years old */
-		int b = __atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) &&
-			(int64_t)(now - __atomic_load_n(&s->beat_ns, __ATOMIC_ACQUIRE)) < (int64_t)lease;
+		int b = __atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) && (int64_t)(now - beat) < (int64_t)lease;
 		busy += b;
 		if (b || !busy_only)
 			for (int w = 0; w < 4; w++)
 				out[w] |= __atomic_load_n(&s->reserved[w], __ATOMIC_RELAXED);
 	}
 	return busy;
-}
-
-/* ls_quiet says whether no LS tenant has been busy in the last
- * CARVE_NODE_QUIET_NS (a tenant that has never been busy counts as quiet). */
-static int ls_quiet(uint64_t now)
-{
-	for (int i = 0; i < CARVE_NODE_SLOTS; i++) {
-		struct carve_node_slot *s = &node->slots[i];
-		if (!__atomic_load_n(&s->pid, __ATOMIC_ACQUIRE))
-			continue;
-		uint64_t beat = __atomic_load_n(&s->beat_ns, __ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) ||
-		    (beat && (int64_t)(now - beat) < (int64_t)CARVE_NODE_QUIET_NS))
-			return 0;
-	}
-	return 1;
 }
 
 /* reap counts the BE's launches known done (under be_mu). A kernel's time
@@ -371,10 +358,12 @@ static void be_launch_before(void)
 	uint64_t start = mono_ns(), now = start;
 	int waited = 0;
 	tide_narrow = 0;
+	uint64_t newest = 0; /* the latest LS heartbeat */
 	pthread_mutex_lock(&be_mu);
 	for (;;) {
 		uint32_t lsmask[4] = {0, 0, 0, 0};
-		if (!ls_reserved(lsmask, 1)) {
+		newest = 0;
+		if (!ls_reserved(lsmask, 1, &newest)) {
 			held_since = 0;
 			break;
 		}
@@ -395,11 +384,11 @@ static void be_launch_before(void)
 		now = mono_ns();
 		pthread_mutex_lock(&be_mu);
 	}
-	/* a bounded queue: wait for the oldest (while LS tenants are quiet,
-	 * only for room in the ring of events) */
+	/* a bounded queue: wait for the oldest (while no LS tenant has been
+	 * busy for CARVE_NODE_QUIET_NS, only for room in the ring of events) */
 	if (event_query) {
 		uint64_t since = mono_ns();
-		int quiet = ls_quiet(since);
+		int quiet = !newest || (int64_t)(since - newest) >= (int64_t)CARVE_NODE_QUIET_NS;
 		for (reap(); quiet ? head - tail >= RING : queue_full(k, queue_us); reap()) {
 			if (head == tail || ring[(head - 1) % RING].count != launched)
 				mark(last_stream); /* the launches waited on have no event yet */
@@ -460,14 +449,14 @@ void carve_tide_mask(uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_
 	if (cls == CARVE_CLASS_LS) {
 		/* its own TPCs and every live one that no other LS tenant
 		 * reserved and no partition outside tide holds */
-		ls_reserved(off, 0);
+		ls_reserved(off, 0, NULL);
 		for (int w = 0; w < 4; w++) {
 			uint32_t own = ~mask[w] & live[w];
 			off[w] |= __atomic_load_n(&node->fixed[w], __ATOMIC_RELAXED);
 			m[w] = (off[w] & ~own) | ~live[w];
 		}
 	} else if (tide_narrow) {
-		ls_reserved(off, 1); /* off the reserved TPCs of busy LS tenants */
+		ls_reserved(off, 1, NULL); /* off the reserved TPCs of busy LS tenants */
 		for (int w = 0; w < 4; w++)
 			m[w] = mask[w] | off[w];
 	} else {
