@@ -9,17 +9,19 @@
  * tenant idle. Launches into a stream being captured into a graph run
  * nothing and are not counted; while a capture is under way the poller asks
  * nothing (a query could spoil the capture). The LS tenant's kernels run on
- * its partition and on every TPC no other LS tenant reserved.
+ * its partition and on every TPC that no other LS tenant reserved and no
+ * partition outside tide holds (the node block's fixed TPCs).
  *
  * BE: before each launch the shim reads the slots. While an LS tenant is
  * busy (with a heartbeat younger than the lease) the launch waits, except
  * for the BE's share of the time while LS work is in flight (a token
  * bucket over the epoch, spent at the BE's measured kernel time, so its
  * DRAM traffic then is about share x its rate), and it runs off the LS
- * tenants' reserved TPCs. The BE keeps at most inflight_max launches in
- * flight (events recorded after each) and at most queue_us of GPU time by
- * its kernels' measured time, so that holding it back takes effect within
- * about one kernel. With no share, it still gets a launch after waiting an
+ * tenants' reserved TPCs. While some LS tenant has been busy in the last
+ * CARVE_NODE_QUIET_NS, the BE keeps at most inflight_max launches in flight
+ * (counted by events recorded after some of them) and at most queue_us of
+ * GPU time by its kernels' measured time, so that holding it back takes
+ * effect within about one kernel. With no share, it still gets a launch after waiting an
  * epoch: it is never starved for good. Its waits yield the CPU for the
  * first 100 us and then nap 20 us at a time (the thread's timer slack set
  * to 1 us, or naps would last 50 us more), so that it follows the GPU
