@@ -144,15 +144,17 @@ func (s Settings) Flags() uint32 {
 // claim's.
 func claimConfigs(claim *resourceapi.ResourceClaim, request string) ([]*Config, error) {
 	var out []*Config
-	for _, source := range []resourceapi.AllocationConfigSource{resourceapi.AllocationConfigSourceClass, resourceapi.AllocationConfigSourceClaim} {
-		from := map[resourceapi.AllocationConfigSource]string{resourceapi.AllocationConfigSourceClass: "DeviceClass", resourceapi.AllocationConfigSourceClaim: "claim"}[source]
+	for _, src := range []struct {
+		source resourceapi.AllocationConfigSource
+		name   string
+	}{{resourceapi.AllocationConfigSourceClass, "DeviceClass"}, {resourceapi.AllocationConfigSourceClaim, "claim"}} {
 		for _, c := range claim.Status.Allocation.Devices.Config {
-			if c.Source != source || c.Opaque == nil || c.Opaque.Driver != DriverName || !appliesTo(c.Requests, request) {
+			if c.Source != src.source || c.Opaque == nil || c.Opaque.Driver != DriverName || !appliesTo(c.Requests, request) {
 				continue
 			}
 			cfg, err := ParseConfig(c.Opaque.Parameters.Raw)
 			if err != nil {
-				return nil, fmt.Errorf("the %s's config: %w", from, err)
+				return nil, fmt.Errorf("the %s's config: %w", src.name, err)
 			}
 			out = append(out, cfg)
 		}
