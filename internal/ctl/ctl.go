@@ -202,7 +202,9 @@ type Init struct {
 // Tide is an LS or BE tenant's policy. For a BE tenant: launches in
 // flight at most (0: no bound), the share of the time it may run while LS
 // work is in flight, and the period that share is counted over. Node names
-// the GPU's node block in the runtime directory.
+// the GPU's node block in the runtime directory (NodeName of its UUID); carve
+// records it for every partition, so that it also says which GPU a
+// partition is on.
 type Tide struct {
 	Node        string        `json:"node"`
 	InflightMax int           `json:"inflight_max"`

@@ -411,3 +411,25 @@ func TestConcurrentPrepares(t *testing.T) {
 }
 
 func runtimeRaw(s string) runtime.RawExtension { return runtime.RawExtension{Raw: []byte(s)} }
+
+// TestTwoGPUsAlike: on a node with two GPUs of the same live TPCs, 40-TPC
+// claims on each are prepared (the TPCs of one do not count on the other),
+// and each claim's status names its own GPU.
+func TestTwoGPUsAlike(t *testing.T) {
+	td := newTestDriver(t)
+	second := topotest.H100(t)
+	second.UUID = "GPU-00000000-0000-0000-0000-00000000000b"
+	td.GPUs = append(td.GPUs, GPU{Index: 1, Topology: second})
+	a, b := td.claim(t, "a", 40), td.claim(t, "b", 40)
+	b.Status.Allocation.Devices.Results[0].Device = "gpu-1"
+	for name, r := range td.prepare(t, a, b) {
+		if r.Err != nil {
+			t.Errorf("claim %s: %v", name, r.Err)
+		}
+	}
+	for c, uuid := range map[*resourceapi.ResourceClaim]string{a: td.GPUs[0].Topology.UUID, b: second.UUID} {
+		if cond, st := td.readyCondition(t, c); cond == nil || cond.Status != metav1.ConditionTrue || st == nil || st.GPU != uuid || st.Count != 40 {
+			t.Errorf("claim %s: condition %+v, status %+v, want 40 TPCs of %s", c.Name, cond, st, uuid)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/place"
 	"github.com/carve-gpu/carve/internal/topo"
 )
 
@@ -99,7 +100,7 @@ func (d *Driver) status(c *resourceapi.ResourceClaim) (Status, error) {
 			continue
 		}
 		for _, g := range d.GPUs {
-			if g.Topology.Live() != topo.Mask(cl.Root.Live) {
+			if !place.OnGPU(cl.Root, g.Topology) {
 				continue
 			}
 			set := partition.FromMask(g.Topology, topo.Mask(cl.Root.Mask))

@@ -57,7 +57,7 @@ func Reserve(dir string, t *topo.Topology, r Reservation) (*Reserved, error) {
 		if c.UID != r.UID {
 			continue
 		}
-		if topo.Mask(c.Root.Live) != t.Live() {
+		if !OnGPU(c.Root, t) {
 			return nil, fmt.Errorf("claim %s is reserved on another GPU", r.Name)
 		}
 		set := partition.FromMask(t, topo.Mask(c.Root.Mask))
@@ -92,8 +92,8 @@ func reserve(dir, cd string, t *topo.Topology, r Reservation, set partition.Set,
 		return fmt.Errorf("claim directory: %w", err)
 	}
 	tide := r.Tide
+	tide.Node = ctl.NodeName(t.UUID) // names the GPU; LS and BE tenants meet in its block
 	if r.Class == ctl.ClassLS || r.Class == ctl.ClassBE {
-		tide.Node = ctl.NodeName(t.UUID)
 		n, err := ctl.OpenNode(dir, tide.Node, t.Live())
 		if err != nil {
 			return err

@@ -251,3 +251,45 @@ func TestFence(t *testing.T) {
 		t.Errorf("with only LS and BE left: fixed %s", got)
 	}
 }
+
+// TestTwoGPUsAlike: two GPUs of one model with the same live TPCs (as
+// H100s often are) are told apart by UUID: each GPU's claims and tenants
+// count on that GPU only, and the fence of one GPU's node names its own
+// partitions only.
+func TestTwoGPUsAlike(t *testing.T) {
+	a, _ := topologyJSON(t)
+	b, _ := topologyJSON(t)
+	b.UUID = "GPU-00000000-0000-0000-0000-00000000000b"
+	dir := t.TempDir()
+	for _, top := range []*topo.Topology{a, b} {
+		if _, err := Reserve(dir, top, Reservation{UID: "ls-" + top.UUID, Name: "ns/ls", Spec: count(t, "16"), Class: ctl.ClassLS}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Reserve(dir, top, Reservation{UID: "plain-" + top.UUID, Name: "ns/plain", Spec: count(t, "50")}); err != nil {
+			t.Fatalf("50 more TPCs on %s: %v", top.UUID, err)
+		}
+	}
+	tenant := sleepers(t, 1)[0]
+	if _, err := Place(dir, a, Request{Spec: count(t, "1"), PID: tenant.Process.Pid}); err == nil {
+		t.Error("a tenant placed on a full GPU")
+	}
+	for _, top := range []*topo.Topology{a, b} {
+		hs, err := Holders(dir, top)
+		if err != nil || len(hs) != 2 {
+			t.Errorf("holders on %s: %v %v", top.UUID, hs, err)
+		}
+		n, err := ctl.OpenNode(dir, ctl.NodeName(top.UUID), top.Live())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := n.Fixed()
+		n.Close()
+		var disable topo.Mask
+		for w := range disable {
+			disable[w] = ^f[w]
+		}
+		if got := partition.FromMask(top, disable); len(got) != 50 {
+			t.Errorf("fence of %s: %s, want its own 50 plain TPCs", top.UUID, got)
+		}
+	}
+}

@@ -80,6 +80,16 @@ type Holder struct {
 	Class     uint32
 }
 
+// OnGPU says whether a block's partition is on GPU t: by the GPU's node
+// name, which carve records in every block it places, else (a block of an
+// older carve) by the live TPCs, which GPUs of one model often share.
+func OnGPU(s ctl.Snapshot, t *topo.Topology) bool {
+	if s.Tide.Node != "" {
+		return s.Tide.Node == ctl.NodeName(t.UUID)
+	}
+	return topo.Mask(s.Live) == t.Live()
+}
+
 // Holders are the live partitions on t in dir, one per tenant, then the
 // claims reserved on t.
 func Holders(dir string, t *topo.Topology) ([]Holder, error) {
@@ -94,7 +104,7 @@ func Holders(dir string, t *topo.Topology) ([]Holder, error) {
 	var out []Holder
 	index := map[int]int{}
 	for _, e := range entries {
-		if topo.Mask(e.Live) != t.Live() {
+		if !OnGPU(e.Snapshot, t) {
 			continue // another GPU's partition
 		}
 		set := partition.FromMask(t, topo.Mask(e.Mask))
@@ -112,7 +122,7 @@ func Holders(dir string, t *topo.Topology) ([]Holder, error) {
 		}
 	}
 	for _, c := range claims {
-		if topo.Mask(c.Root.Live) != t.Live() {
+		if !OnGPU(c.Root, t) {
 			continue
 		}
 		h := Holder{Claim: c.UID, ClaimName: c.Name(), Command: c.Root.Command, TPCs: partition.FromMask(t, topo.Mask(c.Root.Mask)), Class: c.Root.Class}
@@ -253,8 +263,8 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 		return nil, err
 	}
 	tide := r.Tide
+	tide.Node = ctl.NodeName(t.UUID) // names the GPU; LS and BE tenants meet in its block
 	if r.Class == ctl.ClassLS || r.Class == ctl.ClassBE {
-		tide.Node = ctl.NodeName(t.UUID)
 		n, err := ctl.OpenNode(dir, tide.Node, t.Live())
 		if err != nil {
 			return nil, err
@@ -306,7 +316,7 @@ func Move(dir string, t *topo.Topology, pid int, s partition.Spec, share bool) (
 	if !snap.Alive() {
 		return nil, fmt.Errorf("process %d has exited", pid)
 	}
-	if topo.Mask(snap.Live) != t.Live() {
+	if !OnGPU(snap, t) {
 		return nil, fmt.Errorf("process %d runs on another GPU than the topology given", pid)
 	}
 	holders, err := Holders(dir, t)
@@ -390,7 +400,8 @@ func fence(dir string) error {
 		live := n.Live()
 		var fixed [4]uint32
 		for _, p := range parts {
-			if p.Live != live || p.Class == ctl.ClassLS || p.Class == ctl.ClassBE {
+			onNode := p.Tide.Node == n.Name() || p.Tide.Node == "" && p.Live == live
+			if !onNode || p.Class == ctl.ClassLS || p.Class == ctl.ClassBE {
 				continue
 			}
 			for w := range fixed {
