@@ -116,7 +116,7 @@ struct carve_ctl {
 	uint32_t inflight_max;   /* 496: BE: launches in flight at most, 0 = no bound */
 	uint32_t share_ppm;      /* 500: BE: share of the time it may run while LS work is in flight, per million */
 	uint64_t epoch_ns;       /* 504: BE: the period the share is counted over */
-	char node[64];           /* 512: the node block's file name in the runtime directory, "" = none */
+	char node[64];           /* 512: the GPU's node block file name (from its UUID; LS and BE tenants use the block), "" = none */
 
 	/* tide status, written by the shim */
 	uint32_t tide_state;     /* 576: CARVE_TIDE_* */
