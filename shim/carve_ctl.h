@@ -39,6 +39,7 @@
 #define CARVE_FLAG_ALLOW_UNPARTITIONED 1u
 #define CARVE_FLAG_ALL_SMS 2u /* report the whole GPU's SM count, not the partition's */
 #define CARVE_FLAG_MPS 4u     /* a client of carve's MPS daemon: shares its fault domain */
+#define CARVE_FLAG_LS_OWN 8u  /* an LS tenant that keeps to its own TPCs, borrowing none */
 
 /* tenant class (tide: see carve_node.h). */
 #define CARVE_CLASS_NONE 0u

@@ -22,9 +22,12 @@
  * that are neither LS nor BE, which tide never takes. carve writes fixed
  * under the placement lock after each placement, move or release, and
  * carve daemon every second, so a partition that ended leaves it then.
- * A BE tenant's shim reads the slots before each launch: it counts an LS
- * tenant as busy only while its heartbeat is younger than lease_ns, so a
- * tenant that dies mid-request holds no one back for longer than that.
+ * A BE tenant's shim reads busy before each launch, and the slots it names:
+ * it counts an LS tenant as busy only while its heartbeat is younger than
+ * lease_ns, so a tenant that dies mid-request holds no one back for longer
+ * than that. Whoever changes a slot's pid or reserved TPCs, or fixed, bumps
+ * gen after, so that shims may keep what they computed from them until gen
+ * moves.
  */
 #ifndef CARVE_NODE_H
 #define CARVE_NODE_H
@@ -32,7 +35,7 @@
 #include <stdint.h>
 
 #define CARVE_NODE_MAGIC 0x45444f4eu /* "NODE" little-endian */
-#define CARVE_NODE_VERSION 2u
+#define CARVE_NODE_VERSION 3u
 #define CARVE_NODE_SIZE 4096u
 #define CARVE_NODE_SLOTS 32
 #define CARVE_NODE_LEASE_NS 100000000ull /* 100 ms */
@@ -61,13 +64,18 @@ struct carve_node {
 	uint64_t lease_ns;       /*  24 */
 	uint64_t created_ns;     /*  32 */
 	uint32_t fixed[4];       /*  40: TPCs of partitions neither LS nor BE, as enable bits */
-	uint64_t pad;            /*  56 .. 64 */
-	struct carve_node_slot slots[CARVE_NODE_SLOTS]; /* 64 .. 2112 */
-	uint8_t rest[1984];      /* 2112 .. 4096 */
+	uint32_t gen;            /*  56: bumped after a change to fixed or to a slot's pid or reserved */
+	uint32_t busy;           /*  60: bit i set while slot i's busy is */
+	/* on a line of its own: written every heartbeat, read by BE tenants
+	 * only while no LS tenant is busy */
+	uint64_t beat_ns;        /*  64: the latest heartbeat of any LS tenant */
+	uint8_t pad[56];         /*  72 .. 128 */
+	struct carve_node_slot slots[CARVE_NODE_SLOTS]; /* 128 .. 2176 */
+	uint8_t rest[1920];      /* 2176 .. 4096 */
 };
 
 /* the byte of the file whose lock is slot i's */
-#define CARVE_NODE_SLOT_LOCK(i) (64 + (i) * 64)
+#define CARVE_NODE_SLOT_LOCK(i) (128 + (i) * 64)
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 _Static_assert(sizeof(struct carve_node_slot) == 64, "node slot size");

@@ -72,6 +72,15 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* coarse_ns is CLOCK_MONOTONIC to within a tick (1-4 ms), and cheap where
+ * the precise clock is not (a clocksource without a vDSO path). */
+static uint64_t coarse_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void nap_ns(long ns)
 {
 	struct timespec ts = {0, ns};
@@ -82,98 +91,162 @@ static void nap_ns(long ns)
 
 #define STREAMS 128
 struct tracked {
-	CUstream s;
+	CUstream s;   /* set before the entry is published, never changed */
 	CUcontext ctx;
-	/* launches into it: begun (before the call), submitted (it returned),
-	 * and known done on the GPU */
-	uint64_t launched, submitted, done;
+	/* launches into it, counted by the launching threads without a lock:
+	 * begun (before the call) and submitted (it returned) */
+	uint64_t launched, submitted;
+	uint64_t done; /* launches known done on the GPU: the poller's */
+	uint64_t seen; /* launches counted at the poller's last look: the poller's */
 	int capturing;
 };
 static struct tracked streams[STREAMS];
-static int nstreams;
+static int nstreams; /* entries published (release) */
+/* taken to add a stream, to mark the tenant busy, by the poller while it
+ * polls, and for captures; never on a launch's way otherwise */
 static pthread_mutex_t track_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t track_cv = PTHREAD_COND_INITIALIZER;
 static uint64_t busy_since;
 
-static struct tracked *track(CUstream s)
+static struct tracked *find(CUstream s)
 {
-	for (int i = 0; i < nstreams; i++)
+	int n = __atomic_load_n(&nstreams, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++)
 		if (streams[i].s == s)
 			return &streams[i];
-	if (nstreams == STREAMS)
-		return NULL;
-	struct tracked *t = &streams[nstreams++];
+	return NULL;
+}
+
+/* track finds or adds s (under track_mu). */
+static struct tracked *track(CUstream s)
+{
+	struct tracked *t = find(s);
+	if (t || nstreams == STREAMS)
+		return t;
+	t = &streams[nstreams];
 	memset(t, 0, sizeof *t);
 	t->s = s;
 	if (ctx_get)
 		ctx_get(&t->ctx);
+	__atomic_store_n(&nstreams, nstreams + 1, __ATOMIC_RELEASE);
 	return t;
+}
+
+/* set_busy says in our slot and in the node's busy bits whether we are. */
+static void set_busy(int b)
+{
+	uint32_t bit = 1u << (slot - node->slots);
+	__atomic_store_n(&slot->busy, (uint32_t)b, __ATOMIC_SEQ_CST);
+	if (b)
+		__atomic_or_fetch(&node->busy, bit, __ATOMIC_RELEASE);
+	else
+		__atomic_and_fetch(&node->busy, ~bit, __ATOMIC_RELEASE);
+}
+
+/* beat renews our heartbeat, and the node's latest. */
+static void beat(uint64_t now)
+{
+	__atomic_store_n(&slot->beat_ns, now, __ATOMIC_RELEASE);
+	__atomic_store_n(&node->beat_ns, now, __ATOMIC_RELAXED);
+}
+
+/* become_busy marks the tenant busy, unless it is (a request's first
+ * launch; the poller may have found it idle just before). */
+static void become_busy(void)
+{
+	pthread_mutex_lock(&track_mu);
+	if (!__atomic_load_n(&slot->busy, __ATOMIC_SEQ_CST)) {
+		busy_since = mono_ns();
+		__atomic_store_n(&slot->busy_since_ns, busy_since, __ATOMIC_RELAXED);
+		beat(busy_since);
+		__atomic_add_fetch(&slot->requests, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&carve_block->requests, 1, __ATOMIC_RELAXED);
+		set_busy(1);
+		__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_BUSY, __ATOMIC_RELAXED);
+		pthread_cond_signal(&track_cv);
+	}
+	pthread_mutex_unlock(&track_mu);
 }
 
 /* the stream this thread's launch was counted in, until it returns */
 static __thread __attribute__((tls_model("initial-exec"))) struct tracked *counted;
 
+/* ls_launch counts a launch in its stream, then makes sure the tenant is
+ * busy. The count comes first: a poller that finds the tenant idle looks
+ * at the counts again after saying so (poller), so one of the two sees the
+ * other. */
 static void ls_launch(CUstream s)
 {
 	if (s == CU_STREAM_PER_THREAD)
 		s = 0; /* counted with the legacy stream, which waits for it */
 	counted = NULL;
-	pthread_mutex_lock(&track_mu);
-	if (__atomic_load_n(&capturing, __ATOMIC_RELAXED) == 0) {
-		struct tracked *t = track(s);
-		if (t && !t->capturing) {
-			t->launched++;
-			counted = t;
-			if (!__atomic_load_n(&slot->busy, __ATOMIC_RELAXED)) {
-				busy_since = mono_ns();
-				__atomic_store_n(&slot->busy_since_ns, busy_since, __ATOMIC_RELAXED);
-				__atomic_store_n(&slot->beat_ns, busy_since, __ATOMIC_RELAXED);
-				__atomic_add_fetch(&slot->requests, 1, __ATOMIC_RELAXED);
-				__atomic_add_fetch(&carve_block->requests, 1, __ATOMIC_RELAXED);
-				__atomic_store_n(&slot->busy, 1, __ATOMIC_RELEASE);
-				__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_BUSY, __ATOMIC_RELAXED);
-				pthread_cond_signal(&track_cv);
-			}
-		}
+	if (__atomic_load_n(&capturing, __ATOMIC_RELAXED))
+		return;
+	struct tracked *t = find(s);
+	if (!t) {
+		pthread_mutex_lock(&track_mu);
+		t = track(s);
+		pthread_mutex_unlock(&track_mu);
+		if (!t)
+			return;
 	}
-	pthread_mutex_unlock(&track_mu);
+	if (__atomic_load_n(&t->capturing, __ATOMIC_RELAXED))
+		return;
+	__atomic_add_fetch(&t->launched, 1, __ATOMIC_SEQ_CST);
+	counted = t;
+	if (!__atomic_load_n(&slot->busy, __ATOMIC_SEQ_CST))
+		become_busy();
 }
 
 static void ls_submitted(void)
 {
-	if (!counted)
-		return;
-	pthread_mutex_lock(&track_mu);
-	counted->submitted++;
-	pthread_mutex_unlock(&track_mu);
+	if (counted)
+		__atomic_add_fetch(&counted->submitted, 1, __ATOMIC_RELEASE);
 	counted = NULL;
 }
 
 /* poll asks the driver about each stream with work (under track_mu) and
- * returns whether all of it is done. A launch not yet submitted is not. */
+ * returns whether all of it is done. A launch not yet submitted is not,
+ * and a stream launched into since the last poll is not asked about: the
+ * tenant is still submitting, and a query in the driver beside its launches
+ * would slow them. Submitted is read before launched: if they are equal,
+ * every launch begun by then had been submitted, and the query covers
+ * them. */
+static CUcontext poller_ctx; /* the poller thread's current context */
 static int poll_streams(void)
 {
 	int all = 1;
-	CUcontext cur = NULL;
 	for (int i = 0; i < nstreams; i++) {
 		struct tracked *t = &streams[i];
-		if (t->launched == t->done)
+		uint64_t sub = __atomic_load_n(&t->submitted, __ATOMIC_ACQUIRE);
+		uint64_t n = __atomic_load_n(&t->launched, __ATOMIC_ACQUIRE);
+		if (n == t->done)
 			continue;
-		if (t->submitted != t->launched) {
+		if (sub != n || n != t->seen) {
+			t->seen = n;
 			all = 0;
 			continue;
 		}
-		if (t->ctx != cur) {
+		if (t->ctx != poller_ctx) {
 			ctx_set(t->ctx);
-			cur = t->ctx;
+			poller_ctx = t->ctx;
 		}
 		CUresult r = stream_query(t->s);
 		if (r == CUDA_SUCCESS || (r != CUDA_ERROR_NOT_READY && r != 0)) /* done, or ended by a fault */
-			t->done = t->submitted;
+			t->done = n;
 		else
 			all = 0;
 	}
 	return all;
+}
+
+/* launched_since says whether a launch was counted after the last poll. */
+static int launched_since(void)
+{
+	for (int i = 0; i < nstreams; i++)
+		if (__atomic_load_n(&streams[i].launched, __ATOMIC_SEQ_CST) != streams[i].done)
+			return 1;
+	return 0;
 }
 
 static void *poller(void *arg)
@@ -188,14 +261,18 @@ static void *poller(void *arg)
 		while (!__atomic_load_n(&slot->busy, __ATOMIC_RELAXED))
 			pthread_cond_wait(&track_cv, &track_mu);
 		uint64_t now = mono_ns();
-		__atomic_store_n(&slot->beat_ns, now, __ATOMIC_RELEASE);
+		beat(now);
 		if (__atomic_load_n(&capturing, __ATOMIC_RELAXED) == 0 && poll_streams()) {
-			uint64_t d = now - busy_since;
-			__atomic_add_fetch(&slot->busy_ns, d, __ATOMIC_RELAXED);
-			__atomic_add_fetch(&carve_block->busy_ns, d, __ATOMIC_RELAXED);
-			__atomic_store_n(&slot->busy, 0, __ATOMIC_RELEASE);
-			__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_IDLE, __ATOMIC_RELAXED);
-			continue;
+			set_busy(0);
+			if (launched_since()) { /* it went on: still busy */
+				set_busy(1);
+			} else {
+				uint64_t d = now - busy_since;
+				__atomic_add_fetch(&slot->busy_ns, d, __ATOMIC_RELAXED);
+				__atomic_add_fetch(&carve_block->busy_ns, d, __ATOMIC_RELAXED);
+				__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_IDLE, __ATOMIC_RELAXED);
+				continue;
+			}
 		}
 		pthread_mutex_unlock(&track_mu);
 		nap_ns(10000);
@@ -214,16 +291,19 @@ void carve_capture(CUstream s, int begin)
 	}
 	struct tracked *t = cls == CARVE_CLASS_LS ? track(s) : NULL;
 	if (t)
-		t->capturing = begin;
+		__atomic_store_n(&t->capturing, begin, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&track_mu);
 }
 
 /* --- BE: the gate, the share, the launches in flight ---------------------- */
 
-/* An event is recorded after every MARK-th BE launch (and after the first
- * launch into an empty queue): recording one costs about 2.5 us, too much
- * on every kernel of a framework that launches many small ones. The
- * launches in flight are counted by launch number, to within MARK. */
+/* While the queue is bounded, an event is recorded after every MARK-th BE
+ * launch, or more often for a bound of fewer than 2 x MARK launches (half
+ * the bound: a queue waited on never drains for want of an event), and
+ * after the first launch into an empty queue. Recording one costs about
+ * 2.5 us, too much on every kernel of a framework that launches many small
+ * ones. The launches in flight are counted by launch number, to within
+ * the events' spacing. */
 #define RING 64
 #define MARK 4
 static struct {
@@ -234,6 +314,17 @@ static struct {
 static unsigned head, tail;       /* events recorded; events seen done */
 static uint64_t launched, done_n; /* BE launches made; known done */
 static CUstream last_stream;      /* of the last BE launch */
+/* While the queue is bounded, the events are looked at before a launch
+ * that would fill it, or REAP_NS after they last were; while it is not, an
+ * event every QUIET_NS keeps the counts roughly current (asking the driver
+ * on every launch costs more than the rest of the shim). */
+#define REAP_NS 20000
+#define QUIET_NS 1000000
+static int bounded;                 /* the queue is bounded now */
+static uint64_t every = MARK;       /* launches between events while it is */
+static uint64_t reaped_at, marked_n;
+static uint64_t quiet_at;           /* the last look while not bounded (coarse clock) */
+static int mark_due;                /* an event is due with the next launch while not */
 
 /* mark records an event after the launches made so far (under be_mu). */
 static void mark(CUstream s)
@@ -245,7 +336,7 @@ static void mark(CUstream s)
 		*ev = NULL;
 	if (*ev && event_record(*ev, s) == CUDA_SUCCESS) {
 		ring[head % RING].at = mono_ns();
-		ring[head % RING].count = launched;
+		ring[head % RING].count = marked_n = launched;
 		head++;
 	}
 }
@@ -275,41 +366,81 @@ static void be_wait(uint64_t since)
  * callback the driver makes inside the launch */
 static __thread __attribute__((tls_model("initial-exec"))) int tide_narrow;
 
-/* ls_reserved ORs into out the reserved TPCs (enable bits) of LS tenants
- * other than ours; busy_only: of those with work in flight now. Returns how
- * many are busy; newest, if given, gets the latest heartbeat of any (0:
- * none has been busy). */
-static int ls_reserved(uint32_t out[4], int busy_only, uint64_t *newest)
+/* lease_ok says whether a heartbeat at beat is younger than the lease
+ * (signed: a beat written after now was read is fresh, not 584 years old). */
+static int lease_ok(uint64_t beat, uint64_t now)
 {
-	uint64_t now = mono_ns(), lease = node->lease_ns ? node->lease_ns : CARVE_NODE_LEASE_NS;
+	uint64_t lease = node->lease_ns ? node->lease_ns : CARVE_NODE_LEASE_NS;
+	return (int64_t)(now - beat) < (int64_t)lease;
+}
+
+/* ls_busy returns how many LS tenants have work in flight now (with a
+ * fresh heartbeat), ORing their reserved TPCs (enable bits) into out if
+ * given. With none, *newest (if given) gets the latest heartbeat of any
+ * (0: none has been busy); it is read only then. */
+static int ls_busy(uint32_t out[4], uint64_t *newest)
+{
+	uint32_t bits = __atomic_load_n(&node->busy, __ATOMIC_ACQUIRE);
 	int busy = 0;
-	for (int i = 0; i < CARVE_NODE_SLOTS; i++) {
-		struct carve_node_slot *s = &node->slots[i];
-		uint32_t p = __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE);
-		if (!p || s == slot)
-			continue;
-		uint64_t beat = __atomic_load_n(&s->beat_ns, __ATOMIC_ACQUIRE);
-		if (newest && beat > *newest)
-			*newest = beat;
-		/* signed: a beat written after now was read is fresh, not 584 years old */
-		int b = __atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) && (int64_t)(now - beat) < (int64_t)lease;
-		busy += b;
-		if (b || !busy_only)
-			for (int w = 0; w < 4; w++)
-				out[w] |= __atomic_load_n(&s->reserved[w], __ATOMIC_RELAXED);
+	if (bits) {
+		uint64_t now = mono_ns();
+		for (; bits; bits &= bits - 1) {
+			struct carve_node_slot *s = &node->slots[__builtin_ctz(bits)];
+			if (s == slot || !__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) ||
+			    !lease_ok(__atomic_load_n(&s->beat_ns, __ATOMIC_ACQUIRE), now))
+				continue;
+			busy++;
+			if (out)
+				for (int w = 0; w < 4; w++)
+					out[w] |= __atomic_load_n(&s->reserved[w], __ATOMIC_RELAXED);
+		}
 	}
+	if (!busy && newest)
+		*newest = __atomic_load_n(&node->beat_ns, __ATOMIC_RELAXED);
 	return busy;
+}
+
+/* ls_off is what an LS tenant's launches keep off: the TPCs other LS
+ * tenants reserved and the fixed ones, as enable bits. It is worked out
+ * again only when the node's gen has moved (per thread: launches of many
+ * threads share nothing here). */
+static __thread __attribute__((tls_model("initial-exec"))) struct {
+	uint32_t gen, valid;
+	uint32_t off[4];
+} ls_off_cache;
+
+static void ls_off(uint32_t off[4])
+{
+	uint32_t gen = __atomic_load_n(&node->gen, __ATOMIC_ACQUIRE);
+	if (!ls_off_cache.valid || ls_off_cache.gen != gen) {
+		uint32_t m[4];
+		for (int w = 0; w < 4; w++)
+			m[w] = __atomic_load_n(&node->fixed[w], __ATOMIC_RELAXED);
+		for (int i = 0; i < CARVE_NODE_SLOTS; i++) {
+			struct carve_node_slot *s = &node->slots[i];
+			if (s == slot || !__atomic_load_n(&s->pid, __ATOMIC_ACQUIRE))
+				continue;
+			for (int w = 0; w < 4; w++)
+				m[w] |= __atomic_load_n(&s->reserved[w], __ATOMIC_RELAXED);
+		}
+		memcpy(ls_off_cache.off, m, sizeof m);
+		ls_off_cache.gen = gen;
+		ls_off_cache.valid = 1;
+	}
+	memcpy(off, ls_off_cache.off, sizeof ls_off_cache.off);
 }
 
 /* reap counts the BE's launches known done (under be_mu). A kernel's time
  * is the time between two completions seen back to back with the queue
- * not empty between them (or from its launch, if that was later). */
-static void reap(void)
+ * not empty between them (or from its launch, if that was later); it is
+ * measured only if timed (while the queue is bounded, and looked at often). */
+static void reap(int timed)
 {
+	reaped_at = mono_ns();
 	while (tail != head && event_query(ring[tail % RING].ev) != CUDA_ERROR_NOT_READY) {
 		uint64_t now = mono_ns(), from = ring[tail % RING].at > last_done ? ring[tail % RING].at : last_done;
 		uint64_t kernels = ring[tail % RING].count - done_n;
-		if (now > from && kernels > 0)
+		if (timed && now > from && kernels > 0)
 			kernel_ns = (3 * kernel_ns + (now - from) / kernels) / 4;
 		last_done = now;
 		done_n = ring[tail % RING].count;
@@ -317,6 +448,17 @@ static void reap(void)
 	}
 	__atomic_store_n(&carve_block->inflight, (uint32_t)(launched - done_n), __ATOMIC_RELAXED);
 	__atomic_store_n(&carve_block->kernel_us, (uint32_t)(kernel_ns / 1000), __ATOMIC_RELAXED);
+}
+
+/* spacing is how many launches apart events go under the bounds. */
+static uint64_t spacing(uint32_t k, uint32_t queue_us)
+{
+	uint64_t b = k, q = (uint64_t)queue_us * 1000 / (kernel_ns ? kernel_ns : 1);
+	if (queue_us && (!b || q < b))
+		b = q;
+	if (!b || b / 2 >= MARK)
+		return MARK;
+	return b / 2 ? b / 2 : 1;
 }
 
 /* queue_full says whether one more launch would exceed the bounds. */
@@ -357,18 +499,19 @@ static void be_launch_before(void)
 	uint64_t epoch = __atomic_load_n(&carve_block->epoch_ns, __ATOMIC_RELAXED);
 	if (!epoch)
 		epoch = 10000000;
-	uint64_t start = mono_ns(), now = start;
+	uint64_t start = 0, now = 0; /* read once an LS tenant is found busy */
 	int waited = 0;
 	tide_narrow = 0;
-	uint64_t newest = 0; /* the latest LS heartbeat */
+	uint64_t newest = 0; /* the latest LS heartbeat, while none is busy */
+	int busy;
 	pthread_mutex_lock(&be_mu);
 	for (;;) {
-		uint32_t lsmask[4] = {0, 0, 0, 0};
-		newest = 0;
-		if (!ls_reserved(lsmask, 1, &newest)) {
+		if (!(busy = ls_busy(NULL, &newest))) {
 			held_since = 0;
 			break;
 		}
+		if (!start)
+			start = now = mono_ns();
 		if (may_run_narrow(now, share, epoch)) {
 			tide_narrow = 1;
 			held_since = 0;
@@ -386,25 +529,38 @@ static void be_launch_before(void)
 		now = mono_ns();
 		pthread_mutex_lock(&be_mu);
 	}
-	/* a bounded queue: wait for the oldest (while no LS tenant has been
-	 * busy for CARVE_NODE_QUIET_NS, only for room in the ring of events) */
+	/* a bounded queue (unless no LS tenant has been busy for
+	 * CARVE_NODE_QUIET_NS): wait for the oldest. The quiet case, the
+	 * common one, reads only the coarse clock. */
 	if (event_query) {
-		uint64_t since = mono_ns();
-		int quiet = !newest || (int64_t)(since - newest) >= (int64_t)CARVE_NODE_QUIET_NS;
-		for (reap(); quiet ? head - tail >= RING : queue_full(k, queue_us); reap()) {
-			if (head == tail || ring[(head - 1) % RING].count != launched)
-				mark(last_stream); /* the launches waited on have no event yet */
-			pthread_mutex_unlock(&be_mu);
-			be_wait(since);
-			pthread_mutex_lock(&be_mu);
+		uint64_t t = start ? mono_ns() : coarse_ns();
+		bounded = (k || queue_us) && (busy || (newest && (int64_t)(t - newest) < (int64_t)CARVE_NODE_QUIET_NS));
+		if (!bounded) {
+			if ((int64_t)(t - quiet_at) >= (int64_t)QUIET_NS) {
+				quiet_at = t;
+				reap(0);
+				mark_due = 1;
+			}
+		} else {
+			uint64_t since = start ? t : mono_ns();
+			every = spacing(k, queue_us);
+			if (queue_full(k, queue_us) || since - reaped_at >= REAP_NS) {
+				for (reap(1); queue_full(k, queue_us); reap(1)) {
+					if (head == tail || ring[(head - 1) % RING].count != launched)
+						mark(last_stream); /* the launches waited on have no event yet */
+					pthread_mutex_unlock(&be_mu);
+					be_wait(since);
+					pthread_mutex_lock(&be_mu);
+				}
+			}
 		}
 	}
 	pthread_mutex_unlock(&be_mu);
 	if (waited) {
 		__atomic_add_fetch(&carve_block->held_ns, mono_ns() - start, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&carve_block->held_launches, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_IDLE, __ATOMIC_RELAXED);
 	}
-	__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_IDLE, __ATOMIC_RELAXED);
 }
 
 static void be_launch_after(CUstream s)
@@ -415,8 +571,10 @@ static void be_launch_after(CUstream s)
 	int empty = launched == done_n;
 	launched++;
 	last_stream = s;
-	if (empty || launched % MARK == 0)
+	if (bounded ? empty || launched - marked_n >= every : mark_due) {
 		mark(s);
+		mark_due = 0;
+	}
 	__atomic_store_n(&carve_block->inflight, (uint32_t)(launched - done_n), __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&be_mu);
 }
@@ -449,16 +607,17 @@ void carve_tide_mask(uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_
 		return;
 	uint32_t off[4] = {0, 0, 0, 0}, m[4];
 	if (cls == CARVE_CLASS_LS) {
+		if (carve_block->flags & CARVE_FLAG_LS_OWN)
+			return;
 		/* its own TPCs and every live one that no other LS tenant
 		 * reserved and no partition outside tide holds */
-		ls_reserved(off, 0, NULL);
+		ls_off(off);
 		for (int w = 0; w < 4; w++) {
 			uint32_t own = ~mask[w] & live[w];
-			off[w] |= __atomic_load_n(&node->fixed[w], __ATOMIC_RELAXED);
 			m[w] = (off[w] & ~own) | ~live[w];
 		}
 	} else if (tide_narrow) {
-		ls_reserved(off, 1, NULL); /* off the reserved TPCs of busy LS tenants */
+		ls_busy(off, NULL); /* off the reserved TPCs of busy LS tenants */
 		for (int w = 0; w < 4; w++)
 			m[w] = mask[w] | off[w];
 	} else {
@@ -515,6 +674,7 @@ static struct carve_node_slot *take_slot(void)
 			if ((pass == 0) != (p == 0) || !lock_slot(i))
 				continue;
 			__atomic_store_n(&s->busy, 0, __ATOMIC_RELAXED);
+			__atomic_and_fetch(&node->busy, ~(1u << i), __ATOMIC_RELEASE);
 			s->start_ticks = carve_block->start_ticks;
 			s->busy_ns = s->requests = 0;
 			__atomic_store_n(&s->pid, (uint32_t)getpid(), __ATOMIC_RELEASE);
@@ -551,6 +711,7 @@ void carve_tide_init(void *cuda, const char *dir)
 		}
 		for (int w = 0; w < 4; w++)
 			__atomic_store_n(&slot->reserved[w], ~c->mask[w] & c->live[w], __ATOMIC_RELAXED);
+		__atomic_add_fetch(&node->gen, 1, __ATOMIC_RELEASE);
 		pthread_t t;
 		pthread_attr_t a;
 		pthread_attr_init(&a);
@@ -558,6 +719,7 @@ void carve_tide_init(void *cuda, const char *dir)
 		if (pthread_create(&t, &a, poller, NULL) != 0) {
 			carve_say("the LS poller thread could not start: running as an ordinary partitioned tenant");
 			__atomic_store_n(&slot->pid, 0, __ATOMIC_RELEASE);
+			__atomic_add_fetch(&node->gen, 1, __ATOMIC_RELEASE);
 			struct flock l = {.l_type = F_UNLCK, .l_whence = SEEK_SET,
 			    .l_start = CARVE_NODE_SLOT_LOCK(slot - node->slots), .l_len = 1};
 			fcntl(node_fd, F_SETLK, &l);
@@ -575,7 +737,8 @@ void carve_tide_init(void *cuda, const char *dir)
 __attribute__((destructor)) static void carve_tide_fini(void)
 {
 	if (slot) { /* leave the slot: no BE waits on a tenant that has gone */
-		__atomic_store_n(&slot->busy, 0, __ATOMIC_RELEASE);
+		set_busy(0);
 		__atomic_store_n(&slot->pid, 0, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&node->gen, 1, __ATOMIC_RELEASE);
 	}
 }

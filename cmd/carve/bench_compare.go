@@ -16,7 +16,8 @@ func newOverheadCmd() *cobra.Command {
 		Use:   "overhead",
 		Short: "Launch latency, host cost per launch and startup time, with and without carve",
 		Long: `overhead measures, in worker processes, for each mechanism (none; carve; MPS;
-MPS with an active-thread percentage; carve under MPS; a green context):
+MPS with an active-thread percentage; carve under MPS; a green context; an LS
+and a BE tenant of carve tide, each alone: what interposing launches costs):
 
   launch latency  from just before cuLaunchKernel to the kernel's first
                   instruction, read from the GPU's %globaltimer and related

@@ -50,9 +50,11 @@ and the BE's throughput, with a plot of LS p99 against BE throughput.`,
 	c.Flags().StringSliceVar(&rates, "rates", []string{"200", "400"}, "LS requests per second")
 	c.Flags().StringVar(&o.Pattern, "pattern", "poisson", "arrivals: poisson, or onoff (100 ms at twice the rate, 100 ms idle)")
 	c.Flags().DurationVar(&o.Duration, "duration", 8*time.Second, "how long each setup is measured")
-	c.Flags().IntVar(&o.LSTPCs, "ls-tpcs", 16, "the LS's partition under carve static and carve tide")
+	c.Flags().IntVar(&o.LSTPCs, "ls-tpcs", 16, "the LS's reserved TPCs under carve tide")
+	c.Flags().IntSliceVar(&o.StaticSplits, "static-splits", []int{16, 33}, "the LS's TPCs under carve static, a point each (the BE gets the rest)")
 	c.Flags().IntSliceVar(&o.MPSSplits, "mps-splits", []int{25, 50}, "the LS's MPS active-thread percentages (the BE gets the rest)")
-	c.Flags().StringSliceVar(&tide, "tide", []string{"8:300us:0.05", "2:0s:0"}, "carve tide settings, INFLIGHT:QUEUE:SHARE (see carve run --inflight, --queue, --be-share)")
+	c.Flags().StringSliceVar(&tide, "tide", []string{"8:300us:0.05", "2:0s:0"}, "carve tide settings, INFLIGHT:QUEUE:SHARE[:LS_TPCS[:own]] (see carve run --inflight, --queue, --be-share, -n, --own)")
+	c.Flags().BoolVar(&o.Idle, "idle", true, "also measure each tide setting's BE beside an LS tenant that gets no request")
 	c.Flags().StringSliceVar(&o.Mechanisms, "mechanisms", bench.ServeMechanisms, "what to compare: "+strings.Join(bench.ServeMechanisms, ", "))
 	c.Flags().StringVar(&o.Python, "python", "python3", "the Python with PyTorch and torchvision (and transformers for bert)")
 	f.add(c)
@@ -75,17 +77,29 @@ func parseTide(xs []string) ([]bench.TideSetting, error) {
 	var out []bench.TideSetting
 	for _, x := range xs {
 		f := strings.Split(x, ":")
-		err := fmt.Errorf("tide setting %q: want INFLIGHT:QUEUE:SHARE, e.g. 8:300us:0.05", x)
-		if len(f) != 3 {
-			return nil, err
+		bad := fmt.Errorf("tide setting %q: want INFLIGHT:QUEUE:SHARE[:LS_TPCS[:own]], e.g. 8:300us:0.05 or 8:300us:1:50:own", x)
+		if len(f) < 3 || len(f) > 5 {
+			return nil, bad
 		}
 		n, err1 := strconv.Atoi(f[0])
 		q, err2 := time.ParseDuration(f[1])
 		v, err3 := strconv.ParseFloat(f[2], 64)
 		if err1 != nil || err2 != nil || err3 != nil || n < 0 || q < 0 || v < 0 || v > 1 {
-			return nil, err
+			return nil, bad
 		}
-		out = append(out, bench.TideSetting{Inflight: n, Queue: q, Share: v})
+		t := bench.TideSetting{Inflight: n, Queue: q, Share: v}
+		if len(f) > 3 {
+			if t.LSTPCs, err1 = strconv.Atoi(f[3]); err1 != nil || t.LSTPCs < 1 {
+				return nil, bad
+			}
+		}
+		if len(f) > 4 {
+			if f[4] != "own" {
+				return nil, bad
+			}
+			t.Own = true
+		}
+		out = append(out, t)
 	}
 	return out, nil
 }

@@ -45,12 +45,13 @@ func (f *specFlags) parse() (partition.Spec, error) {
 
 // tideFlags are run's LS and BE classes and a BE tenant's policy.
 type tideFlags struct {
-	ls, be bool
-	tide   ctl.Tide
+	ls, be, own bool
+	tide        ctl.Tide
 }
 
 func (f *tideFlags) add(c *cobra.Command) {
 	c.Flags().BoolVar(&f.ls, "ls", false, "latency-sensitive: holds its TPCs, borrows free ones, and holds BE tenants back while it has work on the GPU")
+	c.Flags().BoolVar(&f.own, "own", false, "LS: keep to its own TPCs and borrow none, so that BE tenants beside it (--be-share 1) keep the rest while it has work")
 	c.Flags().BoolVar(&f.be, "be", false, "best-effort: runs on what LS tenants leave, held back while they have work on the GPU (partition default: all TPCs)")
 	d := ctl.DefaultTide
 	c.Flags().IntVar(&f.tide.InflightMax, "inflight", d.InflightMax, "BE: kernels in flight at most, so that holding it back takes effect within a few kernels (0: no bound)")
@@ -67,6 +68,8 @@ func (f *tideFlags) class() (uint32, error) {
 	switch {
 	case f.ls && f.be:
 		return 0, errors.New("--ls and --be exclude each other")
+	case f.own && !f.ls:
+		return 0, errors.New("--own is for LS tenants (--ls)")
 	case f.ls:
 		return ctl.ClassLS, nil
 	case f.be:

@@ -6,10 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/carve-gpu/carve/internal/bench"
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/report"
@@ -86,12 +89,15 @@ func TestErrors(t *testing.T) {
 		{[]string{"bench", "isolation", "-o", "yaml"}, "unknown output format"},
 		{[]string{"bench", "report", "/nonexistent/r.json"}, "no such file"},
 		{[]string{"run", "--ls", "--be", "-n", "4", "--", "true"}, "--ls and --be exclude each other"},
+		{[]string{"run", "--own", "-n", "4", "--", "true"}, "--own is for LS tenants"},
 		{[]string{"run", "--be", "--be-share", "2", "--", "true"}, "BE share 2: want a fraction"},
 		{[]string{"run", "--be", "--epoch", "10us", "--", "true"}, "epoch 10µs: want 1ms"},
 		{[]string{"run", "--ls", "--", "true"}, "name a partition"},
 		{[]string{"top", "--interval", "1ms"}, "--interval: at least 10ms"},
 		{[]string{"bench", "serve", "--ls", "vgg:graph"}, `LS "vgg:graph"`},
 		{[]string{"bench", "serve", "--tide", "8:0.05"}, "want INFLIGHT:QUEUE:SHARE"},
+		{[]string{"bench", "serve", "--tide", "8:300us:1:50:mine"}, "want INFLIGHT:QUEUE:SHARE[:LS_TPCS[:own]]"},
+		{[]string{"bench", "serve", "--tide", "8:300us:1:0"}, "want INFLIGHT:QUEUE:SHARE[:LS_TPCS[:own]]"},
 		{[]string{"bench", "serve", "--rates", "fast"}, `"fast": want a number`},
 	} {
 		_, _, err := carve(t, tc.args...)
@@ -228,5 +234,14 @@ func TestBenchReport(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "enforcement."+ext)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+func TestParseTide(t *testing.T) {
+	got, err := parseTide([]string{"8:300us:0.05", "4:0s:1:50:own"})
+	want := []bench.TideSetting{{Inflight: 8, Queue: 300 * time.Microsecond, Share: 0.05},
+		{Inflight: 4, Share: 1, LSTPCs: 50, Own: true}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("parseTide: %+v, %v; want %+v", got, err, want)
 	}
 }

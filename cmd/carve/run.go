@@ -96,6 +96,9 @@ TPCs, unless --allow-unpartitioned is given.`,
 			if allSMs {
 				flags |= ctl.FlagAllSMs
 			}
+			if tide.own {
+				flags |= ctl.FlagLSOwn
+			}
 			env := os.Environ()
 			d := mps.Default()
 			switch {

@@ -3,6 +3,8 @@
 //   react idle N     N times: a ~1 ms kernel, wait for it, then time until
 //                    this process's control block says its LS work is done
 //   react launch N   host ns per empty launch, median of N
+//   react clock N    ns per clock_gettime(CLOCK_MONOTONIC), median of N
+//                    rounds of 1000 calls (coarse N: CLOCK_MONOTONIC_COARSE)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +13,7 @@
 #include <algorithm>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #include <cuda_runtime.h>
 
@@ -49,6 +52,15 @@ int main(int argc, char **argv)
 			v.push_back((ns() - t) / 1e3);
 			usleep(500);
 		}
+	} else if (!strcmp(argv[1], "clock") || !strcmp(argv[1], "coarse")) {
+		clockid_t id = strcmp(argv[1], "clock") ? CLOCK_MONOTONIC_COARSE : CLOCK_MONOTONIC;
+		struct timespec ts;
+		for (int i = 0; i < n; i++) {
+			double t = ns();
+			for (int j = 0; j < 1000; j++)
+				clock_gettime(id, &ts);
+			v.push_back((ns() - t) / 1000);
+		}
 	} else {
 		for (int i = 0; i < 100; i++)
 			empty<<<1, 32>>>();
@@ -62,7 +74,10 @@ int main(int argc, char **argv)
 		}
 	}
 	std::sort(v.begin(), v.end());
-	printf("{\"mode\":\"%s\",\"n\":%zu,\"p50\":%.2f,\"p99\":%.2f,\"max\":%.2f,\"unit\":\"%s\"}\n", argv[1], v.size(), v[v.size() / 2],
-	       v[v.size() * 99 / 100], v.back(), strcmp(argv[1], "idle") ? "ns" : "us");
+	double sum = 0;
+	for (double x : v)
+		sum += x;
+	printf("{\"mode\":\"%s\",\"n\":%zu,\"p50\":%.2f,\"p99\":%.2f,\"max\":%.2f,\"mean\":%.2f,\"unit\":\"%s\"}\n", argv[1], v.size(),
+	       v[v.size() / 2], v[v.size() * 99 / 100], v.back(), sum / v.size(), strcmp(argv[1], "idle") ? "ns" : "us");
 	return 0;
 }

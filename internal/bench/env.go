@@ -58,8 +58,12 @@ func (e *Env) Close() {
 }
 
 // CarveRun is the command prefix that runs a program in set through carve.
-func (e *Env) CarveRun(set partition.Set) []string {
-	return []string{e.Exe, "run", "-q", "--shim", e.Shim, "--device", strconv.Itoa(e.Device), "-t", set.String(), "--"}
+func (e *Env) CarveRun(set partition.Set) []string { return e.Run("-t", set.String()) }
+
+// Run is the command prefix that runs a program through carve run with
+// these flags (a partition, a tide class and its policy).
+func (e *Env) Run(flags ...string) []string {
+	return append(append([]string{e.Exe, "run", "-q", "--shim", e.Shim, "--device", strconv.Itoa(e.Device)}, flags...), "--")
 }
 
 // MPSEnv is the environment of an MPS client of the daemon, plus extra.

@@ -47,7 +47,7 @@ func (o OverheadOptions) Check() error {
 
 // Overhead measures, in worker processes, for each mechanism (none; carve;
 // MPS; MPS with an active-thread percentage; carve under MPS; a green
-// context): the launch latency from just before cuLaunchKernel to the
+// context; an LS and a BE tenant of carve tide, alone): the launch latency from just before cuLaunchKernel to the
 // kernel's first instruction (the GPU's %globaltimer related to the host
 // clock), the host time of the launch call, and the startup from just
 // before exec to the first kernel's start. Launch workers run in rounds
@@ -71,6 +71,9 @@ func Overhead(e *Env, o OverheadOptions) (*report.Result, error) {
 		{Setup: Setup{Mechanism: fmt.Sprintf("MPS %.0f%%", 100*share), VictimEnv: e.MPSEnv(pct)}},
 		{Setup: Setup{Mechanism: fmt.Sprintf("carve %d TPCs + MPS", len(set)), VictimPrefix: e.CarveRun(set), VictimEnv: e.MPSEnv()}},
 		{Setup: Setup{Mechanism: "green context"}, args: []string{green}},
+		{Setup: Setup{Mechanism: fmt.Sprintf("carve LS tenant, %d TPCs", len(set)), VictimPrefix: e.Run("--ls", "-t", set.String())}},
+		// unbounded: with bounds, its cost depends on when an LS tenant last ran (see carve run)
+		{Setup: Setup{Mechanism: "carve BE tenant, no bounds", VictimPrefix: e.Run("--be", "--inflight=0", "--queue=0")}},
 	}
 	w := Workers{Exe: e.Exe}
 	dev := fmt.Sprintf("--device=%d", device)

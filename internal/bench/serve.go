@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,36 +28,57 @@ import (
 	"github.com/carve-gpu/carve/internal/workload"
 )
 
-// TideSetting is one policy carve tide is measured with.
+// TideSetting is one policy carve tide is measured with: the BE's bounds
+// and share, and the LS's reserved TPCs (0: ServeOptions.LSTPCs) and
+// whether it keeps to them (carve run --own).
 type TideSetting struct {
 	Inflight int
 	Queue    time.Duration
 	Share    float64
+	LSTPCs   int
+	Own      bool
 }
 
-func (t TideSetting) flags() []string {
-	return []string{fmt.Sprintf("--inflight=%d", t.Inflight), "--queue=" + t.Queue.String(), fmt.Sprintf("--be-share=%g", t.Share)}
+func (t TideSetting) beFlags() []string {
+	return []string{"--be", fmt.Sprintf("--inflight=%d", t.Inflight), "--queue=" + t.Queue.String(), fmt.Sprintf("--be-share=%g", t.Share)}
+}
+
+func (t TideSetting) lsFlags(tpcs int) []string {
+	f := []string{"--ls", "-n", strconv.Itoa(cmp.Or(t.LSTPCs, tpcs))}
+	if t.Own {
+		f = append(f, "--own")
+	}
+	return f
 }
 
 func (t TideSetting) String() string {
-	return fmt.Sprintf("%d in flight, %v queued, share %g", t.Inflight, t.Queue, t.Share)
+	s := fmt.Sprintf("%d in flight, %v queued, share %g", t.Inflight, t.Queue, t.Share)
+	if t.LSTPCs > 0 {
+		s += fmt.Sprintf(", LS %d TPCs", t.LSTPCs)
+	}
+	if t.Own {
+		s += " own"
+	}
+	return s
 }
 
 // ServeOptions are carve bench serve's flags.
 type ServeOptions struct {
-	LS         []string  // MODEL:MODE, e.g. resnet50:graph, mobilenet_v3_large:graph, resnet50:eager, bert:graph
-	BE         []string  // densenet161, resnet50-train
-	BEBatch    int       // images per BE step
-	Rates      []float64 // LS requests per second
-	Pattern    string    // poisson or onoff
-	Duration   time.Duration
-	LSTPCs     int   // the LS partition of carve static and carve tide
-	MPSSplits  []int // the LS's active-thread percentages (the BE gets the rest)
-	Tide       []TideSetting
-	Mechanisms []string // timeslice, mps, mps-split, static, tide
-	Python     string
-	Progress   Progress
-	Log        io.Writer // each run's outcome as it comes, for a person watching
+	LS           []string  // MODEL:MODE, e.g. resnet50:graph, mobilenet_v3_large:graph, resnet50:eager, bert:graph
+	BE           []string  // densenet161, resnet50-train
+	BEBatch      int       // images per BE step
+	Rates        []float64 // LS requests per second
+	Pattern      string    // poisson or onoff
+	Duration     time.Duration
+	LSTPCs       int   // the LS partition of carve tide
+	StaticSplits []int // the LS partitions of carve static, in TPCs (the BE gets the rest)
+	MPSSplits    []int // the LS's active-thread percentages (the BE gets the rest)
+	Tide         []TideSetting
+	Idle         bool     // also each tide setting's BE beside an LS tenant that gets no request
+	Mechanisms   []string // timeslice, mps, mps-split, static, tide
+	Python       string
+	Progress     Progress
+	Log          io.Writer // each run's outcome as it comes, for a person watching
 }
 
 // ServeMechanisms are the ways of sharing serve can compare.
@@ -93,6 +115,11 @@ func (o ServeOptions) Check() error {
 			return fmt.Errorf("MPS split %d%%: want 1 to 99", p)
 		}
 	}
+	for _, p := range o.StaticSplits {
+		if p < 1 {
+			return fmt.Errorf("static split %d TPCs: want at least 1", p)
+		}
+	}
 	if o.Pattern != "poisson" && o.Pattern != "onoff" {
 		return fmt.Errorf("pattern %q: want poisson or onoff", o.Pattern)
 	}
@@ -124,8 +151,6 @@ func (e *Env) serveSetups(o ServeOptions) []setup {
 	mps := e.MPSEnv()
 	none := []string{"CUDA_MPS_PIPE_DIRECTORY=" + filepath.Join(e.MPS.Root, "none")}
 	pct := func(p int) string { return fmt.Sprintf("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", p) }
-	lsSet := partition.Pack(e.Topo, o.LSTPCs, nil)
-	beSet := partition.Pack(e.Topo, len(e.Topo.TPCs)-o.LSTPCs, lsSet)
 	var out []setup
 	for _, m := range o.Mechanisms {
 		switch m {
@@ -139,20 +164,22 @@ func (e *Env) serveSetups(o ServeOptions) []setup {
 					lsEnv: append(append([]string{}, mps...), pct(p)), beEnv: append(append([]string{}, mps...), pct(100-p))})
 			}
 		case "static":
-			out = append(out, setup{name: fmt.Sprintf("carve static %d/%d TPCs", len(lsSet), len(beSet)), withLS: true, withBE: true,
-				lsPre: e.CarveRun(lsSet), bePre: e.CarveRun(beSet), lsEnv: mps, beEnv: mps})
-		case "tide":
-			ls := []string{e.Exe, "run", "-q", "--shim", e.Shim, "--device", strconv.Itoa(e.Device), "--ls", "-n", strconv.Itoa(o.LSTPCs), "--"}
-			beRun := func(t TideSetting) []string {
-				return append(append([]string{e.Exe, "run", "-q", "--shim", e.Shim, "--device", strconv.Itoa(e.Device), "--be"}, t.flags()...), "--")
+			for _, k := range o.StaticSplits {
+				lsSet := partition.Pack(e.Topo, k, nil)
+				beSet := partition.Pack(e.Topo, len(e.Topo.TPCs)-k, lsSet)
+				out = append(out, setup{name: fmt.Sprintf("carve static %d/%d TPCs", len(lsSet), len(beSet)), withLS: true, withBE: true,
+					lsPre: e.CarveRun(lsSet), bePre: e.CarveRun(beSet), lsEnv: mps, beEnv: mps})
 			}
+		case "tide":
 			for _, t := range o.Tide {
-				out = append(out, setup{name: "carve tide, " + t.String(),
-					withLS: true, withBE: true, lsPre: ls, bePre: beRun(t), lsEnv: mps, beEnv: mps})
+				out = append(out, setup{name: "carve tide, " + t.String(), withLS: true, withBE: true,
+					lsPre: e.Run(t.lsFlags(o.LSTPCs)...), bePre: e.Run(t.beFlags()...), lsEnv: mps, beEnv: mps})
 			}
 			for _, t := range o.Tide { // the BE's throughput with an idle LS tenant beside it
-				out = append(out, setup{name: "carve tide, no LS request, " + t.String(), withLS: true, withBE: true, lsRate: -1,
-					lsPre: ls, bePre: beRun(t), lsEnv: mps, beEnv: mps})
+				if o.Idle {
+					out = append(out, setup{name: "carve tide, no LS request, " + t.String(), withLS: true, withBE: true, lsRate: -1,
+						lsPre: e.Run(t.lsFlags(o.LSTPCs)...), bePre: e.Run(t.beFlags()...), lsEnv: mps, beEnv: mps})
+				}
 			}
 		}
 	}
@@ -269,10 +296,19 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
+	ks := append([]int{o.LSTPCs}, o.StaticSplits...)
+	for _, t := range o.Tide {
+		ks = append(ks, t.LSTPCs)
+	}
+	for _, k := range ks {
+		if k >= len(e.Topo.TPCs) {
+			return nil, fmt.Errorf("an LS partition of %d TPCs leaves none of the %d for the BE", k, len(e.Topo.TPCs))
+		}
+	}
 	w := Workers{Exe: e.Exe}
 	setups := e.serveSetups(o)
 	none := []string{"CUDA_MPS_PIPE_DIRECTORY=" + filepath.Join(e.MPS.Root, "none")}
-	r := newResult("serve", e.Topo, map[string]any{"duration_s": o.Duration.Seconds(), "pattern": o.Pattern, "ls_tpcs": o.LSTPCs,
+	r := newResult("serve", e.Topo, map[string]any{"duration_s": o.Duration.Seconds(), "pattern": o.Pattern, "ls_tpcs": o.LSTPCs, "static_splits": o.StaticSplits,
 		"be_batch": o.BEBatch, "slo_rule": "2 x the LS's p99 alone on the whole GPU at the same rate"})
 	slo := map[string]float64{}
 	sloParam := map[string]any{} // as a saved result reads back

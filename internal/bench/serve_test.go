@@ -103,6 +103,7 @@ func TestServeOptionsCheck(t *testing.T) {
 		{func(o *ServeOptions) { o.Rates = []float64{0} }, "rate 0"},
 		{func(o *ServeOptions) { o.Mechanisms = []string{"mig"} }, `mechanism "mig"`},
 		{func(o *ServeOptions) { o.MPSSplits = []int{100} }, "MPS split 100%"},
+		{func(o *ServeOptions) { o.StaticSplits = []int{0} }, "static split 0 TPCs"},
 		{func(o *ServeOptions) { o.Pattern = "burst" }, `pattern "burst"`},
 		{func(o *ServeOptions) {}, "no such file"},
 	} {

@@ -34,6 +34,7 @@ const (
 	FlagAllowUnpartitioned = 1
 	FlagAllSMs             = 2
 	FlagMPS                = 4
+	FlagLSOwn              = 8
 
 	ClassNone = 0
 	ClassLS   = 1

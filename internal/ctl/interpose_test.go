@@ -10,7 +10,7 @@ import (
 )
 
 // ask sends one command to the driver and returns its answer.
-func (p *proc) ask(t *testing.T, cmd string) string {
+func (p *proc) ask(t testing.TB, cmd string) string {
 	t.Helper()
 	fmt.Fprintln(p.in, cmd)
 	line, err := p.out.ReadString('\n')

@@ -14,7 +14,7 @@ import (
 // Values shared with shim/carve_node.h.
 const (
 	NodeMagic   = 0x45444f4e
-	NodeVersion = 2
+	NodeVersion = 3
 	NodeSize    = 4096
 	NodeSlots   = 32
 	NodeLease   = 100 * time.Millisecond
@@ -43,9 +43,12 @@ type NodeBlock struct {
 	LeaseNS   uint64              `c:"lease_ns"`
 	CreatedNS uint64              `c:"created_ns"`
 	Fixed     [4]uint32           `c:"fixed"`
-	Pad       uint64              `c:"pad"`
+	Gen       uint32              `c:"gen"`
+	Busy      uint32              `c:"busy"`
+	BeatNS    uint64              `c:"beat_ns"`
+	Pad       [56]byte            `c:"pad"`
 	Slots     [NodeSlots]NodeSlot `c:"slots"`
-	Rest      [1984]byte          `c:"rest"`
+	Rest      [1920]byte          `c:"rest"`
 }
 
 var _ [NodeSize - unsafe.Sizeof(NodeBlock{})]byte
@@ -170,6 +173,7 @@ func (n *Node) SetFixed(m [4]uint32) {
 	for i := range m {
 		atomic.StoreUint32(&n.b.Fixed[i], m[i])
 	}
+	atomic.AddUint32(&n.b.Gen, 1)
 }
 
 // Fixed is what SetFixed last set.
@@ -241,7 +245,9 @@ func (n *Node) Reclaim() int {
 			continue // its tenant runs
 		}
 		atomic.StoreUint32(&s.Busy, 0)
+		atomic.AndUint32(&n.b.Busy, ^(uint32(1) << i))
 		atomic.StoreUint32(&s.PID, 0)
+		atomic.AddUint32(&n.b.Gen, 1)
 		freed++
 		lk.Type = syscall.F_UNLCK
 		syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &lk)

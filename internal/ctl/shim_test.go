@@ -23,12 +23,12 @@ import (
 )
 
 // artifacts compiles the shim, the fake driver and the test programs once.
-func artifacts(t *testing.T) shimtest.Built { return shimtest.Build(t) }
+func artifacts(t testing.TB) shimtest.Built { return shimtest.Build(t) }
 
 // layout runs the C program that prints the headers' layouts: per struct
 // ("" for carve_ctl, "node", "slot"), each field's offset and size; the
 // fault codes; and the constants (in fields["const"], value in [0]).
-func layout(t *testing.T) (map[string]map[string][2]uintptr, map[uint32]string) {
+func layout(t testing.TB) (map[string]map[string][2]uintptr, map[uint32]string) {
 	out, err := exec.Command(artifacts(t).Layout).Output()
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func layout(t *testing.T) (map[string]map[string][2]uintptr, map[uint32]string) 
 }
 
 // compareLayout checks that typ mirrors the C struct c field by field.
-func compareLayout(t *testing.T, c map[string][2]uintptr, typ reflect.Type, size uintptr) {
+func compareLayout(t testing.TB, c map[string][2]uintptr, typ reflect.Type, size uintptr) {
 	t.Helper()
 	if c["sizeof"][0] != size || typ.Size() != size {
 		t.Fatalf("%s: sizes C %d, Go %d, const %d", typ, c["sizeof"][0], typ.Size(), size)
@@ -115,7 +115,13 @@ func TestConstantsMatchHeaders(t *testing.T) {
 		"CARVE_CTL_MAGIC": ctl.Magic, "CARVE_CTL_VERSION": ctl.Version, "CARVE_CTL_SIZE": ctl.Size,
 		"CARVE_NODE_MAGIC": ctl.NodeMagic, "CARVE_NODE_VERSION": ctl.NodeVersion, "CARVE_NODE_SIZE": ctl.NodeSize,
 		"CARVE_NODE_SLOTS": ctl.NodeSlots, "CARVE_NODE_LEASE_NS": uint64(ctl.NodeLease), "CARVE_NODE_QUIET_NS": uint64(ctl.NodeQuiet),
-		"CARVE_NODE_SLOT_LOCK(5)": uint64(ctl.NodeSlotLock(5)),
+		"CARVE_NODE_SLOT_LOCK(5)":        uint64(ctl.NodeSlotLock(5)),
+		"CARVE_FLAG_ALLOW_UNPARTITIONED": ctl.FlagAllowUnpartitioned, "CARVE_FLAG_ALL_SMS": ctl.FlagAllSMs,
+		"CARVE_FLAG_MPS": ctl.FlagMPS, "CARVE_FLAG_LS_OWN": ctl.FlagLSOwn,
+		"CARVE_STATE_NEW": ctl.StateNew, "CARVE_STATE_HOOKED": ctl.StateHooked,
+		"CARVE_STATE_UNHOOKED": ctl.StateUnhooked, "CARVE_STATE_NO_DRIVER": ctl.StateNoDriver,
+		"CARVE_CLASS_NONE": ctl.ClassNone, "CARVE_CLASS_LS": ctl.ClassLS, "CARVE_CLASS_BE": ctl.ClassBE,
+		"CARVE_TIDE_OFF": ctl.TideOff, "CARVE_TIDE_IDLE": ctl.TideIdle, "CARVE_TIDE_BUSY": ctl.TideBusy, "CARVE_TIDE_HELD": ctl.TideHeld,
 	} {
 		c, ok := fields["const"][name]
 		if !ok {
@@ -134,7 +140,7 @@ type proc struct {
 	stderr *strings.Builder
 }
 
-func (p *proc) launch(t *testing.T, version int) (mask [4]uint32, enable uint32) {
+func (p *proc) launch(t testing.TB, version int) (mask [4]uint32, enable uint32) {
 	t.Helper()
 	fmt.Fprintf(p.in, "launch %#x\n", version)
 	line, err := p.out.ReadString('\n')
@@ -152,7 +158,7 @@ func (p *proc) launch(t *testing.T, version int) (mask [4]uint32, enable uint32)
 }
 
 // wait closes stdin and returns the exit code.
-func (p *proc) wait(t *testing.T) int {
+func (p *proc) wait(t testing.TB) int {
 	t.Helper()
 	p.in.Close()
 	done := make(chan error, 1)
@@ -176,7 +182,7 @@ func (p *proc) wait(t *testing.T) int {
 // startExec starts the driver the way carve run does: the control block is
 // made for the pid first, then that same process execs into the program.
 // It returns with the program loaded (or exited, if the shim refused it).
-func startExec(t *testing.T, dir string, in ctl.Init, env ...string) (*proc, *ctl.Handle) {
+func startExec(t testing.TB, dir string, in ctl.Init, env ...string) (*proc, *ctl.Handle) {
 	t.Helper()
 	a := artifacts(t)
 	args := []string{"-c", `read x; exec env "$@"`, "sh", "LD_PRELOAD=" + a.Shim, "CARVE_CTL_DIR=" + dir, "CARVE_LIBCUDA=" + a.Fake}
@@ -206,7 +212,7 @@ func startExec(t *testing.T, dir string, in ctl.Init, env ...string) (*proc, *ct
 	return p, h
 }
 
-func (p *proc) ready(t *testing.T) {
+func (p *proc) ready(t testing.TB) {
 	t.Helper()
 	line, err := p.out.ReadString('\n')
 	if err != nil || line != "ready\n" {

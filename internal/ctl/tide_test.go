@@ -1,7 +1,9 @@
 package ctl_test
 
 import (
+	"bufio"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,7 +17,7 @@ import (
 var allLive = enableOnly(0, 1, 2, 3, 9, 10, 11, 12, 13, 14, 15, 16)
 
 // tideNode makes a node block in dir.
-func tideNode(t *testing.T, dir string) *ctl.Node {
+func tideNode(t testing.TB, dir string) *ctl.Node {
 	t.Helper()
 	n, err := ctl.OpenNode(dir, "node-test", live)
 	if err != nil {
@@ -25,13 +27,13 @@ func tideNode(t *testing.T, dir string) *ctl.Node {
 	return n
 }
 
-func startLS(t *testing.T, dir string) *proc {
+func startLS(t testing.TB, dir string) *proc {
 	p, _ := startExec(t, dir, ctl.Init{Mask: enableOnly(0, 1), Live: live, Class: ctl.ClassLS, Tide: ctl.Tide{Node: "node-test"}})
 	p.ready(t)
 	return p
 }
 
-func startBE(t *testing.T, dir string, tide ctl.Tide) (*proc, *ctl.Handle) {
+func startBE(t testing.TB, dir string, tide ctl.Tide) (*proc, *ctl.Handle) {
 	tide.Node = "node-test"
 	p, h := startExec(t, dir, ctl.Init{Mask: allLive, Live: live, Class: ctl.ClassBE, Tide: tide})
 	p.ready(t)
@@ -39,7 +41,7 @@ func startBE(t *testing.T, dir string, tide ctl.Tide) (*proc, *ctl.Handle) {
 }
 
 // burst launches n kernels and returns how long the launches took.
-func (p *proc) burst(t *testing.T, n int) time.Duration {
+func (p *proc) burst(t testing.TB, n int) time.Duration {
 	t.Helper()
 	got := p.ask(t, fmt.Sprintf("burst %d", n))
 	ms, err := strconv.ParseFloat(strings.TrimPrefix(got, "burst "), 64)
@@ -73,6 +75,9 @@ func TestLSBusyTracking(t *testing.T) {
 	if !ok || !s.Busy || s.Reserved != [4]uint32{0x3, 0, 0, 0} {
 		t.Fatalf("right after the launch: slot %+v (found %v), want busy, reserving TPC bits 0-1", s, ok)
 	}
+	if bits := n.BusyBits(); bits != 1<<s.Slot {
+		t.Errorf("node busy bits %#x while slot %d is busy", bits, s.Slot)
+	}
 	deadline := time.Now().Add(2 * time.Second)
 	for s.Busy && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
@@ -80,6 +85,9 @@ func TestLSBusyTracking(t *testing.T) {
 	}
 	if s.Busy || s.Requests != 1 || s.BusyTime < 15*time.Millisecond || s.BusyTime > 500*time.Millisecond {
 		t.Errorf("after the work: %+v, want idle, 1 request, busy about 20 ms", s)
+	}
+	if bits := n.BusyBits(); bits != 0 {
+		t.Errorf("node busy bits %#x with the tenant idle", bits)
 	}
 	p.wait(t)
 	if _, ok := busyOf(n, p.cmd.Process.Pid); ok {
@@ -99,12 +107,42 @@ func TestLSKeepsOffFixed(t *testing.T) {
 	if got := p.ask(t, "klaunch kernel"); got != want {
 		t.Errorf("LS launch beside fixed TPCs 9-10: %q, want %q", got, want)
 	}
+	n.SetFixed([4]uint32{1 << 11, 0, 0, 0}) // those ended, another began
+	want = maskLine([4]uint32{^live[0] | 1<<11, ^live[1], ^live[2], ^live[3]})
+	if got := p.ask(t, "klaunch kernel"); got != want {
+		t.Errorf("LS launch after fixed moved to TPC 11: %q, want %q", got, want)
+	}
+	other, _ := startExec(t, dir, ctl.Init{Mask: enableOnly(2, 3), Live: live, Class: ctl.ClassLS, Tide: ctl.Tide{Node: "node-test"}})
+	other.ready(t)
+	want = maskLine([4]uint32{^live[0] | 1<<11 | 1<<2 | 1<<3, ^live[1], ^live[2], ^live[3]})
+	if got := p.ask(t, "klaunch kernel"); got != want {
+		t.Errorf("LS launch beside a second LS tenant: %q, want %q", got, want)
+	}
+	other.wait(t)
+	p.wait(t)
+}
+
+// TestLSOwn: an LS tenant that keeps to its own TPCs borrows none, and
+// is still busy while its work is in flight.
+func TestLSOwn(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	p, _ := startExec(t, dir, ctl.Init{Mask: enableOnly(0, 1), Live: live, Class: ctl.ClassLS, Flags: ctl.FlagLSOwn,
+		Tide: ctl.Tide{Node: "node-test"}})
+	p.ready(t)
+	p.ask(t, "dur 20000")
+	if got, want := p.ask(t, "klaunch kernel"), maskLine(enableOnly(0, 1)); got != want {
+		t.Errorf("LS launch, own TPCs only: %q, want %q", got, want)
+	}
+	if s, ok := busyOf(n, p.cmd.Process.Pid); !ok || !s.Busy {
+		t.Errorf("slot %+v (found %v), want busy", s, ok)
+	}
 	p.wait(t)
 }
 
 // recentLS starts an LS tenant that has just served a request (busy, then
 // idle): BE tenants bound their queues for ctl.NodeQuiet after it.
-func recentLS(t *testing.T, dir string) *proc {
+func recentLS(t testing.TB, dir string) *proc {
 	t.Helper()
 	ls := startLS(t, dir)
 	ls.ask(t, "dur 1000")
@@ -227,6 +265,9 @@ func TestLeaseAfterLSDies(t *testing.T) {
 	if freed := n.Reclaim(); freed != 1 {
 		t.Errorf("Reclaim freed %d slots, want the dead tenant's", freed)
 	}
+	if bits := n.BusyBits(); bits != 0 {
+		t.Errorf("node busy bits %#x after the dead tenant's slot was freed", bits)
+	}
 }
 
 // TestBENeverStarved: with no share and LS work without end, a BE launch
@@ -271,7 +312,8 @@ func TestBEQueueBound(t *testing.T) {
 func TestManyThreads(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
-	ls := startLS(t, dir)
+	ls := recentLS(t, dir) // the BE's queue is bounded from the start
+	before, _ := busyOf(n, ls.cmd.Process.Pid)
 	be, h := startBE(t, dir, ctl.Tide{InflightMax: 8, Share: 0.5, Epoch: 5 * time.Millisecond})
 	ls.ask(t, "dur 200")
 	be.ask(t, "dur 200")
@@ -295,7 +337,7 @@ func TestManyThreads(t *testing.T) {
 	for {
 		s, _ := busyOf(n, ls.cmd.Process.Pid)
 		if !s.Busy {
-			if s.Requests == 0 {
+			if s.Requests == before.Requests {
 				t.Error("the LS tenant never became busy")
 			}
 			break
@@ -304,5 +346,62 @@ func TestManyThreads(t *testing.T) {
 			t.Fatalf("the LS tenant stayed busy after its 800 launches: %+v", s)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// BenchmarkLaunchCost: host time of one launch of an empty kernel through
+// the shim against the fake driver, per tenant class (go test -bench
+// LaunchCost ./internal/ctl). The driver's own cost is the fake's, so the
+// differences between cases are the shim's.
+func BenchmarkLaunchCost(b *testing.B) {
+	cases := []struct {
+		name  string
+		start func(b *testing.B, dir string) *proc
+	}{
+		{"no shim", func(b *testing.B, dir string) *proc {
+			a := artifacts(b)
+			cmd := exec.Command(a.Driver)
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "CARVE_LIBCUDA=" + a.Fake}
+			p := &proc{cmd: cmd, stderr: &strings.Builder{}}
+			p.in, _ = cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			cmd.Stderr = p.stderr
+			p.out = bufio.NewReader(stdout)
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			p.ready(b)
+			return p
+		}},
+		{"partition", func(b *testing.B, dir string) *proc {
+			p, _ := startExec(b, dir, ctl.Init{Mask: allLive, Live: live})
+			p.ready(b)
+			return p
+		}},
+		{"LS", func(b *testing.B, dir string) *proc { return startLS(b, dir) }},
+		{"BE, LS quiet", func(b *testing.B, dir string) *proc {
+			startLS(b, dir)
+			p, _ := startBE(b, dir, ctl.Tide{})
+			return p
+		}},
+		{"BE, LS recent", func(b *testing.B, dir string) *proc {
+			recentLS(b, dir)
+			p, _ := startBE(b, dir, ctl.Tide{InflightMax: 1 << 20})
+			return p
+		}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			dir := b.TempDir()
+			tideNode(b, dir)
+			p := c.start(b, dir)
+			p.ask(b, "dur 0")
+			p.burst(b, 1000) // warm
+			b.ResetTimer()
+			d := p.burst(b, b.N)
+			b.StopTimer()
+			b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "ns/launch")
+			p.wait(b)
+		})
 	}
 }

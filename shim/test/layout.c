@@ -22,13 +22,20 @@ int main(void)
 #define S(name) printf("slot.%s %zu %zu\n", #name, offsetof(struct carve_node_slot, name), sizeof(((struct carve_node_slot *)0)->name))
 	printf("node.sizeof %zu %zu\n", sizeof(struct carve_node), sizeof(struct carve_node));
 	printf("slot.sizeof %zu %zu\n", sizeof(struct carve_node_slot), sizeof(struct carve_node_slot));
-	N(magic); N(version); N(size); N(live); N(lease_ns); N(created_ns); N(fixed); N(pad); N(slots); N(rest);
+	N(magic); N(version); N(size); N(live); N(lease_ns); N(created_ns); N(fixed); N(gen); N(busy); N(beat_ns); N(pad); N(slots); N(rest);
 	S(pid); S(busy); S(start_ticks); S(beat_ns); S(busy_ns); S(busy_since_ns); S(reserved); S(requests);
 #define C(name, value) printf("const %s %llu\n", name, (unsigned long long)(value));
 	C("CARVE_CTL_MAGIC", CARVE_CTL_MAGIC); C("CARVE_CTL_VERSION", CARVE_CTL_VERSION); C("CARVE_CTL_SIZE", CARVE_CTL_SIZE);
 	C("CARVE_NODE_MAGIC", CARVE_NODE_MAGIC); C("CARVE_NODE_VERSION", CARVE_NODE_VERSION);
 	C("CARVE_NODE_SIZE", CARVE_NODE_SIZE); C("CARVE_NODE_SLOTS", CARVE_NODE_SLOTS);
 	C("CARVE_NODE_LEASE_NS", CARVE_NODE_LEASE_NS); C("CARVE_NODE_QUIET_NS", CARVE_NODE_QUIET_NS); C("CARVE_NODE_SLOT_LOCK(5)", CARVE_NODE_SLOT_LOCK(5));
+	C("CARVE_FLAG_ALLOW_UNPARTITIONED", CARVE_FLAG_ALLOW_UNPARTITIONED); C("CARVE_FLAG_ALL_SMS", CARVE_FLAG_ALL_SMS);
+	C("CARVE_FLAG_MPS", CARVE_FLAG_MPS); C("CARVE_FLAG_LS_OWN", CARVE_FLAG_LS_OWN);
+	C("CARVE_STATE_NEW", CARVE_STATE_NEW); C("CARVE_STATE_HOOKED", CARVE_STATE_HOOKED);
+	C("CARVE_STATE_UNHOOKED", CARVE_STATE_UNHOOKED); C("CARVE_STATE_NO_DRIVER", CARVE_STATE_NO_DRIVER);
+	C("CARVE_CLASS_NONE", CARVE_CLASS_NONE); C("CARVE_CLASS_LS", CARVE_CLASS_LS); C("CARVE_CLASS_BE", CARVE_CLASS_BE);
+	C("CARVE_TIDE_OFF", CARVE_TIDE_OFF); C("CARVE_TIDE_IDLE", CARVE_TIDE_IDLE);
+	C("CARVE_TIDE_BUSY", CARVE_TIDE_BUSY); C("CARVE_TIDE_HELD", CARVE_TIDE_HELD);
 #define FAULT(code, name) printf("faultcode %d %s\n", code, #name);
 	CARVE_FAULTS(FAULT)
 	return 0;
