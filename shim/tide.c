@@ -2,17 +2,21 @@
  * tide.c: latency-sensitive (LS) and best-effort (BE) tenants sharing the
  * GPU through the node block (carve_node.h).
  *
- * LS: a launch marks the tenant busy in its slot before it goes out, and
- * the stream it went to as having work. A thread of the shim (the poller)
- * asks the driver whether those streams are done, every ~10 us while the
- * tenant is busy, renewing the slot's heartbeat; when all are, it marks the
+ * LS: a launch counts itself in its stream (without a lock) and marks the
+ * tenant busy, in its slot and the node's busy bits, if it was not. A
+ * thread of the shim (the poller) asks the driver whether those streams are
+ * done, every ~10 us while the tenant is busy, renewing the heartbeat; it
+ * skips a stream launched into since its last look, so that it stays out of
+ * the driver while the tenant launches. When all are done, it marks the
  * tenant idle. Launches into a stream being captured into a graph run
  * nothing and are not counted; while a capture is under way the poller asks
  * nothing (a query could spoil the capture). The LS tenant's kernels run on
  * its partition and on every TPC that no other LS tenant reserved and no
- * partition outside tide holds (the node block's fixed TPCs).
+ * partition outside tide holds (the node block's fixed TPCs), or on its
+ * partition alone with CARVE_FLAG_LS_OWN.
  *
- * BE: before each launch the shim reads the slots. While an LS tenant is
+ * BE: before each launch the shim reads the node's busy bits, and the
+ * slots they name. While an LS tenant is
  * busy (with a heartbeat younger than the lease) the launch waits, except
  * for the BE's share of the time while LS work is in flight (a token
  * bucket over the epoch, spent at the BE's measured kernel time, so its
@@ -21,7 +25,8 @@
  * CARVE_NODE_QUIET_NS, the BE keeps at most inflight_max launches in flight
  * (counted by events recorded after some of them) and at most queue_us of
  * GPU time by its kernels' measured time, so that holding it back takes
- * effect within about one kernel. With no share, it still gets a launch after waiting an
+ * effect within about one kernel; otherwise it asks the driver about its
+ * queue once a millisecond and reads only the coarse clock. With no share, it still gets a launch after waiting an
  * epoch: it is never starved for good. Its waits yield the CPU for the
  * first 100 us and then nap 20 us at a time (the thread's timer slack set
  * to 1 us, or naps would last 50 us more), so that it follows the GPU

@@ -34,7 +34,8 @@ an LS tenant has work on the GPU, BE tenants are held back (but for
 kernels queued, and take the whole GPU again as soon as it is done. With no
 LS request for a second, BE queues are not bounded. A BE tenant's partition
 is all TPCs unless given; LS tenants borrow every TPC that no other LS
-tenant reserved and no plain partition holds.
+tenant reserved and no plain partition holds (--own: none, so that a BE with
+--be-share 1 runs on the rest beside them instead of waiting).
 
 Partitions do not overlap unless asked to: -n takes free TPCs and fails,
 saying how many are free, when too few are; -t and -g fail when they meet
