@@ -16,21 +16,21 @@
  * partition alone with CARVE_FLAG_LS_OWN.
  *
  * BE: before each launch the shim reads the node's busy bits, and the
- * slots they name. While an LS tenant is
- * busy (with a heartbeat younger than the lease) the launch waits, except
- * for the BE's share of the time while LS work is in flight (a token
- * bucket over the epoch, spent at the BE's measured kernel time, so its
- * DRAM traffic then is about share x its rate), and it runs off the LS
- * tenants' reserved TPCs. While some LS tenant has been busy in the last
- * CARVE_NODE_QUIET_NS, the BE keeps at most inflight_max launches in flight
- * (counted by events recorded after some of them) and at most queue_us of
- * GPU time by its kernels' measured time, so that holding it back takes
- * effect within about one kernel; otherwise it asks the driver about its
- * queue once a millisecond and reads only the coarse clock. With no share, it still gets a launch after waiting an
- * epoch: it is never starved for good. Its waits yield the CPU for the
- * first 100 us and then nap 20 us at a time (the thread's timer slack set
- * to 1 us, or naps would last 50 us more), so that it follows the GPU
- * closely enough to keep it fed.
+ * slots they name. While an LS tenant is busy (with a heartbeat younger
+ * than the lease) the launch waits, except for the BE's share of the time
+ * while LS work is in flight (a token bucket over the epoch, spent at the
+ * BE's measured kernel time, so its DRAM traffic then is about share x its
+ * rate), and it runs off the LS tenants' reserved TPCs. While some LS
+ * tenant has been busy in the last CARVE_NODE_QUIET_NS, the BE keeps at
+ * most inflight_max launches in flight (counted by events recorded after
+ * some of them) and at most queue_us of GPU time by its kernels' measured
+ * time, so that holding it back takes effect within about one kernel;
+ * otherwise it asks the driver about its queue once a millisecond and reads
+ * only the coarse clock. With no share, it still gets a launch after
+ * waiting an epoch: it is never starved for good. Its waits yield the CPU
+ * for the first 100 us and then nap 20 us at a time (the thread's timer
+ * slack set to 1 us, or naps would last 50 us more), so that it follows the
+ * GPU closely enough to keep it fed.
  *
  * Waiting happens in the launch wrappers, outside the driver, never in its
  * callback.
@@ -455,15 +455,13 @@ static void reap(int timed)
 	__atomic_store_n(&carve_block->kernel_us, (uint32_t)(kernel_ns / 1000), __ATOMIC_RELAXED);
 }
 
-/* spacing is how many launches apart events go under the bounds. */
-static uint64_t spacing(uint32_t k, uint32_t queue_us)
+/* bound is the bounds in launches, by the kernels' measured time (0: none). */
+static uint64_t bound(uint32_t k, uint32_t queue_us)
 {
 	uint64_t b = k, q = (uint64_t)queue_us * 1000 / (kernel_ns ? kernel_ns : 1);
 	if (queue_us && (!b || q < b))
-		b = q;
-	if (!b || b / 2 >= MARK)
-		return MARK;
-	return b / 2 ? b / 2 : 1;
+		b = q ? q : 1;
+	return b;
 }
 
 /* queue_full says whether one more launch would exceed the bounds. */
@@ -548,11 +546,14 @@ static void be_launch_before(void)
 			}
 		} else {
 			uint64_t since = start ? t : mono_ns();
-			every = spacing(k, queue_us);
+			uint64_t b = bound(k, queue_us);
+			every = !b || b / 2 >= MARK ? MARK : b / 2 ? b / 2 : 1;
 			if (queue_full(k, queue_us) || since - reaped_at >= REAP_NS) {
 				for (reap(1); queue_full(k, queue_us); reap(1)) {
-					if (head == tail || ring[(head - 1) % RING].count != launched)
-						mark(last_stream); /* the launches waited on have no event yet */
+					/* an event for the launches waited on, unless those
+					 * recorded will leave room when done */
+					if (head == tail ? launched != done_n : launched - ring[(head - 1) % RING].count >= b)
+						mark(last_stream);
 					pthread_mutex_unlock(&be_mu);
 					be_wait(since);
 					pthread_mutex_lock(&be_mu);
