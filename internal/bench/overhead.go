@@ -47,10 +47,11 @@ func (o OverheadOptions) Check() error {
 
 // Overhead measures, in worker processes, for each mechanism (none; carve;
 // MPS; MPS with an active-thread percentage; carve under MPS; a green
-// context; an LS and a BE tenant of carve tide, alone): the launch latency from just before cuLaunchKernel to the
-// kernel's first instruction (the GPU's %globaltimer related to the host
-// clock), the host time of the launch call, and the startup from just
-// before exec to the first kernel's start. Launch workers run in rounds
+// context; an LS and a BE tenant of carve tide, alone): the launch latency
+// from just before cuLaunchKernel to the kernel's first instruction (the
+// GPU's %globaltimer related to the host clock), the host time of the
+// launch call, and the startup from just before exec to the first kernel's
+// start. Launch workers run in rounds
 // that alternate the mechanisms, each pinned to o.CPU.
 func Overhead(e *Env, o OverheadOptions) (*report.Result, error) {
 	if err := o.Check(); err != nil {
