@@ -82,9 +82,10 @@ func OpenNode(dir, name string, live [4]uint32) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b := n.b; b.Magic != NodeMagic || b.Version != NodeVersion || int(b.Size) != NodeSize {
-		n.Close()
-		return nil, fmt.Errorf("node block %s: magic %#x version %d (carve and libcarve.so from different releases?)", path, b.Magic, b.Version)
+	if magic, version, size := n.b.Magic, n.b.Version, n.b.Size; magic != NodeMagic || version != NodeVersion || int(size) != NodeSize {
+		n.Close() // n.b is gone with it
+		return nil, fmt.Errorf("node block %s: magic %#x version %d, this carve's is %d (left by another release? "+
+			"with no LS or BE tenant running, remove it)", path, magic, version, NodeVersion)
 	}
 	return n, nil
 }

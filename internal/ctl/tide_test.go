@@ -3,6 +3,7 @@ package ctl_test
 import (
 	"bufio"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -403,5 +404,28 @@ func BenchmarkLaunchCost(b *testing.B) {
 			b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "ns/launch")
 			p.wait(b)
 		})
+	}
+}
+
+// TestNodeOfAnotherRelease: a node block of another layout is refused with
+// what to do, never mapped as this one.
+func TestNodeOfAnotherRelease(t *testing.T) {
+	dir := t.TempDir()
+	n, err := ctl.OpenNode(dir, "node-test", live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := n.Path
+	n.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[4] = ctl.NodeVersion - 1 // version: a uint16 at 4
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctl.OpenNode(dir, "node-test", live); err == nil || !strings.Contains(err.Error(), "remove it") {
+		t.Errorf("OpenNode of a version %d block: %v", ctl.NodeVersion-1, err)
 	}
 }
