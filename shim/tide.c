@@ -350,6 +350,7 @@ static int64_t tokens_ns;                    /* the share's bucket; below 0 afte
 /* when the bucket was last filled; a kernel's time (EWMA), until measured a
  * cautious 1 ms, so that a first burst does not fill the queue unseen */
 static uint64_t tokens_at, kernel_ns = 1000000;
+static int measured; /* kernel_ns has been measured */
 static uint64_t held_since, last_done;
 
 /* be_wait is one step of a BE wait that began at since. */
@@ -450,8 +451,11 @@ static void reap(int timed)
 	while (tail != head && event_query(ring[tail % RING].ev) != CUDA_ERROR_NOT_READY) {
 		uint64_t now = mono_ns(), from = ring[tail % RING].at > last_done ? ring[tail % RING].at : last_done;
 		uint64_t kernels = ring[tail % RING].count - done_n;
-		if (timed && now > from && kernels > 0)
-			kernel_ns = (3 * kernel_ns + (now - from) / kernels) / 4;
+		if (timed && now > from && kernels > 0) { /* the first replaces the guess */
+			uint64_t m = (now - from) / kernels;
+			kernel_ns = measured ? (3 * kernel_ns + m) / 4 : m;
+			measured = 1;
+		}
 		last_done = now;
 		done_n = ring[tail % RING].count;
 		tail++;
