@@ -439,19 +439,21 @@ static void ls_off(uint32_t off[4])
 /* reap counts the BE's launches known done (under be_mu). A kernel's time
  * is the time between two completions seen back to back with the queue
  * not empty between them (or from its launch, if that was later). It is
- * measured only if timed (while the queue is bounded) and the events were
- * last looked at less than 4 x REAP_NS ago: a completion seen late, after
- * the BE was held, would count the wait as kernel time, and the share,
- * spent at that time, would shrink with every such launch. */
+ * measured only if timed (while the queue is bounded) and the completion
+ * is known to within a quarter of the time measured (the events were last
+ * looked at that recently, or 4 x REAP_NS ago): a completion seen late,
+ * after the BE was held, would count the wait as kernel time, and the
+ * share, spent at that time, would shrink with every such launch. */
 static void reap(int timed)
 {
 	uint64_t prev = reaped_at;
 	reaped_at = mono_ns();
-	timed = timed && reaped_at - prev <= 4 * REAP_NS;
 	while (tail != head && event_query(ring[tail % RING].ev) != CUDA_ERROR_NOT_READY) {
 		uint64_t now = mono_ns(), from = ring[tail % RING].at > last_done ? ring[tail % RING].at : last_done;
 		uint64_t kernels = ring[tail % RING].count - done_n;
-		if (timed && now > from && kernels > 0) { /* the first replaces the guess */
+		uint64_t late = now - prev;
+		if (timed && now > from && kernels > 0 && (late <= 4 * REAP_NS || 4 * late <= now - from)) {
+			/* the first replaces the guess */
 			uint64_t m = (now - from) / kernels;
 			kernel_ns = measured ? (3 * kernel_ns + m) / 4 : m;
 			measured = 1;
