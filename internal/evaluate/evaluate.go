@@ -5,11 +5,9 @@
 package evaluate
 
 import (
-	"encoding/json"
 	"fmt"
 	"image/color"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -21,6 +19,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/carve-gpu/carve/internal/jsonfile"
 	"github.com/carve-gpu/carve/internal/model"
 	"github.com/carve-gpu/carve/internal/report"
 )
@@ -147,15 +146,8 @@ func (e *Evaluation) Summarize() {
 
 // Save writes DIR/evaluation.json and the plots.
 func (e *Evaluation) Save(dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	b, err := json.MarshalIndent(e, "", "  ")
+	path, err := jsonfile.Save(dir, "evaluation.json", e)
 	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "evaluation.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return "", err
 	}
 	return path, e.Plot(dir)
@@ -163,13 +155,9 @@ func (e *Evaluation) Save(dir string) (string, error) {
 
 // Load reads an evaluation saved by Save.
 func Load(path string) (*Evaluation, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var e Evaluation
-	if err := json.Unmarshal(b, &e); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := jsonfile.Load(path, &e); err != nil {
+		return nil, err
 	}
 	return &e, nil
 }

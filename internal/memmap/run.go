@@ -1,15 +1,14 @@
 package memmap
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
 
+	"github.com/carve-gpu/carve/internal/jsonfile"
 	"github.com/carve-gpu/carve/internal/stats"
 	"github.com/carve-gpu/carve/internal/topo"
 )
@@ -137,15 +136,8 @@ func Run(p *Probe, t *topo.Topology, o Options) (*Result, error) {
 // Save writes r as DIR/memmap.json, with the slices' interference map as
 // DIR/memmap.{png,svg} where r has one.
 func (r *Result) Save(dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	b, err := json.MarshalIndent(r, "", " ")
+	path, err := jsonfile.Save(dir, "memmap.json", r)
 	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "memmap.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return "", err
 	}
 	if r.Structure != nil {

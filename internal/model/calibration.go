@@ -1,11 +1,12 @@
 package model
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/carve-gpu/carve/internal/jsonfile"
 )
 
 // CalibrationFile is the name carve bench fit gives its calibration, in
@@ -43,13 +44,9 @@ func LoadCalibrated(dir, calibration string) (GPU, map[string]*Kernel, string, e
 		}
 		calibration = p
 	}
-	b, err := os.ReadFile(calibration)
-	if err != nil {
-		return g, nil, "", err
-	}
 	var c GPU
-	if err := json.Unmarshal(b, &c); err != nil {
-		return g, nil, "", fmt.Errorf("%s: %w", calibration, err)
+	if err := jsonfile.Load(calibration, &c); err != nil {
+		return g, nil, "", err
 	}
 	if c.N != g.N || c.SharedBW <= 0 {
 		return g, nil, "", fmt.Errorf("%s is no calibration for these profiles (%d SMs, shared bandwidth %g)", calibration, c.N, c.SharedBW)
@@ -60,13 +57,5 @@ func LoadCalibrated(dir, calibration string) (GPU, map[string]*Kernel, string, e
 
 // SaveCalibration writes g as DIR/calibration.json.
 func SaveCalibration(g GPU, dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	b, err := json.MarshalIndent(g, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(dir, CalibrationFile)
-	return p, os.WriteFile(p, append(b, '\n'), 0o644)
+	return jsonfile.Save(dir, CalibrationFile, g)
 }

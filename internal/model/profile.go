@@ -1,11 +1,10 @@
 package model
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
+	"github.com/carve-gpu/carve/internal/jsonfile"
 	"github.com/carve-gpu/carve/internal/stats"
 )
 
@@ -47,27 +46,13 @@ type Profile struct {
 }
 
 // Save writes the profile as DIR/KERNEL.json.
-func (p *Profile) Save(dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	b, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, p.Kernel+".json")
-	return path, os.WriteFile(path, b, 0o644)
-}
+func (p *Profile) Save(dir string) (string, error) { return jsonfile.Save(dir, p.Kernel+".json", p) }
 
 // Load reads a profile written by Save.
 func Load(path string) (*Profile, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var p Profile
-	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := jsonfile.Load(path, &p); err != nil {
+		return nil, err
 	}
 	if p.Kernel == "" || len(p.Sizes) == 0 {
 		return nil, fmt.Errorf("%s is not a carve profile (no kernel or no sizes)", path)

@@ -6,11 +6,9 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
+	"github.com/carve-gpu/carve/internal/jsonfile"
 	"github.com/carve-gpu/carve/internal/stats"
 )
 
@@ -46,27 +44,13 @@ type Result struct {
 }
 
 // Save writes r as DIR/NAME.json.
-func (r *Result) Save(dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(dir, r.Benchmark+".json")
-	return p, os.WriteFile(p, b, 0o644)
-}
+func (r *Result) Save(dir string) (string, error) { return jsonfile.Save(dir, r.Benchmark+".json", r) }
 
 // Load reads a result saved by Save.
 func Load(path string) (*Result, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var r Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := jsonfile.Load(path, &r); err != nil {
+		return nil, err
 	}
 	if r.Benchmark == "" {
 		return nil, fmt.Errorf("%s is not a carve benchmark result (no benchmark name)", path)
