@@ -5,22 +5,12 @@
 # (bin/ built: carve, libcarve.so, dra.test or dra.test.gz).
 set -u
 OUT=$(realpath "${1:?usage: run.sh OUT}")
-mkdir -p "$OUT"
-E=$(dirname "$(realpath "$0")")
-ROOT=$(realpath "$E/../..")
-W=$(mktemp -d /tmp/carve-dra.XXXX)
-export CARVE_CACHE_DIR=$W/cache CARVE_RUNTIME_DIR=$W/rt CARVE_MPS_DIR=$W/mps
-C=$ROOT/bin/carve
-exec > >(tee -a "$OUT/log.txt") 2>&1
-trap '"$C" mps stop 2>/dev/null; rm -rf "$W"' EXIT
-step() { echo "== $* ($(date -u +%T))"; }
+. "$(dirname "$(realpath "$0")")/../common.sh" dra
+: "${TO:=120}"
 
-step device
-nvidia-smi --query-gpu=name,uuid,driver_version --format=csv | tee "$OUT/device.txt"
-date -u +%FT%TZ >>"$OUT/device.txt"
+device
 id -u
 nvcc -O2 -arch=sm_90 -o "$W/tenant" "$E/tenant.cu" || exit 1
-timeout 120 "$C" topo >"$OUT/topo.txt" 2>&1
 "$C" mps start || exit 1
 
 step TestGPUClaims

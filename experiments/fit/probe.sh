@@ -8,22 +8,10 @@
 # costs. Usage: probe.sh OUT (bin/ built: carve, libcarve.so, *.test).
 set -u
 OUT=$(realpath "${1:?usage: probe.sh OUT}")
-mkdir -p "$OUT"
-E=$(dirname "$(realpath "$0")")
-ROOT=$(realpath "$E/../..")
-W=$(mktemp -d /tmp/carve-fit.XXXX)
-export CARVE_CACHE_DIR=$W/cache CARVE_RUNTIME_DIR=$W/rt CARVE_MPS_DIR=$W/mps PYTHONUNBUFFERED=1
-C=$ROOT/bin/carve
-exec > >(tee -a "$OUT/log.txt") 2>&1
-trap '"$C" mps stop 2>/dev/null; rm -rf "$W"' EXIT
-T() { timeout "${TO:-150}" "$@"; }
-step() { echo "== $* ($(date -u +%T))"; }
+. "$(dirname "$(realpath "$0")")/../common.sh" fit
 
-step device
-nvidia-smi --query-gpu=name,uuid,driver_version --format=csv | tee "$OUT/device.txt"
-date -u +%FT%TZ >>"$OUT/device.txt"
+device
 nvcc -O2 -arch=sm_90 -o "$W/fault" "$E/fault.cu" || exit 1
-T "$C" topo >"$OUT/topo.txt" 2>&1
 
 step sanity: PyTorch under carve run
 T "$C" run -n 16 -- python3 -c "import torch; print('sms', torch.cuda.get_device_properties(0).multi_processor_count, 'sum', (torch.ones(4, device='cuda') * 2).sum().item())"

@@ -1,17 +1,11 @@
-# Shared setup of the experiment scripts, sourced by them: a scratch
-# directory, carve's state kept inside it, the shim and the test programs
+# Shared setup of the partitioning scripts, sourced by them: the start all
+# experiment scripts share (../common.sh), the shim and the test programs
 # built, and helpers to record results (one JSON object per line in $R).
 OUT=$(realpath "${1:?usage: $(basename "$0") OUTDIR}")
-mkdir -p "$OUT"
-E=$(dirname "$(realpath "${BASH_SOURCE[0]}")")
-ROOT=$(realpath "$E/../..")
-W=$(mktemp -d /tmp/carve-exp.XXXX)
-export CARVE_CACHE_DIR=$W/cache CARVE_RUNTIME_DIR=$W/rt CARVE_MPS_DIR=$W/mps PYTHONUNBUFFERED=1
-CARVE="$ROOT/bin/carve"
+. "$(dirname "${BASH_SOURCE[0]}")/../common.sh" exp
+CARVE=$C
 R=$OUT/results.jsonl
 : >"$R"
-exec > >(tee -a "$OUT/log.txt") 2>&1
-trap '"$CARVE" mps stop 2>/dev/null; rm -rf "$W"' EXIT
 T() { timeout 300 "$@"; }
 note() { printf '{"step":"%s",%s}\n' "$1" "$2" >>"$R"; }
 

@@ -7,23 +7,12 @@
 set -u
 OUT=$(realpath "${1:?usage: run.sh OUT [serve flags]}")
 shift
-mkdir -p "$OUT"
-E=$(dirname "$(realpath "$0")")
-ROOT=$(realpath "$E/../..")
-W=$(mktemp -d /tmp/carve-tide.XXXX)
-export CARVE_CACHE_DIR=$W/cache CARVE_RUNTIME_DIR=$W/rt CARVE_MPS_DIR=$W/mps PYTHONUNBUFFERED=1
-C=$ROOT/bin/carve
-exec > >(tee -a "$OUT/log.txt") 2>&1
-trap '"$C" mps stop 2>/dev/null; rm -rf "$W"' EXIT
-T() { timeout "${TO:-120}" "$@"; }
-step() { echo "== $* ($(date -u +%T))"; }
+. "$(dirname "$(realpath "$0")")/../common.sh" tide
+: "${TO:=120}"
 
-step device
-nvidia-smi --query-gpu=name,uuid,driver_version --format=csv | tee "$OUT/device.txt"
-date -u +%FT%TZ >>"$OUT/device.txt"
+device
 nvcc -O2 -arch=sm_90 -o "$W/react" "$E/react.cu" || exit 1
 nvcc -O2 -arch=sm_90 -o "$W/fault" "$ROOT/experiments/fit/fault.cu" || exit 1
-T "$C" topo >"$OUT/topo.txt" 2>&1
 { cat /sys/devices/system/clocksource/clocksource0/current_clocksource; "$W/react" clock 200; "$W/react" coarse 200; } >"$OUT/clock.txt" 2>&1
 "$C" mps start
 
