@@ -129,7 +129,13 @@ struct carve_ctl {
 	uint64_t requests;       /* 616: LS: times it went from idle to busy */
 	uint32_t queue_us;       /* 624: BE policy: predicted GPU time in flight at most, us, 0 = no bound */
 	uint32_t kernel_us;      /* 628: BE status: its kernels' time, as measured (EWMA) */
-	uint64_t tide_reserved[49]; /* 632 .. 1024 */
+	/* BE policy, written once by carve run: the TPCs (enable bits) its
+	 * launches keep to while LS work is in flight, chosen off every LS
+	 * tenant's and plain partition's TPCs, which LS tenants keep off in
+	 * turn (carve_node.h's fixed); all zero: none, it then runs off the
+	 * busy LS tenants' reserved TPCs */
+	uint32_t floor[CARVE_MASK_WORDS]; /* 632 */
+	uint64_t tide_reserved[47]; /* 648 .. 1024 */
 };
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L

@@ -19,9 +19,10 @@
  * GPU (busy) and a heartbeat (beat_ns) while it has.
  * An LS tenant's launches spread over every live TPC but those other LS
  * tenants reserved and those in fixed: the TPCs of the GPU's partitions
- * that are neither LS nor BE, which tide never takes. carve writes fixed
- * under the placement lock after each placement, move or release, and
- * carve daemon every second, so a partition that ended leaves it then.
+ * that are neither LS nor BE, which tide never takes, and the BE tenants'
+ * floors (carve_ctl.h's floor). carve writes fixed under the placement
+ * lock after each placement, move or release, and carve daemon every
+ * second, so a partition that ended leaves it then.
  * A BE tenant's shim reads busy before each launch, and the slots it names:
  * it counts an LS tenant as busy only while its heartbeat is younger than
  * lease_ns, so a tenant that dies mid-request holds no one back for longer
@@ -63,7 +64,7 @@ struct carve_node {
 	uint32_t live[4];        /*   8: live TPC bits of the GPU */
 	uint64_t lease_ns;       /*  24 */
 	uint64_t created_ns;     /*  32 */
-	uint32_t fixed[4];       /*  40: TPCs of partitions neither LS nor BE, as enable bits */
+	uint32_t fixed[4];       /*  40: TPCs of partitions neither LS nor BE and of BE floors, as enable bits */
 	uint32_t gen;            /*  56: bumped after a change to fixed or to a slot's pid or reserved */
 	uint32_t busy;           /*  60: bit i set while slot i's busy is */
 	/* on a line of its own: written every heartbeat, read by BE tenants

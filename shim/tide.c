@@ -20,7 +20,9 @@
  * than the lease) the launch waits, except for the BE's share of the time
  * while LS work is in flight (a token bucket over the epoch, spent at the
  * BE's measured kernel time, so its DRAM traffic then is about share x its
- * rate), and it runs off the LS tenants' reserved TPCs. While some LS
+ * rate), and it runs off the LS tenants' reserved TPCs, or on its floor if
+ * it has one (TPCs that LS tenants keep off: its traffic then is what that
+ * many TPCs draw, and it never holds an SM the LS tenants use). While some LS
  * tenant has been busy in the last CARVE_NODE_QUIET_NS, the BE keeps at
  * most inflight_max launches in flight (counted by events recorded after
  * some of them) and at most queue_us of GPU time by its kernels' measured
@@ -498,6 +500,8 @@ static int may_run_narrow(uint64_t now, uint32_t share_ppm, uint64_t epoch)
 		tokens_ns = cap;
 	if (share_ppm == 0) /* no share: a launch after an epoch held */
 		return held_since && now - held_since >= epoch;
+	if (share_ppm >= 1000000) /* all the time: never held */
+		return 1;
 	int64_t cost = (int64_t)kernel_ns;
 	if (tokens_ns < (cost < cap ? cost : cap))
 		return 0;
@@ -634,7 +638,16 @@ void carve_tide_mask(uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_
 			m[w] = (off[w] & ~own) | ~live[w];
 		}
 	} else if (tide_narrow) {
-		ls_busy(off, NULL); /* off the reserved TPCs of busy LS tenants */
+		/* on its floor, if it has one, within its partition; else off
+		 * the reserved TPCs of busy LS tenants */
+		uint32_t floor[4], any = 0;
+		for (int w = 0; w < 4; w++)
+			any |= floor[w] = __atomic_load_n(&carve_block->floor[w], __ATOMIC_RELAXED);
+		if (any)
+			for (int w = 0; w < 4; w++)
+				off[w] = ~floor[w];
+		else
+			ls_busy(off, NULL);
 		for (int w = 0; w < 4; w++)
 			m[w] = mask[w] | off[w];
 	} else {

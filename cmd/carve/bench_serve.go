@@ -53,7 +53,7 @@ and the BE's throughput, with a plot of LS p99 against BE throughput.`,
 	c.Flags().IntVar(&o.LSTPCs, "ls-tpcs", 16, "the LS's reserved TPCs under carve tide")
 	c.Flags().IntSliceVar(&o.StaticSplits, "static-splits", []int{16, 33}, "the LS's TPCs under carve static, a point each (the BE gets the rest)")
 	c.Flags().IntSliceVar(&o.MPSSplits, "mps-splits", []int{25, 50}, "the LS's MPS active-thread percentages (the BE gets the rest)")
-	c.Flags().StringSliceVar(&tide, "tide", []string{"8:300us:0.05", "2:0s:0"}, "carve tide settings, INFLIGHT:QUEUE:SHARE[:LS_TPCS[:own]] (see carve run --inflight, --queue, --be-share, -n, --own)")
+	c.Flags().StringSliceVar(&tide, "tide", []string{"8:300us:0.05", "2:0s:0"}, "carve tide settings, "+tideForm+" (see carve run --inflight, --queue, --be-share, -n, --own, --be-floor)")
 	c.Flags().BoolVar(&o.Idle, "idle", true, "also measure each tide setting's BE beside an LS tenant that gets no request")
 	c.Flags().StringSliceVar(&o.Mechanisms, "mechanisms", bench.ServeMechanisms, "what to compare: "+strings.Join(bench.ServeMechanisms, ", "))
 	c.Flags().StringVar(&o.Python, "python", "python3", "the Python with PyTorch and torchvision (and transformers for bert)")
@@ -73,12 +73,15 @@ func parseFloats(xs []string) ([]float64, error) {
 	return out, nil
 }
 
+// tideForm is how a --tide setting is written.
+const tideForm = "INFLIGHT:QUEUE:SHARE[:LS_TPCS][:own][:floor=N]"
+
 func parseTide(xs []string) ([]bench.TideSetting, error) {
 	var out []bench.TideSetting
 	for _, x := range xs {
 		f := strings.Split(x, ":")
-		bad := fmt.Errorf("tide setting %q: want INFLIGHT:QUEUE:SHARE[:LS_TPCS[:own]], e.g. 8:300us:0.05 or 8:300us:1:50:own", x)
-		if len(f) < 3 || len(f) > 5 {
+		bad := fmt.Errorf("tide setting %q: want %s, e.g. 8:300us:0.05, 8:300us:1:50:own or 8:300us:1:floor=8", x, tideForm)
+		if len(f) < 3 || len(f) > 6 {
 			return nil, bad
 		}
 		n, err1 := strconv.Atoi(f[0])
@@ -88,16 +91,21 @@ func parseTide(xs []string) ([]bench.TideSetting, error) {
 			return nil, bad
 		}
 		t := bench.TideSetting{Inflight: n, Queue: q, Share: v}
-		if len(f) > 3 {
-			if t.LSTPCs, err1 = strconv.Atoi(f[3]); err1 != nil || t.LSTPCs < 1 {
+		for i, opt := range f[3:] {
+			var err error
+			if fl, ok := strings.CutPrefix(opt, "floor="); ok && t.Floor == 0 {
+				if t.Floor, err = strconv.Atoi(fl); err != nil || t.Floor < 1 {
+					return nil, bad
+				}
+			} else if opt == "own" && !t.Own {
+				t.Own = true
+			} else if i == 0 {
+				if t.LSTPCs, err = strconv.Atoi(opt); err != nil || t.LSTPCs < 1 {
+					return nil, bad
+				}
+			} else {
 				return nil, bad
 			}
-		}
-		if len(f) > 4 {
-			if f[4] != "own" {
-				return nil, bad
-			}
-			t.Own = true
 		}
 		out = append(out, t)
 	}

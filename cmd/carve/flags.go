@@ -58,18 +58,21 @@ func (f *tideFlags) add(c *cobra.Command) {
 	c.Flags().DurationVar(&f.tide.Queue, "queue", d.Queue, "BE: GPU time in flight at most, by its kernels' measured time (0: no bound)")
 	c.Flags().Float64Var(&f.tide.Share, "be-share", d.Share, "BE: share of the time it may still run while LS work is in flight, off the LS tenants' TPCs (0: only after waiting an epoch)")
 	c.Flags().DurationVar(&f.tide.Epoch, "epoch", d.Epoch, "BE: the period --be-share is counted over")
+	c.Flags().IntVar(&f.tide.Floor, "be-floor", d.Floor, "BE: TPCs it keeps to while LS work is in flight, which LS tenants keep off (0: all but the busy LS tenants'); with --be-share 1 it runs there all the while, its memory traffic bounded by its TPCs")
 }
 
 // class checks the flags and returns the tenant's class.
 func (f *tideFlags) class() (uint32, error) {
 	if err := f.tide.Check(); err != nil {
-		return 0, fmt.Errorf("--inflight, --queue, --be-share, --epoch: %w", err)
+		return 0, fmt.Errorf("--inflight, --queue, --be-share, --epoch, --be-floor: %w", err)
 	}
 	switch {
 	case f.ls && f.be:
 		return 0, errors.New("--ls and --be exclude each other")
 	case f.own && !f.ls:
 		return 0, errors.New("--own is for LS tenants (--ls)")
+	case f.tide.Floor > 0 && !f.be:
+		return 0, errors.New("--be-floor is for BE tenants (--be)")
 	case f.ls:
 		return ctl.ClassLS, nil
 	case f.be:

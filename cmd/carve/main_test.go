@@ -96,8 +96,13 @@ func TestErrors(t *testing.T) {
 		{[]string{"top", "--interval", "1ms"}, "--interval: at least 10ms"},
 		{[]string{"bench", "serve", "--ls", "vgg:graph"}, `LS "vgg:graph"`},
 		{[]string{"bench", "serve", "--tide", "8:0.05"}, "want INFLIGHT:QUEUE:SHARE"},
-		{[]string{"bench", "serve", "--tide", "8:300us:1:50:mine"}, "want INFLIGHT:QUEUE:SHARE[:LS_TPCS[:own]]"},
-		{[]string{"bench", "serve", "--tide", "8:300us:1:0"}, "want INFLIGHT:QUEUE:SHARE[:LS_TPCS[:own]]"},
+		{[]string{"bench", "serve", "--tide", "8:300us:1:50:mine"}, "want " + tideForm},
+		{[]string{"bench", "serve", "--tide", "8:300us:1:0"}, "want " + tideForm},
+		{[]string{"bench", "serve", "--tide", "8:300us:1:floor=0"}, "want " + tideForm},
+		{[]string{"bench", "serve", "--tide", "8:300us:1:own:50"}, "want " + tideForm},
+		{[]string{"bench", "serve", "--tide", "8:300us:1:own:own"}, "want " + tideForm},
+		{[]string{"run", "--be-floor", "4", "-n", "4", "--", "true"}, "--be-floor is for BE tenants"},
+		{[]string{"run", "--be", "--be-floor", "-1", "--", "true"}, "floor -1 TPCs"},
 		{[]string{"bench", "serve", "--rates", "fast"}, `"fast": want a number`},
 	} {
 		_, _, err := carve(t, tc.args...)
@@ -238,9 +243,11 @@ func TestBenchReport(t *testing.T) {
 }
 
 func TestParseTide(t *testing.T) {
-	got, err := parseTide([]string{"8:300us:0.05", "4:0s:1:50:own"})
+	got, err := parseTide([]string{"8:300us:0.05", "4:0s:1:50:own", "8:300us:1:floor=8", "2:0s:0.5:20:floor=4"})
 	want := []bench.TideSetting{{Inflight: 8, Queue: 300 * time.Microsecond, Share: 0.05},
-		{Inflight: 4, Share: 1, LSTPCs: 50, Own: true}}
+		{Inflight: 4, Share: 1, LSTPCs: 50, Own: true},
+		{Inflight: 8, Queue: 300 * time.Microsecond, Share: 1, Floor: 8},
+		{Inflight: 2, Share: 0.5, LSTPCs: 20, Floor: 4}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("parseTide: %+v, %v; want %+v", got, err, want)
 	}

@@ -30,12 +30,15 @@ preloaded and applies the partition to each kernel launch in the driver.
 
 With --ls and --be, tenants share the GPU over time as well ("tide"): while
 an LS tenant has work on the GPU, BE tenants are held back (but for
---be-share of the time, off the LS tenants' TPCs), keep at most --inflight
-kernels queued, and take the whole GPU again as soon as it is done. With no
-LS request for a second, BE queues are not bounded. A BE tenant's partition
-is all TPCs unless given; LS tenants borrow every TPC that no other LS
-tenant reserved and no plain partition holds (--own: none, so that a BE with
---be-share 1 runs on the rest beside them instead of waiting).
+--be-share of the time, off the LS tenants' TPCs, or on their --be-floor),
+keep at most --inflight kernels queued, and take the whole GPU again as soon
+as it is done. With no LS request for a second, BE queues are not bounded.
+A BE tenant's partition is all TPCs unless given; LS tenants borrow every
+TPC that no other LS tenant reserved, no plain partition holds and no BE
+floor takes (--own: none, so that a BE with --be-share 1 runs on the rest
+beside them instead of waiting). A BE floor is a few TPCs placed like a
+partition, so that the BE runs on while LS work is in flight, drawing only
+the memory bandwidth those TPCs can.
 
 Partitions do not overlap unless asked to: -n takes free TPCs and fails,
 saying how many are free, when too few are; -t and -g fail when they meet

@@ -28,19 +28,21 @@ import (
 	"github.com/carve-gpu/carve/internal/workload"
 )
 
-// TideSetting is one policy carve tide is measured with: the BE's bounds
-// and share, and the LS's reserved TPCs (0: ServeOptions.LSTPCs) and
+// TideSetting is one policy carve tide is measured with: the BE's bounds,
+// share and floor, and the LS's reserved TPCs (0: ServeOptions.LSTPCs) and
 // whether it keeps to them (carve run --own).
 type TideSetting struct {
 	Inflight int
 	Queue    time.Duration
 	Share    float64
+	Floor    int
 	LSTPCs   int
 	Own      bool
 }
 
 func (t TideSetting) beFlags() []string {
-	return []string{"--be", fmt.Sprintf("--inflight=%d", t.Inflight), "--queue=" + t.Queue.String(), fmt.Sprintf("--be-share=%g", t.Share)}
+	return []string{"--be", fmt.Sprintf("--inflight=%d", t.Inflight), "--queue=" + t.Queue.String(), fmt.Sprintf("--be-share=%g", t.Share),
+		fmt.Sprintf("--be-floor=%d", t.Floor)}
 }
 
 func (t TideSetting) lsFlags(tpcs int) []string {
@@ -53,6 +55,9 @@ func (t TideSetting) lsFlags(tpcs int) []string {
 
 func (t TideSetting) String() string {
 	s := fmt.Sprintf("%d in flight, %v queued, share %g", t.Inflight, t.Queue, t.Share)
+	if t.Floor > 0 {
+		s += fmt.Sprintf(" on %d TPCs", t.Floor)
+	}
 	if t.LSTPCs > 0 {
 		s += fmt.Sprintf(", LS %d TPCs", t.LSTPCs)
 	}

@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"sort"
@@ -105,7 +106,8 @@ type Block struct {
 	Requests     uint64     `c:"requests"`
 	QueueUS      uint32     `c:"queue_us"`
 	KernelUS     uint32     `c:"kernel_us"`
-	TideReserved [49]uint64 `c:"tide_reserved"`
+	Floor        [4]uint32  `c:"floor"`
+	TideReserved [47]uint64 `c:"tide_reserved"`
 }
 
 var _ [Size - unsafe.Sizeof(Block{})]byte // Block is exactly Size bytes
@@ -195,14 +197,16 @@ type Init struct {
 	Live   [4]uint32
 	SMs    int // of the partition
 	Flags  uint32
-	Class  uint32 // ClassNone, ClassLS or ClassBE
-	Tide   Tide   // for LS and BE tenants
+	Class  uint32    // ClassNone, ClassLS or ClassBE
+	Tide   Tide      // for LS and BE tenants
+	Floor  [4]uint32 // a BE tenant's floor TPCs (enable bits), chosen for Tide.Floor
 	Comm   []string
 }
 
 // Tide is an LS or BE tenant's policy. For a BE tenant: launches in
 // flight at most (0: no bound), the share of the time it may run while LS
-// work is in flight, and the period that share is counted over. Node names
+// work is in flight, the period that share is counted over, and how many
+// TPCs it keeps to then (its floor; 0: all but the busy LS tenants'). Node names
 // the GPU's node block in the runtime directory (NodeName of its UUID); carve
 // records it for every partition, so that it also says which GPU a
 // partition is on.
@@ -212,6 +216,7 @@ type Tide struct {
 	Queue       time.Duration `json:"queue"` // predicted GPU time in flight at most (0: no bound)
 	Share       float64       `json:"share"`
 	Epoch       time.Duration `json:"epoch"`
+	Floor       int           `json:"floor"` // TPCs
 }
 
 // DefaultTide is a BE tenant's policy unless told otherwise.
@@ -228,6 +233,8 @@ func (t Tide) Check() error {
 		return fmt.Errorf("queue %v: want 0 (no bound) to an hour", t.Queue)
 	case t.Epoch < time.Millisecond || t.Epoch > time.Hour:
 		return fmt.Errorf("epoch %v: want 1ms to an hour", t.Epoch)
+	case t.Floor < 0 || t.Floor > 128:
+		return fmt.Errorf("floor %d TPCs: want 0 (none) to the GPU's TPCs", t.Floor)
 	}
 	return nil
 }
@@ -272,6 +279,7 @@ func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
 	copy(b.Node[:len(b.Node)-1], in.Tide.Node)
 	b.InflightMax, b.SharePPM, b.EpochNS = uint32(in.Tide.InflightMax), uint32(in.Tide.Share*1e6), uint64(in.Tide.Epoch)
 	b.QueueUS = uint32(in.Tide.Queue.Microseconds())
+	b.Floor = in.Floor
 	if err := os.Rename(tmp, path); err != nil {
 		h.Close()
 		os.Remove(tmp)
@@ -329,6 +337,7 @@ type Snapshot struct {
 	Class      uint32
 	Gen        uint64
 	Mask, Live [4]uint32
+	Floor      [4]uint32 // a BE tenant's floor TPCs, as enable bits
 	SMs        int
 	State      uint32
 	TMDVersion uint32
@@ -435,6 +444,10 @@ func (h *Handle) Snapshot() Snapshot {
 	s.Tide = Tide{Node: string(node), InflightMax: int(atomic.LoadUint32(&b.InflightMax)),
 		Queue: time.Duration(atomic.LoadUint32(&b.QueueUS)) * time.Microsecond,
 		Share: float64(atomic.LoadUint32(&b.SharePPM)) / 1e6, Epoch: time.Duration(atomic.LoadUint64(&b.EpochNS))}
+	s.Floor = b.Floor // written once, before the block is published
+	for _, w := range s.Floor {
+		s.Tide.Floor += bits.OnesCount32(w)
+	}
 	s.TideStatus = TideStatus{State: atomic.LoadUint32(&b.TideState), Inflight: int(atomic.LoadUint32(&b.Inflight)),
 		Held: time.Duration(atomic.LoadUint64(&b.HeldNS)), HeldLaunches: atomic.LoadUint64(&b.HeldLaunches),
 		NarrowLaunch: atomic.LoadUint64(&b.NarrowLaunch), Busy: time.Duration(atomic.LoadUint64(&b.BusyNS)),

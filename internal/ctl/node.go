@@ -167,9 +167,9 @@ func (n *Node) Close() error { return syscall.Munmap(n.mem) }
 // Live is the GPU's live TPC bits.
 func (n *Node) Live() [4]uint32 { return n.b.Live }
 
-// SetFixed sets the TPCs (enable bits) of the GPU's partitions that are
-// neither LS nor BE, which LS tenants' launches keep off. Call it under
-// the placement lock.
+// SetFixed sets the TPCs (enable bits) that LS tenants' launches keep off:
+// those of the GPU's partitions that are neither LS nor BE, and the BE
+// tenants' floors. Call it under the placement lock.
 func (n *Node) SetFixed(m [4]uint32) {
 	for i := range m {
 		atomic.StoreUint32(&n.b.Fixed[i], m[i])

@@ -226,6 +226,39 @@ func TestBEShare(t *testing.T) {
 	}
 }
 
+// TestBEFloor: a BE tenant with a floor launches there while LS work is
+// in flight, on its whole partition while none is, and on its partition
+// if it has been moved off its floor (a mask outside it would break the
+// partition).
+func TestBEFloor(t *testing.T) {
+	dir := t.TempDir()
+	tideNode(t, dir)
+	ls := startLS(t, dir)
+	be, h := startExec(t, dir, ctl.Init{Mask: allLive, Live: live, Class: ctl.ClassBE, Floor: [4]uint32{1<<15 | 1<<16},
+		Tide: ctl.Tide{Node: "node-test", Share: 1, Epoch: 20 * time.Millisecond}})
+	be.ready(t)
+	if got := h.Snapshot().Tide.Floor; got != 2 {
+		t.Errorf("snapshot's floor: %d TPCs, want 2", got)
+	}
+	if got := be.ask(t, "klaunch kernel"); got != maskLine(allLive) {
+		t.Errorf("BE launch with the LS idle: %q, want its whole partition", got)
+	}
+	ls.ask(t, "dur 2000000")
+	ls.ask(t, "klaunch kernel") // 2 s of LS work
+	if got, want := be.ask(t, "klaunch kernel"), maskLine(enableOnly(15, 16)); got != want {
+		t.Errorf("BE launch while LS work is in flight: %q, want its floor %q", got, want)
+	}
+	if _, err := h.SetMask(enableOnly(9, 10, 11), 6); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := be.ask(t, "klaunch kernel"), maskLine(enableOnly(9, 10, 11)); got != want {
+		t.Errorf("BE moved off its floor, launching while LS work is in flight: %q, want its partition %q", got, want)
+	}
+	if st := h.Snapshot().TideStatus; st.NarrowLaunch != 2 || st.HeldLaunches != 0 {
+		t.Errorf("BE status %+v, want two launches while LS work was in flight, none held", st)
+	}
+}
+
 // TestBEShareBudget: while LS work is in flight, a BE tenant gets about
 // its share of the time, counted at its kernels' measured time: with 5 ms
 // kernels and a share of a quarter, about one launch every 20 ms.

@@ -78,6 +78,7 @@ type Holder struct {
 	Command   []string
 	TPCs      partition.Set
 	Class     uint32
+	Floor     partition.Set // a BE tenant's floor, which others keep off
 }
 
 // OnGPU says whether a block's partition is on GPU t: by the GPU's node
@@ -117,6 +118,7 @@ func Holders(dir string, t *topo.Topology) ([]Holder, error) {
 		h := &out[i]
 		h.PIDs = append(h.PIDs, e.PID)
 		h.TPCs = h.TPCs.Union(set)
+		h.Floor = h.Floor.Union(partition.FromMask(t, topo.Mask(e.Floor).Not()))
 		if e.PID == e.Tenant || h.Command == nil {
 			h.Command = e.Command
 		}
@@ -181,7 +183,13 @@ func chooseFor(t *topo.Topology, s partition.Spec, holders []Holder, tenant int,
 	var busy partition.Set
 	var others []Holder
 	for _, h := range holders {
-		if (h.Claim != "" || h.Tenant != tenant) && h.Class != ctl.ClassBE {
+		if h.Claim == "" && h.Tenant == tenant {
+			continue
+		}
+		if h.Class == ctl.ClassBE { // holds its floor alone
+			h.TPCs = h.Floor
+		}
+		if len(h.TPCs) > 0 {
 			busy = busy.Union(h.TPCs)
 			others = append(others, h)
 		}
@@ -223,6 +231,41 @@ func chooseFor(t *topo.Topology, s partition.Spec, holders []Holder, tenant int,
 		ErrOverlap, strings.Join(what, "; "), free)
 }
 
+// chooseFloor picks a BE tenant's floor: n TPCs of its partition set that
+// no other partition holds (LS, plain, or another BE's floor), GPC-packed.
+func chooseFloor(t *topo.Topology, n int, set partition.Set, holders []Holder, tenant int) (partition.Set, error) {
+	var busy partition.Set
+	for i := range t.TPCs {
+		if !set.Contains(i) {
+			busy = append(busy, i)
+		}
+	}
+	for _, h := range holders {
+		if h.Claim == "" && h.Tenant == tenant {
+			continue
+		}
+		if h.Class == ctl.ClassBE {
+			busy = busy.Union(h.Floor)
+		} else {
+			busy = busy.Union(h.TPCs)
+		}
+	}
+	if free := len(t.TPCs) - len(busy); n > free {
+		return nil, fmt.Errorf("%w: a BE floor of %d TPCs asked for, %d of the partition's %d are free of other partitions and BE floors",
+			ErrOverlap, n, free, len(set))
+	}
+	return partition.Pack(t, n, busy), nil
+}
+
+// enable is set as enable bits (a BE floor's form in the control block).
+func enable(t *topo.Topology, set partition.Set) [4]uint32 {
+	var m topo.Mask
+	for _, i := range set {
+		m = m.Set(t.TPCs[i].Bit)
+	}
+	return m
+}
+
 // Request is a partition to place for a process about to start.
 type Request struct {
 	Spec  partition.Spec
@@ -262,6 +305,12 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	if err != nil {
 		return nil, err
 	}
+	var floor partition.Set
+	if r.Class == ctl.ClassBE && r.Tide.Floor > 0 {
+		if floor, err = chooseFloor(t, r.Tide.Floor, set, holders, r.PID); err != nil {
+			return nil, err
+		}
+	}
 	tide := r.Tide
 	tide.Node = ctl.NodeName(t.UUID) // names the GPU; LS and BE tenants meet in its block
 	if r.Class == ctl.ClassLS || r.Class == ctl.ClassBE {
@@ -273,7 +322,7 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 		n.Close()
 	}
 	h, err := ctl.Create(dir, ctl.Init{PID: r.PID, Mask: mask, Live: t.Live(), SMs: SMs(t, set),
-		Flags: r.Flags, Class: r.Class, Tide: tide, Comm: r.Comm})
+		Flags: r.Flags, Class: r.Class, Tide: tide, Floor: enable(t, floor), Comm: r.Comm})
 	if err != nil {
 		return nil, err
 	}
@@ -369,8 +418,9 @@ func Fence(dir string) error {
 }
 
 // fence writes into each node block in dir the TPCs of the partitions on
-// its GPU that are neither LS nor BE, so that LS tenants' launches keep
-// off them (ctl.Node.SetFixed). Call it under the lock after a change.
+// its GPU that are neither LS nor BE, and the BE tenants' floors, so that
+// LS tenants' launches keep off them (ctl.Node.SetFixed). Call it under
+// the lock after a change.
 func fence(dir string) error {
 	nodes, err := ctl.Nodes(dir)
 	if err != nil || len(nodes) == 0 {
@@ -401,11 +451,16 @@ func fence(dir string) error {
 		var fixed [4]uint32
 		for _, p := range parts {
 			onNode := p.Tide.Node == n.Name() || p.Tide.Node == "" && p.Live == live
-			if !onNode || p.Class == ctl.ClassLS || p.Class == ctl.ClassBE {
-				continue
-			}
-			for w := range fixed {
-				fixed[w] |= live[w] &^ p.Mask[w]
+			switch {
+			case !onNode || p.Class == ctl.ClassLS:
+			case p.Class == ctl.ClassBE:
+				for w := range fixed {
+					fixed[w] |= live[w] & p.Floor[w]
+				}
+			default:
+				for w := range fixed {
+					fixed[w] |= live[w] &^ p.Mask[w]
+				}
 			}
 		}
 		n.SetFixed(fixed)

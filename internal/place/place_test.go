@@ -381,3 +381,88 @@ func TestTideClasses(t *testing.T) {
 		t.Errorf("a second LS tenant beside the first: %v %v", p, err)
 	}
 }
+
+// TestBEFloor: a BE tenant's floor is placed off the LS tenants' and plain
+// partitions' TPCs and off other BE floors; later partitions keep off it,
+// and the node block's fixed names it, so LS tenants' launches do too.
+func TestBEFloor(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	procs := sleepers(t, 5)
+	n16, _ := partition.ParseCount("16")
+	ls, err := Place(dir, top, Request{Spec: n16, PID: procs[0].Process.Pid, Class: ctl.ClassLS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := partition.ParseTPCs("all")
+	beTide := ctl.Tide{InflightMax: 2, Share: 1, Epoch: 10 * time.Millisecond, Floor: 8}
+	be, err := Place(dir, top, Request{Spec: all, PID: procs[1].Process.Pid, Class: ctl.ClassBE, Tide: beTide})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := be.Block.Snapshot()
+	floor := partition.FromMask(top, topo.Mask(s.Floor).Not())
+	if len(floor) != 8 || s.Tide.Floor != 8 || len(floor.Intersect(ls.Set)) != 0 {
+		t.Fatalf("BE floor %v (%d in the snapshot's policy), want 8 TPCs off the LS tenant's %v", floor, s.Tide.Floor, ls.Set)
+	}
+	nodes, err := ctl.Nodes(dir)
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("node blocks: %v %v", nodes, err)
+	}
+	defer nodes[0].Close()
+	if got := nodes[0].Fixed(); got != s.Floor {
+		t.Errorf("node block's fixed %v, want the BE floor %v", got, s.Floor)
+	}
+	// a plain partition and a second LS tenant keep off the floor
+	n43, _ := partition.ParseCount("43")
+	if _, err := Place(dir, top, Request{Spec: n43, PID: procs[2].Process.Pid}); !errors.Is(err, ErrOverlap) ||
+		!strings.Contains(err.Error(), "42 of 66 are free") {
+		t.Errorf("a partition larger than what the LS tenant and the floor leave: %v", err)
+	}
+	n10, _ := partition.ParseCount("10")
+	plain, err := Place(dir, top, Request{Spec: n10, PID: procs[2].Process.Pid})
+	if err != nil || len(plain.Set.Intersect(floor)) != 0 {
+		t.Fatalf("a partition beside the floor: %v %v", plain, err)
+	}
+	// a second BE's floor keeps off the first's and off every partition
+	beTide.Floor = 33
+	if _, err := Place(dir, top, Request{Spec: all, PID: procs[3].Process.Pid, Class: ctl.ClassBE, Tide: beTide}); !errors.Is(err, ErrOverlap) ||
+		!strings.Contains(err.Error(), "floor of 33 TPCs asked for, 32 of the partition's 66 are free") {
+		t.Errorf("a second BE floor larger than what is free: %v", err)
+	}
+	beTide.Floor = 4
+	be2, err := Place(dir, top, Request{Spec: all, PID: procs[3].Process.Pid, Class: ctl.ClassBE, Tide: beTide})
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor2 := partition.FromMask(top, topo.Mask(be2.Block.Snapshot().Floor).Not())
+	if len(floor2) != 4 || len(floor2.Intersect(floor.Union(ls.Set).Union(plain.Set))) != 0 {
+		t.Errorf("second BE floor %v meets the first %v, the LS tenant's or the partition's TPCs", floor2, floor)
+	}
+	// within the BE's own partition: a few free TPCs and some of the LS tenant's
+	used := ls.Set.Union(floor).Union(plain.Set).Union(floor2)
+	var mine []int
+	for i := range top.TPCs {
+		if !used.Contains(i) && len(mine) < 3 {
+			mine = append(mine, i)
+		}
+	}
+	part, _ := partition.ParseTPCs(partition.Of(append(mine, ls.Set[:4]...)).String())
+	beTide.Floor = 2
+	be3, err := Place(dir, top, Request{Spec: part, PID: procs[4].Process.Pid, Class: ctl.ClassBE, Tide: beTide})
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor3 := partition.FromMask(top, topo.Mask(be3.Block.Snapshot().Floor).Not())
+	if len(floor3) != 2 || len(floor3.Intersect(partition.Of(mine))) != 2 {
+		t.Errorf("BE floor %v, want 2 of the free TPCs %v of its partition %v", floor3, mine, be3.Set)
+	}
+	want := topo.Mask(s.Floor)
+	for _, f := range []partition.Set{floor2, floor3, plain.Set} {
+		m, _ := partition.Mask(top, f)
+		want = topo.Mask{want[0] | ^m[0], want[1] | ^m[1], want[2] | ^m[2], want[3] | ^m[3]}.And(top.Live())
+	}
+	if got := nodes[0].Fixed(); topo.Mask(got) != want {
+		t.Errorf("node block's fixed %v, want the floors and the plain partition %v", topo.Mask(got), want)
+	}
+}

@@ -35,6 +35,7 @@ type Row struct {
 	MPS        bool            `json:"mps"`                  // a client of carve's MPS daemon (in its fault domain)
 	Class      string          `json:"class"`                // "ls", "be" or ""
 	Tide       *ctl.TideStatus `json:"tide,omitempty"`       // an LS or BE tenant's work
+	Floor      string          `json:"floor,omitempty"`      // a BE tenant's floor: the TPCs it keeps to while LS work is in flight
 	Fault      *Fault          `json:"fault,omitempty"`
 	Ended      bool            `json:"ended,omitempty"` // the process is gone (listed for its fault)
 	Claim      string          `json:"claim,omitempty"` // the Kubernetes claim (namespace/name) it runs in; its pid is the container's
@@ -77,6 +78,9 @@ func row(e ctl.Entry, ended bool) Row {
 	if t, _ := topo.FindCached(live); t != nil {
 		set := partition.FromMask(t, topo.Mask(e.Mask))
 		r.TPCs, r.NumTPCs = set.String(), len(set)
+		if f := partition.FromMask(t, topo.Mask(e.Floor).Not()); len(f) > 0 {
+			r.Floor = f.String()
+		}
 	} else {
 		r.TPCs = "mask:" + topo.Mask(e.Mask).String()
 		r.NumTPCs = topo.Mask(e.Mask).Not().And(live).Count()
@@ -216,8 +220,12 @@ func TideText(r Row) string {
 	if r.Class == "ls" {
 		return fmt.Sprintf("busy %v over %d requests", t.Busy.Round(time.Millisecond), t.Requests)
 	}
-	return fmt.Sprintf("held %v (%d launches), %d while LS busy, %d in flight, kernels %v", t.Held.Round(time.Millisecond),
-		t.HeldLaunches, t.NarrowLaunch, t.Inflight, t.Kernel)
+	floor := ""
+	if r.Floor != "" {
+		floor = " on " + r.Floor
+	}
+	return fmt.Sprintf("held %v (%d launches), %d while LS busy%s, %d in flight, kernels %v", t.Held.Round(time.Millisecond),
+		t.HeldLaunches, t.NarrowLaunch, floor, t.Inflight, t.Kernel)
 }
 
 func context(r Row) string {

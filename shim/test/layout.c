@@ -17,7 +17,7 @@ int main(void)
 	F(refused); F(applied_gen); F(tenant_class); F(pad0); F(pad1);
 	F(tenant); F(sms); F(fault); F(fault_claim); F(fault_ns); F(fault_call); F(reserved);
 	F(comm); F(inflight_max); F(share_ppm); F(epoch_ns); F(node); F(tide_state); F(inflight);
-	F(held_ns); F(held_launches); F(narrow_launches); F(busy_ns); F(requests); F(queue_us); F(kernel_us); F(tide_reserved);
+	F(held_ns); F(held_launches); F(narrow_launches); F(busy_ns); F(requests); F(queue_us); F(kernel_us); F(floor); F(tide_reserved);
 #define N(name) printf("node.%s %zu %zu\n", #name, offsetof(struct carve_node, name), sizeof(((struct carve_node *)0)->name))
 #define S(name) printf("slot.%s %zu %zu\n", #name, offsetof(struct carve_node_slot, name), sizeof(((struct carve_node_slot *)0)->name))
 	printf("node.sizeof %zu %zu\n", sizeof(struct carve_node), sizeof(struct carve_node));
