@@ -45,6 +45,12 @@
  * would alone, and the first request after such a pause may wait behind the
  * BE work already queued */
 #define CARVE_NODE_QUIET_NS 1000000000ull /* 1 s */
+/* a BE tenant's launches are narrowed (onto its floor, or off the busy LS
+ * tenants' TPCs) only onto at least this many TPCs, and a floor has at
+ * least this many: kernels sized for the whole GPU (cuBLAS's and cuDNN's
+ * persistent and split-K kernels, a block per SM) never finished on 4 or 6
+ * TPCs of an H100 and ran on a GPC of 8 */
+#define CARVE_NODE_NARROW_MIN 8
 
 struct carve_node_slot {
 	uint32_t pid;            /*  0: the LS tenant's pid in its namespace, 0 = free */

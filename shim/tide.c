@@ -486,6 +486,42 @@ static int queue_full(uint32_t k, uint32_t queue_us)
 	return queue_us && n > 0 && n * kernel_ns > (uint64_t)queue_us * 1000;
 }
 
+/* narrow computes into m the mask of a BE launch made while LS work is in
+ * flight, from its partition's mask: its floor, if it has one, within the
+ * partition; else the partition off the busy LS tenants' reserved TPCs.
+ * Returns how many live TPCs m enables: a launch is narrowed only onto
+ * CARVE_NODE_NARROW_MIN or more, or kernels sized for the whole GPU may
+ * never finish. */
+static int narrow(const uint32_t mask[4], const uint32_t live[4], uint32_t m[4])
+{
+	uint32_t floor[4], off[4] = {0, 0, 0, 0}, any = 0;
+	for (int w = 0; w < 4; w++)
+		any |= floor[w] = __atomic_load_n(&carve_block->floor[w], __ATOMIC_RELAXED);
+	if (any)
+		for (int w = 0; w < 4; w++)
+			off[w] = ~floor[w];
+	else
+		ls_busy(off, NULL);
+	int n = 0;
+	for (int w = 0; w < 4; w++) {
+		m[w] = mask[w] | off[w];
+		n += __builtin_popcount(~m[w] & live[w]);
+	}
+	return n;
+}
+
+/* narrow_ok says whether a launch narrowed now keeps enough TPCs. */
+static int narrow_ok(void)
+{
+	uint32_t mask[4], live[4], m[4];
+	uint64_t gen;
+	if (!carve_current_mask(mask, &gen))
+		return 0;
+	for (int w = 0; w < 4; w++)
+		live[w] = __atomic_load_n(&carve_block->live[w], __ATOMIC_RELAXED);
+	return narrow(mask, live, m) >= CARVE_NODE_NARROW_MIN;
+}
+
 /* may_run_narrow spends the share's tokens on a launch while LS work is in
  * flight (under be_mu): the bucket fills at share_ppm of the time, up to
  * share x epoch, and a launch costs the BE's kernel time, going into debt
@@ -530,8 +566,11 @@ static void be_launch_before(void)
 		}
 		if (!start)
 			start = now = mono_ns();
-		if (may_run_narrow(now, share, epoch)) {
-			tide_narrow = 1;
+		/* too few TPCs to narrow onto: no share, and the launch that
+		 * keeps it from starving runs on its whole partition */
+		int ok = narrow_ok();
+		if (may_run_narrow(now, ok ? share : 0, epoch)) {
+			tide_narrow = ok;
 			held_since = 0;
 			__atomic_add_fetch(&carve_block->narrow_launches, 1, __ATOMIC_RELAXED);
 			break;
@@ -637,21 +676,9 @@ void carve_tide_mask(uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_
 			uint32_t own = ~mask[w] & live[w];
 			m[w] = (off[w] & ~own) | ~live[w];
 		}
-	} else if (tide_narrow) {
-		/* on its floor, if it has one, within its partition; else off
-		 * the reserved TPCs of busy LS tenants */
-		uint32_t floor[4], any = 0;
-		for (int w = 0; w < 4; w++)
-			any |= floor[w] = __atomic_load_n(&carve_block->floor[w], __ATOMIC_RELAXED);
-		if (any)
-			for (int w = 0; w < 4; w++)
-				off[w] = ~floor[w];
-		else
-			ls_busy(off, NULL);
-		for (int w = 0; w < 4; w++)
-			m[w] = mask[w] | off[w];
-	} else {
-		return;
+	} else if (!tide_narrow || narrow(mask, live, m) < CARVE_NODE_NARROW_MIN) {
+		return; /* BE, not narrowed (or too few TPCs left: the busy LS
+			 * tenants may have changed since be_launch_before looked) */
 	}
 	if (carve_mask_enables_live(m, live))
 		memcpy(mask, m, sizeof m);

@@ -179,6 +179,9 @@ func TestLsAndSet(t *testing.T) {
 	if !strings.Contains(stderr, "TPCs 10-12 are also in the partition of pid "+itoa(nb.Process.Pid)) {
 		t.Errorf("no overlap note: %q", stderr)
 	}
+	if strings.Contains(stderr, "never finished") {
+		t.Errorf("a warning about few TPCs where the partition grew: %q", stderr)
+	}
 	if got := partition.FromMask(top, topo.Mask(h.Snapshot().Mask)).String(); got != "8-12" {
 		t.Errorf("block now holds TPCs %s", got)
 	}
@@ -193,6 +196,10 @@ func TestLsAndSet(t *testing.T) {
 	got := partition.FromMask(top, topo.Mask(h.Snapshot().Mask))
 	if len(got) != 9 || len(got.Intersect(partition.Set{10, 11, 12, 13, 14, 15, 16, 17, 18, 19})) != 0 {
 		t.Errorf("-n 9 gave %s, overlapping the neighbour", got)
+	}
+	// shrinking a program below ctl.NarrowMin TPCs comes with a warning
+	if _, stderr, err := carve(t, "set", "-p", pid, "-t", "0-3"); err != nil || !strings.Contains(stderr, "never finished on fewer than 8 TPCs") {
+		t.Errorf("set from 9 TPCs to 4: %v, said %q; want a warning", err, stderr)
 	}
 
 	// a dead process's block is dropped by ls

@@ -41,7 +41,12 @@ func newSetCmd() *cobra.Command {
 inherited its partition, to other TPCs. The change applies from each
 process's next kernel launch; kernels already running keep their TPCs. The
 update is atomic: a launch sees the old mask or the new one, never a mix.
-As with run, the new TPCs may not overlap another partition without --share.`,
+As with run, the new TPCs may not overlap another partition without --share.
+
+Moving a running program to very few TPCs can stall it: libraries size some
+kernels (persistent and split-K GEMMs) for the SMs the program saw at start,
+and such kernels chosen on a whole H100 never finished on fewer than 8 TPCs;
+set says so when it shrinks a program below that.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(out); err != nil {
@@ -72,6 +77,10 @@ As with run, the new TPCs may not overlap another partition without --share.`,
 			}
 			for _, o := range m.Overlaps {
 				note(cmd, "%s; they are shared", o)
+			}
+			if len(m.After) < ctl.NarrowMin && len(m.After) < len(m.Before) {
+				note(cmd, "libraries size some kernels for the TPCs a program started with; on an H100, PyTorch's "+
+					"kernels sized for the whole GPU never finished on fewer than %d TPCs", ctl.NarrowMin)
 			}
 			also := ""
 			if n := len(m.PIDs) - 1; n > 0 {

@@ -235,6 +235,11 @@ func (p *serveProc) stop() {
 	p.cmd.Wait()
 }
 
+// serveGrace is how long after a run's time its programs may take to
+// report: one that has not by then is killed (a kernel that never
+// finishes would otherwise hold the run, and the GPU, for good).
+var serveGrace = 90 * time.Second
+
 // runServe runs one setup at one rate: starts the programs it has, starts
 // both at once when both are ready, and collects what they print.
 func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Duration) (served, error) {
@@ -269,8 +274,13 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 	for _, p := range procs {
 		fmt.Fprintln(p.in, "go")
 	}
+	late := time.AfterFunc(d+serveGrace, cancel)
+	defer late.Stop()
 	for i, p := range procs {
 		line, err := p.out.ReadString('\n')
+		if err != nil && ctx.Err() != nil {
+			return r, fmt.Errorf("%s gave no result within %v of its start (stopped; hung?)", p.cmd.Args[0], d+serveGrace)
+		}
 		if err != nil {
 			return r, fmt.Errorf("%s ended without its results: %w", p.cmd.Args[0], err)
 		}
@@ -317,7 +327,7 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 		"be_batch": o.BEBatch, "slo_rule": "2 x the LS's p99 alone on the whole GPU at the same rate"})
 	slo := map[string]float64{}
 	sloParam := map[string]any{} // as a saved result reads back
-	var over []any               // []any: the form a saved result reads back
+	var over, failed []any       // []any: the form a saved result reads back
 	r.Params["slo_ms"] = sloParam
 	idle := 0
 	for _, s := range setups {
@@ -379,8 +389,14 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 						continue
 					}
 					m, err := w.runServe(s, ls, be, rate, o.Duration)
-					if err != nil {
-						return r, fmt.Errorf("%s, %s at %g/s: %w", pair, s.name, rate, err)
+					if err != nil { // a point lost, not the run: say so, and go on
+						failed = append(failed, fmt.Sprintf("%s, %s at %g/s: %v", pair, s.name, rate, err))
+						r.Params["failed"] = failed
+						if o.Log != nil {
+							fmt.Fprintf(o.Log, "serve: %s\n", failed[len(failed)-1])
+						}
+						tick()
+						continue
 					}
 					add(s.name, rate, m)
 				}
@@ -506,6 +522,11 @@ func serveTable(tw io.Writer, r *report.Result) {
 	if over, ok := r.Params["over_half_capacity"].([]any); ok {
 		for _, o := range over {
 			fmt.Fprintf(tw, "rate %v: the LS is overloaded by its own requests; such points say little of sharing\n", o)
+		}
+	}
+	if failed, ok := r.Params["failed"].([]any); ok {
+		for _, f := range failed {
+			fmt.Fprintf(tw, "not measured: %v\n", f)
 		}
 	}
 }

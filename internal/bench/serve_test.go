@@ -5,8 +5,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/carve-gpu/carve/internal/report"
 	"github.com/carve-gpu/carve/internal/stats"
@@ -27,6 +30,23 @@ func TestRunServe(t *testing.T) {
 	}
 	if len(m.latencies) != 3 || m.requests != 3 || m.images != 640 || m.seconds != 2 {
 		t.Errorf("served %+v", m)
+	}
+	// a program that never reports is stopped, not waited on for good
+	hung := filepath.Join(dir, "hung")
+	os.WriteFile(hung, []byte("#!/bin/sh\necho ready; read go; echo $$ >"+filepath.Join(dir, "hung.pid")+"; exec sleep 60\n"), 0o755)
+	defer func(g time.Duration) { serveGrace = g }(serveGrace)
+	serveGrace = 300 * time.Millisecond
+	start := time.Now()
+	if _, err := w.runServe(setup{withBE: true}, nil, []string{hung}, 0, time.Second); err == nil || !strings.Contains(err.Error(), "no result within") {
+		t.Errorf("a program that never reports: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("stopping it took %v", d)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "hung.pid")); err != nil {
+		t.Error(err)
+	} else if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid <= 0 || syscall.Kill(pid, 0) == nil {
+		t.Errorf("the program that never reported (pid %d) still runs", pid)
 	}
 	bad := filepath.Join(dir, "bad")
 	os.WriteFile(bad, []byte("#!/bin/sh\necho loading; exit 1\n"), 0o755)

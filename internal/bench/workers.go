@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -30,7 +31,9 @@ type Workers struct {
 }
 
 // command is prefix + argv with w.Env and env added to this process's
-// environment, less LD_PRELOAD (a prefix of carve run sets its own).
+// environment, less LD_PRELOAD (a prefix of carve run sets its own). The
+// process is killed if carve dies (a bench stopped by a timeout leaves no
+// worker on the GPU to spoil what runs next).
 func (w Workers) command(ctx context.Context, prefix []string, env []string, argv ...string) *exec.Cmd {
 	argv = append(append([]string(nil), prefix...), argv...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -41,6 +44,7 @@ func (w Workers) command(ctx context.Context, prefix []string, env []string, arg
 	}
 	cmd.Env = append(append(cmd.Env, w.Env...), env...)
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 

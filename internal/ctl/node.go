@@ -19,6 +19,11 @@ const (
 	NodeSlots   = 32
 	NodeLease   = 100 * time.Millisecond
 	NodeQuiet   = time.Second // no LS tenant busy this long: BE queues are not bounded
+	// NarrowMin is the fewest TPCs a BE tenant's launches are narrowed onto
+	// while LS work is in flight, and so the smallest floor: kernels sized
+	// for the whole GPU never finished on 4 or 6 TPCs of an H100 and ran on
+	// a GPC of 8 (results/h100-580.159.04-2026-11-23/tide/small/).
+	NarrowMin = 8
 )
 
 // NodeSlot mirrors struct carve_node_slot: one LS tenant's activity.

@@ -227,35 +227,65 @@ func TestBEShare(t *testing.T) {
 }
 
 // TestBEFloor: a BE tenant with a floor launches there while LS work is
-// in flight, on its whole partition while none is, and on its partition
-// if it has been moved off its floor (a mask outside it would break the
-// partition).
+// in flight, on its whole partition while none is; moved to a partition
+// that leaves fewer than ctl.NarrowMin TPCs of its floor, it is not
+// narrowed (its kernels might never finish there) but held, and runs on
+// its partition after an epoch.
 func TestBEFloor(t *testing.T) {
 	dir := t.TempDir()
 	tideNode(t, dir)
 	ls := startLS(t, dir)
-	be, h := startExec(t, dir, ctl.Init{Mask: allLive, Live: live, Class: ctl.ClassBE, Floor: [4]uint32{1<<15 | 1<<16},
+	floor := enableOnly(9, 10, 11, 12, 13, 14, 15, 16)
+	be, h := startExec(t, dir, ctl.Init{Mask: allLive, Live: live, Class: ctl.ClassBE, Floor: [4]uint32{^floor[0], ^floor[1], ^floor[2], ^floor[3]},
 		Tide: ctl.Tide{Node: "node-test", Share: 1, Epoch: 20 * time.Millisecond}})
 	be.ready(t)
-	if got := h.Snapshot().Tide.Floor; got != 2 {
-		t.Errorf("snapshot's floor: %d TPCs, want 2", got)
+	if got := h.Snapshot().Tide.Floor; got != 8 {
+		t.Errorf("snapshot's floor: %d TPCs, want 8", got)
 	}
 	if got := be.ask(t, "klaunch kernel"); got != maskLine(allLive) {
 		t.Errorf("BE launch with the LS idle: %q, want its whole partition", got)
 	}
 	ls.ask(t, "dur 2000000")
 	ls.ask(t, "klaunch kernel") // 2 s of LS work
-	if got, want := be.ask(t, "klaunch kernel"), maskLine(enableOnly(15, 16)); got != want {
+	if got, want := be.ask(t, "klaunch kernel"), maskLine(floor); got != want {
 		t.Errorf("BE launch while LS work is in flight: %q, want its floor %q", got, want)
 	}
-	if _, err := h.SetMask(enableOnly(9, 10, 11), 6); err != nil {
+	if st := h.Snapshot().TideStatus; st.NarrowLaunch != 1 || st.HeldLaunches != 0 {
+		t.Errorf("BE status %+v, want a launch on its floor, none held (share 1)", st)
+	}
+	if _, err := h.SetMask(enableOnly(0, 1, 2, 9, 10, 11), 12); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := be.ask(t, "klaunch kernel"), maskLine(enableOnly(9, 10, 11)); got != want {
-		t.Errorf("BE moved off its floor, launching while LS work is in flight: %q, want its partition %q", got, want)
+	be.ask(t, "dur 1000")
+	if d := be.burst(t, 1); d < 15*time.Millisecond || d > time.Second {
+		t.Errorf("a BE launch with 3 TPCs of its floor left took %v, want it held about an epoch (20 ms)", d)
 	}
-	if st := h.Snapshot().TideStatus; st.NarrowLaunch != 2 || st.HeldLaunches != 0 {
-		t.Errorf("BE status %+v, want two launches while LS work was in flight, none held", st)
+	if got, want := be.ask(t, "klaunch kernel"), maskLine(enableOnly(0, 1, 2, 9, 10, 11)); got != want {
+		t.Errorf("BE with 3 TPCs of its floor left, launching while LS work is in flight: %q, want its partition %q", got, want)
+	}
+}
+
+// TestBENarrowMin: a BE tenant without a floor is not narrowed off the
+// busy LS tenants' TPCs when that would leave it fewer than ctl.NarrowMin:
+// its share buys nothing then, and after an epoch held it runs on its
+// partition.
+func TestBENarrowMin(t *testing.T) {
+	dir := t.TempDir()
+	tideNode(t, dir)
+	ls, _ := startExec(t, dir, ctl.Init{Mask: enableOnly(0, 1, 2, 3, 9), Live: live, Class: ctl.ClassLS, Tide: ctl.Tide{Node: "node-test"}})
+	ls.ready(t)
+	be, h := startBE(t, dir, ctl.Tide{Share: 1, Epoch: 20 * time.Millisecond})
+	be.ask(t, "dur 1000")
+	ls.ask(t, "dur 2000000")
+	ls.ask(t, "klaunch kernel") // 2 s of LS work, 5 of the 12 TPCs reserved
+	if d := be.burst(t, 1); d < 15*time.Millisecond || d > time.Second {
+		t.Errorf("a BE launch with 7 TPCs to narrow onto took %v, want it held about an epoch (20 ms)", d)
+	}
+	if got := be.ask(t, "klaunch kernel"); got != maskLine(allLive) {
+		t.Errorf("BE launch after an epoch held: %q, want its whole partition", got)
+	}
+	if st := h.Snapshot().TideStatus; st.HeldLaunches != 2 {
+		t.Errorf("BE status %+v, want both launches held", st)
 	}
 }
 

@@ -232,8 +232,12 @@ func chooseFor(t *topo.Topology, s partition.Spec, holders []Holder, tenant int,
 }
 
 // chooseFloor picks a BE tenant's floor: n TPCs of its partition set that
-// no other partition holds (LS, plain, or another BE's floor), GPC-packed.
+// no other partition holds (LS, plain, or another BE's floor), GPC-packed,
+// at least ctl.NarrowMin of them.
 func chooseFloor(t *topo.Topology, n int, set partition.Set, holders []Holder, tenant int) (partition.Set, error) {
+	if n < ctl.NarrowMin {
+		return nil, fmt.Errorf("a BE floor of %d TPCs: want at least %d (kernels sized for the whole GPU may never finish on fewer)", n, ctl.NarrowMin)
+	}
 	var busy partition.Set
 	for i := range t.TPCs {
 		if !set.Contains(i) {

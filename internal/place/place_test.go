@@ -431,31 +431,36 @@ func TestBEFloor(t *testing.T) {
 		t.Errorf("a second BE floor larger than what is free: %v", err)
 	}
 	beTide.Floor = 4
+	if _, err := Place(dir, top, Request{Spec: all, PID: procs[3].Process.Pid, Class: ctl.ClassBE, Tide: beTide}); err == nil ||
+		!strings.Contains(err.Error(), "floor of 4 TPCs: want at least 8") {
+		t.Errorf("a BE floor of 4 TPCs: %v", err)
+	}
+	beTide.Floor = 8
 	be2, err := Place(dir, top, Request{Spec: all, PID: procs[3].Process.Pid, Class: ctl.ClassBE, Tide: beTide})
 	if err != nil {
 		t.Fatal(err)
 	}
 	floor2 := partition.FromMask(top, topo.Mask(be2.Block.Snapshot().Floor).Not())
-	if len(floor2) != 4 || len(floor2.Intersect(floor.Union(ls.Set).Union(plain.Set))) != 0 {
+	if len(floor2) != 8 || len(floor2.Intersect(floor.Union(ls.Set).Union(plain.Set))) != 0 {
 		t.Errorf("second BE floor %v meets the first %v, the LS tenant's or the partition's TPCs", floor2, floor)
 	}
 	// within the BE's own partition: a few free TPCs and some of the LS tenant's
 	used := ls.Set.Union(floor).Union(plain.Set).Union(floor2)
 	var mine []int
 	for i := range top.TPCs {
-		if !used.Contains(i) && len(mine) < 3 {
+		if !used.Contains(i) && len(mine) < 9 {
 			mine = append(mine, i)
 		}
 	}
 	part, _ := partition.ParseTPCs(partition.Of(append(mine, ls.Set[:4]...)).String())
-	beTide.Floor = 2
+	beTide.Floor = 8
 	be3, err := Place(dir, top, Request{Spec: part, PID: procs[4].Process.Pid, Class: ctl.ClassBE, Tide: beTide})
 	if err != nil {
 		t.Fatal(err)
 	}
 	floor3 := partition.FromMask(top, topo.Mask(be3.Block.Snapshot().Floor).Not())
-	if len(floor3) != 2 || len(floor3.Intersect(partition.Of(mine))) != 2 {
-		t.Errorf("BE floor %v, want 2 of the free TPCs %v of its partition %v", floor3, mine, be3.Set)
+	if len(floor3) != 8 || len(floor3.Intersect(partition.Of(mine))) != 8 {
+		t.Errorf("BE floor %v, want 8 of the free TPCs %v of its partition %v", floor3, mine, be3.Set)
 	}
 	want := topo.Mask(s.Floor)
 	for _, f := range []partition.Set{floor2, floor3, plain.Set} {
