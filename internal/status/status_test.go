@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/xid"
 )
 
@@ -57,5 +58,18 @@ func TestClaimRows(t *testing.T) {
 	if len(lines) != 3 || !strings.HasPrefix(lines[1], "1 ") || !strings.HasSuffix(lines[1], "claim prod/server: python3 serve.py") ||
 		!strings.HasPrefix(lines[2], "- ") || !strings.Contains(lines[2], "reserved") || !strings.HasSuffix(lines[2], "claim batch/job") {
 		t.Errorf("claim rows:\n%s", b.String())
+	}
+}
+
+// TestTideText: a BE row says where its launches go while LS work is in
+// flight when it has a floor.
+func TestTideText(t *testing.T) {
+	st := &ctl.TideStatus{State: ctl.TideIdle, Held: 1500 * time.Millisecond, HeldLaunches: 40, NarrowLaunch: 900, Inflight: 3, Kernel: 250 * time.Microsecond}
+	withFloor := TideText(Row{Class: "be", Tide: st, Floor: "44-51"})
+	if want := "held 1.5s (40 launches), 900 while LS busy on 44-51, 3 in flight, kernels 250µs"; withFloor != want {
+		t.Errorf("BE with a floor: %q, want %q", withFloor, want)
+	}
+	if without := TideText(Row{Class: "be", Tide: st}); strings.Contains(without, " on ") {
+		t.Errorf("BE without a floor: %q", without)
 	}
 }
