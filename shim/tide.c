@@ -315,7 +315,7 @@ void carve_capture(CUstream s, int begin)
 #define MARK 4
 static struct {
 	CUevent ev;
-	uint64_t at;    /* when it was recorded */
+	uint64_t at;    /* when the last launch it follows began (or it was recorded) */
 	uint64_t count; /* launches made when it was */
 } ring[RING];
 static unsigned head, tail;       /* events recorded; events seen done */
@@ -332,6 +332,11 @@ static uint64_t every = MARK;       /* launches between events while it is */
 static uint64_t reaped_at, marked_n;
 static uint64_t quiet_at;           /* the last look while not bounded (coarse clock) */
 static int mark_due;                /* an event is due with the next launch while not */
+/* when the last BE launch began, while the queue is bounded (0: not read):
+ * its kernel started no sooner, so a kernel's time measured from it is
+ * never short, however late the thread records the event after it */
+static uint64_t last_launch_at;
+static __thread __attribute__((tls_model("initial-exec"))) uint64_t launch_at; /* this thread's, until it is counted */
 
 /* mark records an event after the launches made so far (under be_mu). */
 static void mark(CUstream s)
@@ -342,7 +347,7 @@ static void mark(CUstream s)
 	if (!*ev && event_create(ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
 		*ev = NULL;
 	if (*ev && event_record(*ev, s) == CUDA_SUCCESS) {
-		ring[head % RING].at = mono_ns();
+		ring[head % RING].at = last_launch_at ? last_launch_at : mono_ns();
 		ring[head % RING].count = marked_n = launched;
 		head++;
 	}
@@ -615,7 +620,9 @@ static void be_launch_before(void)
 			}
 		}
 	}
+	int timed = bounded;
 	pthread_mutex_unlock(&be_mu);
+	launch_at = timed ? mono_ns() : 0;
 	if (waited) {
 		__atomic_add_fetch(&carve_block->held_ns, mono_ns() - start, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&carve_block->held_launches, 1, __ATOMIC_RELAXED);
@@ -631,6 +638,7 @@ static void be_launch_after(CUstream s)
 	int empty = launched == done_n;
 	launched++;
 	last_stream = s;
+	last_launch_at = launch_at;
 	if (bounded ? empty || launched - marked_n >= every : mark_due) {
 		mark(s);
 		mark_due = 0;

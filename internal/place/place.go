@@ -143,6 +143,9 @@ type Overlap struct {
 }
 
 func (o Overlap) String() string {
+	if o.Class == ctl.ClassBE {
+		return fmt.Sprintf("TPCs %s are the BE floor of %s", o.Common, o.Holder)
+	}
 	return fmt.Sprintf("TPCs %s are also in the partition of %s", o.Common, o.Holder)
 }
 
@@ -456,7 +459,7 @@ func fence(dir string) error {
 		for _, p := range parts {
 			onNode := p.Tide.Node == n.Name() || p.Tide.Node == "" && p.Live == live
 			switch {
-			case !onNode || p.Class == ctl.ClassLS:
+			case !onNode || p.Class == ctl.ClassLS: // an LS tenant's TPCs are its slot's reserved ones
 			case p.Class == ctl.ClassBE:
 				for w := range fixed {
 					fixed[w] |= live[w] & p.Floor[w]

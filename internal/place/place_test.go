@@ -419,6 +419,11 @@ func TestBEFloor(t *testing.T) {
 		!strings.Contains(err.Error(), "42 of 66 are free") {
 		t.Errorf("a partition larger than what the LS tenant and the floor leave: %v", err)
 	}
+	onFloor, _ := partition.ParseTPCs(floor[:2].String())
+	if _, err := Place(dir, top, Request{Spec: onFloor, PID: procs[2].Process.Pid}); !errors.Is(err, ErrOverlap) ||
+		!strings.Contains(err.Error(), "TPCs "+floor[:2].String()+" are the BE floor of pid") {
+		t.Errorf("a partition naming TPCs of the floor: %v", err)
+	}
 	n10, _ := partition.ParseCount("10")
 	plain, err := Place(dir, top, Request{Spec: n10, PID: procs[2].Process.Pid})
 	if err != nil || len(plain.Set.Intersect(floor)) != 0 {
