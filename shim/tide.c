@@ -332,9 +332,9 @@ static uint64_t every = MARK;       /* launches between events while it is */
 static uint64_t reaped_at, marked_n;
 static uint64_t quiet_at;           /* the last look while not bounded (coarse clock) */
 static int mark_due;                /* an event is due with the next launch while not */
-/* when the last BE launch began, while the queue is bounded (0: not read):
- * its kernel started no sooner, so a kernel's time measured from it is
- * never short, however late the thread records the event after it */
+/* while the queue is bounded, a time before the last BE launch began (0:
+ * not read): its kernel started no sooner, so a kernel's time measured
+ * from it is not cut short by a thread that records the event late */
 static uint64_t last_launch_at;
 static __thread __attribute__((tls_model("initial-exec"))) uint64_t launch_at; /* this thread's, until it is counted */
 
@@ -605,6 +605,7 @@ static void be_launch_before(void)
 			}
 		} else {
 			uint64_t since = start ? t : mono_ns();
+			launch_at = since; /* the launch begins no sooner */
 			uint64_t b = bound(k, queue_us);
 			every = !b || b / 2 >= MARK ? MARK : b / 2 ? b / 2 : 1;
 			if (queue_full(k, queue_us) || since - reaped_at >= REAP_NS) {
@@ -620,9 +621,9 @@ static void be_launch_before(void)
 			}
 		}
 	}
-	int timed = bounded;
+	if (!bounded)
+		launch_at = 0;
 	pthread_mutex_unlock(&be_mu);
-	launch_at = timed ? mono_ns() : 0;
 	if (waited) {
 		__atomic_add_fetch(&carve_block->held_ns, mono_ns() - start, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&carve_block->held_launches, 1, __ATOMIC_RELAXED);

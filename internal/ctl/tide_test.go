@@ -141,15 +141,15 @@ func TestLSOwn(t *testing.T) {
 	p.wait(t)
 }
 
-// recentLS starts an LS tenant that has just served a request (busy, then
-// idle): BE tenants bound their queues for ctl.NodeQuiet after it.
-func recentLS(t testing.TB, dir string) *proc {
+// serveOne has an LS tenant serve a request (busy, then idle): BE tenants
+// bound their queues for ctl.NodeQuiet after it. Tests call it just before
+// the BE's work, so that a slow start of the BE (a loaded host) does not
+// outlast that second.
+func serveOne(t testing.TB, ls *proc) {
 	t.Helper()
-	ls := startLS(t, dir)
 	ls.ask(t, "dur 1000")
 	ls.ask(t, "klaunch kernel")
 	ls.ask(t, "sync")
-	return ls
 }
 
 // TestBEUnboundWhileLSQuiet: with no LS request in the last ctl.NodeQuiet
@@ -295,8 +295,9 @@ func TestBENarrowMin(t *testing.T) {
 func TestBEShareBudget(t *testing.T) {
 	dir := t.TempDir()
 	tideNode(t, dir)
-	ls := recentLS(t, dir)
+	ls := startLS(t, dir)
 	be, h := startBE(t, dir, ctl.Tide{Share: 0.25, Epoch: 20 * time.Millisecond, InflightMax: 2})
+	serveOne(t, ls)
 	be.ask(t, "dur 5000")
 	be.burst(t, 8) // its kernels measured while it waits on its queue
 	be.ask(t, "sync")
@@ -321,8 +322,9 @@ func TestBEShareBudget(t *testing.T) {
 func TestBEInflightBound(t *testing.T) {
 	dir := t.TempDir()
 	tideNode(t, dir)
-	recentLS(t, dir)
+	ls := startLS(t, dir)
 	be, h := startBE(t, dir, ctl.Tide{InflightMax: 2})
+	serveOne(t, ls)
 	be.ask(t, "dur 5000")
 	if d := be.burst(t, 10); d < 30*time.Millisecond || d > 2*time.Second {
 		t.Errorf("10 launches of 5 ms kernels, 2 in flight at most, took %v; want about 40 ms", d)
@@ -385,8 +387,9 @@ func TestBENeverStarved(t *testing.T) {
 func TestBEQueueBound(t *testing.T) {
 	dir := t.TempDir()
 	tideNode(t, dir)
-	recentLS(t, dir)
+	ls := startLS(t, dir)
 	be, h := startBE(t, dir, ctl.Tide{Queue: 12 * time.Millisecond})
+	serveOne(t, ls)
 	be.ask(t, "dur 5000")
 	if d := be.burst(t, 20); d < 50*time.Millisecond || d > 3*time.Second {
 		t.Errorf("20 launches of 5 ms kernels within 12 ms of queue took %v; want about 85 ms", d)
@@ -403,9 +406,10 @@ func TestBEQueueBound(t *testing.T) {
 func TestManyThreads(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
-	ls := recentLS(t, dir) // the BE's queue is bounded from the start
-	before, _ := busyOf(n, ls.cmd.Process.Pid)
+	ls := startLS(t, dir)
 	be, h := startBE(t, dir, ctl.Tide{InflightMax: 8, Share: 0.5, Epoch: 5 * time.Millisecond})
+	serveOne(t, ls) // the BE's queue is bounded from the start
+	before, _ := busyOf(n, ls.cmd.Process.Pid)
 	ls.ask(t, "dur 200")
 	be.ask(t, "dur 200")
 	done := make(chan string, 1)
@@ -476,8 +480,9 @@ func BenchmarkLaunchCost(b *testing.B) {
 			return p
 		}},
 		{"BE, LS recent", func(b *testing.B, dir string) *proc {
-			recentLS(b, dir)
+			ls := startLS(b, dir)
 			p, _ := startBE(b, dir, ctl.Tide{InflightMax: 1 << 20})
+			serveOne(b, ls)
 			return p
 		}},
 	}
