@@ -310,9 +310,13 @@ func TestBEShareBudget(t *testing.T) {
 		n++
 	}
 	st := h.Snapshot().TideStatus
-	// 0.25 x 400 ms / 5 ms = 20, and a full bucket (0.25 x 20 ms) at first
+	// 0.25 x 400 ms / 5 ms = 20, and a full bucket (0.25 x 20 ms) at first.
+	// Held for the wait as if it were kernel time, the BE got 8-11; with no
+	// share enforced it would get about 80 (2 in flight). On a host loaded
+	// by the whole suite kernels were measured as short as 4.3 ms, and the
+	// BE got up to 33: the bound allows that.
 	t.Logf("%d launches within the share in 400 ms of LS work, kernels measured %v", st.NarrowLaunch, st.Kernel)
-	if st.NarrowLaunch < 14 || st.NarrowLaunch > 30 || uint64(n) != st.NarrowLaunch {
+	if st.NarrowLaunch < 14 || st.NarrowLaunch > 40 || uint64(n) != st.NarrowLaunch {
 		t.Errorf("%d launches in 400 ms of LS work, %d within the share (status %+v); want about 21", n, st.NarrowLaunch, st)
 	}
 }
