@@ -183,19 +183,10 @@ func choose(t *topo.Topology, s partition.Spec, holders []Holder, tenant int, sh
 // chooseFor is choose, for a Kubernetes claim (whose error advises on
 // what else holds the GPU, not on flags) or not.
 func chooseFor(t *topo.Topology, s partition.Spec, holders []Holder, tenant int, share bool, class uint32, claim bool) (partition.Set, []Overlap, error) {
+	others := held(holders, tenant)
 	var busy partition.Set
-	var others []Holder
-	for _, h := range holders {
-		if h.Claim == "" && h.Tenant == tenant {
-			continue
-		}
-		if h.Class == ctl.ClassBE { // holds its floor alone
-			h.TPCs = h.Floor
-		}
-		if len(h.TPCs) > 0 {
-			busy = busy.Union(h.TPCs)
-			others = append(others, h)
-		}
+	for _, h := range others {
+		busy = busy.Union(h.TPCs)
 	}
 	if class == ctl.ClassBE {
 		share = true
@@ -234,12 +225,32 @@ func chooseFor(t *topo.Topology, s partition.Spec, holders []Holder, tenant int,
 		ErrOverlap, strings.Join(what, "; "), free)
 }
 
+// held is the holders other than tenant (its claims aside), each with the
+// TPCs it holds against other placements: a BE tenant only its floor.
+// Those that hold none are left out.
+func held(holders []Holder, tenant int) []Holder {
+	var out []Holder
+	for _, h := range holders {
+		if h.Claim == "" && h.Tenant == tenant {
+			continue
+		}
+		if h.Class == ctl.ClassBE {
+			h.TPCs = h.Floor
+		}
+		if len(h.TPCs) > 0 {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // chooseFloor picks a BE tenant's floor: n TPCs of its partition set that
 // no other partition holds (LS, plain, or another BE's floor), GPC-packed,
-// at least ctl.NarrowMin of them.
-func chooseFloor(t *topo.Topology, n int, set partition.Set, holders []Holder, tenant int) (partition.Set, error) {
+// at least ctl.NarrowMin of them. It returns them as enable bits, the
+// floor's form in the control block.
+func chooseFloor(t *topo.Topology, n int, set partition.Set, holders []Holder, tenant int) (topo.Mask, error) {
 	if n < ctl.NarrowMin {
-		return nil, fmt.Errorf("a BE floor of %d TPCs: want at least %d (kernels sized for the whole GPU may never finish on fewer)", n, ctl.NarrowMin)
+		return topo.Mask{}, fmt.Errorf("a BE floor of %d TPCs: want at least %d (kernels sized for the whole GPU may never finish on fewer)", n, ctl.NarrowMin)
 	}
 	var busy partition.Set
 	for i := range t.TPCs {
@@ -247,30 +258,15 @@ func chooseFloor(t *topo.Topology, n int, set partition.Set, holders []Holder, t
 			busy = append(busy, i)
 		}
 	}
-	for _, h := range holders {
-		if h.Claim == "" && h.Tenant == tenant {
-			continue
-		}
-		if h.Class == ctl.ClassBE {
-			busy = busy.Union(h.Floor)
-		} else {
-			busy = busy.Union(h.TPCs)
-		}
+	for _, h := range held(holders, tenant) {
+		busy = busy.Union(h.TPCs)
 	}
 	if free := len(t.TPCs) - len(busy); n > free {
-		return nil, fmt.Errorf("%w: a BE floor of %d TPCs asked for, %d of the partition's %d are free of other partitions and BE floors",
+		return topo.Mask{}, fmt.Errorf("%w: a BE floor of %d TPCs asked for, %d of the partition's %d are free of other partitions and BE floors",
 			ErrOverlap, n, free, len(set))
 	}
-	return partition.Pack(t, n, busy), nil
-}
-
-// enable is set as enable bits (a BE floor's form in the control block).
-func enable(t *topo.Topology, set partition.Set) [4]uint32 {
-	var m topo.Mask
-	for _, i := range set {
-		m = m.Set(t.TPCs[i].Bit)
-	}
-	return m
+	disable, err := partition.Mask(t, partition.Pack(t, n, busy))
+	return disable.Not().And(t.Live()), err
 }
 
 // Request is a partition to place for a process about to start.
@@ -312,7 +308,7 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	if err != nil {
 		return nil, err
 	}
-	var floor partition.Set
+	var floor topo.Mask // enable bits; none
 	if r.Class == ctl.ClassBE && r.Tide.Floor > 0 {
 		if floor, err = chooseFloor(t, r.Tide.Floor, set, holders, r.PID); err != nil {
 			return nil, err
@@ -329,7 +325,7 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 		n.Close()
 	}
 	h, err := ctl.Create(dir, ctl.Init{PID: r.PID, Mask: mask, Live: t.Live(), SMs: SMs(t, set),
-		Flags: r.Flags, Class: r.Class, Tide: tide, Floor: enable(t, floor), Comm: r.Comm})
+		Flags: r.Flags, Class: r.Class, Tide: tide, Floor: floor, Comm: r.Comm})
 	if err != nil {
 		return nil, err
 	}
