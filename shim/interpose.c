@@ -25,27 +25,6 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* carve_real_dlsym is glibc's dlsym, for the shim's own lookups. */
-typedef void *(*dlsym_fn)(void *, const char *);
-static dlsym_fn real_dlsym_fn;
-
-static dlsym_fn real_dlsym(void)
-{
-	dlsym_fn f = __atomic_load_n(&real_dlsym_fn, __ATOMIC_ACQUIRE);
-	if (!f) {
-		f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-		if (!f)
-			f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-		__atomic_store_n(&real_dlsym_fn, f, __ATOMIC_RELEASE);
-	}
-	return f;
-}
-
-void *carve_real_dlsym(void *handle, const char *name)
-{
-	return real_dlsym()(handle, name);
-}
-
 /* resolve returns the driver's function kept in *slot, looking it up in
  * the libraries after this one the first time (a direct call of an
  * exported wrapper). */
@@ -53,7 +32,7 @@ static void *resolve(void **slot, const char *name)
 {
 	void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 	if (!f) {
-		f = real_dlsym()(RTLD_NEXT, name);
+		f = carve_glibc_dlsym()(RTLD_NEXT, name);
 		__atomic_store_n(slot, f, __ATOMIC_RELEASE);
 	}
 	return f;
@@ -332,8 +311,8 @@ static CUresult get_proc(void *real, const char *symbol, void **pfn, int version
 __attribute__((optimize("optimize-sibling-calls"))) EXPORT void *dlsym(void *handle, const char *name)
 {
 	if (handle == RTLD_NEXT)
-		return real_dlsym()(handle, name);
-	void *f = real_dlsym()(handle, name);
+		return carve_glibc_dlsym()(handle, name);
+	void *f = carve_glibc_dlsym()(handle, name);
 	if (!f || name[0] != 'c' || name[1] != 'u')
 		return f;
 	if (strcmp(name, "cuGetProcAddress_v2") == 0) {

@@ -22,49 +22,9 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "shim.h"
-
-struct carve_ctl *carve_block;
-int carve_debug;
-int carve_allow_unpartitioned;
-int carve_trace_tools;
-
-void carve_say(const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	int n = snprintf(buf, sizeof buf, "carve[%d]: ", (int)getpid());
-	va_start(ap, fmt);
-	vsnprintf(buf + n, sizeof buf - n, fmt, ap);
-	va_end(ap);
-	size_t len = strlen(buf);
-	if (len + 1 < sizeof buf) {
-		buf[len++] = '\n';
-	}
-	ssize_t w = write(2, buf, len);
-	(void)w;
-}
-
-void carve_refuse(const char *why)
-{
-	carve_say("%s; refusing to run unpartitioned (set CARVE_ALLOW_UNPARTITIONED=1 "
-		  "or use carve run --allow-unpartitioned to run on all TPCs)", why);
-	_exit(CARVE_EXIT_REFUSED);
-}
-
-uint64_t carve_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int env_is_1(const char *name)
 {

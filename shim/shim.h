@@ -1,15 +1,18 @@
 /*
  * shim.h: what the files of libcarve.so share inside the library. Nothing
- * here is an interface to carve; that is carve_ctl.h (the control block)
- * and carve_tmd.h (the launch descriptor).
+ * here is an interface to carve; that is carve_ctl.h (the control block),
+ * carve_node.h (the node block) and carve_tmd.h (the launch descriptor).
  *
- *   main.c       load time: environment, control block, driver, hook; messages
- *   ctl.c        this process's control block: attach or copy, read the mask
+ * The files, each calling only those listed below it (no circle; a test
+ * over the objects' symbols checks it):
+ *   main.c       load time: environment, control block, driver, hook, tide
  *   hook.c       the driver's launch callback that writes the mask
  *   interpose.c  the driver calls the shim sees (dlsym, cuGetProcAddress), in one table
+ *   tide.c       LS activity and its poller; the BE gate, share and bounded queue; tidal masks
+ *   ctl.c        this process's control block: attach or copy, the mask by seqlock, the SM count
  *   fault.c      the first fault a driver call returns, into the block
  *   tools.c      the launch-tools export table the shim shares with profilers
- *   tide.c       the work a process submits: captures, launches
+ *   base.c       the block and settings, messages, clocks, glibc's dlsym
  */
 #ifndef CARVE_SHIM_H
 #define CARVE_SHIM_H
@@ -22,15 +25,16 @@
 /* Exit status of a process that carve refuses to run unpartitioned. */
 #define CARVE_EXIT_REFUSED 86
 
-/* main.c */
-extern struct carve_ctl *carve_block; /* this process's control block, or NULL */
-extern int carve_debug;               /* CARVE_DEBUG=1: say what the shim does */
-extern int carve_allow_unpartitioned; /* run on all TPCs where masks cannot work */
-extern int carve_trace_tools;         /* CARVE_TRACE_TOOLS=1: log others' calls into the tools table */
-void carve_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void carve_refuse(const char *why) __attribute__((noreturn));
-uint64_t carve_now_ns(void); /* CLOCK_REALTIME_COARSE: vDSO only, even in VMs */
-#define CARVE_DEBUG(...) do { if (carve_debug) carve_say(__VA_ARGS__); } while (0)
+/* hook.c */
+const char *carve_register_hook(void *cuda); /* NULL, or why it failed */
+
+/* tide.c */
+void carve_tide_init(void *cuda, const char *dir); /* LS or BE tenant with a node block: take part */
+void carve_capture(CUstream s, int begin);
+void carve_launch_before(CUstream s);
+void carve_launch_after(CUstream s, CUresult r);
+/* carve_tide_mask changes the mask of this launch for tide (within live). */
+void carve_tide_mask(uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_MASK_WORDS]);
 
 /* ctl.c */
 struct carve_ctl *carve_attach(const char *dir);
@@ -40,12 +44,6 @@ int carve_current_mask(uint32_t out[CARVE_MASK_WORDS], uint64_t *gen);
 
 /* carve_visible_sms: the SM count to report where the driver reports n. */
 int carve_visible_sms(int n);
-
-/* hook.c */
-const char *carve_register_hook(void *cuda); /* NULL, or why it failed */
-
-/* interpose.c */
-void *carve_real_dlsym(void *handle, const char *name); /* glibc's, for the shim's own lookups */
 
 /* fault.c */
 void carve_fault(CUresult r, const char *call);
@@ -62,12 +60,21 @@ int carve_tools_subscribe(const void *table, carve_tools_cb cb, int domain, int 
  * that it never goes out while they change hands. */
 void carve_tools_hold(int on);
 
-/* tide.c */
-void carve_tide_init(void *cuda, const char *dir); /* LS or BE tenant with a node block: take part */
-void carve_capture(CUstream s, int begin);
-void carve_launch_before(CUstream s);
-void carve_launch_after(CUstream s, CUresult r);
-/* carve_tide_mask changes the mask of this launch for tide (within live). */
-void carve_tide_mask(uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_MASK_WORDS]);
+/* base.c */
+extern struct carve_ctl *carve_block; /* this process's control block, or NULL */
+extern int carve_debug;               /* CARVE_DEBUG=1: say what the shim does */
+extern int carve_allow_unpartitioned; /* run on all TPCs where masks cannot work */
+extern int carve_trace_tools;         /* CARVE_TRACE_TOOLS=1: log others' calls into the tools table */
+void carve_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void carve_refuse(const char *why) __attribute__((noreturn));
+#define CARVE_DEBUG(...) do { if (carve_debug) carve_say(__VA_ARGS__); } while (0)
+uint64_t carve_now_ns(void);    /* CLOCK_REALTIME_COARSE: vDSO only, even in VMs; for people */
+uint64_t carve_mono_ns(void);   /* CLOCK_MONOTONIC */
+uint64_t carve_coarse_ns(void); /* CLOCK_MONOTONIC_COARSE: to within a tick (1-4 ms), and cheap
+                                 * where the precise clock is not (no vDSO path) */
+void carve_nap_ns(long ns);     /* sleep for ns */
+typedef void *(*carve_dlsym_fn)(void *, const char *);
+carve_dlsym_fn carve_glibc_dlsym(void); /* glibc's dlsym, for a lookup that must be a sibling call */
+void *carve_real_dlsym(void *handle, const char *name); /* glibc's, for the shim's own lookups */
 
 #endif

@@ -72,28 +72,6 @@ static CUresult (*event_record)(CUevent, CUstream);
 static CUresult (*event_query)(CUevent);
 static CUresult (*exchange_mode)(int *);
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* coarse_ns is CLOCK_MONOTONIC to within a tick (1-4 ms), and cheap where
- * the precise clock is not (a clocksource without a vDSO path). */
-static uint64_t coarse_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void nap_ns(long ns)
-{
-	struct timespec ts = {0, ns};
-	nanosleep(&ts, NULL);
-}
-
 /* --- LS: streams with work, and the poller -------------------------------- */
 
 #define STREAMS 128
@@ -163,7 +141,7 @@ static void become_busy(void)
 {
 	pthread_mutex_lock(&track_mu);
 	if (!__atomic_load_n(&slot->busy, __ATOMIC_SEQ_CST)) {
-		busy_since = mono_ns();
+		busy_since = carve_mono_ns();
 		__atomic_store_n(&slot->busy_since_ns, busy_since, __ATOMIC_RELAXED);
 		beat(busy_since);
 		__atomic_add_fetch(&slot->requests, 1, __ATOMIC_RELAXED);
@@ -267,7 +245,7 @@ static void *poller(void *arg)
 	for (;;) {
 		while (!__atomic_load_n(&slot->busy, __ATOMIC_RELAXED))
 			pthread_cond_wait(&track_cv, &track_mu);
-		uint64_t now = mono_ns();
+		uint64_t now = carve_mono_ns();
 		beat(now);
 		if (__atomic_load_n(&capturing, __ATOMIC_RELAXED) == 0 && poll_streams()) {
 			set_busy(0);
@@ -282,7 +260,7 @@ static void *poller(void *arg)
 			}
 		}
 		pthread_mutex_unlock(&track_mu);
-		nap_ns(10000);
+		carve_nap_ns(10000);
 		pthread_mutex_lock(&track_mu);
 	}
 	return NULL;
@@ -347,7 +325,7 @@ static void mark(CUstream s)
 	if (!*ev && event_create(ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
 		*ev = NULL;
 	if (*ev && event_record(*ev, s) == CUDA_SUCCESS) {
-		ring[head % RING].at = last_launch_at ? last_launch_at : mono_ns();
+		ring[head % RING].at = last_launch_at ? last_launch_at : carve_mono_ns();
 		ring[head % RING].count = marked_n = launched;
 		head++;
 	}
@@ -364,7 +342,7 @@ static uint64_t held_since, last_done;
 static __thread __attribute__((tls_model("initial-exec"))) int slack_set;
 static void be_wait(uint64_t since)
 {
-	if (mono_ns() - since < 100000) {
+	if (carve_mono_ns() - since < 100000) {
 		sched_yield();
 		return;
 	}
@@ -372,7 +350,7 @@ static void be_wait(uint64_t since)
 		prctl(PR_SET_TIMERSLACK, 1000, 0, 0, 0);
 		slack_set = 1;
 	}
-	nap_ns(20000);
+	carve_nap_ns(20000);
 }
 
 /* the mask this thread's launch is to have, set by the wrapper for the
@@ -396,7 +374,7 @@ static int ls_busy(uint32_t out[4], uint64_t *newest)
 	uint32_t bits = __atomic_load_n(&node->busy, __ATOMIC_ACQUIRE);
 	int busy = 0;
 	if (bits) {
-		uint64_t now = mono_ns();
+		uint64_t now = carve_mono_ns();
 		for (; bits; bits &= bits - 1) {
 			struct carve_node_slot *s = &node->slots[__builtin_ctz(bits)];
 			if (s == slot || !__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) ||
@@ -454,9 +432,9 @@ static void ls_off(uint32_t off[4])
 static void reap(int timed)
 {
 	uint64_t prev = reaped_at;
-	reaped_at = mono_ns();
+	reaped_at = carve_mono_ns();
 	while (tail != head && event_query(ring[tail % RING].ev) != CUDA_ERROR_NOT_READY) {
-		uint64_t now = mono_ns(), from = ring[tail % RING].at > last_done ? ring[tail % RING].at : last_done;
+		uint64_t now = carve_mono_ns(), from = ring[tail % RING].at > last_done ? ring[tail % RING].at : last_done;
 		uint64_t kernels = ring[tail % RING].count - done_n;
 		uint64_t late = now - prev;
 		if (timed && now > from && kernels > 0 && (late <= 4 * REAP_NS || 4 * late <= now - from)) {
@@ -570,7 +548,7 @@ static void be_launch_before(void)
 			break;
 		}
 		if (!start)
-			start = now = mono_ns();
+			start = now = carve_mono_ns();
 		/* too few TPCs to narrow onto: no share, and the launch that
 		 * keeps it from starving runs on its whole partition */
 		int ok = narrow_ok();
@@ -588,14 +566,14 @@ static void be_launch_before(void)
 		}
 		pthread_mutex_unlock(&be_mu);
 		be_wait(start);
-		now = mono_ns();
+		now = carve_mono_ns();
 		pthread_mutex_lock(&be_mu);
 	}
 	/* a bounded queue (unless no LS tenant has been busy for
 	 * CARVE_NODE_QUIET_NS): wait for the oldest. The quiet case, the
 	 * common one, reads only the coarse clock. */
 	if (event_query) {
-		uint64_t t = start ? mono_ns() : coarse_ns();
+		uint64_t t = start ? carve_mono_ns() : carve_coarse_ns();
 		bounded = (k || queue_us) && (busy || (newest && (int64_t)(t - newest) < (int64_t)CARVE_NODE_QUIET_NS));
 		if (!bounded) {
 			if ((int64_t)(t - quiet_at) >= (int64_t)QUIET_NS) {
@@ -604,7 +582,7 @@ static void be_launch_before(void)
 				mark_due = 1;
 			}
 		} else {
-			uint64_t since = start ? t : mono_ns();
+			uint64_t since = start ? t : carve_mono_ns();
 			launch_at = since; /* the launch begins no sooner */
 			uint64_t b = bound(k, queue_us);
 			every = !b || b / 2 >= MARK ? MARK : b / 2 ? b / 2 : 1;
@@ -625,7 +603,7 @@ static void be_launch_before(void)
 		launch_at = 0;
 	pthread_mutex_unlock(&be_mu);
 	if (waited) {
-		__atomic_add_fetch(&carve_block->held_ns, mono_ns() - start, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&carve_block->held_ns, carve_mono_ns() - start, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&carve_block->held_launches, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_IDLE, __ATOMIC_RELAXED);
 	}
@@ -793,7 +771,7 @@ void carve_tide_init(void *cuda, const char *dir)
 			return;
 		}
 	} else {
-		tokens_at = mono_ns();
+		tokens_at = carve_mono_ns();
 	}
 	__atomic_store_n(&c->tide_state, CARVE_TIDE_IDLE, __ATOMIC_RELAXED);
 	cls = (int)k;
