@@ -2,7 +2,9 @@ package internal_test
 
 // What README.md and ARCHITECTURE.md say about the code, checked against
 // the code: the numbers they state against the Go constants (which
-// TestConstantsMatchHeaders in internal/ctl checks against the C headers).
+// TestConstantsMatchHeaders in internal/ctl checks against the C headers),
+// ARCHITECTURE's tables of packages and of the shim's files against
+// 'go list' and shim/, and every path they name against the tree.
 //
 // The docs are prose for people ("for a second", "an hour", "100 ms"), so
 // they are checked rather than generated: a generator would need markers in
@@ -12,6 +14,7 @@ package internal_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -47,6 +50,33 @@ func section(t *testing.T, doc, title string) string {
 	body, _, _ := strings.Cut(rest, "\n## ")
 	return body
 }
+
+// tableNames returns, for each row of the Markdown tables in text (not
+// their headers), the names in backquotes in its first cell.
+func tableNames(text string) [][]string {
+	var rows [][]string
+	lines := strings.Split(text, "\n")
+	for i, line := range lines {
+		cells := strings.Split(strings.TrimSpace(line), "|")
+		if len(cells) < 3 || cells[0] != "" || strings.Trim(cells[1], " -") == "" {
+			continue // not a row, or the line under a header
+		}
+		if i+1 < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i+1]), "| ---") {
+			continue // a header
+		}
+		var names []string
+		for _, m := range backquoted.FindAllStringSubmatch(cells[1], -1) {
+			names = append(names, m[1])
+		}
+		rows = append(rows, names)
+	}
+	return rows
+}
+
+var (
+	backquoted = regexp.MustCompile("`([^`]+)`")
+	fence      = regexp.MustCompile("(?s)\n```.*?\n```") // a block of code: shell lines, not names
+)
 
 // A claim is a phrase of the docs that states a constant: every match of
 // re, its group being the number, must say want. A claim that matches
@@ -170,4 +200,100 @@ func TestDocsStateTheConstants(t *testing.T) {
 			t.Errorf("no sentence of %v matches %q (%s): reworded? change its claim", docs, c.re, c.what)
 		}
 	}
+}
+
+// TestShimFilesTable: ARCHITECTURE's table of the shim's files names each
+// C file and header of shim/, and no other.
+func TestShimFilesTable(t *testing.T) {
+	named := map[string]bool{}
+	for _, row := range tableNames(section(t, "ARCHITECTURE.md", "The shim's files")) {
+		for _, n := range row {
+			named[n] = true
+		}
+	}
+	for _, pattern := range []string{"*.c", "*.h"} {
+		files, err := filepath.Glob(filepath.Join("../shim", pattern))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no shim/%s: %v", pattern, err)
+		}
+		for _, f := range files {
+			if !named[filepath.Base(f)] {
+				t.Errorf("shim/%s is not in ARCHITECTURE.md's table of the shim's files", filepath.Base(f))
+			}
+			delete(named, filepath.Base(f))
+		}
+	}
+	for n := range named {
+		t.Errorf("ARCHITECTURE.md's table of the shim's files names %s, which shim/ does not hold", n)
+	}
+}
+
+// TestPackagesTable: ARCHITECTURE's table of packages names each package
+// of the module, and no other; a name without cmd/ or internal/ in a row is
+// under internal/. README has no list of its own: it points there.
+func TestPackagesTable(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}", "../...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		if p = strings.TrimPrefix(p, module); p != "internal" { // internal: this test's directory
+			pkgs[p] = true
+		}
+	}
+	for _, row := range tableNames(section(t, "ARCHITECTURE.md", "Packages, and the arrows between them")) {
+		for _, n := range row {
+			if !strings.HasPrefix(n, "cmd/") && !strings.HasPrefix(n, "internal/") && !strings.HasPrefix(n, "experiments/") {
+				n = "internal/" + n
+			}
+			if !pkgs[n] {
+				t.Errorf("ARCHITECTURE.md's table of packages names %s, which is no package of the module", n)
+			}
+			delete(pkgs, n)
+		}
+	}
+	for p := range pkgs {
+		t.Errorf("package %s is not in ARCHITECTURE.md's table of packages", p)
+	}
+	if lines := regexp.MustCompile(`(?m)^internal/\w+/`).FindAllString(readDoc(t, "README.md"), -1); len(lines) > 0 {
+		t.Errorf("README.md lists packages (%v): ARCHITECTURE.md has the one list", lines)
+	}
+}
+
+// TestDocsPathsExist: every path of the tree that the docs name, in
+// backquotes or as a link, is there (a Go name after a package's path,
+// internal/ctl.Block, names the package; a pattern must match something).
+func TestDocsPathsExist(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)#]+)`)
+	tops := []string{"cmd/", "internal/", "shim/", "deploy/", "experiments/", "results/", "test/"}
+	for _, doc := range docs {
+		text := fence.ReplaceAllString(readDoc(t, doc), "")
+		var tokens []string
+		for _, m := range backquoted.FindAllStringSubmatch(text, -1) {
+			tokens = append(tokens, strings.Fields(m[1])...)
+		}
+		for _, m := range link.FindAllStringSubmatch(text, -1) {
+			tokens = append(tokens, m[1])
+		}
+		for _, tok := range tokens {
+			p := strings.TrimPrefix(tok, "./")
+			if !slices.ContainsFunc(tops, func(top string) bool { return strings.HasPrefix(p, top) }) {
+				continue
+			}
+			p = packageOf(p)
+			if m, _ := filepath.Glob(filepath.Join("..", p)); len(m) == 0 {
+				t.Errorf("%s names %s, which is not in the tree", doc, tok)
+			}
+		}
+	}
+}
+
+// packageOf is internal/ctl for internal/ctl.Block; other paths stay.
+func packageOf(p string) string {
+	i := strings.LastIndexByte(p, '.')
+	if i < 0 || i+1 >= len(p) || p[i+1] < 'A' || p[i+1] > 'Z' {
+		return p
+	}
+	return p[:i]
 }
