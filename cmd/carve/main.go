@@ -45,9 +45,11 @@ Typical use:
   carve ls
   carve set -p 4242 -t 0-7
   carve mps stop`,
+		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("carve {{.Version}}\n") // as carve version says it
 	root.AddCommand(newTopoCmd(), newDiscoverCmd(), newRunCmd(), newSetCmd(), newLsCmd(), newMPSCmd(), newBenchCmd(), newProfileCmd(), newPredictCmd(), newPlanCmd(), newMemmapCmd(), newDaemonCmd(), newTopCmd(), newVersionCmd())
 	return root
 }
