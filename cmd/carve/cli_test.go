@@ -1,8 +1,10 @@
 package main
 
-// The conventions every command keeps.
+// The conventions every command keeps: --version, and argument errors that
+// say what was expected.
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -18,3 +20,31 @@ func TestVersionFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestArgumentErrors: a missing or extra argument is an error that says
+// what the command wants.
+func TestArgumentErrors(t *testing.T) {
+	sandbox(t)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "-n", "4"}, []string{"carve run needs a command", "[flags] -- COMMAND [ARGS...]"}},
+		{[]string{"run", "-n", "4", "--"}, []string{"carve run needs a command"}},
+		{[]string{"predict"}, []string{"carve predict needs a kernel and its partition", "KERNEL:TPCS"}},
+		{[]string{"plan"}, []string{"carve plan needs a kernel and its deadline", "KERNEL:DEADLINE_MS"}},
+		{[]string{"bench", "fit"}, []string{"carve bench fit needs an evaluation", "TRAIN.json"}},
+		{[]string{"bench", "report"}, []string{"carve bench report takes one result file, not 0", "RESULT.json"}},
+		{[]string{"bench", "report", "a.json", "b.json"}, []string{"not 2"}},
+	} {
+		_, _, err := carve(t, tc.args...)
+		for _, want := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("carve %s: %v, want an error with %q", strings.Join(tc.args, " "), err, want)
+			}
+		}
+	}
+}
+
+// TestRunErrorsBeforeNotes: carve run says nothing else before an error
+// that stops it, such as that MPS is not running.

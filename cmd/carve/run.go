@@ -61,7 +61,7 @@ COMMAND's exit status is carve's.
 If the hook cannot be installed (unknown driver interface or descriptor
 version) the program is stopped with exit status 86 rather than run on all
 TPCs, unless --allow-unpartitioned is given.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: needArgs("a command"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			class, err := tide.class()
 			if err != nil {
