@@ -21,8 +21,8 @@ func TestVersionFlag(t *testing.T) {
 	}
 }
 
-// TestArgumentErrors: a missing or extra argument is an error that says
-// what the command wants.
+// TestArgumentErrors: a missing or extra argument, or a command a group
+// does not have, is an error that says what the command wants.
 func TestArgumentErrors(t *testing.T) {
 	sandbox(t)
 	for _, tc := range []struct {
@@ -36,6 +36,8 @@ func TestArgumentErrors(t *testing.T) {
 		{[]string{"bench", "fit"}, []string{"carve bench fit needs an evaluation", "TRAIN.json"}},
 		{[]string{"bench", "report"}, []string{"carve bench report takes one result file, not 0", "RESULT.json"}},
 		{[]string{"bench", "report", "a.json", "b.json"}, []string{"not 2"}},
+		{[]string{"bench", "overhed"}, []string{`carve bench has no command "overhed"`, "overhead", "report"}},
+		{[]string{"mps", "begin"}, []string{`carve mps has no command "begin": want one of start, status, stop`}},
 	} {
 		_, _, err := carve(t, tc.args...)
 		for _, want := range tc.want {
@@ -43,6 +45,10 @@ func TestArgumentErrors(t *testing.T) {
 				t.Errorf("carve %s: %v, want an error with %q", strings.Join(tc.args, " "), err, want)
 			}
 		}
+	}
+	// a group named alone still shows its help
+	if out, _, err := carve(t, "mps"); err != nil || !strings.Contains(out, "Available Commands") {
+		t.Errorf("carve mps: %v, %q; want its help", err, out)
 	}
 }
 
