@@ -1,9 +1,11 @@
 package main
 
-// The conventions every command keeps: --version, and argument errors that
-// say what was expected.
+// The conventions every command keeps: --version, argument errors that say
+// what was expected, and errors before notes.
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -54,3 +56,28 @@ func TestArgumentErrors(t *testing.T) {
 
 // TestRunErrorsBeforeNotes: carve run says nothing else before an error
 // that stops it, such as that MPS is not running.
+// The placements asked for here all fail: one that succeeded would exec
+// the program in place of the test.
+func TestRunErrorsBeforeNotes(t *testing.T) {
+	fakeDriverProc(t, sandbox(t))
+	t.Setenv("CARVE_SHIM", filepath.Join(t.TempDir(), "libcarve.so"))
+	os.WriteFile(os.Getenv("CARVE_SHIM"), nil, 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-t", "99"}, "99"},
+		{[]string{"-g", "20"}, "20"},
+		{[]string{"-n", "67"}, "67 TPCs asked for"},
+		{[]string{"--be", "--be-floor", "70"}, "70"},
+	} {
+		args := append(append([]string{"run"}, tc.args...), "--", "true")
+		_, stderr, err := carve(t, args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("carve %s: %v, want an error with %q", strings.Join(args, " "), err, tc.want)
+		}
+		if stderr != "" {
+			t.Errorf("carve %s: said %q before its error %q", strings.Join(args, " "), stderr, err)
+		}
+	}
+}
