@@ -1,7 +1,8 @@
 package main
 
 // The conventions every command keeps: --version, argument errors that say
-// what was expected, and errors before notes.
+// what was expected, errors before notes, and a file of another kind than
+// the one wanted named as such.
 
 import (
 	"os"
@@ -78,6 +79,46 @@ func TestRunErrorsBeforeNotes(t *testing.T) {
 		}
 		if stderr != "" {
 			t.Errorf("carve %s: said %q before its error %q", strings.Join(args, " "), stderr, err)
+		}
+	}
+}
+
+// TestFileOfAnotherKind: a file given where carve wants one it wrote, and
+// that is not one, is named with what it is not and the file that was
+// wanted, not with a bare JSON error.
+func TestFileOfAnotherKind(t *testing.T) {
+	sandbox(t)
+	dir := t.TempDir()
+	text := filepath.Join(dir, "passwd")
+	os.WriteFile(text, []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o644)
+	empty := filepath.Join(dir, "empty.json")
+	os.WriteFile(empty, []byte("{}\n"), 0o644)
+	profiles := copyDir(t, filepath.Join(recorded, "profiles"))
+	profile := filepath.Join(profiles, "vadd.json")
+	evaluation := filepath.Join(recorded, "eval-seed1", "evaluation.json")
+	stray := copyDir(t, profiles)
+	os.WriteFile(filepath.Join(stray, "notes.json"), []byte(`{"note": "kept here"}`), 0o644)
+
+	result := []string{"is not a carve benchmark result (", "want the BENCHMARK.json that 'carve bench BENCHMARK --out DIR' writes"}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"bench", "report", text}, append([]string{text + " is not a carve benchmark result (invalid character"}, result...)},
+		{[]string{"bench", "report", empty}, append([]string{"(no benchmark name)"}, result...)},
+		{[]string{"bench", "report", profile}, result},
+		{[]string{"bench", "report", evaluation}, result},
+		{[]string{"predict", "--profiles", stray, "vadd:22"}, []string{"notes.json is not a carve profile", "'carve profile --out DIR'"}},
+		{[]string{"predict", "--profiles", profiles, "--calibration", text, "vadd:22"}, []string{text + " is not a carve calibration", "'carve bench fit'"}},
+		{[]string{"predict", "--profiles", profiles, "--calibration", empty, "vadd:22"}, []string{empty + " is not a carve calibration"}},
+		{[]string{"bench", "fit", "--profiles", profiles, "--out", dir, text}, []string{text + " is not a carve evaluation", "'carve bench predict --out DIR'"}},
+		{[]string{"bench", "fit", "--profiles", profiles, "--out", dir, profile}, []string{profile + " is not a carve evaluation (no co-run groups)"}},
+	} {
+		_, _, err := carve(t, tc.args...)
+		for _, want := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("carve %s: %v, want an error with %q", strings.Join(tc.args, " "), err, want)
+			}
 		}
 	}
 }
