@@ -41,6 +41,7 @@ func TestArgumentErrors(t *testing.T) {
 		{[]string{"bench", "report", "a.json", "b.json"}, []string{"not 2"}},
 		{[]string{"bench", "overhed"}, []string{`carve bench has no command "overhed"`, "overhead", "report"}},
 		{[]string{"mps", "begin"}, []string{`carve mps has no command "begin": want one of start, status, stop`}},
+		{[]string{"daemon", "--listen", "bad"}, []string{`address "bad": want HOST:PORT`}},
 	} {
 		_, _, err := carve(t, tc.args...)
 		for _, want := range tc.want {
