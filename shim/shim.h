@@ -3,16 +3,8 @@
  * here is an interface to carve; that is carve_ctl.h (the control block),
  * carve_node.h (the node block) and carve_tmd.h (the launch descriptor).
  *
- * The files, each calling only those listed below it (no circle; a test
- * over the objects' symbols checks it):
- *   main.c       load time: environment, control block, driver, hook, tide
- *   hook.c       the driver's launch callback that writes the mask
- *   interpose.c  the driver calls the shim sees (dlsym, cuGetProcAddress), in one table
- *   tide.c       LS activity and its poller; the BE gate, share and bounded queue; tidal masks
- *   ctl.c        this process's control block: attach or copy, the mask by seqlock, the SM count
- *   fault.c      the first fault a driver call returns, into the block
- *   tools.c      the launch-tools export table the shim shares with profilers
- *   base.c       the block and settings, messages, clocks, glibc's dlsym
+ * Its declarations are grouped by the file that defines them; ARCHITECTURE.md
+ * says what each file holds, in the order in which they call each other.
  */
 #ifndef CARVE_SHIM_H
 #define CARVE_SHIM_H

@@ -29,7 +29,7 @@ func newReportCmd() *cobra.Command {
 		Use:     "report RESULT.json",
 		Aliases: []string{"plot"},
 		Short:   "Print a saved benchmark result's table and draw its plots again (no GPU needed)",
-		Args:    cobra.ExactArgs(1),
+		Args:    oneArg("result file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := report.Load(args[0])
 			if err != nil {

@@ -87,7 +87,7 @@ bandwidth of carve's model to the co-runs of TRAIN.json, and predicts TRAIN
 measurements stay as they were. Each is written to OUT/NAME/ with its plots,
 and the constants to calibration.json in OUT and beside the profiles, where
 carve predict, plan and bench predict take them by default.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: needArgs("an evaluation to fit to"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(out); err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/cuda"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/shimtest"
 	"github.com/carve-gpu/carve/internal/topo"
@@ -46,14 +47,25 @@ func builtCarve(t *testing.T) (carveBin, shim string) {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
+	fakeDriverProc(t, top)
+	return filepath.Join(buildDir, "carve"), filepath.Join(buildDir, "libcarve.so")
+}
+
+// fakeDriverProc fakes the driver's /proc files for top's GPU, so that
+// carve finds its cached topology without a driver, in a carve this test
+// runs and in the test's own process.
+func fakeDriverProc(t *testing.T, top *topo.Topology) {
+	t.Helper()
 	proc := t.TempDir()
 	gpu := filepath.Join(proc, "driver/nvidia/gpus/0000:00:06.0")
 	os.MkdirAll(gpu, 0o755)
 	os.WriteFile(filepath.Join(gpu, "information"), []byte("GPU UUID: \t "+top.UUID+"\n"), 0o644)
 	os.WriteFile(filepath.Join(proc, "driver/nvidia/version"), []byte("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  "+top.Driver+"  Release Build\n"), 0o644)
 	t.Setenv("CARVE_PROC_ROOT", proc)
+	old := cuda.ProcRoot
+	cuda.ProcRoot = proc
+	t.Cleanup(func() { cuda.ProcRoot = old })
 	os.Unsetenv("CUDA_VISIBLE_DEVICES")
-	return filepath.Join(buildDir, "carve"), filepath.Join(buildDir, "libcarve.so")
 }
 
 // TestRunEndToEnd builds carve and the shim and runs a program under

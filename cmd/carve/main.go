@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -45,11 +46,60 @@ Typical use:
   carve ls
   carve set -p 4242 -t 0-7
   carve mps stop`,
+		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("carve {{.Version}}\n") // as carve version says it
 	root.AddCommand(newTopoCmd(), newDiscoverCmd(), newRunCmd(), newSetCmd(), newLsCmd(), newMPSCmd(), newBenchCmd(), newProfileCmd(), newPredictCmd(), newPlanCmd(), newMemmapCmd(), newDaemonCmd(), newTopCmd(), newVersionCmd())
+	groupsRefuseUnknown(root)
 	return root
+}
+
+// groupsRefuseUnknown makes each command that only groups others (carve
+// bench, carve mps) fail on a command it does not have, naming those it
+// has, where cobra would print its help and succeed.
+func groupsRefuseUnknown(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		groupsRefuseUnknown(sub)
+	}
+	if !c.HasParent() || !c.HasSubCommands() || c.Runnable() {
+		return // the root: cobra refuses unknown commands there
+	}
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		var names []string
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		return fmt.Errorf("%s has no command %q: want one of %s", cmd.CommandPath(), args[0], strings.Join(names, ", "))
+	}
+}
+
+// needArgs is cobra.MinimumNArgs(1), saying what is missing and how the
+// command is used where cobra says only how many arguments it wants.
+func needArgs(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return fmt.Errorf("%s needs %s: %s", cmd.CommandPath(), what, cmd.UseLine())
+		}
+		return nil
+	}
+}
+
+// oneArg is cobra.ExactArgs(1), likewise.
+func oneArg(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return fmt.Errorf("%s takes one %s, not %d: %s", cmd.CommandPath(), what, len(args), cmd.UseLine())
+		}
+		return nil
+	}
 }
 
 func main() {

@@ -65,7 +65,7 @@ func TestErrors(t *testing.T) {
 		{[]string{"run", "-t", "0", "--", "/nonexistent/prog"}, "no such file"},
 		{[]string{"run", "-t", "0", "--shim", "/nonexistent/libcarve.so", "--", "true"}, "shim /nonexistent/libcarve.so"},
 		{[]string{"run", "-t", "0", "--shim", shim, "--", "true"}, "libcuda.so.1 could not be loaded"},
-		{[]string{"run", "-t", "0"}, ""}, // missing command: cobra's own message
+		{[]string{"run", "-t", "0"}, "carve run needs a command"},
 		{[]string{"run", "-t", "0", "--connections", "0", "--", "true"}, "want 1 to 32"},
 		{[]string{"ls", "-o", "yaml"}, "unknown output format"},
 		{[]string{"set", "-t", "0"}, "name the process with -p PID"},

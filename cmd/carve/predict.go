@@ -24,7 +24,7 @@ the latency measured alone on the partition instead of eq. 4's estimate, and
 shares the DRAM bandwidth of --calibration (default: calibration.json beside
 the profiles, written by carve bench fit).`,
 		Example: "  carve predict --profiles carve-profiles vadd:22 raytrace:22 mvt:22",
-		Args:    cobra.MinimumNArgs(1),
+		Args:    needArgs("a kernel and its partition"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(out); err != nil {
 				return err
@@ -110,7 +110,7 @@ func newPlanCmd() *cobra.Command {
 latency (carve's model) meets its deadline, growing the partition of whichever
 kernel misses until all meet them, or says that no placement does.`,
 		Example: "  carve plan --profiles carve-profiles raytrace:3 vadd:1.5",
-		Args:    cobra.MinimumNArgs(1),
+		Args:    needArgs("a kernel and its deadline"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(out); err != nil {
 				return err

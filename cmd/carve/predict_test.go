@@ -48,7 +48,7 @@ func TestPredictAndPlan(t *testing.T) {
 		{[]string{"predict", "--profiles", profiles, "bert:11"}, "no profile of bert"},
 		{[]string{"predict", "--profiles", profiles, "vadd"}, "want KERNEL:TPCS"},
 		{[]string{"predict", "--profiles", profiles, "--model", "magic", "vadd:11"}, `unknown model "magic"`},
-		{[]string{"predict", "--profiles", profiles, "--calibration", filepath.Join(profiles, "vadd.json"), "vadd:11"}, "no calibration"},
+		{[]string{"predict", "--profiles", profiles, "--calibration", filepath.Join(profiles, "vadd.json"), "vadd:11"}, "vadd.json is not a carve calibration"},
 		{[]string{"predict", "--profiles", t.TempDir(), "vadd:11"}, "no profiles in"},
 		{[]string{"profile", "bert"}, `unknown kernel "bert"`},
 		{[]string{"profile", "--tpcs", "0"}, "want a whole number from 1"},

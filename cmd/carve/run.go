@@ -61,7 +61,7 @@ COMMAND's exit status is carve's.
 If the hook cannot be installed (unknown driver interface or descriptor
 version) the program is stopped with exit status 86 rather than run on all
 TPCs, unless --allow-unpartitioned is given.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: needArgs("a command"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			class, err := tide.class()
 			if err != nil {
@@ -105,15 +105,15 @@ TPCs, unless --allow-unpartitioned is given.`,
 			}
 			env := os.Environ()
 			d := mps.Default()
+			timeSliced := false // said once placed: any error comes before a note
 			switch {
 			case noMPS:
 				env = preload.Set(env, d.OutsideEnv()...)
 			case d.Running():
 				env = preload.Set(env, d.ClientEnv(connections)...)
 				flags |= ctl.FlagMPS
-			case !quiet:
-				note(cmd, "carve's MPS daemon is not running, so this program will time-slice "+
-					"with other GPU programs instead of co-running; start it with 'carve mps start'")
+			default:
+				timeSliced = true
 			}
 			p, err := place.Place(dir, t, place.Request{Spec: s, PID: os.Getpid(), Share: spec.share, Flags: flags,
 				Class: class, Tide: tide.tide, Comm: args})
@@ -122,6 +122,10 @@ TPCs, unless --allow-unpartitioned is given.`,
 			}
 			stderr := cmd.ErrOrStderr()
 			if !quiet {
+				if timeSliced {
+					note(cmd, "carve's MPS daemon is not running, so this program will time-slice "+
+						"with other GPU programs instead of co-running; start it with 'carve mps start'")
+				}
 				for _, o := range p.Overlaps {
 					note(cmd, "%s; they are shared", o)
 				}

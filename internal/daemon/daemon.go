@@ -49,6 +49,15 @@ func Run(ctx context.Context, o Options) error {
 	if o.Interval <= 0 {
 		o.Interval = time.Second
 	}
+	// the address first: a daemon that cannot serve starts nothing
+	if _, _, err := net.SplitHostPort(o.Listen); err != nil {
+		return fmt.Errorf("address %q: want HOST:PORT, e.g. 127.0.0.1:9400", o.Listen)
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("serving /metrics and /status: %w", err)
+	}
+	defer ln.Close()
 	if o.MPS != nil && !o.MPS.Running() {
 		if err := o.MPS.Start(); err != nil {
 			return fmt.Errorf("starting MPS: %w", err)
@@ -59,10 +68,6 @@ func Run(ctx context.Context, o Options) error {
 				o.Log.Warn("stopping MPS", "err", err)
 			}
 		}()
-	}
-	ln, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		return err
 	}
 	c := &collector{dir: o.Dir}
 	reg := prometheus.NewRegistry()

@@ -239,6 +239,28 @@ func TestDaemonBusyAddress(t *testing.T) {
 	}
 }
 
+// TestDaemonAddressBeforeMPS: an address the daemon cannot serve on is
+// refused before it starts MPS, saying what an address looks like where it
+// is no address at all.
+func TestDaemonAddressBeforeMPS(t *testing.T) {
+	busy, _ := start(t, Options{Dir: t.TempDir()})
+	for _, tc := range []struct{ listen, want string }{
+		{"bad", `address "bad": want HOST:PORT, e.g. 127.0.0.1:9400`},
+		{"127.0.0.1:99999", "invalid port"},
+		{busy, "address already in use"},
+	} {
+		d := &mps.Daemon{Root: filepath.Join(t.TempDir(), "mps"), Control: mpstest.Control(t)}
+		var log strings.Builder
+		err := Run(context.Background(), Options{Dir: t.TempDir(), Listen: tc.listen, MPS: d, Log: slog.New(slog.NewTextHandler(&log, nil))})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--listen %s: %v, want an error with %q", tc.listen, err, tc.want)
+		}
+		if _, serr := os.Stat(d.PipeDir()); serr == nil || strings.Contains(log.String(), "MPS started") {
+			t.Errorf("--listen %s: MPS was started before the address was refused (%v)", tc.listen, err)
+		}
+	}
+}
+
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // TestDaemonFence: the daemon keeps the node block's fixed TPCs (those LS

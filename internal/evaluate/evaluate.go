@@ -156,11 +156,18 @@ func (e *Evaluation) Save(dir string) (string, error) {
 // Load reads an evaluation saved by Save.
 func Load(path string) (*Evaluation, error) {
 	var e Evaluation
-	if err := jsonfile.Load(path, &e); err != nil {
+	if err := jsonfile.Load(path, EvaluationKind, &e); err != nil {
 		return nil, err
+	}
+	if len(e.Groups) == 0 {
+		return nil, EvaluationKind.Not(path, "no co-run groups")
 	}
 	return &e, nil
 }
+
+// EvaluationKind is the kind of file Save writes.
+var EvaluationKind = jsonfile.Kind{What: "a carve evaluation",
+	Want: "the evaluation.json that 'carve bench predict --out DIR' or 'carve bench fit' writes"}
 
 // Plot draws predicted against measured latency per model (points on the
 // diagonal are exact; the paper's Fig. 14 shows the same errors as a

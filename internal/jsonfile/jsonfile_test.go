@@ -15,14 +15,18 @@ func TestSaveLoad(t *testing.T) {
 		t.Fatalf("Save: %q, %v", path, err)
 	}
 	var got rec
-	if err := Load(path, &got); err != nil || got.A != 7 {
+	k := Kind{What: "a record", Want: "the r.json that TestSaveLoad writes"}
+	if err := Load(path, k, &got); err != nil || got.A != 7 {
 		t.Errorf("Load: %+v, %v", got, err)
 	}
-	os.WriteFile(path, []byte("{"), 0o644)
-	if err := Load(path, &got); err == nil || !strings.Contains(err.Error(), path) {
-		t.Errorf("Load of a broken file: %v, want an error naming it", err)
+	for _, text := range []string{"{", "root:x:0:0:root:/root:/bin/bash", `{"A": "seven"}`} {
+		os.WriteFile(path, []byte(text), 0o644)
+		want := path + " is not a record ("
+		if err := Load(path, k, &got); err == nil || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "): want "+k.Want) {
+			t.Errorf("Load of %q: %v, want an error naming the file, saying it is not a record and what is", text, err)
+		}
 	}
-	if err := Load(filepath.Join(dir, "none.json"), &got); !os.IsNotExist(err) {
+	if err := Load(filepath.Join(dir, "none.json"), k, &got); !os.IsNotExist(err) {
 		t.Errorf("Load of no file: %v", err)
 	}
 }

@@ -45,8 +45,11 @@ func LoadCalibrated(dir, calibration string) (GPU, map[string]*Kernel, string, e
 		calibration = p
 	}
 	var c GPU
-	if err := jsonfile.Load(calibration, &c); err != nil {
+	if err := jsonfile.Load(calibration, CalibrationKind, &c); err != nil {
 		return g, nil, "", err
+	}
+	if c.N == 0 || c.SharedBW == 0 {
+		return g, nil, "", CalibrationKind.Not(calibration, "no SM count or no shared bandwidth")
 	}
 	if c.N != g.N || c.SharedBW <= 0 {
 		return g, nil, "", fmt.Errorf("%s is no calibration for these profiles (%d SMs, shared bandwidth %g)", calibration, c.N, c.SharedBW)
@@ -54,6 +57,9 @@ func LoadCalibrated(dir, calibration string) (GPU, map[string]*Kernel, string, e
 	g.SharedBW = c.SharedBW
 	return g, ks, calibration, nil
 }
+
+// CalibrationKind is the kind of file SaveCalibration writes.
+var CalibrationKind = jsonfile.Kind{What: "a carve calibration", Want: "the calibration.json that 'carve bench fit' writes"}
 
 // SaveCalibration writes g as DIR/calibration.json.
 func SaveCalibration(g GPU, dir string) (string, error) {

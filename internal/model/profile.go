@@ -51,14 +51,18 @@ func (p *Profile) Save(dir string) (string, error) { return jsonfile.Save(dir, p
 // Load reads a profile written by Save.
 func Load(path string) (*Profile, error) {
 	var p Profile
-	if err := jsonfile.Load(path, &p); err != nil {
+	if err := jsonfile.Load(path, ProfileKind, &p); err != nil {
 		return nil, err
 	}
 	if p.Kernel == "" || len(p.Sizes) == 0 {
-		return nil, fmt.Errorf("%s is not a carve profile (no kernel or no sizes)", path)
+		return nil, ProfileKind.Not(path, "no kernel or no sizes")
 	}
 	return &p, nil
 }
+
+// ProfileKind is the kind of file Save writes.
+var ProfileKind = jsonfile.Kind{What: "a carve profile",
+	Want: "only the KERNEL.json files that 'carve profile --out DIR' writes (and calibration.json) in DIR"}
 
 // LoadDir reads every profile in dir.
 func LoadDir(dir string) (map[string]*Profile, error) {

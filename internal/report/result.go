@@ -6,8 +6,6 @@
 package report
 
 import (
-	"fmt"
-
 	"github.com/carve-gpu/carve/internal/jsonfile"
 	"github.com/carve-gpu/carve/internal/stats"
 )
@@ -49,11 +47,15 @@ func (r *Result) Save(dir string) (string, error) { return jsonfile.Save(dir, r.
 // Load reads a result saved by Save.
 func Load(path string) (*Result, error) {
 	var r Result
-	if err := jsonfile.Load(path, &r); err != nil {
+	if err := jsonfile.Load(path, ResultKind, &r); err != nil {
 		return nil, err
 	}
 	if r.Benchmark == "" {
-		return nil, fmt.Errorf("%s is not a carve benchmark result (no benchmark name)", path)
+		return nil, ResultKind.Not(path, "no benchmark name")
 	}
 	return &r, nil
 }
+
+// ResultKind is the kind of file Save writes.
+var ResultKind = jsonfile.Kind{What: "a carve benchmark result",
+	Want: "the BENCHMARK.json that 'carve bench BENCHMARK --out DIR' writes into DIR"}
