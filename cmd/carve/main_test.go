@@ -182,7 +182,7 @@ func TestLsAndSet(t *testing.T) {
 	if strings.Contains(stderr, "never finished") {
 		t.Errorf("a warning about few TPCs where the partition grew: %q", stderr)
 	}
-	if got := partition.FromMask(top, topo.Mask(h.Snapshot().Mask)).String(); got != "8-12" {
+	if got := partition.FromMask(top, h.Snapshot().Mask).String(); got != "8-12" {
 		t.Errorf("block now holds TPCs %s", got)
 	}
 
@@ -193,7 +193,7 @@ func TestLsAndSet(t *testing.T) {
 	if _, _, err := carve(t, "set", "-p", pid, "-n", "9"); err != nil {
 		t.Fatal(err)
 	}
-	got := partition.FromMask(top, topo.Mask(h.Snapshot().Mask))
+	got := partition.FromMask(top, h.Snapshot().Mask)
 	if len(got) != 9 || len(got.Intersect(partition.Set{10, 11, 12, 13, 14, 15, 16, 17, 18, 19})) != 0 {
 		t.Errorf("-n 9 gave %s, overlapping the neighbour", got)
 	}

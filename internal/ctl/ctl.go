@@ -10,7 +10,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math/bits"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,6 +19,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // Values shared with shim/carve_ctl.h.
@@ -193,13 +194,13 @@ func openPath(path string) (*Handle, error) {
 type Init struct {
 	PID    int
 	Tenant int // the pid whose partition this is (default: PID)
-	Mask   [4]uint32
-	Live   [4]uint32
+	Mask   topo.Disable
+	Live   topo.Enable
 	SMs    int // of the partition
 	Flags  uint32
-	Class  uint32    // ClassNone, ClassLS or ClassBE
-	Tide   Tide      // for LS and BE tenants
-	Floor  [4]uint32 // a BE tenant's floor TPCs (enable bits), chosen for Tide.Floor
+	Class  uint32      // ClassNone, ClassLS or ClassBE
+	Tide   Tide        // for LS and BE tenants
+	Floor  topo.Enable // a BE tenant's floor TPCs, chosen for Tide.Floor
 	Comm   []string
 }
 
@@ -304,7 +305,7 @@ func (h *Handle) Remove() error { return os.Remove(h.Path) }
 // (seqlock write side, under an exclusive flock so that two writers never
 // interleave). The shim applies it from the process's next launch. Returns
 // the new generation.
-func (h *Handle) SetMask(m [4]uint32, sms int) (uint64, error) {
+func (h *Handle) SetMask(m topo.Disable, sms int) (uint64, error) {
 	if err := syscall.Flock(int(h.f.Fd()), syscall.LOCK_EX); err != nil {
 		return 0, fmt.Errorf("locking %s: %w", h.Path, err)
 	}
@@ -336,8 +337,9 @@ type Snapshot struct {
 	Flags      uint32
 	Class      uint32
 	Gen        uint64
-	Mask, Live [4]uint32
-	Floor      [4]uint32 // a BE tenant's floor TPCs, as enable bits
+	Mask       topo.Disable
+	Live       topo.Enable
+	Floor      topo.Enable // a BE tenant's floor TPCs
 	SMs        int
 	State      uint32
 	TMDVersion uint32
@@ -445,9 +447,7 @@ func (h *Handle) Snapshot() Snapshot {
 		Queue: time.Duration(atomic.LoadUint32(&b.QueueUS)) * time.Microsecond,
 		Share: float64(atomic.LoadUint32(&b.SharePPM)) / 1e6, Epoch: time.Duration(atomic.LoadUint64(&b.EpochNS))}
 	s.Floor = b.Floor // written once, before the block is published
-	for _, w := range s.Floor {
-		s.Tide.Floor += bits.OnesCount32(w)
-	}
+	s.Tide.Floor = s.Floor.Count()
 	s.TideStatus = TideStatus{State: atomic.LoadUint32(&b.TideState), Inflight: int(atomic.LoadUint32(&b.Inflight)),
 		Held: time.Duration(atomic.LoadUint64(&b.HeldNS)), HeldLaunches: atomic.LoadUint64(&b.HeldLaunches),
 		NarrowLaunch: atomic.LoadUint64(&b.NarrowLaunch), Busy: time.Duration(atomic.LoadUint64(&b.BusyNS)),

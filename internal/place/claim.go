@@ -26,7 +26,7 @@ type Reservation struct {
 type Reserved struct {
 	Dir  string // the claim's directory
 	Set  partition.Set
-	Mask topo.Mask
+	Mask topo.Disable
 	// Again: the claim was reserved before (by this call's earlier attempt,
 	// or by a process since restarted); Set is what it got then.
 	Again bool
@@ -60,8 +60,8 @@ func Reserve(dir string, t *topo.Topology, r Reservation) (*Reserved, error) {
 		if !OnGPU(c.Root, t) {
 			return nil, fmt.Errorf("claim %s is reserved on another GPU", r.Name)
 		}
-		set := partition.FromMask(t, topo.Mask(c.Root.Mask))
-		return &Reserved{Dir: cd, Set: set, Mask: topo.Mask(c.Root.Mask), Again: true}, nil
+		set := partition.FromMask(t, c.Root.Mask)
+		return &Reserved{Dir: cd, Set: set, Mask: c.Root.Mask, Again: true}, nil
 	}
 	holders, err := Holders(dir, t)
 	if err != nil {
@@ -83,7 +83,7 @@ func Reserve(dir string, t *topo.Topology, r Reservation) (*Reserved, error) {
 	return &Reserved{Dir: cd, Set: set, Mask: mask}, nil
 }
 
-func reserve(dir, cd string, t *topo.Topology, r Reservation, set partition.Set, mask topo.Mask) error {
+func reserve(dir, cd string, t *topo.Topology, r Reservation, set partition.Set, mask topo.Disable) error {
 	if err := os.MkdirAll(cd, 0o755); err != nil {
 		return fmt.Errorf("claim directory: %w", err)
 	}

@@ -215,12 +215,7 @@ func TestFence(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer n.Close()
-		f := n.Fixed()
-		var disable topo.Mask
-		for w := range disable {
-			disable[w] = ^f[w]
-		}
-		return partition.FromMask(top, disable)
+		return partition.FromEnable(top, n.Fixed())
 	}
 	st, err := Place(dir, top, Request{Spec: count(t, "10"), PID: static.Process.Pid})
 	if err != nil {
@@ -284,11 +279,7 @@ func TestTwoGPUsAlike(t *testing.T) {
 		}
 		f := n.Fixed()
 		n.Close()
-		var disable topo.Mask
-		for w := range disable {
-			disable[w] = ^f[w]
-		}
-		if got := partition.FromMask(top, disable); len(got) != 50 {
+		if got := partition.FromEnable(top, f); len(got) != 50 {
 			t.Errorf("fence of %s: %s, want its own 50 plain TPCs", top.UUID, got)
 		}
 	}

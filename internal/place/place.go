@@ -88,7 +88,7 @@ func OnGPU(s ctl.Snapshot, t *topo.Topology) bool {
 	if s.Tide.Node != "" {
 		return s.Tide.Node == ctl.NodeName(t.UUID)
 	}
-	return topo.Mask(s.Live) == t.Live()
+	return s.Live == t.Live()
 }
 
 // Holders are the live partitions on t in dir, one per tenant, then the
@@ -108,7 +108,7 @@ func Holders(dir string, t *topo.Topology) ([]Holder, error) {
 		if !OnGPU(e.Snapshot, t) {
 			continue // another GPU's partition
 		}
-		set := partition.FromMask(t, topo.Mask(e.Mask))
+		set := partition.FromMask(t, e.Mask)
 		i, ok := index[e.Tenant]
 		if !ok {
 			i = len(out)
@@ -118,7 +118,7 @@ func Holders(dir string, t *topo.Topology) ([]Holder, error) {
 		h := &out[i]
 		h.PIDs = append(h.PIDs, e.PID)
 		h.TPCs = h.TPCs.Union(set)
-		h.Floor = h.Floor.Union(partition.FromMask(t, topo.Mask(e.Floor).Not()))
+		h.Floor = h.Floor.Union(partition.FromEnable(t, e.Floor))
 		if e.PID == e.Tenant || h.Command == nil {
 			h.Command = e.Command
 		}
@@ -127,7 +127,7 @@ func Holders(dir string, t *topo.Topology) ([]Holder, error) {
 		if !OnGPU(c.Root, t) {
 			continue
 		}
-		h := Holder{Claim: c.UID, ClaimName: c.Name(), Command: c.Root.Command, TPCs: partition.FromMask(t, topo.Mask(c.Root.Mask)), Class: c.Root.Class}
+		h := Holder{Claim: c.UID, ClaimName: c.Name(), Command: c.Root.Command, TPCs: partition.FromMask(t, c.Root.Mask), Class: c.Root.Class}
 		for _, p := range c.Procs {
 			h.PIDs = append(h.PIDs, p.PID)
 		}
@@ -246,11 +246,10 @@ func held(holders []Holder, tenant int) []Holder {
 
 // chooseFloor picks a BE tenant's floor: n TPCs of its partition set that
 // no other partition holds (LS, plain, or another BE's floor), GPC-packed,
-// at least ctl.NarrowMin of them. It returns them as enable bits, the
-// floor's form in the control block.
-func chooseFloor(t *topo.Topology, n int, set partition.Set, holders []Holder, tenant int) (topo.Mask, error) {
+// at least ctl.NarrowMin of them.
+func chooseFloor(t *topo.Topology, n int, set partition.Set, holders []Holder, tenant int) (topo.Enable, error) {
 	if n < ctl.NarrowMin {
-		return topo.Mask{}, fmt.Errorf("a BE floor of %d TPCs: want at least %d (kernels sized for the whole GPU may never finish on fewer)", n, ctl.NarrowMin)
+		return topo.Enable{}, fmt.Errorf("a BE floor of %d TPCs: want at least %d (kernels sized for the whole GPU may never finish on fewer)", n, ctl.NarrowMin)
 	}
 	var busy partition.Set
 	for i := range t.TPCs {
@@ -262,11 +261,10 @@ func chooseFloor(t *topo.Topology, n int, set partition.Set, holders []Holder, t
 		busy = busy.Union(h.TPCs)
 	}
 	if free := len(t.TPCs) - len(busy); n > free {
-		return topo.Mask{}, fmt.Errorf("%w: a BE floor of %d TPCs asked for, %d of the partition's %d are free of other partitions and BE floors",
+		return topo.Enable{}, fmt.Errorf("%w: a BE floor of %d TPCs asked for, %d of the partition's %d are free of other partitions and BE floors",
 			ErrOverlap, n, free, len(set))
 	}
-	disable, err := partition.Mask(t, partition.Pack(t, n, busy))
-	return disable.Not().And(t.Live()), err
+	return partition.Enable(t, partition.Pack(t, n, busy))
 }
 
 // Request is a partition to place for a process about to start.
@@ -283,7 +281,7 @@ type Request struct {
 // Placed is a partition placed and registered.
 type Placed struct {
 	Set      partition.Set
-	Mask     topo.Mask
+	Mask     topo.Disable
 	Overlaps []Overlap // with Share: the live partitions it shares TPCs with
 	Block    *ctl.Handle
 }
@@ -308,7 +306,7 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	if err != nil {
 		return nil, err
 	}
-	var floor topo.Mask // enable bits; none
+	var floor topo.Enable // none
 	if r.Class == ctl.ClassBE && r.Tide.Floor > 0 {
 		if floor, err = chooseFloor(t, r.Tide.Floor, set, holders, r.PID); err != nil {
 			return nil, err
@@ -383,7 +381,7 @@ func Move(dir string, t *topo.Topology, pid int, s partition.Spec, share bool) (
 	if err != nil {
 		return nil, err
 	}
-	m := &Moved{Before: partition.FromMask(t, topo.Mask(snap.Mask)), After: set, Overlaps: overlaps}
+	m := &Moved{Before: partition.FromMask(t, snap.Mask), After: set, Overlaps: overlaps}
 	for _, hd := range holders {
 		if hd.Tenant != snap.Tenant {
 			continue
@@ -451,19 +449,15 @@ func fence(dir string) error {
 	}
 	for _, n := range nodes {
 		live := n.Live()
-		var fixed [4]uint32
+		var fixed topo.Enable
 		for _, p := range parts {
 			onNode := p.Tide.Node == n.Name() || p.Tide.Node == "" && p.Live == live
 			switch {
 			case !onNode || p.Class == ctl.ClassLS: // an LS tenant's TPCs are its slot's reserved ones
 			case p.Class == ctl.ClassBE:
-				for w := range fixed {
-					fixed[w] |= live[w] & p.Floor[w]
-				}
+				fixed = fixed.Or(p.Floor.And(live))
 			default:
-				for w := range fixed {
-					fixed[w] |= live[w] &^ p.Mask[w]
-				}
+				fixed = fixed.Or(p.Mask.Enable().And(live))
 			}
 		}
 		n.SetFixed(fixed)

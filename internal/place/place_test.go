@@ -401,7 +401,7 @@ func TestBEFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := be.Block.Snapshot()
-	floor := partition.FromMask(top, topo.Mask(s.Floor).Not())
+	floor := partition.FromEnable(top, s.Floor)
 	if len(floor) != 8 || s.Tide.Floor != 8 || len(floor.Intersect(ls.Set)) != 0 {
 		t.Fatalf("BE floor %v (%d in the snapshot's policy), want 8 TPCs off the LS tenant's %v", floor, s.Tide.Floor, ls.Set)
 	}
@@ -445,7 +445,7 @@ func TestBEFloor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	floor2 := partition.FromMask(top, topo.Mask(be2.Block.Snapshot().Floor).Not())
+	floor2 := partition.FromEnable(top, be2.Block.Snapshot().Floor)
 	if len(floor2) != 8 || len(floor2.Intersect(floor.Union(ls.Set).Union(plain.Set))) != 0 {
 		t.Errorf("second BE floor %v meets the first %v, the LS tenant's or the partition's TPCs", floor2, floor)
 	}
@@ -463,16 +463,16 @@ func TestBEFloor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	floor3 := partition.FromMask(top, topo.Mask(be3.Block.Snapshot().Floor).Not())
+	floor3 := partition.FromEnable(top, be3.Block.Snapshot().Floor)
 	if len(floor3) != 8 || len(floor3.Intersect(partition.Of(mine))) != 8 {
 		t.Errorf("BE floor %v, want 8 of the free TPCs %v of its partition %v", floor3, mine, be3.Set)
 	}
-	want := topo.Mask(s.Floor)
+	want := s.Floor
 	for _, f := range []partition.Set{floor2, floor3, plain.Set} {
 		m, _ := partition.Mask(top, f)
-		want = topo.Mask{want[0] | ^m[0], want[1] | ^m[1], want[2] | ^m[2], want[3] | ^m[3]}.And(top.Live())
+		want = want.Or(m.Enable()).And(top.Live())
 	}
-	if got := nodes[0].Fixed(); topo.Mask(got) != want {
-		t.Errorf("node block's fixed %v, want the floors and the plain partition %v", topo.Mask(got), want)
+	if got := nodes[0].Fixed(); got != want {
+		t.Errorf("node block's fixed %v, want the floors and the plain partition %v", got, want)
 	}
 }
