@@ -63,11 +63,11 @@ version) the program is stopped with exit status 86 rather than run on all
 TPCs, unless --allow-unpartitioned is given.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			class, err := tide.class()
+			policy, err := tide.policy()
 			if err != nil {
 				return err
 			}
-			if class == ctl.ClassBE && spec.tpcs == "" && spec.gpcs == "" && spec.count == "" {
+			if policy.Class == ctl.ClassBE && spec.tpcs == "" && spec.gpcs == "" && spec.count == "" {
 				spec.tpcs = "all"
 			}
 			s, err := spec.parse()
@@ -100,9 +100,6 @@ TPCs, unless --allow-unpartitioned is given.`,
 			if allSMs {
 				flags |= ctl.FlagAllSMs
 			}
-			if tide.own {
-				flags |= ctl.FlagLSOwn
-			}
 			env := os.Environ()
 			d := mps.Default()
 			switch {
@@ -116,7 +113,7 @@ TPCs, unless --allow-unpartitioned is given.`,
 					"with other GPU programs instead of co-running; start it with 'carve mps start'")
 			}
 			p, err := place.Place(dir, t, place.Request{Spec: s, PID: os.Getpid(), Share: spec.share, Flags: flags,
-				Class: class, Tide: tide.tide, Comm: args})
+				Policy: policy, Comm: args})
 			if err != nil {
 				return err
 			}

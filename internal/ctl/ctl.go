@@ -200,17 +200,18 @@ type Init struct {
 	Flags  uint32
 	Class  uint32      // ClassNone, ClassLS or ClassBE
 	Tide   Tide        // for LS and BE tenants
-	Floor  topo.Enable // a BE tenant's floor TPCs, chosen for Tide.Floor
+	Floor  topo.Enable // a BE tenant's floor TPCs, chosen for Policy.Floor
 	Comm   []string
 }
 
-// Tide is an LS or BE tenant's policy. For a BE tenant: launches in
-// flight at most (0: no bound), the share of the time it may run while LS
-// work is in flight, the period that share is counted over, and how many
-// TPCs it keeps to then (its floor; 0: all but the busy LS tenants'). Node names
-// the GPU's node block in the runtime directory (NodeName of its UUID); carve
-// records it for every partition, so that it also says which GPU a
-// partition is on.
+// Tide is what a block holds of an LS or BE tenant's policy (Policy.Apply
+// writes it): for a BE tenant, launches in flight at most (0: no bound),
+// the share of the time it may run while LS work is in flight and the
+// period that share is counted over. Node names the GPU's node block in
+// the runtime directory (NodeName of its UUID); carve records it for every
+// partition, so that it also says which GPU a partition is on. Floor is
+// how many TPCs the block's floor (Init.Floor) holds: read from it, never
+// written.
 type Tide struct {
 	Node        string        `json:"node"`
 	InflightMax int           `json:"inflight_max"`
@@ -218,26 +219,6 @@ type Tide struct {
 	Share       float64       `json:"share"`
 	Epoch       time.Duration `json:"epoch"`
 	Floor       int           `json:"floor"` // TPCs
-}
-
-// DefaultTide is a BE tenant's policy unless told otherwise.
-var DefaultTide = Tide{InflightMax: 8, Queue: 300 * time.Microsecond, Share: 0.05, Epoch: 10 * time.Millisecond}
-
-// Check says what is wrong with a BE tenant's policy, if anything.
-func (t Tide) Check() error {
-	switch {
-	case t.Share < 0 || t.Share > 1:
-		return fmt.Errorf("BE share %g: want a fraction from 0 to 1", t.Share)
-	case t.InflightMax < 0 || t.InflightMax > 1<<20:
-		return fmt.Errorf("kernels in flight %d: want 0 (no bound) to %d", t.InflightMax, 1<<20)
-	case t.Queue < 0 || t.Queue > time.Hour:
-		return fmt.Errorf("queue %v: want 0 (no bound) to an hour", t.Queue)
-	case t.Epoch < time.Millisecond || t.Epoch > time.Hour:
-		return fmt.Errorf("epoch %v: want 1ms to an hour", t.Epoch)
-	case t.Floor < 0 || t.Floor > 128:
-		return fmt.Errorf("floor %d TPCs: want 0 (none) to the GPU's TPCs", t.Floor)
-	}
-	return nil
 }
 
 // Create writes the block of in.PID into dir: filled under a temporary name,

@@ -106,7 +106,7 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 		flags |= ctl.FlagMPS
 	}
 	res, err := place.Reserve(d.Paths.RuntimeDir, g.Topology, place.Reservation{UID: string(c.UID),
-		Name: c.Namespace + "/" + c.Name, Spec: spec, Flags: flags, Class: s.Class, Tide: s.Tide})
+		Name: c.Namespace + "/" + c.Name, Spec: spec, Flags: flags, Policy: s.Policy})
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -156,7 +156,7 @@ func (d *Driver) gpu(device string) (GPU, error) {
 // device whole); a BE claim runs on every TPC and yields to LS ones, and
 // what it consumed only keeps LS claims off that many.
 func partitionSpec(r resourceapi.DeviceRequestAllocationResult, g GPU, s Settings) (partition.Spec, error) {
-	if s.Class == ctl.ClassBE {
+	if s.Policy.Class == ctl.ClassBE {
 		return partition.ParseTPCs("all")
 	}
 	n := int64(len(g.Topology.TPCs))

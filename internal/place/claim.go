@@ -14,12 +14,11 @@ import (
 // Reservation is a partition to reserve for a Kubernetes claim (see
 // ctl.Claim): it holds its TPCs until released, whatever runs in it.
 type Reservation struct {
-	UID   string
-	Name  string // namespace/name, for people
-	Spec  partition.Spec
-	Flags uint32
-	Class uint32
-	Tide  ctl.Tide
+	UID    string
+	Name   string // namespace/name, for people
+	Spec   partition.Spec
+	Flags  uint32
+	Policy ctl.Policy
 }
 
 // Reserved is a claim's partition.
@@ -39,6 +38,9 @@ type Reserved struct {
 func Reserve(dir string, t *topo.Topology, r Reservation) (*Reserved, error) {
 	cd, err := ctl.ClaimDir(dir, r.UID)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.Policy.Normalize(ctl.FieldNames); err != nil {
 		return nil, err
 	}
 	unlock, err := Lock(dir, Timeout)
@@ -67,7 +69,7 @@ func Reserve(dir string, t *topo.Topology, r Reservation) (*Reserved, error) {
 	if err != nil {
 		return nil, err
 	}
-	set, _, err := chooseFor(t, r.Spec, holders, 0, false, r.Class, true)
+	set, _, err := chooseFor(t, r.Spec, holders, 0, false, r.Policy.Class, true)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +77,13 @@ func Reserve(dir string, t *topo.Topology, r Reservation) (*Reserved, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := reserve(dir, cd, t, r, set, mask); err != nil {
+	var floor topo.Enable // none
+	if r.Policy.Floor > 0 {
+		if floor, err = chooseFloor(t, r.Policy.Floor, set, holders, 0); err != nil {
+			return nil, err
+		}
+	}
+	if err := reserve(dir, cd, t, r, set, mask, floor); err != nil {
 		os.RemoveAll(cd)
 		return nil, err
 	}
@@ -83,7 +91,7 @@ func Reserve(dir string, t *topo.Topology, r Reservation) (*Reserved, error) {
 	return &Reserved{Dir: cd, Set: set, Mask: mask}, nil
 }
 
-func reserve(dir, cd string, t *topo.Topology, r Reservation, set partition.Set, mask topo.Disable) error {
+func reserve(dir, cd string, t *topo.Topology, r Reservation, set partition.Set, mask topo.Disable, floor topo.Enable) error {
 	if err := os.MkdirAll(cd, 0o755); err != nil {
 		return fmt.Errorf("claim directory: %w", err)
 	}
@@ -91,25 +99,26 @@ func reserve(dir, cd string, t *topo.Topology, r Reservation, set partition.Set,
 	if err := os.Chmod(cd, 0o777|os.ModeSticky); err != nil {
 		return fmt.Errorf("claim directory: %w", err)
 	}
-	tide := r.Tide
-	tide.Node = ctl.NodeName(t.UUID) // names the GPU; LS and BE tenants meet in its block
-	if r.Class == ctl.ClassLS || r.Class == ctl.ClassBE {
-		n, err := ctl.OpenNode(dir, tide.Node, t.Live())
+	node := ctl.NodeName(t.UUID) // names the GPU; LS and BE tenants meet in its block
+	if r.Policy.Class == ctl.ClassLS || r.Policy.Class == ctl.ClassBE {
+		n, err := ctl.OpenNode(dir, node, t.Live())
 		if err != nil {
 			return err
 		}
 		n.Reclaim()
 		n.Close()
-		node := filepath.Join(dir, tide.Node)
-		if err := os.Chmod(node, 0o666); err != nil { // LS tenants of any user take slots
+		path := filepath.Join(dir, node)
+		if err := os.Chmod(path, 0o666); err != nil { // LS tenants of any user take slots
 			return fmt.Errorf("node block: %w", err)
 		}
-		if err := os.Link(node, filepath.Join(cd, tide.Node)); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := os.Link(path, filepath.Join(cd, node)); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("node block in the claim's directory: %w", err)
 		}
 	}
-	h, err := ctl.CreateClaimRoot(cd, ctl.Init{Mask: mask, Live: t.Live(), SMs: SMs(t, set),
-		Flags: r.Flags, Class: r.Class, Tide: tide, Comm: []string{"claim", r.Name}})
+	in := ctl.Init{Mask: mask, Live: t.Live(), SMs: SMs(t, set), Flags: r.Flags, Tide: ctl.Tide{Node: node}, Floor: floor,
+		Comm: []string{"claim", r.Name}}
+	r.Policy.Apply(&in)
+	h, err := ctl.CreateClaimRoot(cd, in)
 	if err != nil {
 		return err
 	}

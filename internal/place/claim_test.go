@@ -29,7 +29,7 @@ func count(t *testing.T, n string) partition.Spec {
 func TestReserveClaims(t *testing.T) {
 	top, _ := topologyJSON(t)
 	dir := t.TempDir()
-	a, err := Reserve(dir, top, Reservation{UID: "uid-a", Name: "ns/a", Spec: count(t, "40"), Class: ctl.ClassLS})
+	a, err := Reserve(dir, top, Reservation{UID: "uid-a", Name: "ns/a", Spec: count(t, "40"), Policy: ctl.Policy{Class: ctl.ClassLS}})
 	if err != nil || len(a.Set) != 40 || a.Again {
 		t.Fatalf("first claim: %+v %v", a, err)
 	}
@@ -45,7 +45,7 @@ func TestReserveClaims(t *testing.T) {
 	if err != nil || len(b.Set.Intersect(a.Set)) != 0 {
 		t.Fatalf("second claim: %+v %v", b, err)
 	}
-	again, err := Reserve(dir, top, Reservation{UID: "uid-a", Name: "ns/a", Spec: count(t, "40"), Class: ctl.ClassLS})
+	again, err := Reserve(dir, top, Reservation{UID: "uid-a", Name: "ns/a", Spec: count(t, "40"), Policy: ctl.Policy{Class: ctl.ClassLS}})
 	if err != nil || !again.Again || again.Set.String() != a.Set.String() {
 		t.Errorf("reserving again: %+v %v, want %s", again, err, a.Set)
 	}
@@ -75,7 +75,7 @@ func TestReserveClaims(t *testing.T) {
 func TestReserveLayout(t *testing.T) {
 	top, _ := topologyJSON(t)
 	dir := t.TempDir()
-	ls, err := Reserve(dir, top, Reservation{UID: "ls", Name: "ns/ls", Spec: count(t, "16"), Class: ctl.ClassLS})
+	ls, err := Reserve(dir, top, Reservation{UID: "ls", Name: "ns/ls", Spec: count(t, "16"), Policy: ctl.Policy{Class: ctl.ClassLS}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +94,11 @@ func TestReserveLayout(t *testing.T) {
 		t.Fatalf("claims: %+v %v", claims, err)
 	}
 	all, _ := partition.ParseTPCs("all")
-	be, err := Reserve(dir, top, Reservation{UID: "be", Name: "ns/be", Spec: all, Class: ctl.ClassBE})
+	be, err := Reserve(dir, top, Reservation{UID: "be", Name: "ns/be", Spec: all, Policy: ctl.Policy{Class: ctl.ClassBE}})
 	if err != nil || len(be.Set) != 66 {
 		t.Fatalf("BE claim: %+v %v", be, err)
 	}
-	if ls2, err := Reserve(dir, top, Reservation{UID: "ls2", Name: "ns/ls2", Spec: count(t, "50"), Class: ctl.ClassLS}); err != nil ||
+	if ls2, err := Reserve(dir, top, Reservation{UID: "ls2", Name: "ns/ls2", Spec: count(t, "50"), Policy: ctl.Policy{Class: ctl.ClassLS}}); err != nil ||
 		len(ls2.Set.Intersect(ls.Set)) != 0 {
 		t.Errorf("an LS claim beside an LS and a BE claim: %+v %v", ls2, err)
 	}
@@ -221,7 +221,7 @@ func TestFence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Reserve(dir, top, Reservation{UID: "ls", Name: "ns/ls", Spec: count(t, "16"), Class: ctl.ClassLS}); err != nil {
+	if _, err := Reserve(dir, top, Reservation{UID: "ls", Name: "ns/ls", Spec: count(t, "16"), Policy: ctl.Policy{Class: ctl.ClassLS}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := fixed(); got.String() != st.Set.String() {
@@ -231,7 +231,7 @@ func TestFence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Reserve(dir, top, Reservation{UID: "be", Name: "ns/be", Spec: count(t, "66"), Class: ctl.ClassBE}); err != nil {
+	if _, err := Reserve(dir, top, Reservation{UID: "be", Name: "ns/be", Spec: count(t, "66"), Policy: ctl.Policy{Class: ctl.ClassBE}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := fixed(), st.Set.Union(plain.Set); got.String() != want.String() {
@@ -257,7 +257,7 @@ func TestTwoGPUsAlike(t *testing.T) {
 	b.UUID = "GPU-00000000-0000-0000-0000-00000000000b"
 	dir := t.TempDir()
 	for _, top := range []*topo.Topology{a, b} {
-		if _, err := Reserve(dir, top, Reservation{UID: "ls-" + top.UUID, Name: "ns/ls", Spec: count(t, "16"), Class: ctl.ClassLS}); err != nil {
+		if _, err := Reserve(dir, top, Reservation{UID: "ls-" + top.UUID, Name: "ns/ls", Spec: count(t, "16"), Policy: ctl.Policy{Class: ctl.ClassLS}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := Reserve(dir, top, Reservation{UID: "plain-" + top.UUID, Name: "ns/plain", Spec: count(t, "50")}); err != nil {

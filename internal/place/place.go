@@ -127,7 +127,8 @@ func Holders(dir string, t *topo.Topology) ([]Holder, error) {
 		if !OnGPU(c.Root, t) {
 			continue
 		}
-		h := Holder{Claim: c.UID, ClaimName: c.Name(), Command: c.Root.Command, TPCs: partition.FromMask(t, c.Root.Mask), Class: c.Root.Class}
+		h := Holder{Claim: c.UID, ClaimName: c.Name(), Command: c.Root.Command, TPCs: partition.FromMask(t, c.Root.Mask),
+			Class: c.Root.Class, Floor: partition.FromEnable(t, c.Root.Floor)}
 		for _, p := range c.Procs {
 			h.PIDs = append(h.PIDs, p.PID)
 		}
@@ -246,11 +247,8 @@ func held(holders []Holder, tenant int) []Holder {
 
 // chooseFloor picks a BE tenant's floor: n TPCs of its partition set that
 // no other partition holds (LS, plain, or another BE's floor), GPC-packed,
-// at least ctl.NarrowMin of them.
+// at least ctl.NarrowMin of them (as ctl.Policy.Normalize checks).
 func chooseFloor(t *topo.Topology, n int, set partition.Set, holders []Holder, tenant int) (topo.Enable, error) {
-	if n < ctl.NarrowMin {
-		return topo.Enable{}, fmt.Errorf("a BE floor of %d TPCs: want at least %d (kernels sized for the whole GPU may never finish on fewer)", n, ctl.NarrowMin)
-	}
 	var busy partition.Set
 	for i := range t.TPCs {
 		if !set.Contains(i) {
@@ -269,13 +267,12 @@ func chooseFloor(t *topo.Topology, n int, set partition.Set, holders []Holder, t
 
 // Request is a partition to place for a process about to start.
 type Request struct {
-	Spec  partition.Spec
-	PID   int  // the process; a new tenant
-	Share bool // allow TPCs of live partitions
-	Flags uint32
-	Class uint32   // ctl.ClassLS or ClassBE for tide
-	Tide  ctl.Tide // a BE tenant's policy (the node block is found here)
-	Comm  []string
+	Spec   partition.Spec
+	PID    int  // the process; a new tenant
+	Share  bool // allow TPCs of live partitions
+	Flags  uint32
+	Policy ctl.Policy // its class and tide policy
+	Comm   []string
 }
 
 // Placed is a partition placed and registered.
@@ -289,6 +286,9 @@ type Placed struct {
 // Place chooses r's TPCs on t around the live partitions in dir and
 // creates r.PID's control block, all under dir's lock.
 func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
+	if err := r.Policy.Normalize(ctl.FieldNames); err != nil {
+		return nil, err
+	}
 	unlock, err := Lock(dir, Timeout)
 	if err != nil {
 		return nil, err
@@ -298,7 +298,8 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	if err != nil {
 		return nil, err
 	}
-	set, overlaps, err := choose(t, r.Spec, holders, r.PID, r.Share, r.Class)
+	class := r.Policy.Class
+	set, overlaps, err := choose(t, r.Spec, holders, r.PID, r.Share, class)
 	if err != nil {
 		return nil, err
 	}
@@ -307,23 +308,23 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 		return nil, err
 	}
 	var floor topo.Enable // none
-	if r.Class == ctl.ClassBE && r.Tide.Floor > 0 {
-		if floor, err = chooseFloor(t, r.Tide.Floor, set, holders, r.PID); err != nil {
+	if r.Policy.Floor > 0 {
+		if floor, err = chooseFloor(t, r.Policy.Floor, set, holders, r.PID); err != nil {
 			return nil, err
 		}
 	}
-	tide := r.Tide
-	tide.Node = ctl.NodeName(t.UUID) // names the GPU; LS and BE tenants meet in its block
-	if r.Class == ctl.ClassLS || r.Class == ctl.ClassBE {
-		n, err := ctl.OpenNode(dir, tide.Node, t.Live())
+	node := ctl.NodeName(t.UUID) // names the GPU; LS and BE tenants meet in its block
+	if class == ctl.ClassLS || class == ctl.ClassBE {
+		n, err := ctl.OpenNode(dir, node, t.Live())
 		if err != nil {
 			return nil, err
 		}
 		n.Reclaim()
 		n.Close()
 	}
-	h, err := ctl.Create(dir, ctl.Init{PID: r.PID, Mask: mask, Live: t.Live(), SMs: SMs(t, set),
-		Flags: r.Flags, Class: r.Class, Tide: tide, Floor: floor, Comm: r.Comm})
+	in := ctl.Init{PID: r.PID, Mask: mask, Live: t.Live(), SMs: SMs(t, set), Flags: r.Flags, Tide: ctl.Tide{Node: node}, Floor: floor, Comm: r.Comm}
+	r.Policy.Apply(&in)
+	h, err := ctl.Create(dir, in)
 	if err != nil {
 		return nil, err
 	}

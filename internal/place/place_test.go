@@ -350,13 +350,13 @@ func TestTideClasses(t *testing.T) {
 	dir := t.TempDir()
 	procs := sleepers(t, 3)
 	n16, _ := partition.ParseCount("16")
-	ls, err := Place(dir, top, Request{Spec: n16, PID: procs[0].Process.Pid, Class: ctl.ClassLS})
+	ls, err := Place(dir, top, Request{Spec: n16, PID: procs[0].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassLS}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	all, _ := partition.ParseTPCs("all")
-	be, err := Place(dir, top, Request{Spec: all, PID: procs[1].Process.Pid, Class: ctl.ClassBE,
-		Tide: ctl.Tide{InflightMax: 2, Share: 0.05, Epoch: 10 * time.Millisecond}})
+	be, err := Place(dir, top, Request{Spec: all, PID: procs[1].Process.Pid,
+		Policy: ctl.Policy{Class: ctl.ClassBE, Inflight: 2, Share: 0.05, Epoch: 10 * time.Millisecond}})
 	if err != nil || len(be.Set) != 66 || len(be.Overlaps) != 1 {
 		t.Fatalf("BE over the LS tenant: %+v %v", be, err)
 	}
@@ -372,12 +372,12 @@ func TestTideClasses(t *testing.T) {
 	}
 	// a second LS tenant counts the first's TPCs busy, not the BE's
 	n51, _ := partition.ParseCount("51")
-	if _, err := Place(dir, top, Request{Spec: n51, PID: procs[2].Process.Pid, Class: ctl.ClassLS}); !errors.Is(err, ErrOverlap) ||
+	if _, err := Place(dir, top, Request{Spec: n51, PID: procs[2].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassLS}}); !errors.Is(err, ErrOverlap) ||
 		!strings.Contains(err.Error(), "50 of 66 are free") {
 		t.Errorf("a second LS tenant larger than what the first left: %v", err)
 	}
 	n50, _ := partition.ParseCount("50")
-	if p, err := Place(dir, top, Request{Spec: n50, PID: procs[2].Process.Pid, Class: ctl.ClassLS}); err != nil || len(p.Set.Intersect(ls.Set)) != 0 {
+	if p, err := Place(dir, top, Request{Spec: n50, PID: procs[2].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassLS}}); err != nil || len(p.Set.Intersect(ls.Set)) != 0 {
 		t.Errorf("a second LS tenant beside the first: %v %v", p, err)
 	}
 }
@@ -390,13 +390,13 @@ func TestBEFloor(t *testing.T) {
 	dir := t.TempDir()
 	procs := sleepers(t, 5)
 	n16, _ := partition.ParseCount("16")
-	ls, err := Place(dir, top, Request{Spec: n16, PID: procs[0].Process.Pid, Class: ctl.ClassLS})
+	ls, err := Place(dir, top, Request{Spec: n16, PID: procs[0].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassLS}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	all, _ := partition.ParseTPCs("all")
-	beTide := ctl.Tide{InflightMax: 2, Share: 1, Epoch: 10 * time.Millisecond, Floor: 8}
-	be, err := Place(dir, top, Request{Spec: all, PID: procs[1].Process.Pid, Class: ctl.ClassBE, Tide: beTide})
+	beTide := ctl.Policy{Class: ctl.ClassBE, Inflight: 2, Share: 1, Epoch: 10 * time.Millisecond, Floor: 8}
+	be, err := Place(dir, top, Request{Spec: all, PID: procs[1].Process.Pid, Policy: beTide})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,17 +431,17 @@ func TestBEFloor(t *testing.T) {
 	}
 	// a second BE's floor keeps off the first's and off every partition
 	beTide.Floor = 33
-	if _, err := Place(dir, top, Request{Spec: all, PID: procs[3].Process.Pid, Class: ctl.ClassBE, Tide: beTide}); !errors.Is(err, ErrOverlap) ||
+	if _, err := Place(dir, top, Request{Spec: all, PID: procs[3].Process.Pid, Policy: beTide}); !errors.Is(err, ErrOverlap) ||
 		!strings.Contains(err.Error(), "floor of 33 TPCs asked for, 32 of the partition's 66 are free") {
 		t.Errorf("a second BE floor larger than what is free: %v", err)
 	}
 	beTide.Floor = 4
-	if _, err := Place(dir, top, Request{Spec: all, PID: procs[3].Process.Pid, Class: ctl.ClassBE, Tide: beTide}); err == nil ||
+	if _, err := Place(dir, top, Request{Spec: all, PID: procs[3].Process.Pid, Policy: beTide}); err == nil ||
 		!strings.Contains(err.Error(), "floor of 4 TPCs: want at least 8") {
 		t.Errorf("a BE floor of 4 TPCs: %v", err)
 	}
 	beTide.Floor = 8
-	be2, err := Place(dir, top, Request{Spec: all, PID: procs[3].Process.Pid, Class: ctl.ClassBE, Tide: beTide})
+	be2, err := Place(dir, top, Request{Spec: all, PID: procs[3].Process.Pid, Policy: beTide})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,7 +459,7 @@ func TestBEFloor(t *testing.T) {
 	}
 	part, _ := partition.ParseTPCs(partition.Of(append(mine, ls.Set[:4]...)).String())
 	beTide.Floor = 8
-	be3, err := Place(dir, top, Request{Spec: part, PID: procs[4].Process.Pid, Class: ctl.ClassBE, Tide: beTide})
+	be3, err := Place(dir, top, Request{Spec: part, PID: procs[4].Process.Pid, Policy: beTide})
 	if err != nil {
 		t.Fatal(err)
 	}
