@@ -9,6 +9,9 @@ import (
 	"github.com/carve-gpu/carve/internal/partition"
 )
 
+// errUnnamed is parse's error where no partition is named.
+var errUnnamed = errors.New("name a partition with one of -t, -g or -n")
+
 // specFlags are the three ways to name a partition; exactly one is given.
 type specFlags struct {
 	tpcs, gpcs, count string
@@ -31,7 +34,7 @@ func (f *specFlags) parse() (partition.Spec, error) {
 	}
 	switch {
 	case given == 0:
-		return partition.Spec{}, errors.New("name a partition with one of -t, -g or -n")
+		return partition.Spec{}, errUnnamed
 	case given > 1:
 		return partition.Spec{}, errors.New("-t, -g and -n exclude each other: give one")
 	case f.tpcs != "":

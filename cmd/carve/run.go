@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -67,10 +68,10 @@ TPCs, unless --allow-unpartitioned is given.`,
 			if err != nil {
 				return err
 			}
-			if policy.Class == ctl.ClassBE && spec.tpcs == "" && spec.gpcs == "" && spec.count == "" {
-				spec.tpcs = "all"
-			}
 			s, err := spec.parse()
+			if all, ok := place.DefaultSpec(policy); ok && errors.Is(err, errUnnamed) {
+				s, err = all, nil
+			}
 			if err != nil {
 				return err
 			}

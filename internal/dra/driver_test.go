@@ -283,6 +283,7 @@ func TestBadClaims(t *testing.T) {
 		{"floorls", "beFloor is for BE tenants", 4, []string{cfg(`,"class":"ls","beFloor":8`)}},
 		{"own", "own is for LS tenants", 4, []string{cfg(`,"class":"be","own":true`)}},
 		{"floor", "beFloor: a BE floor of 4 TPCs: want at least 8", 4, []string{cfg(`,"class":"be","beFloor":4`)}},
+		{"floorcount", "it asks for 4 TPCs and a BE floor of 8: ask for at least the floor's", 4, []string{cfg(`,"class":"be","beFloor":8`)}},
 		{"share", "BE share 2: want a fraction", 4, []string{cfg(`,"class":"be","beShare":2`)}},
 		{"conns", "connections 0: want 1 to 32", 4, []string{cfg(`,"connections":0`)}},
 	} {

@@ -159,6 +159,9 @@ func ParseGPCs(text string) (Spec, error) {
 	return Spec{Kind: GPCs, List: l, Text: text}, nil
 }
 
+// CountOf is the spec of n TPCs, placed as ParseCount's are.
+func CountOf(n int) Spec { return Spec{Kind: Count, N: n, Text: strconv.Itoa(n)} }
+
 // ParseCount parses a -n spec: "20" TPCs or "50%" of them.
 func ParseCount(text string) (Spec, error) {
 	s := strings.TrimSpace(text)

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -255,6 +256,20 @@ func TestMaskRoundTrip(t *testing.T) {
 	}
 	if _, err := Enable(top, Set{}); err == nil {
 		t.Error("empty set gave an enable set")
+	}
+}
+
+// TestCountOf: a count given as a number is the spec its text parses to.
+func TestCountOf(t *testing.T) {
+	top := h100(t)
+	for _, n := range []int{1, 20, 66} {
+		want, _ := ParseCount(fmt.Sprint(n))
+		got := CountOf(n)
+		a, errA := got.Resolve(top, Set{0, 1, 2})
+		b, errB := want.Resolve(top, Set{0, 1, 2})
+		if !reflect.DeepEqual(got, want) || errA != nil || errB != nil || a.String() != b.String() {
+			t.Errorf("CountOf(%d) = %+v on %s, want %+v on %s", n, got, a, want, b)
+		}
 	}
 }
 
