@@ -122,28 +122,28 @@ func fieldName(field string, spelled Spelling) string {
 }
 
 // RunArgs are the flags of carve run that give a tenant p (normalized):
-// its class, then each field for its class.
+// its class, then each field for its class or for any.
 func (p Policy) RunArgs() []string {
-	if p.Class == ClassNone {
-		return nil
+	var args []string
+	if p.Class != ClassNone {
+		args = append(args, "--"+ClassName(p.Class))
 	}
-	args := []string{"--" + ClassName(p.Class)}
 	v := reflect.ValueOf(p)
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
-		if f.Tag.Get("for") != ClassName(p.Class) {
+		flag, class := f.Tag.Get("flag"), f.Tag.Get("for")
+		if flag == "" || class != "" && class != ClassName(p.Class) {
 			continue
 		}
-		flag := "--" + f.Tag.Get("flag")
 		switch x := v.Field(i).Interface().(type) {
 		case bool:
 			if x {
-				args = append(args, flag)
+				args = append(args, "--"+flag)
 			}
 		case float64:
-			args = append(args, flag+"="+strconv.FormatFloat(x, 'g', -1, 64))
+			args = append(args, "--"+flag+"="+strconv.FormatFloat(x, 'g', -1, 64))
 		default: // ints and durations
-			args = append(args, fmt.Sprintf("%s=%v", flag, x))
+			args = append(args, fmt.Sprintf("--%s=%v", flag, x))
 		}
 	}
 	return args
@@ -158,7 +158,7 @@ func (p Policy) Apply(in *Init) {
 	if p.Own {
 		in.Flags |= FlagLSOwn
 	}
-	in.Tide = Tide{Node: in.Tide.Node, InflightMax: p.Inflight, Queue: p.Queue, Share: p.Share, Epoch: p.Epoch, Floor: p.Floor}
+	in.Tide = Tide{Node: in.Tide.Node, InflightMax: p.Inflight, Queue: p.Queue, Share: p.Share, Epoch: p.Epoch}
 }
 
 // Policy is the policy the block was made with (Apply's, read back).
