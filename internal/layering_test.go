@@ -1,14 +1,20 @@
 package internal_test
 
 // The rules ARCHITECTURE.md states about carve's packages, checked on the
-// import graph that 'go list' reports.
+// import graph that 'go list' reports, and on the source of the files
+// that handle TPC masks.
 
 import (
 	"bufio"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -113,5 +119,140 @@ func TestCommandFilesAreShort(t *testing.T) {
 		if n > 200 {
 			t.Errorf("%s has %d lines: move what it does into internal/", f, n)
 		}
+	}
+}
+
+// maskFile is the one file that turns enable sets into disable masks and
+// back (topo.Enable, topo.Disable) and names their raw words.
+const maskFile = "internal/topo/mask.go"
+
+// rawWordsElsewhere are the files with a [4]uint32 that is not a mask.
+var rawWordsElsewhere = map[string]string{
+	"internal/workload/predictsuite.go": "a palette of four colours",
+}
+
+// TestMasksAreTyped: TPC masks are topo.Enable or topo.Disable everywhere
+// but the ABI. Outside maskFile no file names raw mask words ([4]uint32,
+// but as a field of a mirror of the shim's structs, tagged c:"..."),
+// converts one kind into the other (topo.Enable(x), topo.Disable(x)) or
+// flips words itself (^w[i], w[i] &^ v[i], .Not()). Test files may build
+// raw words where they check the ABI.
+func TestMasksAreTyped(t *testing.T) {
+	fset := token.NewFileSet()
+	checked := 0
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != ".." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(path, "../"))
+		if rel == maskFile {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		checked++
+		for _, bad := range maskMisuses(f) {
+			if bad.what == "[4]uint32" && rawWordsElsewhere[rel] != "" {
+				continue
+			}
+			t.Errorf("%s:%d: %s outside %s", rel, fset.Position(bad.pos).Line, bad.what, maskFile)
+		}
+		return nil
+	})
+	if err != nil || checked < 100 {
+		t.Fatalf("checked %d files: %v", checked, err)
+	}
+}
+
+type misuse struct {
+	pos  token.Pos
+	what string
+}
+
+// maskMisuses lists what TestMasksAreTyped refuses in f.
+func maskMisuses(f *ast.File) []misuse {
+	var out []misuse
+	abi := map[ast.Expr]bool{} // the types of fields mirroring a C struct's
+	ast.Inspect(f, func(n ast.Node) bool {
+		if fl, ok := n.(*ast.Field); ok && fl.Tag != nil {
+			if tag, err := strconv.Unquote(fl.Tag.Value); err == nil && strings.Contains(tag, `c:"`) {
+				abi[fl.Type] = true
+			}
+		}
+		return true
+	})
+	isIndex := func(e ast.Expr) bool { _, ok := ast.Unparen(e).(*ast.IndexExpr); return ok }
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.ArrayType:
+			if lit, ok := n.Len.(*ast.BasicLit); ok && lit.Value == "4" && isIdent(n.Elt, "uint32") && !abi[n] {
+				out = append(out, misuse{n.Pos(), "[4]uint32"})
+			}
+		case *ast.SelectorExpr:
+			if n.Sel.Name == "Not" {
+				out = append(out, misuse{n.Pos(), ".Not()"})
+			}
+		case *ast.CallExpr:
+			sel, ok := n.Fun.(*ast.SelectorExpr)
+			if ok && isIdent(sel.X, "topo") && (sel.Sel.Name == "Enable" || sel.Sel.Name == "Disable") ||
+				f.Name.Name == "topo" && (isIdent(n.Fun, "Enable") || isIdent(n.Fun, "Disable")) {
+				out = append(out, misuse{n.Pos(), "a conversion between enable and disable masks"})
+			}
+		case *ast.UnaryExpr:
+			if n.Op == token.XOR && isIndex(n.X) {
+				out = append(out, misuse{n.Pos(), "a flipped mask word (^w[i])"})
+			}
+		case *ast.BinaryExpr:
+			if n.Op == token.AND_NOT && (isIndex(n.X) || isIndex(n.Y)) {
+				out = append(out, misuse{n.Pos(), "a flipped mask word (&^)"})
+			}
+		case *ast.AssignStmt:
+			if n.Tok == token.AND_NOT_ASSIGN && isIndex(n.Lhs[0]) {
+				out = append(out, misuse{n.Pos(), "a flipped mask word (&^=)"})
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func isIdent(e ast.Expr, name string) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == name
+}
+
+// TestMaskCheckFindsMisuses: the check above refuses each misuse it names,
+// and lets a mirror's tagged field and typed code pass.
+func TestMaskCheckFindsMisuses(t *testing.T) {
+	src := `package x
+type Block struct {
+	Mask [4]uint32 ` + "`c:\"mask\"`" + `
+}
+type Init struct{ Mask [4]uint32 }
+func a(d topo.Disable) topo.Enable { return d.Enable() }
+func b(e topo.Enable) topo.Disable { return topo.Disable(e) }
+func c(m topo.Mask) topo.Mask { return m.Not() }
+func d(w, v [4]uint32) uint32 { return ^w[0] | w[1]&^v[1] }
+`
+	f, err := parser.ParseFile(token.NewFileSet(), "x.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range maskMisuses(f) {
+		got = append(got, m.what)
+	}
+	want := []string{"[4]uint32", "a conversion between enable and disable masks", ".Not()", "[4]uint32",
+		"a flipped mask word (^w[i])", "a flipped mask word (&^)"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("misuses found:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/carve-gpu/carve/internal/bench"
+	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/report"
 )
 
@@ -87,24 +88,29 @@ func parseTide(xs []string) ([]bench.TideSetting, error) {
 		n, err1 := strconv.Atoi(f[0])
 		q, err2 := time.ParseDuration(f[1])
 		v, err3 := strconv.ParseFloat(f[2], 64)
-		if err1 != nil || err2 != nil || err3 != nil || n < 0 || q < 0 || v < 0 || v > 1 {
+		if err1 != nil || err2 != nil || err3 != nil {
 			return nil, bad
 		}
-		t := bench.TideSetting{Inflight: n, Queue: q, Share: v}
+		t := bench.TideSetting{BE: ctl.Policy{Class: ctl.ClassBE, Inflight: n, Queue: q, Share: v}, LS: ctl.Policy{Class: ctl.ClassLS}}
 		for i, opt := range f[3:] {
 			var err error
-			if fl, ok := strings.CutPrefix(opt, "floor="); ok && t.Floor == 0 {
-				if t.Floor, err = strconv.Atoi(fl); err != nil || t.Floor < 1 {
+			if fl, ok := strings.CutPrefix(opt, "floor="); ok && t.BE.Floor == 0 {
+				if t.BE.Floor, err = strconv.Atoi(fl); err != nil || t.BE.Floor == 0 { // floor=0 names none
 					return nil, bad
 				}
-			} else if opt == "own" && !t.Own {
-				t.Own = true
+			} else if opt == "own" && !t.LS.Own {
+				t.LS.Own = true
 			} else if i == 0 {
 				if t.LSTPCs, err = strconv.Atoi(opt); err != nil || t.LSTPCs < 1 {
 					return nil, bad
 				}
 			} else {
 				return nil, bad
+			}
+		}
+		for _, p := range []*ctl.Policy{&t.BE, &t.LS} {
+			if err := p.Normalize(ctl.FieldNames); err != nil {
+				return nil, fmt.Errorf("tide setting %q: %w", x, err)
 			}
 		}
 		out = append(out, t)

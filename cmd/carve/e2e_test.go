@@ -15,7 +15,6 @@ import (
 	"github.com/carve-gpu/carve/internal/cuda"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/shimtest"
-	"github.com/carve-gpu/carve/internal/topo"
 	"github.com/carve-gpu/carve/internal/topo/topotest"
 )
 
@@ -165,7 +164,7 @@ func TestConcurrentRuns(t *testing.T) {
 	}
 	var used partition.Set
 	for _, e := range entries {
-		set := partition.FromMask(topotest.H100(t), topo.Mask(e.Mask))
+		set := partition.FromMask(topotest.H100(t), e.Mask)
 		if len(set) != 1 || len(used.Intersect(set)) > 0 {
 			t.Errorf("pid %d got TPCs %s; earlier ones hold %s", e.PID, set, used)
 		}

@@ -2,13 +2,15 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
 )
+
+// errUnnamed is parse's error where no partition is named.
+var errUnnamed = errors.New("name a partition with one of -t, -g or -n")
 
 // specFlags are the three ways to name a partition; exactly one is given.
 type specFlags struct {
@@ -32,7 +34,7 @@ func (f *specFlags) parse() (partition.Spec, error) {
 	}
 	switch {
 	case given == 0:
-		return partition.Spec{}, errors.New("name a partition with one of -t, -g or -n")
+		return partition.Spec{}, errUnnamed
 	case given > 1:
 		return partition.Spec{}, errors.New("-t, -g and -n exclude each other: give one")
 	case f.tpcs != "":
@@ -43,40 +45,34 @@ func (f *specFlags) parse() (partition.Spec, error) {
 	return partition.ParseCount(f.count)
 }
 
-// tideFlags are run's LS and BE classes and a BE tenant's policy.
+// tideFlags are run's LS and BE classes and the tenant's policy.
 type tideFlags struct {
-	ls, be, own bool
-	tide        ctl.Tide
+	ls, be bool
+	p      ctl.Policy
 }
 
 func (f *tideFlags) add(c *cobra.Command) {
 	c.Flags().BoolVar(&f.ls, "ls", false, "latency-sensitive: holds its TPCs, borrows free ones, and holds BE tenants back while it has work on the GPU")
-	c.Flags().BoolVar(&f.own, "own", false, "LS: keep to its own TPCs and borrow none, so that BE tenants beside it (--be-share 1) keep the rest while it has work")
+	c.Flags().BoolVar(&f.p.Own, "own", false, "LS: keep to its own TPCs and borrow none, so that BE tenants beside it (--be-share 1) keep the rest while it has work")
 	c.Flags().BoolVar(&f.be, "be", false, "best-effort: runs on what LS tenants leave, held back while they have work on the GPU (partition default: all TPCs)")
-	d := ctl.DefaultTide
-	c.Flags().IntVar(&f.tide.InflightMax, "inflight", d.InflightMax, "BE: kernels in flight at most, so that holding it back takes effect within a few kernels (0: no bound)")
-	c.Flags().DurationVar(&f.tide.Queue, "queue", d.Queue, "BE: GPU time in flight at most, by its kernels' measured time (0: no bound)")
-	c.Flags().Float64Var(&f.tide.Share, "be-share", d.Share, "BE: share of the time it may still run while LS work is in flight, off the LS tenants' TPCs (0: only after waiting an epoch)")
-	c.Flags().DurationVar(&f.tide.Epoch, "epoch", d.Epoch, "BE: the period --be-share is counted over")
-	c.Flags().IntVar(&f.tide.Floor, "be-floor", d.Floor, "BE: TPCs it keeps to while LS work is in flight, which LS tenants keep off (0: all but the busy LS tenants'); with --be-share 1 it runs there all the while, its memory traffic bounded by its TPCs")
+	d := ctl.DefaultPolicy
+	c.Flags().IntVar(&f.p.Inflight, "inflight", d.Inflight, "BE: kernels in flight at most, so that holding it back takes effect within a few kernels (0: no bound)")
+	c.Flags().DurationVar(&f.p.Queue, "queue", d.Queue, "BE: GPU time in flight at most, by its kernels' measured time (0: no bound)")
+	c.Flags().Float64Var(&f.p.Share, "be-share", d.Share, "BE: share of the time it may still run while LS work is in flight, off the LS tenants' TPCs (0: only after waiting an epoch)")
+	c.Flags().DurationVar(&f.p.Epoch, "epoch", d.Epoch, "BE: the period --be-share is counted over")
+	c.Flags().IntVar(&f.p.Floor, "be-floor", d.Floor, "BE: TPCs it keeps to while LS work is in flight, which LS tenants keep off (0: all but the busy LS tenants'); with --be-share 1 it runs there all the while, its memory traffic bounded by its TPCs")
 }
 
-// class checks the flags and returns the tenant's class.
-func (f *tideFlags) class() (uint32, error) {
-	if err := f.tide.Check(); err != nil {
-		return 0, fmt.Errorf("--inflight, --queue, --be-share, --epoch, --be-floor: %w", err)
-	}
+// policy is the tenant's policy, checked.
+func (f *tideFlags) policy() (ctl.Policy, error) {
+	p := f.p
 	switch {
 	case f.ls && f.be:
-		return 0, errors.New("--ls and --be exclude each other")
-	case f.own && !f.ls:
-		return 0, errors.New("--own is for LS tenants (--ls)")
-	case f.tide.Floor > 0 && !f.be:
-		return 0, errors.New("--be-floor is for BE tenants (--be)")
+		return p, errors.New("--ls and --be exclude each other")
 	case f.ls:
-		return ctl.ClassLS, nil
+		p.Class = ctl.ClassLS
 	case f.be:
-		return ctl.ClassBE, nil
+		p.Class = ctl.ClassBE
 	}
-	return ctl.ClassNone, nil
+	return p, p.Normalize(ctl.FlagNames)
 }

@@ -182,7 +182,7 @@ func TestLsAndSet(t *testing.T) {
 	if strings.Contains(stderr, "never finished") {
 		t.Errorf("a warning about few TPCs where the partition grew: %q", stderr)
 	}
-	if got := partition.FromMask(top, topo.Mask(h.Snapshot().Mask)).String(); got != "8-12" {
+	if got := partition.FromMask(top, h.Snapshot().Mask).String(); got != "8-12" {
 		t.Errorf("block now holds TPCs %s", got)
 	}
 
@@ -193,7 +193,7 @@ func TestLsAndSet(t *testing.T) {
 	if _, _, err := carve(t, "set", "-p", pid, "-n", "9"); err != nil {
 		t.Fatal(err)
 	}
-	got := partition.FromMask(top, topo.Mask(h.Snapshot().Mask))
+	got := partition.FromMask(top, h.Snapshot().Mask)
 	if len(got) != 9 || len(got.Intersect(partition.Set{10, 11, 12, 13, 14, 15, 16, 17, 18, 19})) != 0 {
 		t.Errorf("-n 9 gave %s, overlapping the neighbour", got)
 	}
@@ -250,12 +250,24 @@ func TestBenchReport(t *testing.T) {
 }
 
 func TestParseTide(t *testing.T) {
-	got, err := parseTide([]string{"8:300us:0.05", "4:0s:1:50:own", "8:300us:1:floor=8", "2:0s:0.5:20:floor=4"})
-	want := []bench.TideSetting{{Inflight: 8, Queue: 300 * time.Microsecond, Share: 0.05},
-		{Inflight: 4, Share: 1, LSTPCs: 50, Own: true},
-		{Inflight: 8, Queue: 300 * time.Microsecond, Share: 1, Floor: 8},
-		{Inflight: 2, Share: 0.5, LSTPCs: 20, Floor: 4}}
+	got, err := parseTide([]string{"8:300us:0.05", "4:0s:1:50:own", "8:300us:1:floor=8", "2:0s:0.5:20:floor=12"})
+	be := func(n int, q time.Duration, share float64, floor int) ctl.Policy {
+		return ctl.Policy{Class: ctl.ClassBE, Inflight: n, Queue: q, Share: share, Floor: floor, Epoch: ctl.DefaultPolicy.Epoch}
+	}
+	ls := ctl.Policy{Class: ctl.ClassLS}
+	own := ctl.Policy{Class: ctl.ClassLS, Own: true}
+	want := []bench.TideSetting{{BE: be(8, 300*time.Microsecond, 0.05, 0), LS: ls},
+		{BE: be(4, 0, 1, 0), LS: own, LSTPCs: 50},
+		{BE: be(8, 300*time.Microsecond, 1, 8), LS: ls},
+		{BE: be(2, 0, 0.5, 12), LS: ls, LSTPCs: 20}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("parseTide: %+v, %v; want %+v", got, err, want)
+	}
+	// the rules of carve run's flags hold for them too
+	for in, msg := range map[string]string{"8:300us:1:floor=4": "floor of 4 TPCs: want at least 8",
+		"8:300us:2": "BE share 2: want a fraction", "-1:0s:1": "kernels in flight -1", "8:-1s:1": "queue -1s"} {
+		if _, err := parseTide([]string{in}); err == nil || !strings.Contains(err.Error(), msg) || !strings.Contains(err.Error(), in) {
+			t.Errorf("parseTide(%s): %v, want an error naming it and saying %q", in, err, msg)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -63,14 +64,14 @@ version) the program is stopped with exit status 86 rather than run on all
 TPCs, unless --allow-unpartitioned is given.`,
 		Args: needArgs("a command"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			class, err := tide.class()
+			policy, err := tide.policy()
 			if err != nil {
 				return err
 			}
-			if class == ctl.ClassBE && spec.tpcs == "" && spec.gpcs == "" && spec.count == "" {
-				spec.tpcs = "all"
-			}
 			s, err := spec.parse()
+			if all, ok := place.DefaultSpec(policy); ok && errors.Is(err, errUnnamed) {
+				s, err = all, nil
+			}
 			if err != nil {
 				return err
 			}
@@ -100,9 +101,6 @@ TPCs, unless --allow-unpartitioned is given.`,
 			if allSMs {
 				flags |= ctl.FlagAllSMs
 			}
-			if tide.own {
-				flags |= ctl.FlagLSOwn
-			}
 			env := os.Environ()
 			d := mps.Default()
 			timeSliced := false // said once placed: any error comes before a note
@@ -116,7 +114,7 @@ TPCs, unless --allow-unpartitioned is given.`,
 				timeSliced = true
 			}
 			p, err := place.Place(dir, t, place.Request{Spec: s, PID: os.Getpid(), Share: spec.share, Flags: flags,
-				Class: class, Tide: tide.tide, Comm: args})
+				Policy: policy, Comm: args})
 			if err != nil {
 				return err
 			}

@@ -20,7 +20,7 @@ func topologyOf(dir string, pid int) (*topo.Topology, error) {
 	}
 	s := h.Snapshot()
 	h.Close()
-	t, err := topo.FindCached(topo.Mask(s.Live))
+	t, err := topo.FindCached(s.Live)
 	if err == nil && t == nil {
 		err = errors.New("no cached topology matches its GPU: run 'carve topo'")
 	}

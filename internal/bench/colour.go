@@ -64,7 +64,7 @@ func Colour(o ColourOptions) (*report.Result, error) {
 		return nil, err
 	}
 	var sets [2]partition.Set
-	var masks [2]topo.Mask
+	var masks [2]topo.Disable
 	sms := [2]int{}
 	for _, tpc := range t.TPCs {
 		s, ok := m.Side[tpc.SMs[0]]

@@ -22,46 +22,37 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/report"
 	"github.com/carve-gpu/carve/internal/stats"
 	"github.com/carve-gpu/carve/internal/workload"
 )
 
-// TideSetting is one policy carve tide is measured with: the BE's bounds,
-// share and floor, and the LS's reserved TPCs (0: ServeOptions.LSTPCs) and
-// whether it keeps to them (carve run --own).
+// TideSetting is one pair of policies carve tide is measured with: the BE
+// tenant's (its bounds, share and floor) and the LS tenant's (whether it
+// keeps to its TPCs), both normalized, and the LS's reserved TPCs (0:
+// ServeOptions.LSTPCs).
 type TideSetting struct {
-	Inflight int
-	Queue    time.Duration
-	Share    float64
-	Floor    int
-	LSTPCs   int
-	Own      bool
+	BE, LS ctl.Policy
+	LSTPCs int
 }
 
-func (t TideSetting) beFlags() []string {
-	return []string{"--be", fmt.Sprintf("--inflight=%d", t.Inflight), "--queue=" + t.Queue.String(), fmt.Sprintf("--be-share=%g", t.Share),
-		fmt.Sprintf("--be-floor=%d", t.Floor)}
-}
+func (t TideSetting) beFlags() []string { return t.BE.RunArgs() }
 
 func (t TideSetting) lsFlags(tpcs int) []string {
-	f := []string{"--ls", "-n", strconv.Itoa(cmp.Or(t.LSTPCs, tpcs))}
-	if t.Own {
-		f = append(f, "--own")
-	}
-	return f
+	return append(t.LS.RunArgs(), "-n", strconv.Itoa(cmp.Or(t.LSTPCs, tpcs)))
 }
 
 func (t TideSetting) String() string {
-	s := fmt.Sprintf("%d in flight, %v queued, share %g", t.Inflight, t.Queue, t.Share)
-	if t.Floor > 0 {
-		s += fmt.Sprintf(" on %d TPCs", t.Floor)
+	s := fmt.Sprintf("%d in flight, %v queued, share %g", t.BE.Inflight, t.BE.Queue, t.BE.Share)
+	if t.BE.Floor > 0 {
+		s += fmt.Sprintf(" on %d TPCs", t.BE.Floor)
 	}
 	if t.LSTPCs > 0 {
 		s += fmt.Sprintf(", LS %d TPCs", t.LSTPCs)
 	}
-	if t.Own {
+	if t.LS.Own {
 		s += " own"
 	}
 	return s

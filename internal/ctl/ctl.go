@@ -10,7 +10,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math/bits"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,6 +19,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // Values shared with shim/carve_ctl.h.
@@ -193,23 +194,24 @@ func openPath(path string) (*Handle, error) {
 type Init struct {
 	PID    int
 	Tenant int // the pid whose partition this is (default: PID)
-	Mask   [4]uint32
-	Live   [4]uint32
+	Mask   topo.Disable
+	Live   topo.Enable
 	SMs    int // of the partition
 	Flags  uint32
-	Class  uint32    // ClassNone, ClassLS or ClassBE
-	Tide   Tide      // for LS and BE tenants
-	Floor  [4]uint32 // a BE tenant's floor TPCs (enable bits), chosen for Tide.Floor
+	Class  uint32      // ClassNone, ClassLS or ClassBE
+	Tide   Tide        // for LS and BE tenants
+	Floor  topo.Enable // a BE tenant's floor TPCs, chosen for Policy.Floor
 	Comm   []string
 }
 
-// Tide is an LS or BE tenant's policy. For a BE tenant: launches in
-// flight at most (0: no bound), the share of the time it may run while LS
-// work is in flight, the period that share is counted over, and how many
-// TPCs it keeps to then (its floor; 0: all but the busy LS tenants'). Node names
-// the GPU's node block in the runtime directory (NodeName of its UUID); carve
-// records it for every partition, so that it also says which GPU a
-// partition is on.
+// Tide is what a block holds of an LS or BE tenant's policy (Policy.Apply
+// writes it): for a BE tenant, launches in flight at most (0: no bound),
+// the share of the time it may run while LS work is in flight and the
+// period that share is counted over. Node names the GPU's node block in
+// the runtime directory (NodeName of its UUID); carve records it for every
+// partition, so that it also says which GPU a partition is on. Floor is
+// how many TPCs the block's floor (Init.Floor) holds: read from it, never
+// written.
 type Tide struct {
 	Node        string        `json:"node"`
 	InflightMax int           `json:"inflight_max"`
@@ -217,26 +219,6 @@ type Tide struct {
 	Share       float64       `json:"share"`
 	Epoch       time.Duration `json:"epoch"`
 	Floor       int           `json:"floor"` // TPCs
-}
-
-// DefaultTide is a BE tenant's policy unless told otherwise.
-var DefaultTide = Tide{InflightMax: 8, Queue: 300 * time.Microsecond, Share: 0.05, Epoch: 10 * time.Millisecond}
-
-// Check says what is wrong with a BE tenant's policy, if anything.
-func (t Tide) Check() error {
-	switch {
-	case t.Share < 0 || t.Share > 1:
-		return fmt.Errorf("BE share %g: want a fraction from 0 to 1", t.Share)
-	case t.InflightMax < 0 || t.InflightMax > 1<<20:
-		return fmt.Errorf("kernels in flight %d: want 0 (no bound) to %d", t.InflightMax, 1<<20)
-	case t.Queue < 0 || t.Queue > time.Hour:
-		return fmt.Errorf("queue %v: want 0 (no bound) to an hour", t.Queue)
-	case t.Epoch < time.Millisecond || t.Epoch > time.Hour:
-		return fmt.Errorf("epoch %v: want 1ms to an hour", t.Epoch)
-	case t.Floor < 0 || t.Floor > 128:
-		return fmt.Errorf("floor %d TPCs: want 0 (none) to the GPU's TPCs", t.Floor)
-	}
-	return nil
 }
 
 // Create writes the block of in.PID into dir: filled under a temporary name,
@@ -304,7 +286,7 @@ func (h *Handle) Remove() error { return os.Remove(h.Path) }
 // (seqlock write side, under an exclusive flock so that two writers never
 // interleave). The shim applies it from the process's next launch. Returns
 // the new generation.
-func (h *Handle) SetMask(m [4]uint32, sms int) (uint64, error) {
+func (h *Handle) SetMask(m topo.Disable, sms int) (uint64, error) {
 	if err := syscall.Flock(int(h.f.Fd()), syscall.LOCK_EX); err != nil {
 		return 0, fmt.Errorf("locking %s: %w", h.Path, err)
 	}
@@ -336,8 +318,9 @@ type Snapshot struct {
 	Flags      uint32
 	Class      uint32
 	Gen        uint64
-	Mask, Live [4]uint32
-	Floor      [4]uint32 // a BE tenant's floor TPCs, as enable bits
+	Mask       topo.Disable
+	Live       topo.Enable
+	Floor      topo.Enable // a BE tenant's floor TPCs
 	SMs        int
 	State      uint32
 	TMDVersion uint32
@@ -445,9 +428,7 @@ func (h *Handle) Snapshot() Snapshot {
 		Queue: time.Duration(atomic.LoadUint32(&b.QueueUS)) * time.Microsecond,
 		Share: float64(atomic.LoadUint32(&b.SharePPM)) / 1e6, Epoch: time.Duration(atomic.LoadUint64(&b.EpochNS))}
 	s.Floor = b.Floor // written once, before the block is published
-	for _, w := range s.Floor {
-		s.Tide.Floor += bits.OnesCount32(w)
-	}
+	s.Tide.Floor = s.Floor.Count()
 	s.TideStatus = TideStatus{State: atomic.LoadUint32(&b.TideState), Inflight: int(atomic.LoadUint32(&b.Inflight)),
 		Held: time.Duration(atomic.LoadUint64(&b.HeldNS)), HeldLaunches: atomic.LoadUint64(&b.HeldLaunches),
 		NarrowLaunch: atomic.LoadUint64(&b.NarrowLaunch), Busy: time.Duration(atomic.LoadUint64(&b.BusyNS)),

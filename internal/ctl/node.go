@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // Values shared with shim/carve_node.h.
@@ -73,7 +75,7 @@ type Node struct {
 
 // OpenNode maps the node block name in dir, creating it for a GPU with the
 // given live TPCs if there is none. Call it under the placement lock.
-func OpenNode(dir, name string, live [4]uint32) (*Node, error) {
+func OpenNode(dir, name string, live topo.Enable) (*Node, error) {
 	path := filepath.Join(dir, name)
 	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
 	if os.IsNotExist(err) {
@@ -107,7 +109,7 @@ func mapNode(path string, f *os.File) (*Node, error) {
 	return &Node{Path: path, mem: mem, b: (*NodeBlock)(unsafe.Pointer(&mem[0]))}, nil
 }
 
-func createNode(path string, live [4]uint32) (*Node, error) {
+func createNode(path string, live topo.Enable) (*Node, error) {
 	tmp := path + ".new"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
@@ -170,12 +172,12 @@ func (n *Node) Name() string { return filepath.Base(n.Path) }
 func (n *Node) Close() error { return syscall.Munmap(n.mem) }
 
 // Live is the GPU's live TPC bits.
-func (n *Node) Live() [4]uint32 { return n.b.Live }
+func (n *Node) Live() topo.Enable { return n.b.Live }
 
-// SetFixed sets the TPCs (enable bits) that LS tenants' launches keep off:
+// SetFixed sets the TPCs that LS tenants' launches keep off:
 // those of the GPU's partitions that are neither LS nor BE, and the BE
 // tenants' floors. Call it under the placement lock.
-func (n *Node) SetFixed(m [4]uint32) {
+func (n *Node) SetFixed(m topo.Enable) {
 	for i := range m {
 		atomic.StoreUint32(&n.b.Fixed[i], m[i])
 	}
@@ -183,7 +185,7 @@ func (n *Node) SetFixed(m [4]uint32) {
 }
 
 // Fixed is what SetFixed last set.
-func (n *Node) Fixed() (m [4]uint32) {
+func (n *Node) Fixed() (m topo.Enable) {
 	for i := range m {
 		m[i] = atomic.LoadUint32(&n.b.Fixed[i])
 	}
@@ -198,7 +200,7 @@ type LSSlot struct {
 	Beat     time.Duration // since the last heartbeat (of CLOCK_MONOTONIC)
 	BusyTime time.Duration
 	Requests uint64
-	Reserved [4]uint32
+	Reserved topo.Enable
 }
 
 // LS returns the slots in use.

@@ -76,7 +76,7 @@ func OpenGPU(ordinal int) (*GPU, error) {
 func (g *GPU) SMCount() int { return g.sms }
 
 // Run implements Prober.
-func (g *GPU) Run(disable *topo.Mask, blocks, cluster int) ([]int, error) {
+func (g *GPU) Run(disable *topo.Disable, blocks, cluster int) ([]int, error) {
 	if blocks > g.outLen {
 		return nil, fmt.Errorf("%d blocks exceed the probe buffer (%d)", blocks, g.outLen)
 	}
@@ -88,7 +88,7 @@ func (g *GPU) Run(disable *topo.Mask, blocks, cluster int) ([]int, error) {
 		return nil, err
 	}
 	if disable != nil {
-		m := [4]uint32(*disable)
+		m := *disable
 		g.hook.SetMask(&m)
 	} else {
 		g.hook.SetMask(nil)
@@ -135,7 +135,7 @@ func (g *GPU) Run(disable *topo.Mask, blocks, cluster int) ([]int, error) {
 	return sms, nil
 }
 
-func maskOrNone(m *topo.Mask) string {
+func maskOrNone(m *topo.Disable) string {
 	if m == nil {
 		return "none"
 	}

@@ -45,7 +45,7 @@ func TestGPUMaskConfinesBlocks(t *testing.T) {
 		sets = append(sets, r.Perm(len(rec.TPCs))[:n])
 	}
 	for _, set := range sets {
-		var enable topo.Mask
+		var enable topo.Enable
 		want := map[int]bool{}
 		for _, i := range set {
 			enable = enable.Set(rec.TPCs[i].Bit)
@@ -53,7 +53,7 @@ func TestGPUMaskConfinesBlocks(t *testing.T) {
 				want[sm] = true
 			}
 		}
-		dis := enable.Not()
+		dis := enable.Disable()
 		sms, err := g.Run(&dis, 4*g.SMCount(), 0)
 		if err != nil {
 			t.Fatalf("TPCs %v: %v", set, err)

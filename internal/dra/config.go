@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,21 +47,24 @@ type Config struct {
 	MPS *bool `json:"mps,omitempty"`
 	// Connections is CUDA_DEVICE_MAX_CONNECTIONS under MPS.
 	Connections *int `json:"connections,omitempty"`
-	// A BE claim's policy (see carve run --help).
+	// A BE claim's policy (see carve run --help): its bounds, its share
+	// and the TPCs it keeps to while LS work is in flight.
 	Inflight *int             `json:"inflight,omitempty"`
 	Queue    *metav1.Duration `json:"queue,omitempty"`
 	BEShare  *float64         `json:"beShare,omitempty"`
 	Epoch    *metav1.Duration `json:"epoch,omitempty"`
+	BEFloor  *int             `json:"beFloor,omitempty"`
+	// Own keeps an LS claim to its own TPCs (see carve run --own).
+	Own *bool `json:"own,omitempty"`
 }
 
 // Settings is a claim's configuration with every default filled in.
 type Settings struct {
-	Class              uint32
+	Policy             ctl.Policy
 	AllowUnpartitioned bool
 	AllSMs             bool
 	MPS                bool
 	Connections        int
-	Tide               ctl.Tide
 }
 
 // ParseConfig decodes one opaque configuration strictly: an unknown field,
@@ -81,42 +85,30 @@ func ParseConfig(raw []byte) (*Config, error) {
 // Resolve applies configs in order (the DeviceClass's first, then the
 // claim's) over the defaults, and checks the result.
 func Resolve(configs []*Config) (Settings, error) {
-	s := Settings{MPS: true, Connections: mps.DefaultConnections, Tide: ctl.DefaultTide}
-	class, tideSet := "none", []string{}
+	s := Settings{Policy: ctl.DefaultPolicy, MPS: true, Connections: mps.DefaultConnections}
+	p, class := &s.Policy, "none"
 	for _, c := range configs {
 		set(&class, c.Class)
 		set(&s.AllowUnpartitioned, c.AllowUnpartitioned)
 		set(&s.AllSMs, c.AllSMs)
 		set(&s.MPS, c.MPS)
 		set(&s.Connections, c.Connections)
-		if c.Inflight != nil {
-			s.Tide.InflightMax, tideSet = *c.Inflight, append(tideSet, "inflight")
-		}
-		if c.Queue != nil {
-			s.Tide.Queue, tideSet = c.Queue.Duration, append(tideSet, "queue")
-		}
-		if c.BEShare != nil {
-			s.Tide.Share, tideSet = *c.BEShare, append(tideSet, "beShare")
-		}
-		if c.Epoch != nil {
-			s.Tide.Epoch, tideSet = c.Epoch.Duration, append(tideSet, "epoch")
-		}
+		set(&p.Inflight, c.Inflight)
+		setDuration(&p.Queue, c.Queue)
+		set(&p.Share, c.BEShare)
+		setDuration(&p.Epoch, c.Epoch)
+		set(&p.Floor, c.BEFloor)
+		set(&p.Own, c.Own)
 	}
 	var err error
-	if s.Class, err = ctl.ParseClass(class); err != nil {
+	if p.Class, err = ctl.ParseClass(class); err != nil {
 		return s, err
 	}
-	if s.Class != ctl.ClassBE && len(tideSet) > 0 {
-		return s, fmt.Errorf("%s apply to class be only, and this claim's class is %s", strings.Join(tideSet, ", "), class)
-	}
-	if err := s.Tide.Check(); err != nil {
+	if err := p.Normalize(ctl.ConfigNames); err != nil {
 		return s, err
 	}
 	if s.Connections < 1 || s.Connections > mps.MaxConnections {
 		return s, fmt.Errorf("connections %d: want 1 to %d", s.Connections, mps.MaxConnections)
-	}
-	if s.Class != ctl.ClassBE {
-		s.Tide = ctl.Tide{}
 	}
 	return s, nil
 }
@@ -124,6 +116,12 @@ func Resolve(configs []*Config) (Settings, error) {
 func set[T any](dst *T, v *T) {
 	if v != nil {
 		*dst = *v
+	}
+}
+
+func setDuration(dst *time.Duration, v *metav1.Duration) {
+	if v != nil {
+		*dst = v.Duration
 	}
 }
 

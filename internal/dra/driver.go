@@ -105,8 +105,8 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 	if useMPS {
 		flags |= ctl.FlagMPS
 	}
-	res, err := place.Reserve(d.Paths.RuntimeDir, g.Topology, place.Reservation{UID: string(c.UID),
-		Name: c.Namespace + "/" + c.Name, Spec: spec, Flags: flags, Class: s.Class, Tide: s.Tide})
+	res, err := place.Place(d.Paths.RuntimeDir, g.Topology, place.Request{Claim: &place.Claim{UID: string(c.UID),
+		Name: c.Namespace + "/" + c.Name}, Spec: spec, Flags: flags, Policy: s.Policy})
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -153,20 +153,24 @@ func (d *Driver) gpu(device string) (GPU, error) {
 
 // partitionSpec is the partition a claim gets: as many TPCs as it consumed
 // of the device's capacity (the whole GPU where the cluster allocated the
-// device whole); a BE claim runs on every TPC and yields to LS ones, and
-// what it consumed only keeps LS claims off that many.
+// device whole). A BE claim names none: it runs on every TPC and yields to
+// LS ones, and what it consumed only takes that many from the scheduler's
+// count of free TPCs, which must cover its floor.
 func partitionSpec(r resourceapi.DeviceRequestAllocationResult, g GPU, s Settings) (partition.Spec, error) {
-	if s.Class == ctl.ClassBE {
-		return partition.ParseTPCs("all")
-	}
 	n := int64(len(g.Topology.TPCs))
 	if q, ok := r.ConsumedCapacity[CapacityTPCs]; ok {
 		n = q.Value()
 	}
+	if s.Policy.Floor > 0 && n < int64(s.Policy.Floor) {
+		return partition.Spec{}, fmt.Errorf("it asks for %d TPCs and a BE floor of %d: ask for at least the floor's, so that the scheduler counts them", n, s.Policy.Floor)
+	}
+	if spec, ok := place.DefaultSpec(s.Policy); ok {
+		return spec, nil
+	}
 	if n < 1 {
 		return partition.Spec{}, fmt.Errorf("it asks for %d TPCs: a partition needs at least 1 (only a BE claim may ask for none)", n)
 	}
-	return partition.ParseCount(fmt.Sprint(n))
+	return partition.CountOf(int(n)), nil
 }
 
 // UnprepareResourceClaims frees each claim's TPCs and removes its directory

@@ -279,7 +279,11 @@ func TestBadClaims(t *testing.T) {
 		{"typo", `unknown field "clas"`, 4, []string{cfg(`,"clas":"ls"`)}},
 		{"malformed", "ClaimConfig: json: cannot unmarshal array", 4, []string{`["class", "ls"]`}},
 		{"kind", `want gpu.carve.dev/v1alpha1, ClaimConfig`, 4, []string{`{"apiVersion":"gpu.carve.dev/v1","kind":"Other"}`}},
-		{"tide", "inflight apply to class be only", 4, []string{cfg(`,"class":"ls","inflight":3`)}},
+		{"tide", "inflight is for BE tenants", 4, []string{cfg(`,"class":"ls","inflight":3`)}},
+		{"floorls", "beFloor is for BE tenants", 4, []string{cfg(`,"class":"ls","beFloor":8`)}},
+		{"own", "own is for LS tenants", 4, []string{cfg(`,"class":"be","own":true`)}},
+		{"floor", "beFloor: a BE floor of 4 TPCs: want at least 8", 4, []string{cfg(`,"class":"be","beFloor":4`)}},
+		{"floorcount", "it asks for 4 TPCs and a BE floor of 8: ask for at least the floor's", 4, []string{cfg(`,"class":"be","beFloor":8`)}},
 		{"share", "BE share 2: want a fraction", 4, []string{cfg(`,"class":"be","beShare":2`)}},
 		{"conns", "connections 0: want 1 to 32", 4, []string{cfg(`,"connections":0`)}},
 	} {
@@ -313,9 +317,48 @@ func TestBEClaims(t *testing.T) {
 	claims, _, _ := ctl.Claims(td.Paths.RuntimeDir)
 	for _, c := range claims {
 		if c.Name() == "ns/be" && (c.Root.Class != ctl.ClassBE || c.Root.Tide.InflightMax != 2 || c.Root.Tide.Queue.String() != "1ms" ||
-			c.Root.Tide.Share != ctl.DefaultTide.Share || len(partition.FromMask(td.GPUs[0].Topology, c.Root.Mask)) != 66) {
+			c.Root.Tide.Share != ctl.DefaultPolicy.Share || len(partition.FromMask(td.GPUs[0].Topology, c.Root.Mask)) != 66) {
 			t.Errorf("BE claim's reservation: %+v", c.Root)
 		}
+	}
+}
+
+// TestClaimPolicies: an LS claim's config may keep it to its own TPCs
+// (own), a BE claim's may give it a floor (beFloor), placed off the LS
+// claim's TPCs, that later claims keep off.
+func TestClaimPolicies(t *testing.T) {
+	td := newTestDriver(t)
+	cfg := func(body string) string {
+		return `{"apiVersion":"gpu.carve.dev/v1alpha1","kind":"ClaimConfig"` + body + `}`
+	}
+	ls := td.claim(t, "ls", 16, cfg(`,"class":"ls","own":true`))
+	be := td.claim(t, "be", 8, cfg(`,"class":"be","beShare":1,"beFloor":8`))
+	for name, r := range td.prepare(t, ls, be) {
+		if r.Err != nil {
+			t.Fatalf("%s: %v", name, r.Err)
+		}
+	}
+	top := td.GPUs[0].Topology
+	roots := map[string]ctl.Snapshot{}
+	claims, _, _ := ctl.Claims(td.Paths.RuntimeDir)
+	for _, c := range claims {
+		roots[c.Name()] = c.Root
+	}
+	lsSet := partition.FromMask(top, roots["ns/ls"].Mask)
+	if p := roots["ns/ls"].Policy(); p != (ctl.Policy{Class: ctl.ClassLS, Own: true}) || len(lsSet) != 16 {
+		t.Errorf("LS claim's reservation: policy %+v on %s", p, lsSet)
+	}
+	floor := partition.FromEnable(top, roots["ns/be"].Floor)
+	if p := roots["ns/be"].Policy(); p.Class != ctl.ClassBE || p.Share != 1 || p.Floor != 8 || len(floor) != 8 || len(floor.Intersect(lsSet)) != 0 {
+		t.Errorf("BE claim's reservation: policy %+v, floor %s, want 8 TPCs off the LS claim's %s", p, floor, lsSet)
+	}
+	big := td.claim(t, "big", 43)
+	if r := td.prepare(t, big)["big"]; r.Err == nil || !strings.Contains(r.Err.Error(), "43 TPCs asked for, 42 of 66 are free") {
+		t.Errorf("a claim of what the LS claim and the floor leave, and one more: %v", r.Err)
+	}
+	rest := td.claim(t, "rest", 42)
+	if r := td.prepare(t, rest)["rest"]; r.Err != nil || len(td.reserved(t)["rest"].Intersect(floor)) != 0 {
+		t.Errorf("a claim beside the floor: %v, %s", r.Err, td.reserved(t)["rest"])
 	}
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/place"
-	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // Status is what a prepared claim's device status says in its data: the
@@ -103,7 +102,7 @@ func (d *Driver) status(c *resourceapi.ResourceClaim) (Status, error) {
 			if !place.OnGPU(cl.Root, g.Topology) {
 				continue
 			}
-			set := partition.FromMask(g.Topology, topo.Mask(cl.Root.Mask))
+			set := partition.FromMask(g.Topology, cl.Root.Mask)
 			return Status{GPU: g.Topology.UUID, TPCs: set.String(), Count: len(set), SMs: cl.Root.SMs,
 				Class: cmp.Or(ctl.ClassName(cl.Root.Class), "none"), MPS: cl.Root.Flags&ctl.FlagMPS != 0}, nil
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/carve-gpu/carve/internal/cuda"
 	"github.com/carve-gpu/carve/internal/tmd"
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // The driver's launch-tools export table (see HARDWARE.md, section 1).
@@ -30,7 +31,7 @@ const (
 
 // Hook applies a mask to every launch of this process while one is set.
 type Hook struct {
-	mask   atomic.Pointer[[4]uint32]
+	mask   atomic.Pointer[topo.Disable]
 	badVer atomic.Int32 // last unsupported descriptor version, 0 if none
 }
 
@@ -103,7 +104,7 @@ func (h *Hook) onLaunch(params unsafe.Pointer) {
 
 // SetMask sets the TPC-disable mask for the following launches; nil clears it.
 // Callers must have checked the mask against the live TPCs.
-func (h *Hook) SetMask(m *[4]uint32) { h.mask.Store(m) }
+func (h *Hook) SetMask(m *topo.Disable) { h.mask.Store(m) }
 
 // Unsupported returns the last descriptor version the hook could not mask.
 func (h *Hook) Unsupported() int { return int(h.badVer.Load()) }

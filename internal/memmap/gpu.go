@@ -194,7 +194,7 @@ func Sequential(bytes, stride int) []uint32 {
 const LineBytes = 128
 
 // masked launches fn confined to mask through carve's own hook.
-func (p *Probe) masked(mask topo.Mask, fn cuda.Function, l cuda.Launch) error {
+func (p *Probe) masked(mask topo.Disable, fn cuda.Function, l cuda.Launch) error {
 	if p.hook == nil {
 		h, err := hook.Install()
 		if err != nil {
@@ -202,8 +202,7 @@ func (p *Probe) masked(mask topo.Mask, fn cuda.Function, l cuda.Launch) error {
 		}
 		p.hook = h
 	}
-	m := [4]uint32(mask)
-	p.hook.SetMask(&m)
+	p.hook.SetMask(&mask)
 	defer p.hook.SetMask(nil)
 	return fn.Launch(l)
 }
@@ -212,7 +211,7 @@ func (p *Probe) masked(mask topo.Mask, fn cuda.Function, l cuda.Launch) error {
 // TPCs and again from as many inside side[1]'s (each block its own slice
 // of lines, the same slices on both sides) and labels each line with the
 // side it is near to (LabelFromSides).
-func (p *Probe) LabelLines(pool cuda.Pages, side [2]topo.Mask, blocks, reps int) ([]int, float64, error) {
+func (p *Probe) LabelLines(pool cuda.Pages, side [2]topo.Disable, blocks, reps int) ([]int, float64, error) {
 	lines := pool.Size * pool.Count / LineBytes
 	if err := p.slice.SetMaxDynamicShared(blockShared); err != nil {
 		return nil, 0, err
@@ -265,7 +264,7 @@ func (v *Vadd) launch(stream cuda.Stream) cuda.Launch {
 // victimMask, while, if interferer is not nil, one long launch of it runs
 // confined to interfererMask on a stream of its own. It reports whether the
 // interferer was still running when the last victim run ended.
-func (p *Probe) CoRun(victim *Vadd, victimMask topo.Mask, interferer *Vadd, interfererMask topo.Mask, reps int) ([]float64, bool, error) {
+func (p *Probe) CoRun(victim *Vadd, victimMask topo.Disable, interferer *Vadd, interfererMask topo.Disable, reps int) ([]float64, bool, error) {
 	var other cuda.Stream
 	if interferer != nil {
 		var err error

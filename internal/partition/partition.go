@@ -1,6 +1,6 @@
 // Package partition turns what users write ("0-15,20", GPCs "2,3", a count
-// "20", a share "50%") into sets of logical TPCs and those into hardware
-// TPC-disable masks.
+// "20", a share "50%") into sets of logical TPCs and those into TPC enable
+// sets and hardware TPC-disable masks.
 package partition
 
 import (
@@ -159,6 +159,9 @@ func ParseGPCs(text string) (Spec, error) {
 	return Spec{Kind: GPCs, List: l, Text: text}, nil
 }
 
+// CountOf is the spec of n TPCs, placed as ParseCount's are.
+func CountOf(n int) Spec { return Spec{Kind: Count, N: n, Text: strconv.Itoa(n)} }
+
 // ParseCount parses a -n spec: "20" TPCs or "50%" of them.
 func ParseCount(text string) (Spec, error) {
 	s := strings.TrimSpace(text)
@@ -270,32 +273,45 @@ func Pack(t *topo.Topology, n int, busy Set) Set {
 	return normalize(out)
 }
 
-// Mask is the hardware TPC-disable mask that leaves exactly s enabled. It
-// refuses sets that would enable no live TPC: such a mask hangs kernels.
-func Mask(t *topo.Topology, s Set) (topo.Mask, error) {
+// Enable is the set of s's TPC bits on t. It refuses sets that would
+// enable no live TPC: a mask made of such a set hangs kernels.
+func Enable(t *topo.Topology, s Set) (topo.Enable, error) {
 	if len(s) == 0 {
-		return topo.Mask{}, errors.New("empty partition: a kernel given no TPC would never run")
+		return topo.Enable{}, errors.New("empty partition: a kernel given no TPC would never run")
 	}
-	var enable topo.Mask
+	var enable topo.Enable
 	for _, i := range s {
 		if i < 0 || i >= len(t.TPCs) {
-			return topo.Mask{}, fmt.Errorf("TPC %d does not exist: this GPU has TPCs 0-%d", i, len(t.TPCs)-1)
+			return topo.Enable{}, fmt.Errorf("TPC %d does not exist: this GPU has TPCs 0-%d", i, len(t.TPCs)-1)
 		}
 		enable = enable.Set(t.TPCs[i].Bit)
 	}
 	if enable.And(t.Live()).Count() == 0 {
-		return topo.Mask{}, errors.New("partition enables no live TPC")
+		return topo.Enable{}, errors.New("partition enables no live TPC")
 	}
-	return enable.Not(), nil
+	return enable, nil
 }
 
-// FromMask is the set of logical TPCs a disable mask leaves enabled.
-func FromMask(t *topo.Topology, disable topo.Mask) Set {
+// Mask is the hardware TPC-disable mask that leaves exactly s enabled,
+// refused as Enable refuses s.
+func Mask(t *topo.Topology, s Set) (topo.Disable, error) {
+	enable, err := Enable(t, s)
+	if err != nil {
+		return topo.Disable{}, err
+	}
+	return enable.Disable(), nil
+}
+
+// FromEnable is the set of logical TPCs whose bits enable has on.
+func FromEnable(t *topo.Topology, enable topo.Enable) Set {
 	out := Set{}
 	for _, p := range t.TPCs {
-		if !disable.Has(p.Bit) {
+		if enable.Has(p.Bit) {
 			out = append(out, p.Index)
 		}
 	}
 	return out
 }
+
+// FromMask is the set of logical TPCs a disable mask leaves enabled.
+func FromMask(t *topo.Topology, disable topo.Disable) Set { return FromEnable(t, disable.Enable()) }

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -229,14 +230,22 @@ func TestMaskRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if enabled := m.Not().And(top.Live()).Count(); enabled != len(set) {
+		enabled := m.Enable().And(top.Live()).Count()
+		if enabled != len(set) {
 			t.Errorf("%s: mask enables %d live TPCs, want %d", spec, enabled, len(set))
 		}
-		if dead := m.Not().And(top.Live().Not()).Count(); dead != 0 {
+		if dead := m.Enable().Count() - enabled; dead != 0 {
 			t.Errorf("%s: mask enables %d dead bits", spec, dead)
 		}
 		if back := FromMask(top, m); back.String() != set.String() {
 			t.Errorf("%s: FromMask gives %s", spec, back)
+		}
+		e, err := Enable(top, set)
+		if err != nil || e.Disable() != m || e.Count() != len(set) {
+			t.Errorf("%s: enable set %v (%v), want the %d bits mask %v leaves on", spec, e, err, len(set), m)
+		}
+		if back := FromEnable(top, e); back.String() != set.String() {
+			t.Errorf("%s: FromEnable gives %s", spec, back)
 		}
 	}
 	if _, err := Mask(top, Set{}); err == nil {
@@ -244,6 +253,23 @@ func TestMaskRoundTrip(t *testing.T) {
 	}
 	if _, err := Mask(top, Set{66}); err == nil {
 		t.Error("TPC 66 gave a mask")
+	}
+	if _, err := Enable(top, Set{}); err == nil {
+		t.Error("empty set gave an enable set")
+	}
+}
+
+// TestCountOf: a count given as a number is the spec its text parses to.
+func TestCountOf(t *testing.T) {
+	top := h100(t)
+	for _, n := range []int{1, 20, 66} {
+		want, _ := ParseCount(fmt.Sprint(n))
+		got := CountOf(n)
+		a, errA := got.Resolve(top, Set{0, 1, 2})
+		b, errB := want.Resolve(top, Set{0, 1, 2})
+		if !reflect.DeepEqual(got, want) || errA != nil || errB != nil || a.String() != b.String() {
+			t.Errorf("CountOf(%d) = %+v on %s, want %+v on %s", n, got, a, want, b)
+		}
 	}
 }
 
@@ -254,7 +280,7 @@ func TestMaskOfH100Bits(t *testing.T) {
 		t.Fatal(err)
 	}
 	// logical 0 is bit 0; logical 62 is the first TPC past the eight full GPCs
-	want := topo.Mask{}.Set(0).Set(top.TPCs[62].Bit).Not()
+	want := topo.Enable{}.Set(0).Set(top.TPCs[62].Bit).Disable()
 	if m != want {
 		t.Errorf("mask %v, want %v", m, want)
 	}

@@ -29,11 +29,11 @@ func count(t *testing.T, n string) partition.Spec {
 func TestReserveClaims(t *testing.T) {
 	top, _ := topologyJSON(t)
 	dir := t.TempDir()
-	a, err := Reserve(dir, top, Reservation{UID: "uid-a", Name: "ns/a", Spec: count(t, "40"), Class: ctl.ClassLS})
+	a, err := Place(dir, top, Request{Claim: &Claim{UID: "uid-a", Name: "ns/a"}, Spec: count(t, "40"), Policy: ctl.Policy{Class: ctl.ClassLS}})
 	if err != nil || len(a.Set) != 40 || a.Again {
 		t.Fatalf("first claim: %+v %v", a, err)
 	}
-	_, err = Reserve(dir, top, Reservation{UID: "uid-b", Name: "ns/b", Spec: count(t, "30")})
+	_, err = Place(dir, top, Request{Claim: &Claim{UID: "uid-b", Name: "ns/b"}, Spec: count(t, "30")})
 	if !errors.Is(err, ErrOverlap) || !strings.Contains(err.Error(), "30 TPCs asked for, 26 of 66 are free") ||
 		!strings.Contains(err.Error(), "claim ns/a holds") || !strings.Contains(err.Error(), "outside Kubernetes") {
 		t.Fatalf("a claim larger than what is free: %v", err)
@@ -41,11 +41,11 @@ func TestReserveClaims(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, ctl.ClaimsDir, "uid-b")); !os.IsNotExist(err) {
 		t.Errorf("a refused claim left its directory: %v", err)
 	}
-	b, err := Reserve(dir, top, Reservation{UID: "uid-b", Name: "ns/b", Spec: count(t, "26")})
+	b, err := Place(dir, top, Request{Claim: &Claim{UID: "uid-b", Name: "ns/b"}, Spec: count(t, "26")})
 	if err != nil || len(b.Set.Intersect(a.Set)) != 0 {
 		t.Fatalf("second claim: %+v %v", b, err)
 	}
-	again, err := Reserve(dir, top, Reservation{UID: "uid-a", Name: "ns/a", Spec: count(t, "40"), Class: ctl.ClassLS})
+	again, err := Place(dir, top, Request{Claim: &Claim{UID: "uid-a", Name: "ns/a"}, Spec: count(t, "40"), Policy: ctl.Policy{Class: ctl.ClassLS}})
 	if err != nil || !again.Again || again.Set.String() != a.Set.String() {
 		t.Errorf("reserving again: %+v %v, want %s", again, err, a.Set)
 	}
@@ -59,11 +59,11 @@ func TestReserveClaims(t *testing.T) {
 	if ok, err := Release(dir, "uid-a"); ok || err != nil {
 		t.Errorf("release again: %v %v, want false, nil", ok, err)
 	}
-	c, err := Reserve(dir, top, Reservation{UID: "uid-c", Name: "ns/c", Spec: count(t, "40")})
+	c, err := Place(dir, top, Request{Claim: &Claim{UID: "uid-c", Name: "ns/c"}, Spec: count(t, "40")})
 	if err != nil || len(c.Set.Intersect(b.Set)) != 0 {
 		t.Errorf("after a release: %+v %v", c, err)
 	}
-	if _, err := Reserve(dir, top, Reservation{UID: "../x", Spec: count(t, "1")}); err == nil {
+	if _, err := Place(dir, top, Request{Claim: &Claim{UID: "../x"}, Spec: count(t, "1")}); err == nil {
 		t.Error("a UID with a path in it was taken")
 	}
 }
@@ -75,7 +75,7 @@ func TestReserveClaims(t *testing.T) {
 func TestReserveLayout(t *testing.T) {
 	top, _ := topologyJSON(t)
 	dir := t.TempDir()
-	ls, err := Reserve(dir, top, Reservation{UID: "ls", Name: "ns/ls", Spec: count(t, "16"), Class: ctl.ClassLS})
+	ls, err := Place(dir, top, Request{Claim: &Claim{UID: "ls", Name: "ns/ls"}, Spec: count(t, "16"), Policy: ctl.Policy{Class: ctl.ClassLS}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +94,11 @@ func TestReserveLayout(t *testing.T) {
 		t.Fatalf("claims: %+v %v", claims, err)
 	}
 	all, _ := partition.ParseTPCs("all")
-	be, err := Reserve(dir, top, Reservation{UID: "be", Name: "ns/be", Spec: all, Class: ctl.ClassBE})
+	be, err := Place(dir, top, Request{Claim: &Claim{UID: "be", Name: "ns/be"}, Spec: all, Policy: ctl.Policy{Class: ctl.ClassBE}})
 	if err != nil || len(be.Set) != 66 {
 		t.Fatalf("BE claim: %+v %v", be, err)
 	}
-	if ls2, err := Reserve(dir, top, Reservation{UID: "ls2", Name: "ns/ls2", Spec: count(t, "50"), Class: ctl.ClassLS}); err != nil ||
+	if ls2, err := Place(dir, top, Request{Claim: &Claim{UID: "ls2", Name: "ns/ls2"}, Spec: count(t, "50"), Policy: ctl.Policy{Class: ctl.ClassLS}}); err != nil ||
 		len(ls2.Set.Intersect(ls.Set)) != 0 {
 		t.Errorf("an LS claim beside an LS and a BE claim: %+v %v", ls2, err)
 	}
@@ -124,7 +124,7 @@ func TestReserveAfterInterruption(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(cd, ".root.new"), []byte("half"), 0o644)
 	}
-	r, err := Reserve(dir, top, Reservation{UID: "cut", Name: "ns/cut", Spec: count(t, "8")})
+	r, err := Place(dir, top, Request{Claim: &Claim{UID: "cut", Name: "ns/cut"}, Spec: count(t, "8")})
 	if err != nil || r.Again || len(r.Set) != 8 {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -147,7 +147,7 @@ func TestConcurrentReservations(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := Reserve(dir, top, Reservation{UID: fmt.Sprintf("c%d", i), Spec: count(t, "2")})
+			r, err := Place(dir, top, Request{Claim: &Claim{UID: fmt.Sprintf("c%d", i)}, Spec: count(t, "2")})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -175,7 +175,7 @@ func TestConcurrentReservations(t *testing.T) {
 func TestClaimProcessesByLock(t *testing.T) {
 	top, _ := topologyJSON(t)
 	dir := t.TempDir()
-	r, err := Reserve(dir, top, Reservation{UID: "p", Name: "ns/p", Spec: count(t, "4")})
+	r, err := Place(dir, top, Request{Claim: &Claim{UID: "p", Name: "ns/p"}, Spec: count(t, "4")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,28 +215,23 @@ func TestFence(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer n.Close()
-		f := n.Fixed()
-		var disable topo.Mask
-		for w := range disable {
-			disable[w] = ^f[w]
-		}
-		return partition.FromMask(top, disable)
+		return partition.FromEnable(top, n.Fixed())
 	}
 	st, err := Place(dir, top, Request{Spec: count(t, "10"), PID: static.Process.Pid})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Reserve(dir, top, Reservation{UID: "ls", Name: "ns/ls", Spec: count(t, "16"), Class: ctl.ClassLS}); err != nil {
+	if _, err := Place(dir, top, Request{Claim: &Claim{UID: "ls", Name: "ns/ls"}, Spec: count(t, "16"), Policy: ctl.Policy{Class: ctl.ClassLS}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := fixed(); got.String() != st.Set.String() {
 		t.Errorf("after the LS claim: fixed %s, want the static tenant's %s", got, st.Set)
 	}
-	plain, err := Reserve(dir, top, Reservation{UID: "plain", Name: "ns/plain", Spec: count(t, "20")})
+	plain, err := Place(dir, top, Request{Claim: &Claim{UID: "plain", Name: "ns/plain"}, Spec: count(t, "20")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Reserve(dir, top, Reservation{UID: "be", Name: "ns/be", Spec: count(t, "66"), Class: ctl.ClassBE}); err != nil {
+	if _, err := Place(dir, top, Request{Claim: &Claim{UID: "be", Name: "ns/be"}, Spec: count(t, "66"), Policy: ctl.Policy{Class: ctl.ClassBE}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := fixed(), st.Set.Union(plain.Set); got.String() != want.String() {
@@ -262,10 +257,10 @@ func TestTwoGPUsAlike(t *testing.T) {
 	b.UUID = "GPU-00000000-0000-0000-0000-00000000000b"
 	dir := t.TempDir()
 	for _, top := range []*topo.Topology{a, b} {
-		if _, err := Reserve(dir, top, Reservation{UID: "ls-" + top.UUID, Name: "ns/ls", Spec: count(t, "16"), Class: ctl.ClassLS}); err != nil {
+		if _, err := Place(dir, top, Request{Claim: &Claim{UID: "ls-" + top.UUID, Name: "ns/ls"}, Spec: count(t, "16"), Policy: ctl.Policy{Class: ctl.ClassLS}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Reserve(dir, top, Reservation{UID: "plain-" + top.UUID, Name: "ns/plain", Spec: count(t, "50")}); err != nil {
+		if _, err := Place(dir, top, Request{Claim: &Claim{UID: "plain-" + top.UUID, Name: "ns/plain"}, Spec: count(t, "50")}); err != nil {
 			t.Fatalf("50 more TPCs on %s: %v", top.UUID, err)
 		}
 	}
@@ -284,12 +279,121 @@ func TestTwoGPUsAlike(t *testing.T) {
 		}
 		f := n.Fixed()
 		n.Close()
-		var disable topo.Mask
-		for w := range disable {
-			disable[w] = ^f[w]
-		}
-		if got := partition.FromMask(top, disable); len(got) != 50 {
+		if got := partition.FromEnable(top, f); len(got) != 50 {
 			t.Errorf("fence of %s: %s, want its own 50 plain TPCs", top.UUID, got)
+		}
+	}
+}
+
+// TestBEClaimFloor: a BE claim's floor is placed like a BE tenant's: off
+// the TPCs of LS claims and tenants, named in the node block's fixed, and
+// kept off by later claims; reserving it again keeps it.
+func TestBEClaimFloor(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	tenant := sleepers(t, 1)[0]
+	ls, err := Place(dir, top, Request{Spec: count(t, "16"), PID: tenant.Process.Pid, Policy: ctl.Policy{Class: ctl.ClassLS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lsClaim, err := Place(dir, top, Request{Claim: &Claim{UID: "ls", Name: "ns/ls"}, Spec: count(t, "20"), Policy: ctl.Policy{Class: ctl.ClassLS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := DefaultSpec(ctl.Policy{Class: ctl.ClassBE})
+	be := ctl.Policy{Class: ctl.ClassBE, Share: 1, Floor: 8}
+	if _, err := Place(dir, top, Request{Claim: &Claim{UID: "be", Name: "ns/be"}, Spec: all, Policy: be}); err != nil {
+		t.Fatal(err)
+	}
+	floorOf := func(uid string) partition.Set {
+		t.Helper()
+		claims, _, err := ctl.Claims(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range claims {
+			if c.UID == uid {
+				return partition.FromEnable(top, c.Root.Floor)
+			}
+		}
+		t.Fatalf("claim %s is not reserved", uid)
+		return nil
+	}
+	floor := floorOf("be")
+	if len(floor) != 8 || len(floor.Intersect(ls.Set.Union(lsClaim.Set))) != 0 {
+		t.Fatalf("BE claim's floor %s, want 8 TPCs off the LS tenant's %s and the LS claim's %s", floor, ls.Set, lsClaim.Set)
+	}
+	n, err := ctl.OpenNode(dir, ctl.NodeName(top.UUID), top.Live())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := partition.FromEnable(top, n.Fixed())
+	n.Close()
+	if fixed.String() != floor.String() {
+		t.Errorf("node block's fixed %s, want the floor %s", fixed, floor)
+	}
+	if _, err := Place(dir, top, Request{Claim: &Claim{UID: "big", Name: "ns/big"}, Spec: count(t, "23")}); !errors.Is(err, ErrOverlap) ||
+		!strings.Contains(err.Error(), "22 of 66 are free") || !strings.Contains(err.Error(), "claim ns/be holds "+floor.String()) {
+		t.Errorf("a claim larger than what the LS partitions and the floor leave: %v", err)
+	}
+	rest, err := Place(dir, top, Request{Claim: &Claim{UID: "rest", Name: "ns/rest"}, Spec: count(t, "22")})
+	if err != nil || len(rest.Set.Intersect(floor)) != 0 {
+		t.Errorf("a claim beside the floor: %v %v", rest, err)
+	}
+	again, err := Place(dir, top, Request{Claim: &Claim{UID: "be", Name: "ns/be"}, Spec: all, Policy: be})
+	if err != nil || !again.Again || floorOf("be").String() != floor.String() {
+		t.Errorf("reserving the BE claim again: %+v %v; floor %s, want %s", again, err, floorOf("be"), floor)
+	}
+}
+
+// TestOneReadPerPlacement: each placement, move, release and fence lists
+// the runtime directory's blocks and its claims once.
+func TestOneReadPerPlacement(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	var blocks, claims int
+	listBlocks = func(dir string) ([]ctl.Entry, error) { blocks++; return ctl.List(dir) }
+	listClaims = func(dir string) ([]ctl.Claim, []string, error) { claims++; return ctl.Claims(dir) }
+	t.Cleanup(func() { listBlocks, listClaims = ctl.List, ctl.Claims })
+	reads := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if blocks != 1 || claims != 1 {
+			t.Errorf("%s listed the blocks %d times and the claims %d times, want once each", what, blocks, claims)
+		}
+		blocks, claims = 0, 0
+	}
+	procs := sleepers(t, 2)
+	_, err := Place(dir, top, Request{Spec: count(t, "16"), PID: procs[0].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassLS}})
+	reads("placing an LS tenant", err)
+	all, _ := DefaultSpec(ctl.Policy{Class: ctl.ClassBE})
+	_, err = Place(dir, top, Request{Spec: all, PID: procs[1].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassBE, Floor: 8}})
+	reads("placing a BE tenant with a floor", err)
+	_, err = Place(dir, top, Request{Claim: &Claim{UID: "c", Name: "ns/c"}, Spec: count(t, "8"), Policy: ctl.Policy{Class: ctl.ClassBE, Floor: 8}})
+	reads("reserving a claim", err)
+	_, err = Place(dir, top, Request{Claim: &Claim{UID: "c", Name: "ns/c"}, Spec: count(t, "8")})
+	reads("reserving it again", err)
+	s, _ := partition.ParseTPCs("60-65")
+	_, err = Move(dir, top, procs[0].Process.Pid, s, false)
+	reads("moving a tenant", err)
+	_, err = Release(dir, "c")
+	reads("releasing a claim", err)
+	reads("fencing", Fence(dir))
+}
+
+// TestDefaultSpec: a BE tenant that names no partition gets every TPC;
+// others must name one.
+func TestDefaultSpec(t *testing.T) {
+	top, _ := topologyJSON(t)
+	s, ok := DefaultSpec(ctl.Policy{Class: ctl.ClassBE})
+	if set, err := s.Resolve(top, partition.Set{0, 1}); !ok || err != nil || len(set) != 66 {
+		t.Errorf("a BE tenant's default: %+v %v -> %v %v", s, ok, set, err)
+	}
+	for _, c := range []uint32{ctl.ClassLS, ctl.ClassNone} {
+		if _, ok := DefaultSpec(ctl.Policy{Class: c}); ok {
+			t.Errorf("class %d has a default partition", c)
 		}
 	}
 }

@@ -88,27 +88,64 @@ func OnGPU(s ctl.Snapshot, t *topo.Topology) bool {
 	if s.Tide.Node != "" {
 		return s.Tide.Node == ctl.NodeName(t.UUID)
 	}
-	return topo.Mask(s.Live) == t.Live()
+	return s.Live == t.Live()
+}
+
+// listBlocks and listClaims read the runtime directory: a placement reads
+// it once, through here (tests count the reads).
+var listBlocks, listClaims = ctl.List, ctl.Claims
+
+// listing is what a placement reads of the runtime directory, once, under
+// its lock.
+type listing struct {
+	blocks  []ctl.Entry // of live processes
+	claims  []ctl.Claim
+	pending []string // the directories of interrupted reservations
+}
+
+func list(dir string) (*listing, error) {
+	blocks, err := listBlocks(dir)
+	if err != nil {
+		return nil, err
+	}
+	claims, pending, err := listClaims(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &listing{blocks: blocks, claims: claims, pending: pending}, nil
+}
+
+// partitions are the blocks' snapshots and the claims' reservations, what
+// fence reads.
+func (l *listing) partitions() []ctl.Snapshot {
+	out := make([]ctl.Snapshot, 0, len(l.blocks)+len(l.claims))
+	for _, e := range l.blocks {
+		out = append(out, e.Snapshot)
+	}
+	for _, c := range l.claims {
+		out = append(out, c.Root)
+	}
+	return out
 }
 
 // Holders are the live partitions on t in dir, one per tenant, then the
 // claims reserved on t.
 func Holders(dir string, t *topo.Topology) ([]Holder, error) {
-	entries, err := ctl.List(dir)
+	l, err := list(dir)
 	if err != nil {
 		return nil, err
 	}
-	claims, _, err := ctl.Claims(dir)
-	if err != nil {
-		return nil, err
-	}
+	return l.holders(t), nil
+}
+
+func (l *listing) holders(t *topo.Topology) []Holder {
 	var out []Holder
 	index := map[int]int{}
-	for _, e := range entries {
+	for _, e := range l.blocks {
 		if !OnGPU(e.Snapshot, t) {
 			continue // another GPU's partition
 		}
-		set := partition.FromMask(t, topo.Mask(e.Mask))
+		set := partition.FromMask(t, e.Mask)
 		i, ok := index[e.Tenant]
 		if !ok {
 			i = len(out)
@@ -118,22 +155,23 @@ func Holders(dir string, t *topo.Topology) ([]Holder, error) {
 		h := &out[i]
 		h.PIDs = append(h.PIDs, e.PID)
 		h.TPCs = h.TPCs.Union(set)
-		h.Floor = h.Floor.Union(partition.FromMask(t, topo.Mask(e.Floor).Not()))
+		h.Floor = h.Floor.Union(partition.FromEnable(t, e.Floor))
 		if e.PID == e.Tenant || h.Command == nil {
 			h.Command = e.Command
 		}
 	}
-	for _, c := range claims {
+	for _, c := range l.claims {
 		if !OnGPU(c.Root, t) {
 			continue
 		}
-		h := Holder{Claim: c.UID, ClaimName: c.Name(), Command: c.Root.Command, TPCs: partition.FromMask(t, topo.Mask(c.Root.Mask)), Class: c.Root.Class}
+		h := Holder{Claim: c.UID, ClaimName: c.Name(), Command: c.Root.Command, TPCs: partition.FromMask(t, c.Root.Mask),
+			Class: c.Root.Class, Floor: partition.FromEnable(t, c.Root.Floor)}
 		for _, p := range c.Procs {
 			h.PIDs = append(h.PIDs, p.PID)
 		}
 		out = append(out, h)
 	}
-	return out, nil
+	return out
 }
 
 // Overlap is a live partition that shares TPCs with a placement.
@@ -172,26 +210,19 @@ func CommandLine(args []string, width int) string {
 // ErrOverlap is wrapped by the errors of placements refused for overlap.
 var ErrOverlap = errors.New("partitions would overlap")
 
-// choose resolves spec on t around the holders other than tenant and
-// returns the set and the partitions it shares TPCs with. Without share,
-// any overlap is an error. A best-effort tenant yields its TPCs to the
-// others (tide), so it overlaps no one and no one overlaps it.
-func choose(t *topo.Topology, s partition.Spec, holders []Holder, tenant int, share bool, class uint32) (partition.Set, []Overlap, error) {
-	return chooseFor(t, s, holders, tenant, share, class, false)
-}
-
-// chooseFor is choose, for a Kubernetes claim (whose error advises on
-// what else holds the GPU, not on flags) or not.
-func chooseFor(t *topo.Topology, s partition.Spec, holders []Holder, tenant int, share bool, class uint32, claim bool) (partition.Set, []Overlap, error) {
-	others := held(holders, tenant)
+// choose resolves r's spec on t around the holders other than r's tenant
+// (none for a claim) and returns the set and the partitions it shares TPCs
+// with. Without r.Share, any overlap is an error. A best-effort tenant
+// yields its TPCs to the others (tide), so it overlaps no one and no one
+// overlaps it.
+func choose(t *topo.Topology, r Request, holders []Holder) (partition.Set, []Overlap, error) {
+	others := held(holders, r.PID)
 	var busy partition.Set
 	for _, h := range others {
 		busy = busy.Union(h.TPCs)
 	}
-	if class == ctl.ClassBE {
-		share = true
-	}
-	set, err := s.Resolve(t, busy)
+	share := r.Share || r.Policy.Class == ctl.ClassBE
+	set, err := r.Spec.Resolve(t, busy)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -209,13 +240,9 @@ func chooseFor(t *topo.Topology, s partition.Spec, holders []Holder, tenant int,
 	for _, h := range others {
 		held = append(held, fmt.Sprintf("%s holds %s", h, h.TPCs))
 	}
-	advice := "ask for fewer, or add --share to take busy TPCs too"
-	if claim {
-		advice = "the scheduler counts more free TPCs on this GPU than the node has: do partitions of carve run hold some outside Kubernetes?"
-	}
-	if s.Kind == partition.Count {
+	if r.Spec.Kind == partition.Count {
 		return nil, nil, fmt.Errorf("%w: %d TPCs asked for, %d of %d are free (%s); %s",
-			ErrOverlap, len(set), free, len(t.TPCs), strings.Join(held, "; "), advice)
+			ErrOverlap, len(set), free, len(t.TPCs), strings.Join(held, "; "), r.advice())
 	}
 	var what []string
 	for _, o := range overlaps {
@@ -225,7 +252,7 @@ func chooseFor(t *topo.Topology, s partition.Spec, holders []Holder, tenant int,
 		ErrOverlap, strings.Join(what, "; "), free)
 }
 
-// held is the holders other than tenant (its claims aside), each with the
+// held is the holders other than tenant (claims aside), each with the
 // TPCs it holds against other placements: a BE tenant only its floor.
 // Those that hold none are left out.
 func held(holders []Holder, tenant int) []Holder {
@@ -246,12 +273,8 @@ func held(holders []Holder, tenant int) []Holder {
 
 // chooseFloor picks a BE tenant's floor: n TPCs of its partition set that
 // no other partition holds (LS, plain, or another BE's floor), GPC-packed,
-// at least ctl.NarrowMin of them. It returns them as enable bits, the
-// floor's form in the control block.
-func chooseFloor(t *topo.Topology, n int, set partition.Set, holders []Holder, tenant int) (topo.Mask, error) {
-	if n < ctl.NarrowMin {
-		return topo.Mask{}, fmt.Errorf("a BE floor of %d TPCs: want at least %d (kernels sized for the whole GPU may never finish on fewer)", n, ctl.NarrowMin)
-	}
+// at least ctl.NarrowMin of them (as ctl.Policy.Normalize checks).
+func chooseFloor(t *topo.Topology, n int, set partition.Set, holders []Holder, tenant int) (topo.Enable, error) {
 	var busy partition.Set
 	for i := range t.TPCs {
 		if !set.Contains(i) {
@@ -262,45 +285,88 @@ func chooseFloor(t *topo.Topology, n int, set partition.Set, holders []Holder, t
 		busy = busy.Union(h.TPCs)
 	}
 	if free := len(t.TPCs) - len(busy); n > free {
-		return topo.Mask{}, fmt.Errorf("%w: a BE floor of %d TPCs asked for, %d of the partition's %d are free of other partitions and BE floors",
+		return topo.Enable{}, fmt.Errorf("%w: a BE floor of %d TPCs asked for, %d of the partition's %d are free of other partitions and BE floors",
 			ErrOverlap, n, free, len(set))
 	}
-	disable, err := partition.Mask(t, partition.Pack(t, n, busy))
-	return disable.Not().And(t.Live()), err
+	return partition.Enable(t, partition.Pack(t, n, busy))
 }
 
-// Request is a partition to place for a process about to start.
+// Request is a partition to place: for a process about to start (a new
+// tenant), or for a Kubernetes claim, which holds its TPCs until released,
+// whatever runs in it (see ctl.Claim).
 type Request struct {
-	Spec  partition.Spec
-	PID   int  // the process; a new tenant
-	Share bool // allow TPCs of live partitions
-	Flags uint32
-	Class uint32   // ctl.ClassLS or ClassBE for tide
-	Tide  ctl.Tide // a BE tenant's policy (the node block is found here)
-	Comm  []string
+	Spec   partition.Spec // DefaultSpec gives one a tenant may leave unnamed
+	PID    int            // the process; none for a claim
+	Claim  *Claim         // the claim to reserve for, if any
+	Share  bool           // allow TPCs of live partitions
+	Flags  uint32
+	Policy ctl.Policy // its class and tide policy
+	Comm   []string   // the process's command line (a claim's records its name)
+}
+
+// advice is what the error of a count that does not fit says to do.
+func (r Request) advice() string {
+	if r.Claim != nil {
+		return "the scheduler counts more free TPCs on this GPU than the node has: do partitions of carve run hold some outside Kubernetes?"
+	}
+	return "ask for fewer, or add --share to take busy TPCs too"
+}
+
+// DefaultSpec is the partition of a tenant of policy p that names none:
+// all TPCs for a BE tenant, which yields them to the others; false for
+// the rest, which must name one.
+func DefaultSpec(p ctl.Policy) (partition.Spec, bool) {
+	if p.Class == ctl.ClassBE {
+		return partition.Spec{Kind: partition.All, Text: "all"}, true
+	}
+	return partition.Spec{}, false
 }
 
 // Placed is a partition placed and registered.
 type Placed struct {
 	Set      partition.Set
-	Mask     topo.Mask
-	Overlaps []Overlap // with Share: the live partitions it shares TPCs with
-	Block    *ctl.Handle
+	Mask     topo.Disable
+	Overlaps []Overlap   // with Share: the live partitions it shares TPCs with
+	Block    *ctl.Handle // the process's control block (a claim: nil)
+	Dir      string      // the claim's directory
+	// Again: the claim was reserved before (by this call's earlier attempt,
+	// or by a process since restarted); Set is what it got then.
+	Again bool
 }
 
-// Place chooses r's TPCs on t around the live partitions in dir and
-// creates r.PID's control block, all under dir's lock.
+// Place chooses r's TPCs on t around the live partitions and claims in
+// dir, and registers them, all under dir's lock: as r.PID's control block,
+// or as r.Claim's directory. A claim already reserved gets its partition
+// back unchanged: reserving is idempotent. What an interrupted reservation
+// left is cleared first.
 func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
+	if err := r.Policy.Normalize(ctl.FieldNames); err != nil {
+		return nil, err
+	}
+	var claimDir string
+	if r.Claim != nil {
+		var err error
+		if claimDir, err = ctl.ClaimDir(dir, r.Claim.UID); err != nil {
+			return nil, err
+		}
+		r.PID, r.Share = 0, false // a claim is no process's and shares no TPCs
+	}
 	unlock, err := Lock(dir, Timeout)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	holders, err := Holders(dir, t)
+	l, err := list(dir)
 	if err != nil {
 		return nil, err
 	}
-	set, overlaps, err := choose(t, r.Spec, holders, r.PID, r.Share, r.Class)
+	if r.Claim != nil {
+		if p, err := r.Claim.again(claimDir, t, l); p != nil || err != nil {
+			return p, err
+		}
+	}
+	holders := l.holders(t)
+	set, overlaps, err := choose(t, r, holders)
 	if err != nil {
 		return nil, err
 	}
@@ -308,29 +374,56 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	if err != nil {
 		return nil, err
 	}
-	var floor topo.Mask // enable bits; none
-	if r.Class == ctl.ClassBE && r.Tide.Floor > 0 {
-		if floor, err = chooseFloor(t, r.Tide.Floor, set, holders, r.PID); err != nil {
+	var floor topo.Enable // none
+	if r.Policy.Floor > 0 {
+		if floor, err = chooseFloor(t, r.Policy.Floor, set, holders, r.PID); err != nil {
 			return nil, err
 		}
 	}
-	tide := r.Tide
-	tide.Node = ctl.NodeName(t.UUID) // names the GPU; LS and BE tenants meet in its block
-	if r.Class == ctl.ClassLS || r.Class == ctl.ClassBE {
-		n, err := ctl.OpenNode(dir, tide.Node, t.Live())
-		if err != nil {
-			return nil, err
+	node := ctl.NodeName(t.UUID) // names the GPU; LS and BE tenants meet in its block
+	in := ctl.Init{PID: r.PID, Mask: mask, Live: t.Live(), SMs: SMs(t, set), Flags: r.Flags, Tide: ctl.Tide{Node: node},
+		Floor: floor, Comm: r.Comm}
+	r.Policy.Apply(&in)
+	p := &Placed{Set: set, Mask: mask, Overlaps: overlaps, Dir: claimDir}
+	var made ctl.Snapshot
+	if r.Claim != nil {
+		made, err = r.Claim.reserve(dir, claimDir, in)
+	} else {
+		p.Block, err = create(dir, in)
+		if err == nil {
+			made = p.Block.Snapshot()
 		}
-		n.Reclaim()
-		n.Close()
 	}
-	h, err := ctl.Create(dir, ctl.Init{PID: r.PID, Mask: mask, Live: t.Live(), SMs: SMs(t, set),
-		Flags: r.Flags, Class: r.Class, Tide: tide, Floor: floor, Comm: r.Comm})
 	if err != nil {
 		return nil, err
 	}
-	fence(dir) // lists what Holders just listed under the same lock
-	return &Placed{Set: set, Mask: mask, Overlaps: overlaps, Block: h}, nil
+	fence(dir, append(l.partitions(), made))
+	return p, nil
+}
+
+// create makes the control block in describes in dir, and the GPU's node
+// block for an LS or BE tenant.
+func create(dir string, in ctl.Init) (*ctl.Handle, error) {
+	if err := openNode(dir, in); err != nil {
+		return nil, err
+	}
+	return ctl.Create(dir, in)
+}
+
+// openNode makes the GPU's node block, where LS and BE tenants meet, if
+// in is an LS or BE tenant's and there is none, and frees the slots of
+// ended LS tenants.
+func openNode(dir string, in ctl.Init) error {
+	if in.Class != ctl.ClassLS && in.Class != ctl.ClassBE {
+		return nil
+	}
+	n, err := ctl.OpenNode(dir, in.Tide.Node, in.Live)
+	if err != nil {
+		return err
+	}
+	n.Reclaim()
+	n.Close()
+	return nil
 }
 
 // SMs is the number of SMs of set on t.
@@ -371,11 +464,11 @@ func Move(dir string, t *topo.Topology, pid int, s partition.Spec, share bool) (
 	if !OnGPU(snap, t) {
 		return nil, fmt.Errorf("process %d runs on another GPU than the topology given", pid)
 	}
-	holders, err := Holders(dir, t)
+	l, err := list(dir)
 	if err != nil {
 		return nil, err
 	}
-	set, overlaps, err := choose(t, s, holders, snap.Tenant, share, snap.Class)
+	set, overlaps, err := choose(t, Request{Spec: s, PID: snap.Tenant, Share: share, Policy: ctl.Policy{Class: snap.Class}}, l.holders(t))
 	if err != nil {
 		return nil, err
 	}
@@ -383,28 +476,27 @@ func Move(dir string, t *topo.Topology, pid int, s partition.Spec, share bool) (
 	if err != nil {
 		return nil, err
 	}
-	m := &Moved{Before: partition.FromMask(t, topo.Mask(snap.Mask)), After: set, Overlaps: overlaps}
-	for _, hd := range holders {
-		if hd.Tenant != snap.Tenant {
+	m := &Moved{Before: partition.FromMask(t, snap.Mask), After: set, Overlaps: overlaps}
+	for i, e := range l.blocks {
+		if e.Tenant != snap.Tenant || !OnGPU(e.Snapshot, t) {
 			continue
 		}
-		for _, p := range hd.PIDs {
-			b, err := ctl.Open(dir, p)
-			if err != nil {
-				continue // ended since the listing
-			}
-			gen, err := b.SetMask(mask, SMs(t, set))
-			b.Close()
-			if err != nil {
-				return nil, err
-			}
-			if p == pid {
-				m.Generation = gen
-			}
-			m.PIDs = append(m.PIDs, p)
+		b, err := ctl.Open(dir, e.PID)
+		if err != nil {
+			continue // ended since the listing
 		}
+		gen, err := b.SetMask(mask, SMs(t, set))
+		b.Close()
+		if err != nil {
+			return nil, err
+		}
+		l.blocks[i].Mask = mask
+		if e.PID == pid {
+			m.Generation = gen
+		}
+		m.PIDs = append(m.PIDs, e.PID)
 	}
-	fence(dir)
+	fence(dir, l.partitions())
 	return m, nil
 }
 
@@ -417,14 +509,18 @@ func Fence(dir string) error {
 		return err
 	}
 	defer unlock()
-	return fence(dir)
+	l, err := list(dir)
+	if err != nil {
+		return err
+	}
+	return fence(dir, l.partitions())
 }
 
-// fence writes into each node block in dir the TPCs of the partitions on
-// its GPU that are neither LS nor BE, and the BE tenants' floors, so that
-// LS tenants' launches keep off them (ctl.Node.SetFixed). Call it under
-// the lock after a change.
-func fence(dir string) error {
+// fence writes into each node block in dir the TPCs of the partitions
+// (parts: what dir holds now) on its GPU that are neither LS nor BE, and
+// the BE tenants' floors, so that LS tenants' launches keep off them
+// (ctl.Node.SetFixed). Call it under the lock after a change.
+func fence(dir string, parts []ctl.Snapshot) error {
 	nodes, err := ctl.Nodes(dir)
 	if err != nil || len(nodes) == 0 {
 		return err
@@ -434,36 +530,17 @@ func fence(dir string) error {
 			n.Close()
 		}
 	}()
-	entries, err := ctl.List(dir)
-	if err != nil {
-		return err
-	}
-	claims, _, err := ctl.Claims(dir)
-	if err != nil {
-		return err
-	}
-	parts := make([]ctl.Snapshot, 0, len(entries)+len(claims))
-	for _, e := range entries {
-		parts = append(parts, e.Snapshot)
-	}
-	for _, c := range claims {
-		parts = append(parts, c.Root)
-	}
 	for _, n := range nodes {
 		live := n.Live()
-		var fixed [4]uint32
+		var fixed topo.Enable
 		for _, p := range parts {
 			onNode := p.Tide.Node == n.Name() || p.Tide.Node == "" && p.Live == live
 			switch {
 			case !onNode || p.Class == ctl.ClassLS: // an LS tenant's TPCs are its slot's reserved ones
 			case p.Class == ctl.ClassBE:
-				for w := range fixed {
-					fixed[w] |= live[w] & p.Floor[w]
-				}
+				fixed = fixed.Or(p.Floor.And(live))
 			default:
-				for w := range fixed {
-					fixed[w] |= live[w] &^ p.Mask[w]
-				}
+				fixed = fixed.Or(p.Mask.Enable().And(live))
 			}
 		}
 		n.SetFixed(fixed)

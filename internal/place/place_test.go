@@ -350,13 +350,13 @@ func TestTideClasses(t *testing.T) {
 	dir := t.TempDir()
 	procs := sleepers(t, 3)
 	n16, _ := partition.ParseCount("16")
-	ls, err := Place(dir, top, Request{Spec: n16, PID: procs[0].Process.Pid, Class: ctl.ClassLS})
+	ls, err := Place(dir, top, Request{Spec: n16, PID: procs[0].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassLS}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	all, _ := partition.ParseTPCs("all")
-	be, err := Place(dir, top, Request{Spec: all, PID: procs[1].Process.Pid, Class: ctl.ClassBE,
-		Tide: ctl.Tide{InflightMax: 2, Share: 0.05, Epoch: 10 * time.Millisecond}})
+	be, err := Place(dir, top, Request{Spec: all, PID: procs[1].Process.Pid,
+		Policy: ctl.Policy{Class: ctl.ClassBE, Inflight: 2, Share: 0.05, Epoch: 10 * time.Millisecond}})
 	if err != nil || len(be.Set) != 66 || len(be.Overlaps) != 1 {
 		t.Fatalf("BE over the LS tenant: %+v %v", be, err)
 	}
@@ -372,12 +372,12 @@ func TestTideClasses(t *testing.T) {
 	}
 	// a second LS tenant counts the first's TPCs busy, not the BE's
 	n51, _ := partition.ParseCount("51")
-	if _, err := Place(dir, top, Request{Spec: n51, PID: procs[2].Process.Pid, Class: ctl.ClassLS}); !errors.Is(err, ErrOverlap) ||
+	if _, err := Place(dir, top, Request{Spec: n51, PID: procs[2].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassLS}}); !errors.Is(err, ErrOverlap) ||
 		!strings.Contains(err.Error(), "50 of 66 are free") {
 		t.Errorf("a second LS tenant larger than what the first left: %v", err)
 	}
 	n50, _ := partition.ParseCount("50")
-	if p, err := Place(dir, top, Request{Spec: n50, PID: procs[2].Process.Pid, Class: ctl.ClassLS}); err != nil || len(p.Set.Intersect(ls.Set)) != 0 {
+	if p, err := Place(dir, top, Request{Spec: n50, PID: procs[2].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassLS}}); err != nil || len(p.Set.Intersect(ls.Set)) != 0 {
 		t.Errorf("a second LS tenant beside the first: %v %v", p, err)
 	}
 }
@@ -390,18 +390,18 @@ func TestBEFloor(t *testing.T) {
 	dir := t.TempDir()
 	procs := sleepers(t, 5)
 	n16, _ := partition.ParseCount("16")
-	ls, err := Place(dir, top, Request{Spec: n16, PID: procs[0].Process.Pid, Class: ctl.ClassLS})
+	ls, err := Place(dir, top, Request{Spec: n16, PID: procs[0].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassLS}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	all, _ := partition.ParseTPCs("all")
-	beTide := ctl.Tide{InflightMax: 2, Share: 1, Epoch: 10 * time.Millisecond, Floor: 8}
-	be, err := Place(dir, top, Request{Spec: all, PID: procs[1].Process.Pid, Class: ctl.ClassBE, Tide: beTide})
+	beTide := ctl.Policy{Class: ctl.ClassBE, Inflight: 2, Share: 1, Epoch: 10 * time.Millisecond, Floor: 8}
+	be, err := Place(dir, top, Request{Spec: all, PID: procs[1].Process.Pid, Policy: beTide})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := be.Block.Snapshot()
-	floor := partition.FromMask(top, topo.Mask(s.Floor).Not())
+	floor := partition.FromEnable(top, s.Floor)
 	if len(floor) != 8 || s.Tide.Floor != 8 || len(floor.Intersect(ls.Set)) != 0 {
 		t.Fatalf("BE floor %v (%d in the snapshot's policy), want 8 TPCs off the LS tenant's %v", floor, s.Tide.Floor, ls.Set)
 	}
@@ -431,21 +431,21 @@ func TestBEFloor(t *testing.T) {
 	}
 	// a second BE's floor keeps off the first's and off every partition
 	beTide.Floor = 33
-	if _, err := Place(dir, top, Request{Spec: all, PID: procs[3].Process.Pid, Class: ctl.ClassBE, Tide: beTide}); !errors.Is(err, ErrOverlap) ||
+	if _, err := Place(dir, top, Request{Spec: all, PID: procs[3].Process.Pid, Policy: beTide}); !errors.Is(err, ErrOverlap) ||
 		!strings.Contains(err.Error(), "floor of 33 TPCs asked for, 32 of the partition's 66 are free") {
 		t.Errorf("a second BE floor larger than what is free: %v", err)
 	}
 	beTide.Floor = 4
-	if _, err := Place(dir, top, Request{Spec: all, PID: procs[3].Process.Pid, Class: ctl.ClassBE, Tide: beTide}); err == nil ||
+	if _, err := Place(dir, top, Request{Spec: all, PID: procs[3].Process.Pid, Policy: beTide}); err == nil ||
 		!strings.Contains(err.Error(), "floor of 4 TPCs: want at least 8") {
 		t.Errorf("a BE floor of 4 TPCs: %v", err)
 	}
 	beTide.Floor = 8
-	be2, err := Place(dir, top, Request{Spec: all, PID: procs[3].Process.Pid, Class: ctl.ClassBE, Tide: beTide})
+	be2, err := Place(dir, top, Request{Spec: all, PID: procs[3].Process.Pid, Policy: beTide})
 	if err != nil {
 		t.Fatal(err)
 	}
-	floor2 := partition.FromMask(top, topo.Mask(be2.Block.Snapshot().Floor).Not())
+	floor2 := partition.FromEnable(top, be2.Block.Snapshot().Floor)
 	if len(floor2) != 8 || len(floor2.Intersect(floor.Union(ls.Set).Union(plain.Set))) != 0 {
 		t.Errorf("second BE floor %v meets the first %v, the LS tenant's or the partition's TPCs", floor2, floor)
 	}
@@ -459,20 +459,20 @@ func TestBEFloor(t *testing.T) {
 	}
 	part, _ := partition.ParseTPCs(partition.Of(append(mine, ls.Set[:4]...)).String())
 	beTide.Floor = 8
-	be3, err := Place(dir, top, Request{Spec: part, PID: procs[4].Process.Pid, Class: ctl.ClassBE, Tide: beTide})
+	be3, err := Place(dir, top, Request{Spec: part, PID: procs[4].Process.Pid, Policy: beTide})
 	if err != nil {
 		t.Fatal(err)
 	}
-	floor3 := partition.FromMask(top, topo.Mask(be3.Block.Snapshot().Floor).Not())
+	floor3 := partition.FromEnable(top, be3.Block.Snapshot().Floor)
 	if len(floor3) != 8 || len(floor3.Intersect(partition.Of(mine))) != 8 {
 		t.Errorf("BE floor %v, want 8 of the free TPCs %v of its partition %v", floor3, mine, be3.Set)
 	}
-	want := topo.Mask(s.Floor)
+	want := s.Floor
 	for _, f := range []partition.Set{floor2, floor3, plain.Set} {
 		m, _ := partition.Mask(top, f)
-		want = topo.Mask{want[0] | ^m[0], want[1] | ^m[1], want[2] | ^m[2], want[3] | ^m[3]}.And(top.Live())
+		want = want.Or(m.Enable()).And(top.Live())
 	}
-	if got := nodes[0].Fixed(); topo.Mask(got) != want {
-		t.Errorf("node block's fixed %v, want the floors and the plain partition %v", topo.Mask(got), want)
+	if got := nodes[0].Fixed(); got != want {
+		t.Errorf("node block's fixed %v, want the floors and the plain partition %v", got, want)
 	}
 }

@@ -28,7 +28,7 @@ import (
 // Times times app at each TPC count (GPC-packed), reps runs after one
 // warm-up each.
 func Times(app *workload.App, t *topo.Topology, tpcs []int, reps int, progress func()) ([]model.Size, error) {
-	return timeSizes(t, tpcs, reps, progress, func(_ partition.Set, mask topo.Mask) (float64, error) {
+	return timeSizes(t, tpcs, reps, progress, func(_ partition.Set, mask topo.Disable) (float64, error) {
 		v, err := app.Time(&mask)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", app.Name(), err)
@@ -39,7 +39,7 @@ func Times(app *workload.App, t *topo.Topology, tpcs []int, reps int, progress f
 
 // timeSizes runs run on a GPC-packed partition of each TPC count, reps
 // times after one warm-up each, and summarizes the times it returns.
-func timeSizes(t *topo.Topology, tpcs []int, reps int, progress func(), run func(partition.Set, topo.Mask) (float64, error)) ([]model.Size, error) {
+func timeSizes(t *topo.Topology, tpcs []int, reps int, progress func(), run func(partition.Set, topo.Disable) (float64, error)) ([]model.Size, error) {
 	var out []model.Size
 	for _, k := range tpcs {
 		if k < 1 || k > len(t.TPCs) {
@@ -95,7 +95,7 @@ func NominalBW(ordinal int) (float64, error) {
 // times after one warm-up run each: from start to exit, in ms. A program
 // that fails stops the profile with its error output.
 func ProgramTimes(prefix func(partition.Set) []string, argv []string, t *topo.Topology, tpcs []int, reps int, progress func()) ([]model.Size, error) {
-	return timeSizes(t, tpcs, reps, progress, func(set partition.Set, _ topo.Mask) (float64, error) {
+	return timeSizes(t, tpcs, reps, progress, func(set partition.Set, _ topo.Disable) (float64, error) {
 		full := append(prefix(set), argv...)
 		cmd := exec.Command(full[0], full[1:]...)
 		var stderr bytes.Buffer

@@ -74,16 +74,15 @@ func row(e ctl.Entry, ended bool) Row {
 	if f := e.Fault; f.Code != 0 {
 		r.Fault = &Fault{Code: int(f.Code), Name: f.Name(), Call: f.Call, At: f.At.UTC().Format(time.RFC3339Nano), Cause: "unknown"}
 	}
-	live := topo.Mask(e.Live)
-	if t, _ := topo.FindCached(live); t != nil {
-		set := partition.FromMask(t, topo.Mask(e.Mask))
+	if t, _ := topo.FindCached(e.Live); t != nil {
+		set := partition.FromMask(t, e.Mask)
 		r.TPCs, r.NumTPCs = set.String(), len(set)
-		if f := partition.FromMask(t, topo.Mask(e.Floor).Not()); len(f) > 0 {
+		if f := partition.FromEnable(t, e.Floor); len(f) > 0 {
 			r.Floor = f.String()
 		}
 	} else {
-		r.TPCs = "mask:" + topo.Mask(e.Mask).String()
-		r.NumTPCs = topo.Mask(e.Mask).Not().And(live).Count()
+		r.TPCs = "mask:" + e.Mask.String()
+		r.NumTPCs = e.Mask.Enable().And(e.Live).Count()
 	}
 	return r
 }

@@ -6,6 +6,8 @@ package tmd
 import (
 	"encoding/binary"
 	"unsafe"
+
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // Offsets and versions, as in shim/carve_tmd.h.
@@ -40,7 +42,7 @@ func FromParams(params unsafe.Pointer) []byte {
 func Version(d []byte) int { return int(d[VersionOffset]) }
 
 // WriteMask writes a 128-bit TPC-disable mask; false for unknown versions.
-func WriteMask(d []byte, mask [4]uint32) bool {
+func WriteMask(d []byte, mask topo.Disable) bool {
 	switch v := Version(d); {
 	case v >= VHopper:
 		for i, w := range mask {

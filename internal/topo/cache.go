@@ -63,7 +63,7 @@ func WriteCache(path string, t *Topology) error {
 
 // FindCached returns the cached topology whose live TPC bits are live, the
 // GPU a control block was made for; nil if none is cached.
-func FindCached(live Mask) (*Topology, error) {
+func FindCached(live Enable) (*Topology, error) {
 	dir, err := CacheDir()
 	if err != nil {
 		return nil, err

@@ -12,7 +12,7 @@ import (
 // A kernel that does not finish in time is an error, never a wait.
 type Prober interface {
 	SMCount() int
-	Run(disable *Mask, blocks, cluster int) ([]int, error)
+	Run(disable *Disable, blocks, cluster int) ([]int, error)
 }
 
 // ErrSMIDVirtualized means the SM ids seen do not match the device, as under MPS.
@@ -88,7 +88,7 @@ func Discover(p Prober, opt Options) (*Layout, error) {
 
 	anchor, anchorSMs := -1, []int(nil)
 	for b := 0; b < MaskBits && anchor < 0; b++ {
-		var m Mask
+		var m Disable
 		m = m.Set(b)
 		got, err := p.Run(&m, opt.Blocks, 0)
 		if err != nil {
@@ -120,9 +120,9 @@ func Discover(p Prober, opt Options) (*Layout, error) {
 		if b == anchor {
 			continue
 		}
-		var en Mask
+		var en Enable
 		en = en.Set(anchor).Set(b)
-		dis := en.Not()
+		dis := en.Disable()
 		got, err := p.Run(&dis, opt.Blocks, 0)
 		if err != nil {
 			return nil, fmt.Errorf("probe enabling bits %d and %d: %w", anchor, b, err)

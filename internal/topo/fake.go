@@ -23,7 +23,7 @@ var ErrWouldHang = errors.New("mask enables no live TPC: the kernel would hang")
 func (f *Fake) SMCount() int { return f.Top.SMCount }
 
 // Run implements Prober.
-func (f *Fake) Run(disable *Mask, blocks, cluster int) ([]int, error) {
+func (f *Fake) Run(disable *Disable, blocks, cluster int) ([]int, error) {
 	f.Runs++
 	var on []TPC
 	for _, p := range f.Top.TPCs {

@@ -9,40 +9,9 @@ package topo
 import (
 	"encoding/json"
 	"fmt"
-	"math/bits"
 	"sort"
 	"strings"
 )
-
-// MaskBits is the width of the hardware TPC mask (Hopper descriptors).
-const MaskBits = 128
-
-// Mask is a 128-bit TPC mask, word 0 holding bits 0-31.
-type Mask [4]uint32
-
-// Set returns m with bit b set.
-func (m Mask) Set(b int) Mask { m[b/32] |= 1 << (b % 32); return m }
-
-// Has reports whether bit b is set.
-func (m Mask) Has(b int) bool { return m[b/32]>>(b%32)&1 == 1 }
-
-// Count is the number of set bits.
-func (m Mask) Count() int {
-	n := 0
-	for _, w := range m {
-		n += bits.OnesCount32(w)
-	}
-	return n
-}
-
-// Not is the complement over all 128 bits.
-func (m Mask) Not() Mask { return Mask{^m[0], ^m[1], ^m[2], ^m[3]} }
-
-// And is the intersection.
-func (m Mask) And(o Mask) Mask { return Mask{m[0] & o[0], m[1] & o[1], m[2] & o[2], m[3] & o[3]} }
-
-// String is the mask as 32 hex digits, most significant word first.
-func (m Mask) String() string { return fmt.Sprintf("%08x%08x%08x%08x", m[3], m[2], m[1], m[0]) }
 
 // TPC is one live TPC.
 type TPC struct {
@@ -75,9 +44,9 @@ type Topology struct {
 	Notes        []string `json:"notes,omitempty"`
 }
 
-// Live is the mask of live TPC bits.
-func (t *Topology) Live() Mask {
-	var m Mask
+// Live is the GPU's live TPC bits.
+func (t *Topology) Live() Enable {
+	var m Enable
 	for _, p := range t.TPCs {
 		m = m.Set(p.Bit)
 	}

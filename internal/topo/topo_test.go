@@ -109,7 +109,7 @@ func TestRecordedH100(t *testing.T) {
 		t.Fatalf("%s", top.Summary())
 	}
 	// the live bits HARDWARE.md lists, with the four past 72 this recording found
-	var want Mask
+	var want Enable
 	for _, r := range [][2]int{{0, 3}, {9, 16}, {18, 25}, {27, 34}, {36, 43}, {45, 52}, {54, 71}} {
 		for b := r[0]; b <= r[1]; b++ {
 			want = want.Set(b)
@@ -145,7 +145,7 @@ func TestCache(t *testing.T) {
 	if err != nil || found == nil || found.UUID != top.UUID {
 		t.Fatalf("FindCached: %v %v", found, err)
 	}
-	if found, _ := FindCached(Mask{1}); found != nil {
+	if found, _ := FindCached(Enable{1}); found != nil {
 		t.Errorf("FindCached matched a foreign live mask")
 	}
 	os.WriteFile(p, []byte("{"), 0o644)

@@ -78,7 +78,7 @@ func NewGEMM(s *Session, n int) (*GEMM, error) {
 
 // Check multiplies fresh random n x n matrices on the GPU (under mask, nil
 // for none) and returns the relative error against MulCPU.
-func (g *GEMM) Check(n int, mask *topo.Mask) (float64, error) {
+func (g *GEMM) Check(n int, mask *topo.Disable) (float64, error) {
 	r := rand.New(rand.NewPCG(uint64(n), 11))
 	a, b := make([]float32, n*n), make([]float32, n*n)
 	for i := range a {
@@ -112,7 +112,7 @@ func (g *GEMM) Check(n int, mask *topo.Mask) (float64, error) {
 }
 
 // Samples times reps runs under mask after one warm-up run (ms).
-func (g *GEMM) Samples(mask *topo.Mask, reps int) ([]float64, error) {
+func (g *GEMM) Samples(mask *topo.Disable, reps int) ([]float64, error) {
 	ms := make([]float64, 0, reps)
 	for i := 0; i <= reps; i++ {
 		v, err := g.Time(mask)
@@ -127,11 +127,11 @@ func (g *GEMM) Samples(mask *topo.Mask, reps int) ([]float64, error) {
 }
 
 // Time runs the N x N product once under mask and returns its time in ms.
-func (g *GEMM) Time(mask *topo.Mask) (float64, error) {
+func (g *GEMM) Time(mask *topo.Disable) (float64, error) {
 	return g.run(g.N, g.a, g.b, g.c, mask)
 }
 
-func (g *GEMM) run(n int, a, b, c cuda.DevPtr, mask *topo.Mask) (float64, error) {
+func (g *GEMM) run(n int, a, b, c cuda.DevPtr, mask *topo.Disable) (float64, error) {
 	n32 := int32(n)
 	pa, pb, pc := uint64(a), uint64(b), uint64(c)
 	return g.Run(g.fn, cuda.Launch{

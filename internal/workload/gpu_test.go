@@ -34,7 +34,7 @@ func TestGPUGEMM(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []int{64, 128, 256} {
-		for _, m := range []*topo.Mask{nil, &one} {
+		for _, m := range []*topo.Disable{nil, &one} {
 			e, err := g.Check(n, m)
 			if err != nil || e > 1e-5 {
 				t.Errorf("n %d, masked %v: relative error %g, %v", n, m != nil, e, err)

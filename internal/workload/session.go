@@ -125,7 +125,7 @@ func OnThread(f func() error) error {
 
 // Run launches l on the session's stream under mask (nil: none), waits for
 // it and returns its time in ms.
-func (s *Session) Run(fn cuda.Function, l cuda.Launch, mask *topo.Mask) (float64, error) {
+func (s *Session) Run(fn cuda.Function, l cuda.Launch, mask *topo.Disable) (float64, error) {
 	return s.Timed(mask, func() error {
 		l.Stream = s.stream
 		return fn.Launch(l)
@@ -138,7 +138,7 @@ func (s *Session) Run(fn cuda.Function, l cuda.Launch, mask *topo.Mask) (float64
 // carve's hook is installed on the first masked run only: a process that
 // runs under libcarve.so (a benchmark worker started with carve run) has the
 // driver's one launch-callback subscription taken already, and needs none.
-func (s *Session) Timed(mask *topo.Mask, work func() error) (float64, error) {
+func (s *Session) Timed(mask *topo.Disable, work func() error) (float64, error) {
 	if mask != nil {
 		if s.hook == nil {
 			h, err := hook.Install()
@@ -147,7 +147,7 @@ func (s *Session) Timed(mask *topo.Mask, work func() error) (float64, error) {
 			}
 			s.hook = h
 		}
-		m := [4]uint32(*mask)
+		m := *mask
 		s.hook.SetMask(&m)
 		defer s.hook.SetMask(nil)
 	}

@@ -401,7 +401,7 @@ func StencilCPU(x []float32, w, h, steps int) []float32 {
 }
 
 // Time runs the app once under mask (nil: none) and returns its time in ms.
-func (a *App) Time(mask *topo.Mask) (float64, error) { return a.s.Timed(mask, a.run) }
+func (a *App) Time(mask *topo.Disable) (float64, error) { return a.s.Timed(mask, a.run) }
 
 // SuiteSamples prepares every app of the suite in s, then times each reps
 // times after one warm-up run. It returns the times (ms) by app.

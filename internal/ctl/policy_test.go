@@ -1,0 +1,140 @@
+package ctl_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/topo"
+)
+
+// TestPolicyNormalize: each rule refuses what it should, naming the field
+// as each surface spells it, and defaults are filled in or cleared.
+func TestPolicyNormalize(t *testing.T) {
+	be := func(edit func(*ctl.Policy)) ctl.Policy {
+		p := ctl.DefaultPolicy
+		p.Class = ctl.ClassBE
+		edit(&p)
+		return p
+	}
+	ls := func(edit func(*ctl.Policy)) ctl.Policy {
+		p := ctl.DefaultPolicy // as carve run's flags and a claim's config start
+		p.Class = ctl.ClassLS
+		edit(&p)
+		return p
+	}
+	for _, tc := range []struct {
+		p                  ctl.Policy
+		field, flag, claim string // what the error says with each spelling; "": none
+	}{
+		{be(func(p *ctl.Policy) {}), "", "", ""},
+		{be(func(p *ctl.Policy) { p.Share = 2 }), "share: BE share 2: want a fraction from 0 to 1", "--be-share: BE share 2", "beShare: BE share 2"},
+		{be(func(p *ctl.Policy) { p.Share = -0.1 }), "share: BE share -0.1", "--be-share:", "beShare:"},
+		{be(func(p *ctl.Policy) { p.Epoch = 10 * time.Microsecond }), "epoch: epoch 10µs: want 1ms to an hour", "--epoch: epoch 10µs", "epoch: epoch 10µs"},
+		{be(func(p *ctl.Policy) { p.Epoch = 2 * time.Hour }), "epoch: epoch 2h0m0s", "--epoch:", "epoch:"},
+		{be(func(p *ctl.Policy) { p.Inflight = -1 }), "inflight: kernels in flight -1: want 0 (no bound) to 1048576", "--inflight:", "inflight:"},
+		{be(func(p *ctl.Policy) { p.Queue = -time.Second }), "queue: queue -1s: want 0 (no bound) to an hour", "--queue:", "queue:"},
+		{be(func(p *ctl.Policy) { p.Floor = -1 }), "floor: floor -1 TPCs: want 0 (none) to the GPU's TPCs", "--be-floor: floor -1 TPCs", "beFloor: floor -1"},
+		{be(func(p *ctl.Policy) { p.Floor = 129 }), "floor: floor 129 TPCs", "--be-floor:", "beFloor:"},
+		{be(func(p *ctl.Policy) { p.Floor = 7 }), "floor: a BE floor of 7 TPCs: want at least 8", "--be-floor: a BE floor of 7", "beFloor: a BE floor of 7"},
+		{be(func(p *ctl.Policy) { p.Floor = 8 }), "", "", ""},
+		{be(func(p *ctl.Policy) { p.Own = true }), "own is for LS tenants", "--own is for LS tenants", "own is for LS tenants"},
+		{ls(func(p *ctl.Policy) { p.Own = true }), "", "", ""},
+		{ls(func(p *ctl.Policy) { p.Floor = 8 }), "floor is for BE tenants", "--be-floor is for BE tenants", "beFloor is for BE tenants"},
+		{ls(func(p *ctl.Policy) { p.Inflight = 3 }), "inflight is for BE tenants", "--inflight is for BE", "inflight is for BE"},
+		{ls(func(p *ctl.Policy) { p.Share = 0.5 }), "share is for BE tenants", "--be-share is for BE", "beShare is for BE"},
+		{ls(func(p *ctl.Policy) { p.Epoch = time.Second }), "epoch is for BE tenants", "--epoch is for BE", "epoch is for BE"},
+		{ls(func(p *ctl.Policy) { p.Queue = time.Second }), "queue is for BE tenants", "--queue is for BE", "queue is for BE"},
+		{ctl.Policy{Own: true}, "own is for LS tenants", "--own is for LS", "own is for LS"},
+		{ctl.Policy{Class: 7}, "class 7: want", "class 7: want", "class 7: want"},
+	} {
+		for _, sp := range []struct {
+			spelled ctl.Spelling
+			want    string
+		}{{ctl.FieldNames, tc.field}, {ctl.FlagNames, tc.flag}, {ctl.ConfigNames, tc.claim}} {
+			p := tc.p
+			err := p.Normalize(sp.spelled)
+			switch {
+			case sp.want == "" && err != nil:
+				t.Errorf("%+v (%q): %v", tc.p, sp.spelled, err)
+			case sp.want != "" && (err == nil || !strings.HasPrefix(err.Error(), sp.want)):
+				t.Errorf("%+v (%q): %v, want an error beginning %q", tc.p, sp.spelled, err, sp.want)
+			}
+		}
+	}
+}
+
+// TestPolicyDefaults: an LS tenant's policy loses the BE defaults it
+// started from, a BE's zero epoch becomes the default one, and Normalize
+// changes nothing more of a normalized policy.
+func TestPolicyDefaults(t *testing.T) {
+	p := ctl.DefaultPolicy
+	p.Class, p.Own = ctl.ClassLS, true
+	if err := p.Normalize(ctl.FieldNames); err != nil || p != (ctl.Policy{Class: ctl.ClassLS, Own: true}) {
+		t.Errorf("LS policy %+v, %v; want only its class and own", p, err)
+	}
+	none := ctl.DefaultPolicy
+	if err := none.Normalize(ctl.FieldNames); err != nil || none != (ctl.Policy{}) {
+		t.Errorf("a policy of no class %+v, %v; want the zero policy", none, err)
+	}
+	be := ctl.Policy{Class: ctl.ClassBE, Share: 1}
+	if err := be.Normalize(ctl.FieldNames); err != nil || be.Epoch != ctl.DefaultPolicy.Epoch || be.Share != 1 || be.Inflight != 0 {
+		t.Errorf("BE policy %+v, %v; want the default epoch, share 1 and no bound", be, err)
+	}
+	again := be
+	if err := again.Normalize(ctl.FieldNames); err != nil || again != be {
+		t.Errorf("normalized twice: %+v, %v; want %+v", again, err, be)
+	}
+}
+
+// TestPolicyInBlock: a policy applied to a new block is the policy the
+// block gives back, its floor counted from the TPCs placement chose; an
+// LS tenant's own is the block's flag, beside the flags it had.
+func TestPolicyInBlock(t *testing.T) {
+	dir := t.TempDir()
+	floor := topo.Enable{}.Set(3).Set(4).Set(5).Set(6).Set(9).Set(10).Set(11).Set(12)
+	for i, p := range []ctl.Policy{
+		{Class: ctl.ClassBE, Share: 0.25, Epoch: 7 * time.Millisecond, Inflight: 3, Queue: 250 * time.Microsecond, Floor: 8},
+		{Class: ctl.ClassLS, Own: true},
+		{},
+	} {
+		in := ctl.Init{PID: 1000 + i, Mask: floor.Disable(), Live: floor, Flags: ctl.FlagMPS, Tide: ctl.Tide{Node: "node-x"}}
+		if p.Floor > 0 {
+			in.Floor = floor
+		}
+		p.Apply(&in)
+		h, err := ctl.Create(dir, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := h.Snapshot()
+		h.Close()
+		if got := s.Policy(); got != p {
+			t.Errorf("block of %+v gives back %+v", p, got)
+		}
+		if s.Flags&ctl.FlagMPS == 0 || s.Tide.Node != "node-x" || s.Class != p.Class {
+			t.Errorf("block of %+v: flags %#x, node %q, class %d", p, s.Flags, s.Tide.Node, s.Class)
+		}
+	}
+}
+
+// TestRunArgs: the flags of carve run that give a tenant its policy.
+func TestRunArgs(t *testing.T) {
+	be := ctl.Policy{Class: ctl.ClassBE, Share: 0.05, Epoch: 10 * time.Millisecond, Inflight: 8, Queue: 0, Floor: 16}
+	ls := ctl.Policy{Class: ctl.ClassLS, Own: true}
+	for _, tc := range []struct {
+		p    ctl.Policy
+		want []string
+	}{
+		{be, []string{"--be", "--be-share=0.05", "--epoch=10ms", "--inflight=8", "--queue=0s", "--be-floor=16"}},
+		{ls, []string{"--ls", "--own"}},
+		{ctl.Policy{Class: ctl.ClassLS}, []string{"--ls"}},
+		{ctl.Policy{}, nil},
+	} {
+		if got := tc.p.RunArgs(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%+v: %q, want %q", tc.p, got, tc.want)
+		}
+	}
+}
