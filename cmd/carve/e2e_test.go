@@ -15,6 +15,7 @@ import (
 	"github.com/carve-gpu/carve/internal/cuda"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/shimtest"
+	"github.com/carve-gpu/carve/internal/topo"
 	"github.com/carve-gpu/carve/internal/topo/topotest"
 )
 
