@@ -196,12 +196,11 @@ func maskMisuses(f *ast.File) []misuse {
 			if lit, ok := n.Len.(*ast.BasicLit); ok && lit.Value == "4" && isIdent(n.Elt, "uint32") && !abi[n] {
 				out = append(out, misuse{n.Pos(), "[4]uint32"})
 			}
-		case *ast.SelectorExpr:
-			if n.Sel.Name == "Not" {
-				out = append(out, misuse{n.Pos(), ".Not()"})
-			}
 		case *ast.CallExpr:
 			sel, ok := n.Fun.(*ast.SelectorExpr)
+			if ok && sel.Sel.Name == "Not" && len(n.Args) == 0 {
+				out = append(out, misuse{n.Pos(), ".Not()"})
+			}
 			if ok && isIdent(sel.X, "topo") && (sel.Sel.Name == "Enable" || sel.Sel.Name == "Disable") ||
 				f.Name.Name == "topo" && (isIdent(n.Fun, "Enable") || isIdent(n.Fun, "Disable")) {
 				out = append(out, misuse{n.Pos(), "a conversion between enable and disable masks"})
