@@ -138,8 +138,72 @@ struct carve_ctl {
 	uint64_t tide_reserved[47]; /* 648 .. 1024 */
 };
 
+/* Every field of struct carve_ctl, in order, with what the block of a child
+ * process takes of it: the shim makes that block from its parent's (or
+ * CARVE_CTL_ROOT's) in ctl.c's create_block, which copies the INHERIT
+ * fields by this list.
+ *   INHERIT  the parent's value: the partition and its policy
+ *   OWN      this process's own: the block's identity, made afresh
+ *   STATUS   written by this process's shim as it runs: starts at zero
+ *   UNUSED   padding and room for later fields: zero
+ * A field of the struct missing here does not compile (the sizes listed
+ * must add up to the struct's); TestChildInheritsEveryField reads the list
+ * (through shim/test/layout.c) and checks every field of a child's block
+ * against its parent's. */
+#define CARVE_FIELD_INHERIT 1
+#define CARVE_FIELD_OWN 2
+#define CARVE_FIELD_STATUS 3
+#define CARVE_FIELD_UNUSED 4
+#define CARVE_CTL_FIELDS(X) \
+	X(magic, OWN) \
+	X(version, OWN) \
+	X(size, OWN) \
+	X(pid, OWN) \
+	X(flags, INHERIT) \
+	X(start_ticks, OWN) \
+	X(created_ns, OWN) \
+	X(gen, OWN) \
+	X(mask, INHERIT) \
+	X(live, INHERIT) \
+	X(state, STATUS) \
+	X(tmd_version, STATUS) \
+	X(launches, STATUS) \
+	X(last_launch_ns, STATUS) \
+	X(refused, STATUS) \
+	X(applied_gen, STATUS) \
+	X(tenant_class, INHERIT) \
+	X(pad0, UNUSED) \
+	X(pad1, UNUSED) \
+	X(tenant, INHERIT) /* or the parent's pid, where the parent's block has no tenant */ \
+	X(sms, INHERIT) \
+	X(fault, STATUS) \
+	X(fault_claim, STATUS) \
+	X(fault_ns, STATUS) \
+	X(fault_call, STATUS) \
+	X(reserved, UNUSED) \
+	X(comm, OWN) \
+	X(inflight_max, INHERIT) \
+	X(share_ppm, INHERIT) \
+	X(epoch_ns, INHERIT) \
+	X(node, INHERIT) \
+	X(tide_state, STATUS) \
+	X(inflight, STATUS) \
+	X(held_ns, STATUS) \
+	X(held_launches, STATUS) \
+	X(narrow_launches, STATUS) \
+	X(busy_ns, STATUS) \
+	X(requests, STATUS) \
+	X(queue_us, INHERIT) \
+	X(kernel_us, STATUS) \
+	X(floor, INHERIT) \
+	X(tide_reserved, UNUSED)
+
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 _Static_assert(sizeof(struct carve_ctl) == CARVE_CTL_SIZE, "control block size");
+#define CARVE_FIELD_SIZE(name, kind) +sizeof(((struct carve_ctl *)0)->name)
+_Static_assert(0 CARVE_CTL_FIELDS(CARVE_FIELD_SIZE) == sizeof(struct carve_ctl),
+	       "CARVE_CTL_FIELDS lists every field of struct carve_ctl, and the struct has no hidden padding");
+#undef CARVE_FIELD_SIZE
 #endif
 
 #endif
