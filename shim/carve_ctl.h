@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define CARVE_CTL_MAGIC 0x45565243u /* "CRVE" little-endian */
-#define CARVE_CTL_VERSION 2u
+#define CARVE_CTL_VERSION 3u
 #define CARVE_CTL_SIZE 1024u
 #define CARVE_MASK_WORDS 4 /* 128 TPC bits, as the Hopper descriptor holds */
 
@@ -109,7 +109,17 @@ struct carve_ctl {
 	uint32_t fault_claim;    /* 140: set by the thread that records the fault */
 	uint64_t fault_ns;       /* 144: CLOCK_REALTIME of that call's return */
 	char fault_call[32];     /* 152: the driver call that returned it, NUL-terminated */
-	uint64_t reserved[7];    /* 184 .. 240 */
+
+	/* the GPU, written once by the creator: the UUID of the GPU the mask
+	 * is of (cuDeviceGetUuid_v2's bytes); all zero: not known, and the
+	 * mask goes into launches on any GPU */
+	uint8_t gpu[16];         /* 184 */
+	/* written by the shim: launches on another GPU, which ran on all its
+	 * TPCs (allowed unpartitioned; else the process ends at the first),
+	 * and the UUID of the last such GPU */
+	uint64_t other_launches; /* 200 */
+	uint8_t other_gpu[16];   /* 208 */
+	uint64_t reserved[2];    /* 224 .. 240 */
 
 	char comm[256];          /* 240: command line, NUL-separated args, truncated */
 
@@ -180,6 +190,9 @@ struct carve_ctl {
 	X(fault_claim, STATUS) \
 	X(fault_ns, STATUS) \
 	X(fault_call, STATUS) \
+	X(gpu, INHERIT) \
+	X(other_launches, STATUS) \
+	X(other_gpu, STATUS) \
 	X(reserved, UNUSED) \
 	X(comm, OWN) \
 	X(inflight_max, INHERIT) \

@@ -108,7 +108,7 @@ func reserve(dir, cd string, t *topo.Topology, r Reservation, set partition.Set,
 			return fmt.Errorf("node block in the claim's directory: %w", err)
 		}
 	}
-	h, err := ctl.CreateClaimRoot(cd, ctl.Init{Mask: mask, Live: t.Live(), SMs: SMs(t, set),
+	h, err := ctl.CreateClaimRoot(cd, ctl.Init{GPU: t.UUID, Mask: mask, Live: t.Live(), SMs: SMs(t, set),
 		Flags: r.Flags, Class: r.Class, Tide: tide, Comm: []string{"claim", r.Name}})
 	if err != nil {
 		return err

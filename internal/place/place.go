@@ -324,7 +324,7 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 		n.Reclaim()
 		n.Close()
 	}
-	h, err := ctl.Create(dir, ctl.Init{PID: r.PID, Mask: mask, Live: t.Live(), SMs: SMs(t, set),
+	h, err := ctl.Create(dir, ctl.Init{PID: r.PID, GPU: t.UUID, Mask: mask, Live: t.Live(), SMs: SMs(t, set),
 		Flags: r.Flags, Class: r.Class, Tide: tide, Floor: floor, Comm: r.Comm})
 	if err != nil {
 		return nil, err
