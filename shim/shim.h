@@ -10,6 +10,7 @@
  *   interpose.c  the driver calls the shim sees (dlsym, cuGetProcAddress), in one table
  *   tide.c       LS activity and its poller; the BE gate, share and bounded queue; tidal masks
  *   ctl.c        this process's control block: attach or copy, the mask by seqlock, the SM count
+ *   gpu.c        which GPU a launch is on: its context's, looked up once per context
  *   fault.c      the first fault a driver call returns, into the block
  *   tools.c      the launch-tools export table the shim shares with profilers
  *   base.c       the block and settings, messages, clocks, glibc's dlsym
@@ -44,6 +45,16 @@ int carve_current_mask(uint32_t out[CARVE_MASK_WORDS], uint64_t *gen);
 
 /* carve_visible_sms: the SM count to report where the driver reports n. */
 int carve_visible_sms(int n);
+
+/* gpu.c */
+void carve_gpu_init(void *cuda); /* at load, before the first launch */
+/* carve_launch_elsewhere: 1 if this thread's launch is on another GPU than
+ * the block's, whose UUID goes into uuid; 0 if on the block's, or if either
+ * is not known. */
+int carve_launch_elsewhere(unsigned char uuid[16]);
+void carve_contexts_changed(void); /* a context went: its handle may return on another GPU */
+#define CARVE_GPU_NAME 41          /* "GPU-" and 36 characters of UUID, NUL-terminated */
+void carve_gpu_name(const unsigned char uuid[16], char out[CARVE_GPU_NAME]);
 
 /* fault.c */
 void carve_fault(CUresult r, const char *call);

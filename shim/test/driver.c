@@ -35,6 +35,11 @@
  *   dur US             later kernels take US microseconds on the fake GPU
  *   burst N            N launches through cuLaunchKernel -> "burst MS": how
  *                      long the launch calls took, all told
+ *   ctx N              make context N current (cuCtxSetCurrent): 0 and 1 are
+ *                      the fake's primary contexts of its two GPUs -> "rc N"
+ *   ctxnew DEV         cuCtxCreate on device DEV, made current -> "ctx N"
+ *   ctxdel             cuCtxDestroy of the current context -> "rc N"
+ *   lookups            -> "lookups N": device UUIDs the fake was asked for
  *   spawn CMD[;CMD...] run this program again as a child process (fork and
  *                      exec: the shim loads in it as in any child of a
  *                      partitioned program), with the commands on its stdin
@@ -295,6 +300,25 @@ int main(void)
 			printf("rc %d\n", tools ? ((int (*)(uint32_t))tools[4])(profiler_handle) : -1);
 		} else if (strncmp(line, "injected", 8) == 0) {
 			printf("injected %d\n", ((int (*)(void))dlsym(h, "fakecuda_injected"))());
+		} else if (sscanf(line, "ctx %i", &v) == 1) {
+			CUresult (*f)(CUcontext) = proc("cuCtxSetCurrent", 0);
+			printf("rc %d\n", f((CUcontext)(uintptr_t)(0xc0 + v)));
+		} else if (sscanf(line, "ctxnew %i", &v) == 1) {
+			CUresult (*f)(CUcontext *, unsigned, CUdevice) = proc("cuCtxCreate", 0);
+			CUcontext c = NULL;
+			CUresult r = f(&c, 0, v);
+			if (r != 0)
+				printf("rc %d\n", r);
+			else
+				printf("ctx %d\n", (int)((uintptr_t)c - 0xc0));
+		} else if (strncmp(line, "ctxdel", 6) == 0) {
+			CUresult (*get)(CUcontext *) = proc("cuCtxGetCurrent", 0);
+			CUresult (*f)(CUcontext) = proc("cuCtxDestroy", 0);
+			CUcontext c = NULL;
+			get(&c);
+			printf("rc %d\n", f(c));
+		} else if (strncmp(line, "lookups", 7) == 0) {
+			printf("lookups %d\n", ((int (*)(void))dlsym(h, "fakecuda_uuid_lookups"))());
 		} else if (strncmp(line, "spawn ", 6) == 0) {
 			line[strcspn(line, "\n")] = 0;
 			spawn(line + 6);
