@@ -36,16 +36,17 @@ static void elsewhere(uint8_t *tmd, const unsigned char uuid[16])
 	static int said;
 	memcpy((void *)carve_block->other_gpu, uuid, 16);
 	__atomic_add_fetch(&carve_block->other_launches, 1, __ATOMIC_RELAXED);
-	char it[CARVE_GPU_NAME], part[CARVE_GPU_NAME];
-	carve_gpu_name(uuid, it);
-	carve_gpu_name((const unsigned char *)carve_block->gpu, part);
-	if (!carve_allow_unpartitioned) {
-		char why[160];
-		snprintf(why, sizeof why, "a kernel was launched on %s, but the partition is of %s", it, part);
-		carve_refuse(why);
-	}
-	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+	if (!carve_allow_unpartitioned || !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+		char it[CARVE_GPU_NAME], part[CARVE_GPU_NAME];
+		carve_gpu_name(uuid, it);
+		carve_gpu_name((const unsigned char *)carve_block->gpu, part);
+		if (!carve_allow_unpartitioned) {
+			char why[160];
+			snprintf(why, sizeof why, "a kernel was launched on %s, but the partition is of %s", it, part);
+			carve_refuse(why);
+		}
 		carve_say("kernels launched on %s run on all its TPCs: the partition is of %s", it, part);
+	}
 	__atomic_store_n(&carve_block->tmd_version, (uint32_t)carve_tmd_version(tmd), __ATOMIC_RELAXED);
 	__atomic_add_fetch(&carve_block->launches, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&carve_block->last_launch_ns, carve_now_ns(), __ATOMIC_RELAXED);
