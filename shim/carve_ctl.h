@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define CARVE_CTL_MAGIC 0x45565243u /* "CRVE" little-endian */
-#define CARVE_CTL_VERSION 2u
+#define CARVE_CTL_VERSION 3u
 #define CARVE_CTL_SIZE 1024u
 #define CARVE_MASK_WORDS 4 /* 128 TPC bits, as the Hopper descriptor holds */
 
@@ -109,7 +109,17 @@ struct carve_ctl {
 	uint32_t fault_claim;    /* 140: set by the thread that records the fault */
 	uint64_t fault_ns;       /* 144: CLOCK_REALTIME of that call's return */
 	char fault_call[32];     /* 152: the driver call that returned it, NUL-terminated */
-	uint64_t reserved[7];    /* 184 .. 240 */
+
+	/* the GPU, written once by the creator: the UUID of the GPU the mask
+	 * is of (cuDeviceGetUuid_v2's bytes); all zero: not known, and the
+	 * mask goes into launches on any GPU */
+	uint8_t gpu[16];         /* 184 */
+	/* written by the shim: launches on another GPU, which ran on all its
+	 * TPCs (allowed unpartitioned; else the process ends at the first),
+	 * and the UUID of the last such GPU */
+	uint64_t other_launches; /* 200 */
+	uint8_t other_gpu[16];   /* 208 */
+	uint64_t reserved[2];    /* 224 .. 240 */
 
 	char comm[256];          /* 240: command line, NUL-separated args, truncated */
 
@@ -138,8 +148,75 @@ struct carve_ctl {
 	uint64_t tide_reserved[47]; /* 648 .. 1024 */
 };
 
+/* Every field of struct carve_ctl, in order, with what the block of a child
+ * process takes of it: the shim makes that block from its parent's (or
+ * CARVE_CTL_ROOT's) in ctl.c's create_block, which copies the INHERIT
+ * fields by this list.
+ *   INHERIT  the parent's value: the partition and its policy
+ *   OWN      this process's own: the block's identity, made afresh
+ *   STATUS   written by this process's shim as it runs: starts at zero
+ *   UNUSED   padding and room for later fields: zero
+ * A field of the struct missing here does not compile (the sizes listed
+ * must add up to the struct's); TestChildInheritsEveryField reads the list
+ * (through shim/test/layout.c) and checks every field of a child's block
+ * against its parent's. */
+#define CARVE_FIELD_INHERIT 1
+#define CARVE_FIELD_OWN 2
+#define CARVE_FIELD_STATUS 3
+#define CARVE_FIELD_UNUSED 4
+#define CARVE_CTL_FIELDS(X) \
+	X(magic, OWN) \
+	X(version, OWN) \
+	X(size, OWN) \
+	X(pid, OWN) \
+	X(flags, INHERIT) \
+	X(start_ticks, OWN) \
+	X(created_ns, OWN) \
+	X(gen, OWN) \
+	X(mask, INHERIT) \
+	X(live, INHERIT) \
+	X(state, STATUS) \
+	X(tmd_version, STATUS) \
+	X(launches, STATUS) \
+	X(last_launch_ns, STATUS) \
+	X(refused, STATUS) \
+	X(applied_gen, STATUS) \
+	X(tenant_class, INHERIT) \
+	X(pad0, UNUSED) \
+	X(pad1, UNUSED) \
+	X(tenant, INHERIT) /* or the parent's pid, where the parent's block has no tenant */ \
+	X(sms, INHERIT) \
+	X(fault, STATUS) \
+	X(fault_claim, STATUS) \
+	X(fault_ns, STATUS) \
+	X(fault_call, STATUS) \
+	X(gpu, INHERIT) \
+	X(other_launches, STATUS) \
+	X(other_gpu, STATUS) \
+	X(reserved, UNUSED) \
+	X(comm, OWN) \
+	X(inflight_max, INHERIT) \
+	X(share_ppm, INHERIT) \
+	X(epoch_ns, INHERIT) \
+	X(node, INHERIT) \
+	X(tide_state, STATUS) \
+	X(inflight, STATUS) \
+	X(held_ns, STATUS) \
+	X(held_launches, STATUS) \
+	X(narrow_launches, STATUS) \
+	X(busy_ns, STATUS) \
+	X(requests, STATUS) \
+	X(queue_us, INHERIT) \
+	X(kernel_us, STATUS) \
+	X(floor, INHERIT) \
+	X(tide_reserved, UNUSED)
+
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 _Static_assert(sizeof(struct carve_ctl) == CARVE_CTL_SIZE, "control block size");
+#define CARVE_FIELD_SIZE(name, kind) +sizeof(((struct carve_ctl *)0)->name)
+_Static_assert(0 CARVE_CTL_FIELDS(CARVE_FIELD_SIZE) == sizeof(struct carve_ctl),
+	       "CARVE_CTL_FIELDS lists every field of struct carve_ctl, and the struct has no hidden padding");
+#undef CARVE_FIELD_SIZE
 #endif
 
 #endif

@@ -114,9 +114,10 @@ static void hold_block(const char *path)
 		close(fd);
 }
 
-/* read_mask copies the block's mask consistently (seqlock read side).
- * Returns 0 if the block stayed mid-write for too long. */
-static int read_mask(const struct carve_ctl *c, uint32_t out[CARVE_MASK_WORDS], uint64_t *gen)
+/* read_mask copies the block's mask consistently (seqlock read side), and
+ * the SM count written with it where sms is not NULL. Returns 0 if the
+ * block stayed mid-write for too long. */
+static int read_mask(const struct carve_ctl *c, uint32_t out[CARVE_MASK_WORDS], uint64_t *gen, uint32_t *sms)
 {
 	for (int tries = 0; tries < 10000; tries++) {
 		uint64_t g1 = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
@@ -127,6 +128,8 @@ static int read_mask(const struct carve_ctl *c, uint32_t out[CARVE_MASK_WORDS], 
 		}
 		for (int i = 0; i < CARVE_MASK_WORDS; i++)
 			out[i] = __atomic_load_n(&c->mask[i], __ATOMIC_RELAXED);
+		if (sms)
+			*sms = __atomic_load_n(&c->sms, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		uint64_t g2 = __atomic_load_n(&c->gen, __ATOMIC_RELAXED);
 		if (g1 == g2) {
@@ -137,8 +140,11 @@ static int read_mask(const struct carve_ctl *c, uint32_t out[CARVE_MASK_WORDS], 
 	return 0;
 }
 
-/* create_block makes our own block as a copy of src's partition, written to a
- * temporary name and renamed so that readers never see it half-filled. */
+/* create_block makes our own block as a copy of src's partition and policy:
+ * every field carve_ctl.h's CARVE_CTL_FIELDS marks INHERIT, the mask and
+ * SM count read together under the seqlock; the fields of our own identity
+ * made afresh, the rest zero. It is written to a temporary name and renamed
+ * so that readers never see it half-filled. */
 static struct carve_ctl *create_block(const char *dir, const struct carve_ctl *src)
 {
 	char tmp[PATH_MAX], path[PATH_MAX];
@@ -159,29 +165,24 @@ static struct carve_ctl *create_block(const char *dir, const struct carve_ctl *s
 		unlink(tmp);
 		return NULL;
 	}
+#define INHERIT(name, kind)                                                       \
+	if (CARVE_FIELD_##kind == CARVE_FIELD_INHERIT)                            \
+		memcpy((void *)&c->name, (const void *)&src->name, sizeof c->name);
+	CARVE_CTL_FIELDS(INHERIT)
+#undef INHERIT
+	/* the mask and SM count again, as one (a writer that died mid-write
+	 * leaves the copies above) */
 	uint64_t gen;
-	uint32_t mask[CARVE_MASK_WORDS];
-	if (!read_mask(src, mask, &gen))
-		memcpy(mask, (const void *)src->mask, sizeof mask);
+	(void)read_mask(src, c->mask, &gen, &c->sms);
+	if (!c->tenant)
+		c->tenant = src->pid;
 	c->magic = CARVE_CTL_MAGIC;
 	c->version = CARVE_CTL_VERSION;
 	c->size = CARVE_CTL_SIZE;
 	c->pid = (uint32_t)pid;
-	c->flags = src->flags;
 	c->start_ticks = start_ticks(pid);
 	c->created_ns = carve_now_ns();
 	c->gen = 2;
-	memcpy(c->mask, mask, sizeof mask);
-	memcpy(c->live, (const void *)src->live, sizeof c->live);
-	c->tenant_class = src->tenant_class;
-	c->tenant = src->tenant ? src->tenant : src->pid;
-	c->sms = src->sms;
-	/* the tide policy and the node block it takes part through */
-	memcpy(c->node, (const void *)src->node, sizeof c->node);
-	c->inflight_max = src->inflight_max;
-	c->share_ppm = src->share_ppm;
-	c->epoch_ns = src->epoch_ns;
-	c->queue_us = src->queue_us;
 	read_cmdline(c->comm, sizeof c->comm);
 	if (rename(tmp, path) != 0) {
 		munmap(c, CARVE_CTL_SIZE);
@@ -241,7 +242,7 @@ int carve_current_mask(uint32_t out[CARVE_MASK_WORDS], uint64_t *gen)
 		pthread_mutex_lock(&mask_mu);
 		uint32_t m[CARVE_MASK_WORDS];
 		uint64_t rg;
-		if (g != seen_gen && read_mask(carve_block, m, &rg)) {
+		if (g != seen_gen && read_mask(carve_block, m, &rg, NULL)) {
 			uint32_t live[CARVE_MASK_WORDS];
 			for (int i = 0; i < CARVE_MASK_WORDS; i++)
 				live[i] = __atomic_load_n(&carve_block->live[i], __ATOMIC_RELAXED);

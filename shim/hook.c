@@ -3,12 +3,17 @@
  * kernel's launch descriptor (TMD) is uploaded; it writes the partition's
  * TPC-disable mask into the descriptor (carve_tmd.h), and the hardware keeps
  * the kernel's blocks on the enabled TPCs. It costs one atomic load per
- * launch while the partition is unchanged.
+ * launch while the partition is unchanged, and where the block names its
+ * GPU one cuCtxGetCurrent, to write no mask into a launch on another GPU
+ * (gpu.c). The check is here, not in the launch wrappers, because this is
+ * where the mask is written: the callback also sees launches that never
+ * pass a wrapper.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "carve_tmd.h"
 #include "shim.h"
@@ -21,6 +26,32 @@
 typedef int (*get_export_table_fn)(const void **table, const void *uuid);
 typedef int (*cu_init_fn)(unsigned int flags);
 
+/* elsewhere takes a launch on another GPU than the partition's: its mask,
+ * made for the partition's GPU, may leave only dead TPCs of this one, and
+ * such a kernel never runs (HARDWARE.md 2). It is refused as an unknown
+ * descriptor is, or, allowed unpartitioned, runs on all this GPU's TPCs
+ * and is counted in the block, with this GPU's UUID, for carve ls. */
+static void elsewhere(uint8_t *tmd, const unsigned char uuid[16])
+{
+	static int said;
+	memcpy((void *)carve_block->other_gpu, uuid, 16);
+	__atomic_add_fetch(&carve_block->other_launches, 1, __ATOMIC_RELAXED);
+	if (!carve_allow_unpartitioned || !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+		char it[CARVE_GPU_NAME], part[CARVE_GPU_NAME];
+		carve_gpu_name(uuid, it);
+		carve_gpu_name((const unsigned char *)carve_block->gpu, part);
+		if (!carve_allow_unpartitioned) {
+			char why[160];
+			snprintf(why, sizeof why, "a kernel was launched on %s, but the partition is of %s", it, part);
+			carve_refuse(why);
+		}
+		carve_say("kernels launched on %s run on all its TPCs: the partition is of %s", it, part);
+	}
+	__atomic_store_n(&carve_block->tmd_version, (uint32_t)carve_tmd_version(tmd), __ATOMIC_RELAXED);
+	__atomic_add_fetch(&carve_block->launches, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&carve_block->last_launch_ns, carve_now_ns(), __ATOMIC_RELAXED);
+}
+
 static void on_launch(void *user, int domain, int cbid, const void *params)
 {
 	(void)user;
@@ -32,6 +63,11 @@ static void on_launch(void *user, int domain, int cbid, const void *params)
 	uint8_t *tmd = carve_params_tmd(params);
 	if (!tmd)
 		return;
+	unsigned char other[16];
+	if (carve_launch_elsewhere(other)) {
+		elsewhere(tmd, other);
+		return;
+	}
 	uint32_t mask[CARVE_MASK_WORDS];
 	uint64_t gen = 0;
 	int have = carve_current_mask(mask, &gen);
@@ -64,6 +100,7 @@ static void on_launch(void *user, int domain, int cbid, const void *params)
  * before the shim: the shared table lets both. */
 const char *carve_register_hook(void *cuda)
 {
+	carve_gpu_init(cuda);
 	get_export_table_fn get = (get_export_table_fn)carve_real_dlsym(cuda, "cuGetExportTable");
 	if (!get)
 		return "the driver has no cuGetExportTable";

@@ -13,7 +13,8 @@
  * The wrappers add what carve needs around each call: the SM count of the
  * partition (cuDeviceGetAttribute), the first fault a call returns
  * (fault.c), carve's place beside other subscribers of the launch callback
- * (tools.c), and the LS/BE control of launches (tide.c).
+ * (tools.c), the LS/BE control of launches (tide.c), and the contexts that
+ * go, whose GPUs gpu.c remembers.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -155,6 +156,25 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice dev)
 	return r;
 }
 
+/* Calls after which a context's handle may come back for another GPU:
+ * gpu.c forgets the contexts it knows. */
+typedef CUresult (*ctx_fn)(CUcontext);
+typedef CUresult (*dev_fn)(CUdevice);
+#define CONTEXT_GOES(name, type, argtype)                             \
+	static void *real_##name;                                     \
+	EXPORT CUresult name(argtype a)                               \
+	{                                                             \
+		CUresult r = REAL(name, type)(a);                     \
+		carve_contexts_changed();                             \
+		return r;                                             \
+	}
+CONTEXT_GOES(cuCtxDestroy, ctx_fn, CUcontext)
+CONTEXT_GOES(cuCtxDestroy_v2, ctx_fn, CUcontext)
+CONTEXT_GOES(cuDevicePrimaryCtxRelease, dev_fn, CUdevice)
+CONTEXT_GOES(cuDevicePrimaryCtxRelease_v2, dev_fn, CUdevice)
+CONTEXT_GOES(cuDevicePrimaryCtxReset, dev_fn, CUdevice)
+CONTEXT_GOES(cuDevicePrimaryCtxReset_v2, dev_fn, CUdevice)
+
 static void *real_cuGetExportTable;
 EXPORT CUresult cuGetExportTable(const void **table, const void *uuid)
 {
@@ -222,6 +242,9 @@ static const struct sym syms[] = {
 	SYM(cuStreamQuery), SYM(cuStreamQuery_ptsz),
 	SYM(cuEventSynchronize), SYM(cuEventQuery), SYM(cuCtxSynchronize),
 	SYM(cuDeviceGetAttribute), SYM(cuGetExportTable),
+	SYM(cuCtxDestroy), SYM(cuCtxDestroy_v2),
+	SYM(cuDevicePrimaryCtxRelease), SYM(cuDevicePrimaryCtxRelease_v2),
+	SYM(cuDevicePrimaryCtxReset), SYM(cuDevicePrimaryCtxReset_v2),
 	SYM(cuStreamBeginCapture), SYM(cuStreamBeginCapture_v2),
 	SYM(cuStreamBeginCapture_ptsz), SYM(cuStreamBeginCapture_v2_ptsz),
 	SYM(cuStreamBeginCaptureToGraph), SYM(cuStreamBeginCaptureToGraph_ptsz),

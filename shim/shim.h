@@ -37,6 +37,16 @@ int carve_current_mask(uint32_t out[CARVE_MASK_WORDS], uint64_t *gen);
 /* carve_visible_sms: the SM count to report where the driver reports n. */
 int carve_visible_sms(int n);
 
+/* gpu.c */
+void carve_gpu_init(void *cuda); /* at load, before the first launch */
+/* carve_launch_elsewhere: 1 if this thread's launch is on another GPU than
+ * the block's, whose UUID goes into uuid; 0 if on the block's, or if either
+ * is not known. */
+int carve_launch_elsewhere(unsigned char uuid[16]);
+void carve_contexts_changed(void); /* a context went: its handle may return on another GPU */
+#define CARVE_GPU_NAME 41          /* "GPU-" and 36 characters of UUID, NUL-terminated */
+void carve_gpu_name(const unsigned char uuid[16], char out[CARVE_GPU_NAME]);
+
 /* fault.c */
 void carve_fault(CUresult r, const char *call);
 

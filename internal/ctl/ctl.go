@@ -26,7 +26,7 @@ import (
 // Values shared with shim/carve_ctl.h.
 const (
 	Magic   = 0x45565243
-	Version = 2
+	Version = 3
 	Size    = 1024
 
 	StateNew               = 0
@@ -92,7 +92,10 @@ type Block struct {
 	FaultClaim   uint32     `c:"fault_claim"`
 	FaultNS      uint64     `c:"fault_ns"`
 	FaultCall    [32]byte   `c:"fault_call"`
-	Reserved     [7]uint64  `c:"reserved"`
+	GPU          [16]byte   `c:"gpu"`
+	OtherLaunch  uint64     `c:"other_launches"`
+	OtherGPU     [16]byte   `c:"other_gpu"`
+	Reserved     [2]uint64  `c:"reserved"`
 	Comm         [256]byte  `c:"comm"`
 	InflightMax  uint32     `c:"inflight_max"`
 	SharePPM     uint32     `c:"share_ppm"`
@@ -202,6 +205,8 @@ type Init struct {
 	Tide   Tide        // for LS and BE tenants
 	Floor  topo.Enable // a BE tenant's floor TPCs, chosen for Policy.Floor
 	Comm   []string
+
+	GPU string // the UUID of the GPU the mask is of ("": not known, the shim masks launches on any)
 }
 
 // Tide is what a block holds of an LS or BE tenant's policy (Policy.Apply
@@ -228,6 +233,13 @@ func Create(dir string, in Init) (*Handle, error) {
 }
 
 func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
+	var gpu [16]byte
+	if in.GPU != "" {
+		var err error
+		if gpu, err = ParseUUID(in.GPU); err != nil {
+			return nil, fmt.Errorf("creating control block: %w", err)
+		}
+	}
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
 	if err != nil {
 		return nil, fmt.Errorf("creating control block: %w", err)
@@ -257,6 +269,7 @@ func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
 	b.CreatedNS = uint64(time.Now().UnixNano())
 	b.Gen = 2
 	b.Mask, b.Live, b.SMs = in.Mask, in.Live, uint32(in.SMs)
+	b.GPU = gpu
 	copy(b.Comm[:len(b.Comm)-1], strings.Join(in.Comm, "\x00"))
 	copy(b.Node[:len(b.Node)-1], in.Tide.Node)
 	b.InflightMax, b.SharePPM, b.EpochNS = uint32(in.Tide.InflightMax), uint32(in.Tide.Share*1e6), uint64(in.Tide.Epoch)
@@ -317,6 +330,7 @@ type Snapshot struct {
 	StartTicks uint64
 	Flags      uint32
 	Class      uint32
+	GPU        string // the UUID of the GPU the mask is of; "" not known
 	Gen        uint64
 	Mask       topo.Disable
 	Live       topo.Enable
@@ -333,6 +347,11 @@ type Snapshot struct {
 	Fault      Fault
 	Tide       Tide
 	TideStatus TideStatus
+
+	// launches on another GPU than the mask's, which ran on all its TPCs
+	// (allowed unpartitioned), and the last such GPU's UUID
+	OtherLaunches uint64
+	OtherGPU      string
 }
 
 // TideStatus is what an LS or BE tenant's shim says of its work.
@@ -419,6 +438,10 @@ func (h *Handle) Snapshot() Snapshot {
 	s.Created = time.Unix(0, int64(b.CreatedNS))
 	s.Refused = atomic.LoadUint64(&b.Refused)
 	s.AppliedGen = atomic.LoadUint64(&b.AppliedGen)
+	s.GPU = FormatUUID(b.GPU) // written once, before the block is published
+	if s.OtherLaunches = atomic.LoadUint64(&b.OtherLaunch); s.OtherLaunches > 0 {
+		s.OtherGPU = FormatUUID(b.OtherGPU)
+	}
 	comm := bytes.TrimRight(b.Comm[:], "\x00")
 	if len(comm) > 0 {
 		s.Command = strings.Split(string(comm), "\x00")

@@ -36,6 +36,9 @@ func layout(t testing.TB) (map[string]map[string][2]uintptr, map[uint32]string) 
 	fields := map[string]map[string][2]uintptr{}
 	faults := map[uint32]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.HasPrefix(line, "kind ") { // fieldKinds's
+			continue
+		}
 		var code uint32
 		var name string
 		if _, err := fmt.Sscanf(line, "faultcode %d %s", &code, &name); err == nil {

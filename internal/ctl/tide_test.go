@@ -477,6 +477,11 @@ func BenchmarkLaunchCost(b *testing.B) {
 			p.ready(b)
 			return p
 		}},
+		{"partition of a GPU named", func(b *testing.B, dir string) *proc {
+			p, _ := startExec(b, dir, ctl.Init{GPU: fakeGPU0, Mask: allLive, Live: live})
+			p.ready(b)
+			return p
+		}},
 		{"LS", func(b *testing.B, dir string) *proc { return startLS(b, dir) }},
 		{"BE, LS quiet", func(b *testing.B, dir string) *proc {
 			startLS(b, dir)

@@ -381,7 +381,7 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 		}
 	}
 	node := ctl.NodeName(t.UUID) // names the GPU; LS and BE tenants meet in its block
-	in := ctl.Init{PID: r.PID, Mask: mask, Live: t.Live(), SMs: SMs(t, set), Flags: r.Flags, Tide: ctl.Tide{Node: node},
+	in := ctl.Init{PID: r.PID, GPU: t.UUID, Mask: mask, Live: t.Live(), SMs: SMs(t, set), Flags: r.Flags, Tide: ctl.Tide{Node: node},
 		Floor: floor, Comm: r.Comm}
 	r.Policy.Apply(&in)
 	p := &Placed{Set: set, Mask: mask, Overlaps: overlaps, Dir: claimDir}

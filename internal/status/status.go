@@ -39,6 +39,12 @@ type Row struct {
 	Fault      *Fault          `json:"fault,omitempty"`
 	Ended      bool            `json:"ended,omitempty"` // the process is gone (listed for its fault)
 	Claim      string          `json:"claim,omitempty"` // the Kubernetes claim (namespace/name) it runs in; its pid is the container's
+
+	GPU string `json:"gpu,omitempty"` // the UUID of the GPU the partition is of ("": not recorded)
+	// launches on another GPU, which ran on all its TPCs (allowed
+	// unpartitioned), and the last such GPU
+	OtherLaunches uint64 `json:"other_gpu_launches,omitempty"`
+	OtherGPU      string `json:"other_gpu,omitempty"`
 }
 
 // Fault is what a row says of its GPU fault.
@@ -62,6 +68,7 @@ func row(e ctl.Entry, ended bool) Row {
 	if e.Flags&ctl.FlagAllSMs != 0 {
 		r.SMs = 0
 	}
+	r.GPU, r.OtherLaunches, r.OtherGPU = e.GPU, e.OtherLaunches, e.OtherGPU
 	switch e.Class {
 	case ctl.ClassLS, ctl.ClassBE:
 		r.Class = ctl.ClassName(e.Class)
@@ -177,6 +184,7 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, unreadable error) {
 		} else if !r.Applied && r.Launches > 0 {
 			state += " (new mask from next launch)"
 		}
+		state += Elsewhere(r)
 		sms := fmt.Sprint(r.SMs)
 		if r.SMs == 0 {
 			sms = "all"
@@ -197,6 +205,16 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, unreadable error) {
 
 // Command is the row's command line, cut to width.
 func Command(r Row, width int) string { return place.CommandLine(r.Command, width) }
+
+// Elsewhere says, after a row's state, how many of its launches were on
+// another GPU than its partition's, and so ran on all that GPU's TPCs; ""
+// if none.
+func Elsewhere(r Row) string {
+	if r.OtherLaunches == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d launches UNMASKED on %s", r.OtherLaunches, r.OtherGPU)
+}
 
 func orDash(s string) string {
 	if s == "" {

@@ -64,6 +64,7 @@ func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt ti
 		if r.Fault != nil {
 			state = "FAULT " + r.Fault.Name
 		}
+		state += Elsewhere(r)
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), r.TPCs, r.NumTPCs, x.Launches,
 			busy, held, infl, state, Command(r, 40))
 	}

@@ -12,6 +12,9 @@
  *     taking FAKECUDA_KERNEL_US microseconds on its stream;
  *   - streams, events, stream capture and synchronization on that clock;
  *   - cuDeviceGetAttribute (132 SMs);
+ *   - two devices with UUIDs of their own, a primary context on each, and
+ *     contexts made and destroyed (cuCtxCreate, cuCtxDestroy), current
+ *     per thread;
  *   - FAKECUDA_FAULT_AT=N: the N-th launch faults; every call after it
  *     returns CUDA_ERROR_ILLEGAL_ADDRESS, as a real context does;
  *   - FAKECUDA_INJECT=1: cuInit loads a profiler's injection, as Nsight
@@ -238,7 +241,31 @@ void fakecuda_kernel_us(long long us)
 	__atomic_store_n(&kernel_us, us, __ATOMIC_RELAXED);
 }
 
-static CUcontext current_ctx = (CUcontext)0xc0;
+/* --- devices and contexts -------------------------------------------------- */
+
+/* Two GPUs with UUIDs of their own (the first is that of the topology in
+ * internal/topo/testdata). A context is a slot, named (CUcontext)(0xc0 +
+ * slot): 0xc0 and 0xc1 are the primary contexts of devices 0 and 1, the
+ * rest made by cuCtxCreate, the lowest free slot first (so a handle
+ * destroyed comes back). Each thread starts with 0xc0 current. */
+static const unsigned char dev_uuid[2][16] = {
+	{0x72, 0x60, 0x2e, 0xc6, 0x31, 0x0b, 0x1a, 0xda, 0xb0, 0x2f, 0x5c, 0x7e, 0xc6, 0x0e, 0x17, 0xef},
+	{0x5d, 0x1e, 0x2b, 0x7a, 0x0c, 0x44, 0x4f, 0x0e, 0x9a, 0x31, 0x7b, 0xe0, 0xc2, 0xf4, 0xd6, 0xa1},
+};
+#define CTX_BASE 0xc0
+#define CTX_SLOTS 8
+static int ctx_dev[CTX_SLOTS] = {0, 1, -1, -1, -1, -1, -1, -1}; /* -1: free */
+static __thread CUcontext current_ctx = (CUcontext)CTX_BASE;
+static int uuid_lookups;
+
+static int ctx_slot(CUcontext c)
+{
+	uintptr_t v = (uintptr_t)c;
+	if (v < CTX_BASE || v >= CTX_BASE + CTX_SLOTS)
+		return -1;
+	int s = (int)(v - CTX_BASE);
+	return __atomic_load_n(&ctx_dev[s], __ATOMIC_ACQUIRE) >= 0 ? s : -1;
+}
 
 int cuCtxGetCurrent(CUcontext *c)
 {
@@ -248,7 +275,69 @@ int cuCtxGetCurrent(CUcontext *c)
 
 int cuCtxSetCurrent(CUcontext c)
 {
-	return c == current_ctx ? 0 : 201; /* CUDA_ERROR_INVALID_CONTEXT */
+	if (c && ctx_slot(c) < 0)
+		return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+	current_ctx = c;
+	return 0;
+}
+
+int cuCtxGetDevice(CUdevice *d)
+{
+	int s = ctx_slot(current_ctx);
+	if (s < 0)
+		return 201;
+	*d = ctx_dev[s];
+	return 0;
+}
+
+/* cuCtxCreate makes a context on dev and makes it current. */
+int cuCtxCreate_v2(CUcontext *c, unsigned flags, CUdevice dev)
+{
+	(void)flags;
+	if (dev < 0 || dev > 1)
+		return 101; /* CUDA_ERROR_INVALID_DEVICE */
+	pthread_mutex_lock(&mu);
+	int s = 2;
+	while (s < CTX_SLOTS && ctx_dev[s] >= 0)
+		s++;
+	if (s < CTX_SLOTS)
+		__atomic_store_n(&ctx_dev[s], dev, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&mu);
+	if (s == CTX_SLOTS)
+		return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+	*c = current_ctx = (CUcontext)(uintptr_t)(CTX_BASE + s);
+	return 0;
+}
+
+int cuCtxDestroy_v2(CUcontext c)
+{
+	int s = ctx_slot(c);
+	if (s < 2)
+		return 201; /* not made by cuCtxCreate */
+	__atomic_store_n(&ctx_dev[s], -1, __ATOMIC_RELEASE);
+	if (current_ctx == c)
+		current_ctx = NULL;
+	return 0;
+}
+
+int cuDeviceGetUuid_v2(unsigned char *uuid, CUdevice dev)
+{
+	if (dev < 0 || dev > 1)
+		return 101;
+	__atomic_add_fetch(&uuid_lookups, 1, __ATOMIC_RELAXED);
+	memcpy(uuid, dev_uuid[dev], 16);
+	return 0;
+}
+
+int cuDeviceGetUuid(unsigned char *uuid, CUdevice dev)
+{
+	return cuDeviceGetUuid_v2(uuid, dev);
+}
+
+/* fakecuda_uuid_lookups is how many times a device's UUID was asked for. */
+int fakecuda_uuid_lookups(void)
+{
+	return __atomic_load_n(&uuid_lookups, __ATOMIC_RELAXED);
 }
 
 int cuThreadExchangeStreamCaptureMode(int *mode)
@@ -454,6 +543,12 @@ static const struct {
 	{"cuDeviceGetAttribute", (void *)cuDeviceGetAttribute, (void *)cuDeviceGetAttribute},
 	{"cuGetExportTable", (void *)cuGetExportTable, (void *)cuGetExportTable},
 	{"cuInit", (void *)cuInit, (void *)cuInit},
+	{"cuCtxGetCurrent", (void *)cuCtxGetCurrent, (void *)cuCtxGetCurrent},
+	{"cuCtxSetCurrent", (void *)cuCtxSetCurrent, (void *)cuCtxSetCurrent},
+	{"cuCtxGetDevice", (void *)cuCtxGetDevice, (void *)cuCtxGetDevice},
+	{"cuCtxCreate", (void *)cuCtxCreate_v2, (void *)cuCtxCreate_v2},
+	{"cuCtxDestroy", (void *)cuCtxDestroy_v2, (void *)cuCtxDestroy_v2},
+	{"cuDeviceGetUuid", (void *)cuDeviceGetUuid_v2, (void *)cuDeviceGetUuid_v2},
 };
 
 int cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags, void *status);

@@ -35,6 +35,16 @@
  *   dur US             later kernels take US microseconds on the fake GPU
  *   burst N            N launches through cuLaunchKernel -> "burst MS": how
  *                      long the launch calls took, all told
+ *   ctx N              make context N current (cuCtxSetCurrent): 0 and 1 are
+ *                      the fake's primary contexts of its two GPUs -> "rc N"
+ *   ctxnew DEV         cuCtxCreate on device DEV, made current -> "ctx N"
+ *   ctxdel             cuCtxDestroy of the current context -> "rc N"
+ *   lookups            -> "lookups N": device UUIDs the fake was asked for
+ *   spawn CMD[;CMD...] run this program again as a child process (fork and
+ *                      exec: the shim loads in it as in any child of a
+ *                      partitioned program), with the commands on its stdin
+ *                      -> "child PID STATUS OUT": its exit status and what it
+ *                      printed, lines joined by '|'
  *   quit
  * and prints "ready" once loaded.
  */
@@ -45,7 +55,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../cuda_api.h"
 
@@ -146,6 +158,51 @@ static int storm(int n)
 	return ((int (*)(void))dlsym(h, "fakecuda_bare"))();
 }
 
+/* spawn runs this program as a child with cmds (separated by ';') on its
+ * stdin, and says what became of it. */
+static void spawn(const char *cmds)
+{
+	int in[2], out[2];
+	if (pipe(in) != 0 || pipe(out) != 0) {
+		printf("error pipe\n");
+		return;
+	}
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+		execl("/proc/self/exe", "driver", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]), close(out[1]);
+	for (const char *c = cmds; *c; c++) {
+		char ch = *c == ';' ? '\n' : *c;
+		if (write(in[1], &ch, 1) != 1)
+			break;
+	}
+	if (write(in[1], "\n", 1) != 1) {
+		/* the child is gone already: its status says why */
+	}
+	close(in[1]);
+	char buf[4096];
+	size_t n = 0;
+	ssize_t r;
+	while (n < sizeof buf - 1 && (r = read(out[0], buf + n, sizeof buf - 1 - n)) > 0)
+		n += (size_t)r;
+	close(out[0]);
+	while (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n] = 0;
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] == '\n')
+			buf[i] = '|';
+	int status = 0;
+	waitpid(pid, &status, 0);
+	printf("child %d %d %s\n", (int)pid, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), buf);
+}
+
 int main(void)
 {
 	const char *lib = getenv("CARVE_LIBCUDA");
@@ -243,6 +300,28 @@ int main(void)
 			printf("rc %d\n", tools ? ((int (*)(uint32_t))tools[4])(profiler_handle) : -1);
 		} else if (strncmp(line, "injected", 8) == 0) {
 			printf("injected %d\n", ((int (*)(void))dlsym(h, "fakecuda_injected"))());
+		} else if (sscanf(line, "ctx %i", &v) == 1) {
+			CUresult (*f)(CUcontext) = proc("cuCtxSetCurrent", 0);
+			printf("rc %d\n", f((CUcontext)(uintptr_t)(0xc0 + v)));
+		} else if (sscanf(line, "ctxnew %i", &v) == 1) {
+			CUresult (*f)(CUcontext *, unsigned, CUdevice) = proc("cuCtxCreate", 0);
+			CUcontext c = NULL;
+			CUresult r = f(&c, 0, v);
+			if (r != 0)
+				printf("rc %d\n", r);
+			else
+				printf("ctx %d\n", (int)((uintptr_t)c - 0xc0));
+		} else if (strncmp(line, "ctxdel", 6) == 0) {
+			CUresult (*get)(CUcontext *) = proc("cuCtxGetCurrent", 0);
+			CUresult (*f)(CUcontext) = proc("cuCtxDestroy", 0);
+			CUcontext c = NULL;
+			get(&c);
+			printf("rc %d\n", f(c));
+		} else if (strncmp(line, "lookups", 7) == 0) {
+			printf("lookups %d\n", ((int (*)(void))dlsym(h, "fakecuda_uuid_lookups"))());
+		} else if (strncmp(line, "spawn ", 6) == 0) {
+			line[strcspn(line, "\n")] = 0;
+			spawn(line + 6);
 		} else if (strncmp(line, "quit", 4) == 0) {
 			break;
 		} else {

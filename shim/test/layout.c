@@ -1,5 +1,6 @@
 /* Prints the offset and size of every field of the control and node blocks,
- * their constants and the fault codes, for the Go tests that check
+ * what a child's control block takes of each field, their constants and the
+ * fault codes, for the Go tests that check
  * internal/ctl's mirror of the headers. */
 #include <stddef.h>
 #include <stdio.h>
@@ -7,17 +8,16 @@
 #include "../carve_ctl.h"
 #include "../carve_node.h"
 
-#define F(name) printf("%s %zu %zu\n", #name, offsetof(struct carve_ctl, name), sizeof(((struct carve_ctl *)0)->name))
+/* each field of the control block as CARVE_CTL_FIELDS lists it, and what a
+ * child's block takes of it ("kind NAME INHERIT") */
+#define F(name, kind) \
+	printf("%s %zu %zu\n", #name, offsetof(struct carve_ctl, name), sizeof(((struct carve_ctl *)0)->name)); \
+	printf("kind %s %s\n", #name, #kind);
 
 int main(void)
 {
 	printf("sizeof %zu %zu\n", sizeof(struct carve_ctl), sizeof(struct carve_ctl));
-	F(magic); F(version); F(size); F(pid); F(flags); F(start_ticks); F(created_ns);
-	F(gen); F(mask); F(live); F(state); F(tmd_version); F(launches); F(last_launch_ns);
-	F(refused); F(applied_gen); F(tenant_class); F(pad0); F(pad1);
-	F(tenant); F(sms); F(fault); F(fault_claim); F(fault_ns); F(fault_call); F(reserved);
-	F(comm); F(inflight_max); F(share_ppm); F(epoch_ns); F(node); F(tide_state); F(inflight);
-	F(held_ns); F(held_launches); F(narrow_launches); F(busy_ns); F(requests); F(queue_us); F(kernel_us); F(floor); F(tide_reserved);
+	CARVE_CTL_FIELDS(F)
 #define N(name) printf("node.%s %zu %zu\n", #name, offsetof(struct carve_node, name), sizeof(((struct carve_node *)0)->name))
 #define S(name) printf("slot.%s %zu %zu\n", #name, offsetof(struct carve_node_slot, name), sizeof(((struct carve_node_slot *)0)->name))
 	printf("node.sizeof %zu %zu\n", sizeof(struct carve_node), sizeof(struct carve_node));

@@ -1,0 +1,188 @@
+package ctl_test
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+)
+
+// fieldKinds reads what the block of a child process takes of each field
+// of the control block, as CARVE_CTL_FIELDS in shim/carve_ctl.h says
+// (through the layout program): INHERIT, OWN, STATUS or UNUSED, by field.
+func fieldKinds(t testing.TB) map[string]string {
+	out, err := exec.Command(artifacts(t).Layout).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "kind" {
+			kinds[f[1]] = f[2]
+		}
+	}
+	if len(kinds) == 0 {
+		t.Fatalf("the layout program lists no field's kind:\n%s", out)
+	}
+	return kinds
+}
+
+// field is one field of the control block: its name, kind and place.
+type field struct {
+	name, kind string
+	off, size  uintptr
+}
+
+// blockFields lists the control block's fields from the headers, each
+// with its kind; a field without one fails the test.
+func blockFields(t testing.TB) []field {
+	layout, _ := layout(t)
+	kinds := fieldKinds(t)
+	var fs []field
+	for name, at := range layout[""] {
+		if name == "sizeof" {
+			continue
+		}
+		k := kinds[name]
+		switch k {
+		case "INHERIT", "OWN", "STATUS", "UNUSED":
+		default:
+			t.Errorf("field %s: kind %q in CARVE_CTL_FIELDS, want INHERIT, OWN, STATUS or UNUSED", name, k)
+		}
+		fs = append(fs, field{name, k, at[0], at[1]})
+	}
+	slices.SortFunc(fs, func(a, b field) int { return cmp.Compare(a.off, b.off) })
+	return fs
+}
+
+// pattern is what the test writes into field i of a parent's block: no
+// byte zero, none ASCII, each field's its own.
+func pattern(i int, size uintptr) []byte {
+	b := make([]byte, size)
+	for j := range b {
+		b[j] = byte(0x80 | (i*31+j*7)%127)
+	}
+	return b
+}
+
+// untouched are the fields that make the file a block the shim reads: the
+// test leaves them as carve wrote them.
+var untouched = map[string]bool{"magic": true, "version": true, "size": true, "gen": true}
+
+// fillBlock writes a pattern into every other field of the block at path.
+func fillBlock(t testing.TB, path string, fs []field) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0) // in place: the shim has it mapped
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i, fl := range fs {
+		if untouched[fl.name] {
+			continue
+		}
+		if _, err := f.WriteAt(pattern(i, fl.size), int64(fl.off)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// compareBlocks checks the block the shim made for the process childPID
+// against its parent's, field by field, by kind.
+func compareBlocks(t *testing.T, parent, child []byte, childPID int, fs []field) {
+	t.Helper()
+	for _, f := range fs {
+		p, c := parent[f.off:f.off+f.size], child[f.off:f.off+f.size]
+		switch {
+		case f.kind == "INHERIT":
+			if !bytes.Equal(c, p) {
+				t.Errorf("field %s (INHERIT in carve_ctl.h): the child's block has % x, its parent's % x", f.name, c, p)
+			}
+		case f.kind == "UNUSED":
+			if !bytes.Equal(c, make([]byte, f.size)) {
+				t.Errorf("field %s (UNUSED in carve_ctl.h): the child's block has % x, want zero", f.name, c)
+			}
+		case f.name == "gen":
+			if g := binary.LittleEndian.Uint64(c); g == 0 || g&1 != 0 {
+				t.Errorf("the child's block has generation %d, want an even one", g)
+			}
+		case untouched[f.name]:
+			if !bytes.Equal(c, p) {
+				t.Errorf("field %s: the child's block has % x, its parent's % x", f.name, c, p)
+			}
+		case bytes.Equal(c, p):
+			t.Errorf("field %s (%s in carve_ctl.h): the child's block has its parent's value % x", f.name, f.kind, c)
+		case f.name == "pid":
+			if got := binary.LittleEndian.Uint32(c); got != uint32(childPID) {
+				t.Errorf("the child's block has pid %d, want %d", got, childPID)
+			}
+		}
+	}
+}
+
+// TestChildInheritsEveryField: the block the shim makes for a child process
+// (its parent's copied, or CARVE_CTL_ROOT's) holds the parent's value of
+// every field carve_ctl.h marks INHERIT and none of the others. Every field
+// but the block's magic, version, size and generation is first given a
+// value of its own in the parent's block; the fields and their kinds come
+// from the header, so a field added there is checked the moment it is.
+func TestChildInheritsEveryField(t *testing.T) {
+	fs := blockFields(t)
+	t.Run("parent", func(t *testing.T) {
+		dir := t.TempDir()
+		p, h := startExec(t, dir, ctl.Init{Mask: enableOnly(0), Live: live, Comm: []string{"driver"}})
+		p.ready(t)
+		fillBlock(t, h.Path, fs)
+		parent, err := os.ReadFile(h.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Fields(p.ask(t, "spawn quit"))
+		if len(got) != 4 || got[0] != "child" || got[2] != "0" || got[3] != "ready" {
+			t.Fatalf("spawn: %q, want a child that started and quit; stderr: %s", got, p.stderr)
+		}
+		pid, _ := strconv.Atoi(got[1])
+		child, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(pid)))
+		if err != nil {
+			t.Fatalf("the child's block: %v", err)
+		}
+		compareBlocks(t, parent, child, pid, fs)
+		p.wait(t)
+	})
+	t.Run("root", func(t *testing.T) {
+		a := artifacts(t)
+		cd := filepath.Join(t.TempDir(), "claim")
+		if err := os.Mkdir(cd, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		root, err := ctl.CreateClaimRoot(cd, ctl.Init{Mask: enableOnly(0), Live: live, Comm: []string{"claim", "ns/name"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer root.Close()
+		fillBlock(t, root.Path, fs)
+		parent, err := os.ReadFile(root.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(a.Driver)
+		cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "CARVE_CTL_DIR=" + cd, "CARVE_LIBCUDA=" + a.Fake, "CARVE_CTL_ROOT=" + root.Path}
+		cmd.Stdin = strings.NewReader("quit\n")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		child, err := os.ReadFile(filepath.Join(cd, strconv.Itoa(cmd.Process.Pid)))
+		if err != nil {
+			t.Fatalf("the child's block: %v", err)
+		}
+		compareBlocks(t, parent, child, cmd.Process.Pid, fs)
+	})
+}
