@@ -21,7 +21,7 @@ func TestBlocksNameTheirGPU(t *testing.T) {
 	if got := p.Block.Snapshot().GPU; got != top.UUID || got == "" {
 		t.Errorf("a placed partition's block names GPU %q, want %q", got, top.UUID)
 	}
-	if _, err := Reserve(dir, top, Reservation{UID: "c", Name: "ns/c", Spec: count(t, "10")}); err != nil {
+	if _, err := Place(dir, top, Request{Claim: &Claim{UID: "c", Name: "ns/c"}, Spec: count(t, "10")}); err != nil {
 		t.Fatal(err)
 	}
 	claims, _, err := ctl.Claims(dir)
