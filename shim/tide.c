@@ -43,7 +43,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -92,6 +91,7 @@ static int nstreams; /* entries published (release) */
 static pthread_mutex_t track_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t track_cv = PTHREAD_COND_INITIALIZER;
 static uint64_t busy_since;
+static int poller_parked; /* the poller waits on track_cv for the tenant to be busy */
 
 static struct tracked *find(CUstream s)
 {
@@ -148,6 +148,10 @@ static void become_busy(void)
 		__atomic_add_fetch(&carve_block->requests, 1, __ATOMIC_RELAXED);
 		set_busy(1);
 		__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_BUSY, __ATOMIC_RELAXED);
+		if (poller_parked) {
+			poller_parked = 0;
+			carve_thread_wakes();
+		}
 		pthread_cond_signal(&track_cv);
 	}
 	pthread_mutex_unlock(&track_mu);
@@ -243,8 +247,12 @@ static void *poller(void *arg)
 		exchange_mode(&relaxed); /* queries of this thread never disturb another's capture */
 	pthread_mutex_lock(&track_mu);
 	for (;;) {
-		while (!__atomic_load_n(&slot->busy, __ATOMIC_RELAXED))
-			pthread_cond_wait(&track_cv, &track_mu);
+		if (!__atomic_load_n(&slot->busy, __ATOMIC_RELAXED)) {
+			poller_parked = 1; /* become_busy wakes it */
+			carve_thread_parks();
+			while (!__atomic_load_n(&slot->busy, __ATOMIC_RELAXED))
+				pthread_cond_wait(&track_cv, &track_mu);
+		}
 		uint64_t now = carve_mono_ns();
 		beat(now);
 		if (__atomic_load_n(&capturing, __ATOMIC_RELAXED) == 0 && poll_streams()) {
@@ -343,7 +351,7 @@ static __thread __attribute__((tls_model("initial-exec"))) int slack_set;
 static void be_wait(uint64_t since)
 {
 	if (carve_mono_ns() - since < 100000) {
-		sched_yield();
+		carve_yield();
 		return;
 	}
 	if (!slack_set) {
@@ -760,7 +768,9 @@ void carve_tide_init(void *cuda, const char *dir)
 		pthread_attr_t a;
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		carve_thread_wakes(); /* the poller runs until it first waits */
 		if (pthread_create(&t, &a, poller, NULL) != 0) {
+			carve_thread_parks();
 			carve_say("the LS poller thread could not start: running as an ordinary partitioned tenant");
 			__atomic_store_n(&slot->pid, 0, __ATOMIC_RELEASE);
 			__atomic_add_fetch(&node->gen, 1, __ATOMIC_RELEASE);
