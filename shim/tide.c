@@ -301,7 +301,7 @@ void carve_capture(CUstream s, int begin)
 #define MARK 4
 static struct {
 	CUevent ev;
-	uint64_t at;    /* when the last launch it follows began (or it was recorded) */
+	uint64_t at;    /* when the first launch it follows (since the last event) began; 0: unknown */
 	uint64_t count; /* launches made when it was */
 } ring[RING];
 static unsigned head, tail;       /* events recorded; events seen done */
@@ -318,10 +318,12 @@ static uint64_t every = MARK;       /* launches between events while it is */
 static uint64_t reaped_at, marked_n;
 static uint64_t quiet_at;           /* the last look while not bounded (coarse clock) */
 static int mark_due;                /* an event is due with the next launch while not */
-/* while the queue is bounded, a time before the last BE launch began (0:
- * not read): its kernel started no sooner, so a kernel's time measured
- * from it is not cut short by a thread that records the event late */
-static uint64_t last_launch_at;
+/* a time before the first BE launch since the last event began, read
+ * while the queue is bounded (0: one of those launches was not read): none
+ * of their kernels started sooner, so a kernel's time measured from it is
+ * not cut short by a thread that records the event late, or by one
+ * descheduled between launches */
+static uint64_t group_at;
 static __thread __attribute__((tls_model("initial-exec"))) uint64_t launch_at; /* this thread's, until it is counted */
 
 /* mark records an event after the launches made so far (under be_mu). */
@@ -333,7 +335,7 @@ static void mark(CUstream s)
 	if (!*ev && event_create(ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
 		*ev = NULL;
 	if (*ev && event_record(*ev, s) == CUDA_SUCCESS) {
-		ring[head % RING].at = last_launch_at ? last_launch_at : carve_mono_ns();
+		ring[head % RING].at = group_at;
 		ring[head % RING].count = marked_n = launched;
 		head++;
 	}
@@ -344,7 +346,10 @@ static int64_t tokens_ns;                    /* the share's bucket; below 0 afte
  * cautious 1 ms, so that a first burst does not fill the queue unseen */
 static uint64_t tokens_at, kernel_ns = 1000000;
 static int measured; /* kernel_ns has been measured */
-static uint64_t held_since, last_done;
+static uint64_t held_since;
+/* the last completion seen: when (last_done), and the last look before,
+ * when it had not happened yet (done_after) */
+static uint64_t last_done, done_after;
 
 /* be_wait is one step of a BE wait that began at since. */
 static __thread __attribute__((tls_model("initial-exec"))) int slack_set;
@@ -431,27 +436,34 @@ static void ls_off(uint32_t off[4])
 
 /* reap counts the BE's launches known done (under be_mu). A kernel's time
  * is the time between two completions seen back to back with the queue
- * not empty between them (or from its launch, if that was later). It is
- * measured only if timed (while the queue is bounded) and the completion
- * is known to within a quarter of the time measured (the events were last
- * looked at that recently, or 4 x REAP_NS ago): a completion seen late,
- * after the BE was held, would count the wait as kernel time, and the
- * share, spent at that time, would shrink with every such launch. */
+ * not empty between them, or from the first launch after the earlier one,
+ * if that began later. A completion is known only to within the time since
+ * the events were last looked at: one seen late makes the kernels before
+ * it long and, the next kernel having run since it happened, the kernels
+ * after it short. So a time is measured only if timed (while the queue is
+ * bounded), the launches' beginning was read, and both ends are known to
+ * within a quarter of the time measured (or 4 x REAP_NS, all told): a
+ * completion seen late, after the BE was held or while its thread was not
+ * run, would count the wait as kernel time, or shorten the kernel queued
+ * behind it, and the share, spent at this time, would shrink or grow. */
 static void reap(int timed)
 {
 	uint64_t prev = reaped_at;
 	reaped_at = carve_mono_ns();
 	while (tail != head && event_query(ring[tail % RING].ev) != CUDA_ERROR_NOT_READY) {
-		uint64_t now = carve_mono_ns(), from = ring[tail % RING].at > last_done ? ring[tail % RING].at : last_done;
+		uint64_t now = carve_mono_ns(), at = ring[tail % RING].at;
+		/* the kernels began between first and from; they ended between prev and now */
+		uint64_t from = at > last_done ? at : last_done, first = at > done_after ? at : done_after;
 		uint64_t kernels = ring[tail % RING].count - done_n;
-		uint64_t late = now - prev;
-		if (timed && now > from && kernels > 0 && (late <= 4 * REAP_NS || 4 * late <= now - from)) {
+		uint64_t unsure = (now - prev) + (from - first);
+		if (timed && at && now > from && kernels > 0 && (unsure <= 4 * REAP_NS || 4 * unsure <= now - from)) {
 			/* the first replaces the guess */
 			uint64_t m = (now - from) / kernels;
 			kernel_ns = measured ? (3 * kernel_ns + m) / 4 : m;
 			measured = 1;
 		}
 		last_done = now;
+		done_after = prev;
 		done_n = ring[tail % RING].count;
 		tail++;
 	}
@@ -625,7 +637,10 @@ static void be_launch_after(CUstream s)
 	int empty = launched == done_n;
 	launched++;
 	last_stream = s;
-	last_launch_at = launch_at;
+	if (launched - marked_n == 1)
+		group_at = launch_at;
+	else if (!launch_at)
+		group_at = 0;
 	if (bounded ? empty || launched - marked_n >= every : mark_due) {
 		mark(s);
 		mark_due = 0;
