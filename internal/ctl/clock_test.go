@@ -38,11 +38,24 @@ func startOn(t testing.TB, c *shimtest.Clock, dir, name string, in ctl.Init) (*v
 	t.Helper()
 	p, h := startExec(t, dir, in, "LD_PRELOAD="+artifacts(t).TestShim, c.Env())
 	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() }) // one waiting for the clock would wait for good
-	p.ready(t)
+	ready := make(chan string, 1)
+	go func() { line, _ := p.out.ReadString('\n'); ready <- line }()
+	select {
+	case line := <-ready:
+		if line != "ready\n" {
+			t.Fatalf("driver did not start: %q; stderr: %s", line, p.stderr)
+		}
+	case <-time.After(c.Limit):
+		t.Fatalf("driver not loaded after %v", c.Limit)
+	}
 	v := &vproc{p: p, c: c, pid: p.cmd.Process.Pid}
 	c.Name(v.pid, name)
 	c.Park(v.pid)
 	return v, h
+}
+
+func lsOn(t testing.TB, c *shimtest.Clock, dir string) (*vproc, *ctl.Handle) {
+	return startOn(t, c, dir, "LS", ctl.Init{Mask: enableOnly(0, 1), Live: live, Class: ctl.ClassLS, Tide: ctl.Tide{Node: "node-test"}})
 }
 
 func beOn(t testing.TB, c *shimtest.Clock, dir string, tide ctl.Tide) (*vproc, *ctl.Handle) {
@@ -78,9 +91,17 @@ func (v *vproc) burst(t testing.TB, n int) time.Duration {
 	return d
 }
 
+// wait ends the process and frees its slot on the clock.
+func (v *vproc) wait(t testing.TB) {
+	t.Helper()
+	v.p.wait(t)
+	v.c.Release(v.pid)
+}
+
 // playedLS is an LS tenant the test plays in the node block (ctl.Node's
-// Play functions), in slot 0, reserving TPC bits 0-1 as lsOn's does: busy
-// exactly while the test says, with a heartbeat at every step while busy.
+// Play functions), in slot 0, reserving the TPCs of a partition (TPC bits
+// 0-1 for lsOn's): busy exactly while the test says, with a heartbeat at
+// every step while busy.
 // A BE's shim then sees each change at the step the test makes it, with no
 // second actor's timing in play.
 type playedLS struct {
@@ -89,9 +110,13 @@ type playedLS struct {
 	busy bool
 }
 
-func playLS(n *ctl.Node, c *shimtest.Clock) *playedLS {
+func playLS(n *ctl.Node, c *shimtest.Clock, partition [4]uint32) *playedLS {
 	l := &playedLS{n: n, c: c}
-	n.PlayLS(0, os.Getpid(), [4]uint32{0x3, 0, 0, 0})
+	var reserved [4]uint32 // as enable bits, as a shim writes them
+	for w := range reserved {
+		reserved[w] = ^partition[w] & live[w]
+	}
+	n.PlayLS(0, os.Getpid(), reserved)
 	c.Every(func(now time.Duration) {
 		if l.busy {
 			n.PlayBeat(0, now)

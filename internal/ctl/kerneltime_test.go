@@ -91,7 +91,7 @@ func TestBEKernelTimeAcrossHolds(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
-	ls := playLS(n, c)
+	ls := playLS(n, c, enableOnly(0, 1))
 	be, h := beOn(t, c, dir, ctl.Tide{InflightMax: 2, Epoch: time.Second})
 	ls.serve(ms) // the BE's queue is bounded from now
 	be.say(t, "dur 5000")
@@ -112,7 +112,6 @@ func TestBEKernelTimeAcrossHolds(t *testing.T) {
 	}
 	be.say(t, "sync")
 	st := h.Snapshot().TideStatus
-	t.Logf("BE status %+v", st)
 	if st.Kernel != 5*ms || st.HeldLaunches != 10 {
 		t.Errorf("kernels measured %v across 10 holds (%d launches held), want 5 ms", st.Kernel, st.HeldLaunches)
 	}
@@ -127,7 +126,7 @@ func TestBEKernelTimeAfterQuiet(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, ms)
-	ls := playLS(n, c)
+	ls := playLS(n, c, enableOnly(0, 1))
 	be, h := beOn(t, c, dir, ctl.Tide{InflightMax: 2})
 	be.say(t, "dur 5000")
 	if d := be.burst(t, 20); d != 0 {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -54,6 +55,7 @@ type Clock struct {
 
 	t     testing.TB
 	mem   []byte
+	mu    sync.RWMutex // Poke, from other goroutines, against the unmapping
 	every []func(now time.Duration)
 	at    []timed
 	names map[int]string
@@ -83,7 +85,12 @@ func NewClock(t testing.TB, dir string, step time.Duration) *Clock {
 	c := &Clock{Path: path, Step: step, Limit: 10 * time.Second, t: t, mem: mem, names: map[int]string{}}
 	atomic.StoreUint64(c.u64(offNow), uint64(ClockStart))
 	atomic.StoreUint32(c.u32(offMagic), clockMagic)
-	t.Cleanup(func() { syscall.Munmap(mem) })
+	t.Cleanup(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		syscall.Munmap(mem)
+		c.mem = nil
+	})
 	return c
 }
 
@@ -155,6 +162,11 @@ func (c *Clock) At(t time.Duration, f func()) {
 // Poke wakes a wait of Settle or Drive to look again: something besides
 // the clock's threads changed (an answer came).
 func (c *Clock) Poke() {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.mem == nil { // the test has ended
+		return
+	}
 	atomic.AddUint32(c.u32(offQuiet), 1)
 	futex(c.u32(offQuiet), 1 /* FUTEX_WAKE */, 1<<30, 0)
 }
@@ -270,31 +282,56 @@ func (c *Clock) Drive(what string, done func() bool, max time.Duration) {
 	}
 }
 
-// Ask sends cmd to the main thread of the driver process pid (to w, its
-// stdin) and drives the clock until a line of answer comes (from r, its
-// stdout): the line, without its newline, and the virtual time it took. It
-// fails the test if the answer takes more than max of virtual time.
-func (c *Clock) Ask(pid int, w io.Writer, r *bufio.Reader, cmd string, max time.Duration) (string, time.Duration, error) {
+// A Call is a command sent to a driver process on the clock, until its
+// answer has been read.
+type Call struct {
+	c     *Clock
+	pid   int
+	cmd   string
+	start time.Duration
+	line  string
+	err   error
+	got   atomic.Bool
+}
+
+// Send sends cmd to the main thread of the driver process pid (to w, its
+// stdin) and reads its answer (from r, its stdout) as it comes; the process
+// counts as running until Wait has it. The clock does not move meanwhile
+// unless Wait or another Call's Wait drives it.
+func (c *Clock) Send(pid int, w io.Writer, r *bufio.Reader, cmd string) *Call {
 	c.t.Helper()
+	a := &Call{c: c, pid: pid, cmd: cmd, start: c.Now()}
 	c.Wake(pid)
-	start := c.Now()
 	if _, err := fmt.Fprintln(w, cmd); err != nil {
-		return "", 0, err
+		a.err = err
+		a.got.Store(true)
+		return a
 	}
-	var line string
-	var err error
-	var got atomic.Bool
 	go func() {
-		line, err = r.ReadString('\n')
-		got.Store(true)
+		a.line, a.err = r.ReadString('\n')
+		a.got.Store(true)
 		c.Poke()
 	}()
-	c.Drive(fmt.Sprintf("the answer to %q", cmd), got.Load, max)
-	if err != nil {
-		return "", 0, err
+	return a
+}
+
+// Wait drives the clock until the answer comes: the line, without its
+// newline, and the virtual time since Send. It fails the test if the
+// answer takes more than max of virtual time.
+func (a *Call) Wait(max time.Duration) (string, time.Duration, error) {
+	a.c.t.Helper()
+	a.c.Drive(fmt.Sprintf("the answer to %q", a.cmd), a.got.Load, max)
+	if a.err != nil {
+		return "", 0, a.err
 	}
-	c.Park(pid)
-	return strings.TrimSuffix(line, "\n"), c.Now() - start, nil
+	a.c.Park(a.pid)
+	return strings.TrimSuffix(a.line, "\n"), a.c.Now() - a.start, nil
+}
+
+// Ask is Send, then Wait.
+func (c *Clock) Ask(pid int, w io.Writer, r *bufio.Reader, cmd string, max time.Duration) (string, time.Duration, error) {
+	c.t.Helper()
+	return c.Send(pid, w, r, cmd).Wait(max)
 }
 
 func futex(addr *uint32, op int, val uint32, timeout time.Duration) {
