@@ -301,8 +301,11 @@ void carve_capture(CUstream s, int begin)
 #define MARK 4
 static struct {
 	CUevent ev;
-	uint64_t at;    /* when the first launch it follows (since the last event) began; 0: unknown */
 	uint64_t count; /* launches made when it was */
+	/* after one launch into an empty queue while it was bounded: its
+	 * kernel began between these (0: not so) */
+	uint64_t began, began_by;
+	int queued; /* recorded before a look found the one before it not done */
 } ring[RING];
 static unsigned head, tail;       /* events recorded; events seen done */
 static uint64_t launched, done_n; /* BE launches made; known done */
@@ -318,16 +321,17 @@ static uint64_t every = MARK;       /* launches between events while it is */
 static uint64_t reaped_at, marked_n;
 static uint64_t quiet_at;           /* the last look while not bounded (coarse clock) */
 static int mark_due;                /* an event is due with the next launch while not */
-/* a time before the first BE launch since the last event began, read
- * while the queue is bounded (0: one of those launches was not read): none
- * of their kernels started sooner, so a kernel's time measured from it is
- * not cut short by a thread that records the event late, or by one
- * descheduled between launches */
-static uint64_t group_at;
-static __thread __attribute__((tls_model("initial-exec"))) uint64_t launch_at; /* this thread's, until it is counted */
+/* while the queue is bounded, a time before this thread's launch began,
+ * until it is counted (0: not read) */
+static __thread __attribute__((tls_model("initial-exec"))) uint64_t launch_at;
+/* the events below this one that a look found recorded behind one not
+ * done are marked queued: their kernels ran from its completion on */
+static unsigned queued_to;
 
-/* mark records an event after the launches made so far (under be_mu). */
-static void mark(CUstream s)
+/* mark records an event after the launches made so far (under be_mu),
+ * after one launch into an empty queue whose kernel began between began
+ * and began_by if they are not 0. */
+static void mark(CUstream s, uint64_t began, uint64_t began_by)
 {
 	if (head - tail >= RING)
 		return;
@@ -335,8 +339,10 @@ static void mark(CUstream s)
 	if (!*ev && event_create(ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
 		*ev = NULL;
 	if (*ev && event_record(*ev, s) == CUDA_SUCCESS) {
-		ring[head % RING].at = group_at;
 		ring[head % RING].count = marked_n = launched;
+		ring[head % RING].began = began;
+		ring[head % RING].began_by = began_by;
+		ring[head % RING].queued = 0;
 		head++;
 	}
 }
@@ -347,9 +353,11 @@ static int64_t tokens_ns;                    /* the share's bucket; below 0 afte
 static uint64_t tokens_at, kernel_ns = 1000000;
 static int measured; /* kernel_ns has been measured */
 static uint64_t held_since;
-/* the last completion seen: when (last_done), and the last look before,
- * when it had not happened yet (done_after) */
-static uint64_t last_done, done_after;
+/* the point the kernels run since are timed from: a completion, or the
+ * beginning of a kernel launched into an empty queue, known to have
+ * happened between anchor_lo and anchor_hi, after anchor_n launches */
+static uint64_t anchor_lo, anchor_hi, anchor_n;
+static int anchored;
 
 /* be_wait is one step of a BE wait that began at since. */
 static __thread __attribute__((tls_model("initial-exec"))) int slack_set;
@@ -434,39 +442,57 @@ static void ls_off(uint32_t off[4])
 	memcpy(off, ls_off_cache.off, sizeof ls_off_cache.off);
 }
 
-/* reap counts the BE's launches known done (under be_mu). A kernel's time
- * is the time between two completions seen back to back with the queue
- * not empty between them, or from the first launch after the earlier one,
- * if that began later. A completion is known only to within the time since
- * the events were last looked at: one seen late makes the kernels before
- * it long and, the next kernel having run since it happened, the kernels
- * after it short. So a time is measured only if timed (while the queue is
- * bounded), the launches' beginning was read, and both ends are known to
- * within a quarter of the time measured (or 4 x REAP_NS, all told): a
- * completion seen late, after the BE was held or while its thread was not
- * run, would count the wait as kernel time, or shorten the kernel queued
- * behind it, and the share, spent at this time, would shrink or grow. */
+/* reap counts the BE's launches known done (under be_mu), and times its
+ * kernels. A completion is known only to have happened since the events
+ * were last looked at: by a thread that was held, or not run, that can be
+ * long before it was seen. So kernels are timed in runs that ran back to
+ * back, from an anchor known closely: a completion seen soon after the look
+ * before it, or the beginning of a kernel launched into an empty queue
+ * (during its launch). A run goes on while each event was recorded before
+ * a look found the one before it not done (its kernels queued behind), and
+ * the n kernels since the anchor took from when it was seen (the launch's
+ * end) to when the last was: wrong by at most the wider of the two ends'
+ * doubt, over n. That is counted (while the queue is bounded) if within an
+ * eighth: a late end is spread over a longer run, and a wait, when the
+ * queue drained, ends the run. The share is spent at this time: a wait
+ * taken for kernel time would shrink it, and a kernel timed from a start
+ * seen late would grow it. The anchor moves to each completion seen as
+ * closely, or within an eighth of a kernel, so that the time follows the
+ * kernels of late. */
 static void reap(int timed)
 {
 	uint64_t prev = reaped_at;
 	reaped_at = carve_mono_ns();
 	while (tail != head && event_query(ring[tail % RING].ev) != CUDA_ERROR_NOT_READY) {
-		uint64_t now = carve_mono_ns(), at = ring[tail % RING].at;
-		/* the kernels began between first and from; they ended between prev and now */
-		uint64_t from = at > last_done ? at : last_done, first = at > done_after ? at : done_after;
-		uint64_t kernels = ring[tail % RING].count - done_n;
-		uint64_t unsure = (now - prev) + (from - first);
-		if (timed && at && now > from && kernels > 0 && (unsure <= 4 * REAP_NS || 4 * unsure <= now - from)) {
-			/* the first replaces the guess */
-			uint64_t m = (now - from) / kernels;
-			kernel_ns = measured ? (3 * kernel_ns + m) / 4 : m;
-			measured = 1;
+		uint64_t now = carve_mono_ns(), count = ring[tail % RING].count;
+		if (!ring[tail % RING].queued) { /* not behind the last: a new run */
+			anchored = ring[tail % RING].began != 0;
+			anchor_lo = ring[tail % RING].began;
+			anchor_hi = ring[tail % RING].began_by;
+			anchor_n = done_n;
 		}
-		last_done = now;
-		done_after = prev;
-		done_n = ring[tail % RING].count;
+		if (anchored && timed && count > anchor_n && now > anchor_hi) {
+			uint64_t n = count - anchor_n, m = (now - anchor_hi) / n;
+			uint64_t doubt = now - prev > anchor_hi - anchor_lo ? now - prev : anchor_hi - anchor_lo;
+			if (m > 0 && 8 * (doubt / n) <= m) {
+				/* the first replaces the guess */
+				kernel_ns = measured ? (3 * kernel_ns + m) / 4 : m;
+				measured = 1;
+			}
+		}
+		if (!anchored || now - prev <= anchor_hi - anchor_lo || 8 * (now - prev) <= kernel_ns) {
+			anchored = 1;
+			anchor_lo = prev;
+			anchor_hi = now;
+			anchor_n = count;
+		}
+		done_n = count;
 		tail++;
 	}
+	if (tail != head) /* those recorded behind the first not done queue behind it */
+		for (unsigned i = (int)(queued_to - tail) > 0 ? queued_to : tail + 1; i != head; i++)
+			ring[i % RING].queued = 1;
+	queued_to = head;
 	__atomic_store_n(&carve_block->inflight, (uint32_t)(launched - done_n), __ATOMIC_RELAXED);
 	__atomic_store_n(&carve_block->kernel_us, (uint32_t)(kernel_ns / 1000), __ATOMIC_RELAXED);
 }
@@ -611,7 +637,7 @@ static void be_launch_before(void)
 					/* an event for the launches waited on, unless those
 					 * recorded will leave room when done */
 					if (head == tail ? launched != done_n : launched - ring[(head - 1) % RING].count >= b)
-						mark(last_stream);
+						mark(last_stream, 0, 0);
 					pthread_mutex_unlock(&be_mu);
 					be_wait(since);
 					pthread_mutex_lock(&be_mu);
@@ -637,12 +663,10 @@ static void be_launch_after(CUstream s)
 	int empty = launched == done_n;
 	launched++;
 	last_stream = s;
-	if (launched - marked_n == 1)
-		group_at = launch_at;
-	else if (!launch_at)
-		group_at = 0;
 	if (bounded ? empty || launched - marked_n >= every : mark_due) {
-		mark(s);
+		/* a kernel launched into an empty queue began during its launch */
+		int began = bounded && empty && launch_at;
+		mark(s, began ? launch_at : 0, began ? carve_mono_ns() : 0);
 		mark_due = 0;
 	}
 	__atomic_store_n(&carve_block->inflight, (uint32_t)(launched - done_n), __ATOMIC_RELAXED);
