@@ -351,7 +351,10 @@ static int64_t tokens_ns;                    /* the share's bucket; below 0 afte
 /* when the bucket was last filled; a kernel's time (EWMA), until measured a
  * cautious 1 ms, so that a first burst does not fill the queue unseen */
 static uint64_t tokens_at, kernel_ns = 1000000;
-static int measured; /* kernel_ns has been measured */
+static int measured; /* kernel_ns has been measured (to within an eighth) */
+/* until it is: the least and the most a kernel can take by every run timed
+ * so far (or since they disagreed) */
+static uint64_t least_ns, most_ns = UINT64_MAX;
 static uint64_t held_since;
 /* the point the kernels run since are timed from: a completion, or the
  * beginning of a kernel launched into an empty queue, known to have
@@ -456,9 +459,12 @@ static void ls_off(uint32_t off[4])
  * eighth: a late end is spread over a longer run, and a wait, when the
  * queue drained, ends the run. The share is spent at this time: a wait
  * taken for kernel time would shrink it, and a kernel timed from a start
- * seen late would grow it. The anchor moves to each completion seen as
- * closely, or within an eighth of a kernel, so that the time follows the
- * kernels of late. */
+ * seen late would grow it. Until a time is known that closely (a thread
+ * seldom run may see every completion late), the middle of what all the
+ * runs timed so far allow stands in for the guess, once that is known to
+ * within a third. The anchor moves to each completion seen as closely, or
+ * within an eighth of a kernel, so that the time follows the kernels of
+ * late. */
 static void reap(int timed)
 {
 	uint64_t prev = reaped_at;
@@ -474,10 +480,19 @@ static void reap(int timed)
 		if (anchored && timed && count > anchor_n && now > anchor_hi) {
 			uint64_t n = count - anchor_n, m = (now - anchor_hi) / n;
 			uint64_t doubt = now - prev > anchor_hi - anchor_lo ? now - prev : anchor_hi - anchor_lo;
+			/* between the earliest end after the latest start, and the latest after the earliest */
+			uint64_t least = (prev > anchor_hi ? prev - anchor_hi : 0) / n, most = (now - anchor_lo) / n;
 			if (m > 0 && 8 * (doubt / n) <= m) {
 				/* the first replaces the guess */
 				kernel_ns = measured ? (3 * kernel_ns + m) / 4 : m;
 				measured = 1;
+			} else if (!measured) {
+				if (least > most_ns || most < least_ns) /* they disagree: the kernels changed */
+					least_ns = 0, most_ns = UINT64_MAX;
+				least_ns = least > least_ns ? least : least_ns;
+				most_ns = most < most_ns ? most : most_ns;
+				if (2 * (most_ns - least_ns) <= most_ns + least_ns) /* within a third */
+					kernel_ns = (least_ns + most_ns) / 2;
 			}
 		}
 		if (!anchored || now - prev <= anchor_hi - anchor_lo || 8 * (now - prev) <= kernel_ns) {
