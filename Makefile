@@ -1,13 +1,14 @@
 # carve: make builds bin/carve, bin/carve-dra and bin/libcarve.so; make test
 # runs every test that needs no GPU (the shim is tested against a fake
 # libcuda), carve-dra's end-to-end test against a control plane that make
-# kube builds from its Go modules (test/kube).
+# kube builds from its Go modules (test/kube); make soak runs the tests of
+# the packages tide's tenants go through 50 times beside a loaded CPU.
 GO      ?= go
 CC      ?= cc
 CFLAGS  ?= -O2 -Wall -Wextra -Werror
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build test lint clean kube
+.PHONY: build test lint clean kube soak
 build: bin/carve bin/carve-dra bin/libcarve.so
 
 GOSRC := $(shell find cmd internal -name '*.go' -o -name '*.ptx') go.mod go.sum
@@ -32,6 +33,12 @@ build/kube/.built: test/kube/go.mod test/kube/go.sum test/kube/etcd/main.go
 test: kube
 	CGO_ENABLED=0 $(GO) vet ./...
 	CGO_ENABLED=0 $(GO) test -count=1 ./...
+
+# the tests of ctl, place, daemon and dra SOAK_COUNT times over, beside two
+# CPU-bound processes (test/soak.sh); not part of make test
+SOAK_COUNT ?= 50
+soak:
+	GO=$(GO) test/soak.sh $(SOAK_COUNT)
 
 # gofmt, and staticcheck at the version go.mod pins (its tool directive)
 lint:

@@ -2,10 +2,13 @@
  * base.c: what every other file of libcarve.so uses, and nothing else:
  * this process's control block and settings, messages, the clocks, and
  * glibc's own dlsym. It calls no other file of the shim, so the files form
- * no circle (a test over the objects' symbols checks it).
+ * no circle (a test over the objects' symbols checks it). Every clock read,
+ * nap and yield of the shim is here, so that its test build (-DCARVE_TEST)
+ * can run them on a test's virtual clock (shim.h, test/vclock.h).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +16,9 @@
 #include <unistd.h>
 
 #include "shim.h"
+#ifdef CARVE_TEST
+#include "test/vclock.h"
+#endif
 
 struct carve_ctl *carve_block;
 int carve_debug;
@@ -58,19 +64,63 @@ uint64_t carve_now_ns(void)
 
 uint64_t carve_mono_ns(void)
 {
+#ifdef CARVE_TEST
+	struct carve_vclock *c = vclock();
+	if (c)
+		return vclock_now(c);
+#endif
 	return read_clock(CLOCK_MONOTONIC);
 }
 
 uint64_t carve_coarse_ns(void)
 {
+#ifdef CARVE_TEST
+	struct carve_vclock *c = vclock();
+	if (c)
+		return vclock_now(c);
+#endif
 	return read_clock(CLOCK_MONOTONIC_COARSE);
 }
 
 void carve_nap_ns(long ns)
 {
+#ifdef CARVE_TEST
+	struct carve_vclock *c = vclock();
+	if (c) {
+		vclock_wait(c, vclock_now(c) + (uint64_t)ns);
+		return;
+	}
+#endif
 	struct timespec ts = {0, ns};
 	nanosleep(&ts, NULL);
 }
+
+/* On the virtual clock a yield waits for the clock to move: a spin that
+ * yields until something changes would otherwise never let the test see
+ * every thread still. */
+void carve_yield(void)
+{
+#ifdef CARVE_TEST
+	struct carve_vclock *c = vclock();
+	if (c) {
+		vclock_wait(c, vclock_now(c) + 1);
+		return;
+	}
+#endif
+	sched_yield();
+}
+
+#ifdef CARVE_TEST
+void carve_thread_parks(void)
+{
+	vclock_park(vclock());
+}
+
+void carve_thread_wakes(void)
+{
+	vclock_wake(vclock());
+}
+#endif
 
 /* --- glibc's dlsym ---------------------------------------------------------- */
 

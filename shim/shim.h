@@ -75,6 +75,22 @@ uint64_t carve_mono_ns(void);   /* CLOCK_MONOTONIC */
 uint64_t carve_coarse_ns(void); /* CLOCK_MONOTONIC_COARSE: to within a tick (1-4 ms), and cheap
                                  * where the precise clock is not (no vDSO path) */
 void carve_nap_ns(long ns);     /* sleep for ns */
+void carve_yield(void);         /* one step of a short spin: let other threads run */
+/* A test build (cc -DCARVE_TEST) runs carve_mono_ns, carve_coarse_ns,
+ * carve_nap_ns and carve_yield on a virtual clock that a test drives
+ * (shim/test/vclock.h) where CARVE_TEST_CLOCK names one; carve_now_ns stays
+ * the real time, for people, and decides nothing. There a thread that
+ * blocks outside the clock says so first (carve_thread_parks), and a
+ * thread that wakes or starts another counts it as running first
+ * (carve_thread_wakes), so that the test knows when every thread is still.
+ * In the shim make builds they are nothing. */
+#ifdef CARVE_TEST
+void carve_thread_parks(void);
+void carve_thread_wakes(void);
+#else
+static inline void carve_thread_parks(void) {}
+static inline void carve_thread_wakes(void) {}
+#endif
 typedef void *(*carve_dlsym_fn)(void *, const char *);
 carve_dlsym_fn carve_glibc_dlsym(void); /* glibc's dlsym, for a lookup that must be a sibling call */
 void *carve_real_dlsym(void *handle, const char *name); /* glibc's, for the shim's own lookups */

@@ -43,7 +43,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -92,6 +91,7 @@ static int nstreams; /* entries published (release) */
 static pthread_mutex_t track_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t track_cv = PTHREAD_COND_INITIALIZER;
 static uint64_t busy_since;
+static int poller_parked; /* the poller waits on track_cv for the tenant to be busy */
 
 static struct tracked *find(CUstream s)
 {
@@ -148,6 +148,10 @@ static void become_busy(void)
 		__atomic_add_fetch(&carve_block->requests, 1, __ATOMIC_RELAXED);
 		set_busy(1);
 		__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_BUSY, __ATOMIC_RELAXED);
+		if (poller_parked) {
+			poller_parked = 0;
+			carve_thread_wakes();
+		}
 		pthread_cond_signal(&track_cv);
 	}
 	pthread_mutex_unlock(&track_mu);
@@ -243,8 +247,12 @@ static void *poller(void *arg)
 		exchange_mode(&relaxed); /* queries of this thread never disturb another's capture */
 	pthread_mutex_lock(&track_mu);
 	for (;;) {
-		while (!__atomic_load_n(&slot->busy, __ATOMIC_RELAXED))
-			pthread_cond_wait(&track_cv, &track_mu);
+		if (!__atomic_load_n(&slot->busy, __ATOMIC_RELAXED)) {
+			poller_parked = 1; /* become_busy wakes it */
+			carve_thread_parks();
+			while (!__atomic_load_n(&slot->busy, __ATOMIC_RELAXED))
+				pthread_cond_wait(&track_cv, &track_mu);
+		}
 		uint64_t now = carve_mono_ns();
 		beat(now);
 		if (__atomic_load_n(&capturing, __ATOMIC_RELAXED) == 0 && poll_streams()) {
@@ -293,8 +301,11 @@ void carve_capture(CUstream s, int begin)
 #define MARK 4
 static struct {
 	CUevent ev;
-	uint64_t at;    /* when the last launch it follows began (or it was recorded) */
 	uint64_t count; /* launches made when it was */
+	/* after one launch into an empty queue while it was bounded: its
+	 * kernel began between these (0: not so) */
+	uint64_t began, began_by;
+	int queued; /* recorded before a look found the one before it not done */
 } ring[RING];
 static unsigned head, tail;       /* events recorded; events seen done */
 static uint64_t launched, done_n; /* BE launches made; known done */
@@ -310,14 +321,17 @@ static uint64_t every = MARK;       /* launches between events while it is */
 static uint64_t reaped_at, marked_n;
 static uint64_t quiet_at;           /* the last look while not bounded (coarse clock) */
 static int mark_due;                /* an event is due with the next launch while not */
-/* while the queue is bounded, a time before the last BE launch began (0:
- * not read): its kernel started no sooner, so a kernel's time measured
- * from it is not cut short by a thread that records the event late */
-static uint64_t last_launch_at;
-static __thread __attribute__((tls_model("initial-exec"))) uint64_t launch_at; /* this thread's, until it is counted */
+/* while the queue is bounded, a time before this thread's launch began,
+ * until it is counted (0: not read) */
+static __thread __attribute__((tls_model("initial-exec"))) uint64_t launch_at;
+/* the events below this one that a look found recorded behind one not
+ * done are marked queued: their kernels ran from its completion on */
+static unsigned queued_to;
 
-/* mark records an event after the launches made so far (under be_mu). */
-static void mark(CUstream s)
+/* mark records an event after the launches made so far (under be_mu),
+ * after one launch into an empty queue whose kernel began between began
+ * and began_by if they are not 0. */
+static void mark(CUstream s, uint64_t began, uint64_t began_by)
 {
 	if (head - tail >= RING)
 		return;
@@ -325,8 +339,10 @@ static void mark(CUstream s)
 	if (!*ev && event_create(ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
 		*ev = NULL;
 	if (*ev && event_record(*ev, s) == CUDA_SUCCESS) {
-		ring[head % RING].at = last_launch_at ? last_launch_at : carve_mono_ns();
 		ring[head % RING].count = marked_n = launched;
+		ring[head % RING].began = began;
+		ring[head % RING].began_by = began_by;
+		ring[head % RING].queued = 0;
 		head++;
 	}
 }
@@ -335,15 +351,23 @@ static int64_t tokens_ns;                    /* the share's bucket; below 0 afte
 /* when the bucket was last filled; a kernel's time (EWMA), until measured a
  * cautious 1 ms, so that a first burst does not fill the queue unseen */
 static uint64_t tokens_at, kernel_ns = 1000000;
-static int measured; /* kernel_ns has been measured */
-static uint64_t held_since, last_done;
+static int measured; /* kernel_ns has been measured (to within an eighth) */
+/* until it is: the least and the most a kernel can take by every run timed
+ * so far (or since they disagreed) */
+static uint64_t least_ns, most_ns = UINT64_MAX;
+static uint64_t held_since;
+/* the point the kernels run since are timed from: a completion, or the
+ * beginning of a kernel launched into an empty queue, known to have
+ * happened between anchor_lo and anchor_hi, after anchor_n launches */
+static uint64_t anchor_lo, anchor_hi, anchor_n;
+static int anchored;
 
 /* be_wait is one step of a BE wait that began at since. */
 static __thread __attribute__((tls_model("initial-exec"))) int slack_set;
 static void be_wait(uint64_t since)
 {
 	if (carve_mono_ns() - since < 100000) {
-		sched_yield();
+		carve_yield();
 		return;
 	}
 	if (!slack_set) {
@@ -421,32 +445,69 @@ static void ls_off(uint32_t off[4])
 	memcpy(off, ls_off_cache.off, sizeof ls_off_cache.off);
 }
 
-/* reap counts the BE's launches known done (under be_mu). A kernel's time
- * is the time between two completions seen back to back with the queue
- * not empty between them (or from its launch, if that was later). It is
- * measured only if timed (while the queue is bounded) and the completion
- * is known to within a quarter of the time measured (the events were last
- * looked at that recently, or 4 x REAP_NS ago): a completion seen late,
- * after the BE was held, would count the wait as kernel time, and the
- * share, spent at that time, would shrink with every such launch. */
+/* reap counts the BE's launches known done (under be_mu), and times its
+ * kernels. A completion is known only to have happened since the events
+ * were last looked at: by a thread that was held, or not run, that can be
+ * long before it was seen. So kernels are timed in runs that ran back to
+ * back, from an anchor known closely: a completion seen soon after the look
+ * before it, or the beginning of a kernel launched into an empty queue
+ * (during its launch). A run goes on while each event was recorded before
+ * a look found the one before it not done (its kernels queued behind), and
+ * the n kernels since the anchor took from when it was seen (the launch's
+ * end) to when the last was: wrong by at most the wider of the two ends'
+ * doubt, over n. That is counted (while the queue is bounded) if within an
+ * eighth: a late end is spread over a longer run, and a wait, when the
+ * queue drained, ends the run. The share is spent at this time: a wait
+ * taken for kernel time would shrink it, and a kernel timed from a start
+ * seen late would grow it. Until a time is known that closely (a thread
+ * seldom run may see every completion late), the middle of what all the
+ * runs timed so far allow stands in for the guess, once that is known to
+ * within a third. The anchor moves to each completion seen as closely, or
+ * within an eighth of a kernel, so that the time follows the kernels of
+ * late. */
 static void reap(int timed)
 {
 	uint64_t prev = reaped_at;
 	reaped_at = carve_mono_ns();
 	while (tail != head && event_query(ring[tail % RING].ev) != CUDA_ERROR_NOT_READY) {
-		uint64_t now = carve_mono_ns(), from = ring[tail % RING].at > last_done ? ring[tail % RING].at : last_done;
-		uint64_t kernels = ring[tail % RING].count - done_n;
-		uint64_t late = now - prev;
-		if (timed && now > from && kernels > 0 && (late <= 4 * REAP_NS || 4 * late <= now - from)) {
-			/* the first replaces the guess */
-			uint64_t m = (now - from) / kernels;
-			kernel_ns = measured ? (3 * kernel_ns + m) / 4 : m;
-			measured = 1;
+		uint64_t now = carve_mono_ns(), count = ring[tail % RING].count;
+		if (!ring[tail % RING].queued) { /* not behind the last: a new run */
+			anchored = ring[tail % RING].began != 0;
+			anchor_lo = ring[tail % RING].began;
+			anchor_hi = ring[tail % RING].began_by;
+			anchor_n = done_n;
 		}
-		last_done = now;
-		done_n = ring[tail % RING].count;
+		if (anchored && timed && count > anchor_n && now > anchor_hi) {
+			uint64_t n = count - anchor_n, m = (now - anchor_hi) / n;
+			uint64_t doubt = now - prev > anchor_hi - anchor_lo ? now - prev : anchor_hi - anchor_lo;
+			/* between the earliest end after the latest start, and the latest after the earliest */
+			uint64_t least = (prev > anchor_hi ? prev - anchor_hi : 0) / n, most = (now - anchor_lo) / n;
+			if (m > 0 && 8 * (doubt / n) <= m) {
+				/* the first replaces the guess */
+				kernel_ns = measured ? (3 * kernel_ns + m) / 4 : m;
+				measured = 1;
+			} else if (!measured) {
+				if (least > most_ns || most < least_ns) /* they disagree: the kernels changed */
+					least_ns = 0, most_ns = UINT64_MAX;
+				least_ns = least > least_ns ? least : least_ns;
+				most_ns = most < most_ns ? most : most_ns;
+				if (2 * (most_ns - least_ns) <= most_ns + least_ns) /* within a third */
+					kernel_ns = (least_ns + most_ns) / 2;
+			}
+		}
+		if (!anchored || now - prev <= anchor_hi - anchor_lo || 8 * (now - prev) <= kernel_ns) {
+			anchored = 1;
+			anchor_lo = prev;
+			anchor_hi = now;
+			anchor_n = count;
+		}
+		done_n = count;
 		tail++;
 	}
+	if (tail != head) /* those recorded behind the first not done queue behind it */
+		for (unsigned i = (int)(queued_to - tail) > 0 ? queued_to : tail + 1; i != head; i++)
+			ring[i % RING].queued = 1;
+	queued_to = head;
 	__atomic_store_n(&carve_block->inflight, (uint32_t)(launched - done_n), __ATOMIC_RELAXED);
 	__atomic_store_n(&carve_block->kernel_us, (uint32_t)(kernel_ns / 1000), __ATOMIC_RELAXED);
 }
@@ -591,7 +652,7 @@ static void be_launch_before(void)
 					/* an event for the launches waited on, unless those
 					 * recorded will leave room when done */
 					if (head == tail ? launched != done_n : launched - ring[(head - 1) % RING].count >= b)
-						mark(last_stream);
+						mark(last_stream, 0, 0);
 					pthread_mutex_unlock(&be_mu);
 					be_wait(since);
 					pthread_mutex_lock(&be_mu);
@@ -617,9 +678,10 @@ static void be_launch_after(CUstream s)
 	int empty = launched == done_n;
 	launched++;
 	last_stream = s;
-	last_launch_at = launch_at;
 	if (bounded ? empty || launched - marked_n >= every : mark_due) {
-		mark(s);
+		/* a kernel launched into an empty queue began during its launch */
+		int began = bounded && empty && launch_at;
+		mark(s, began ? launch_at : 0, began ? carve_mono_ns() : 0);
 		mark_due = 0;
 	}
 	__atomic_store_n(&carve_block->inflight, (uint32_t)(launched - done_n), __ATOMIC_RELAXED);
@@ -760,7 +822,9 @@ void carve_tide_init(void *cuda, const char *dir)
 		pthread_attr_t a;
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		carve_thread_wakes(); /* the poller runs until it first waits */
 		if (pthread_create(&t, &a, poller, NULL) != 0) {
+			carve_thread_parks();
 			carve_say("the LS poller thread could not start: running as an ordinary partitioned tenant");
 			__atomic_store_n(&slot->pid, 0, __ATOMIC_RELEASE);
 			__atomic_add_fetch(&node->gen, 1, __ATOMIC_RELEASE);

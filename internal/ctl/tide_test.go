@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/shimtest"
 )
 
 // allLive enables every live bit of the test GPU.
@@ -67,31 +68,35 @@ func busyOf(n *ctl.Node, pid int) (ctl.LSSlot, bool) {
 func TestLSBusyTracking(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
-	p := startLS(t, dir)
-	p.ask(t, "dur 20000")
-	if got := p.ask(t, "klaunch kernel"); got != maskLine([4]uint32{^live[0], ^live[1], ^live[2], ^live[3]}) {
+	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+	p, _ := lsOn(t, c, dir)
+	p.say(t, "dur 20000")
+	if got := p.say(t, "klaunch kernel"); got != maskLine([4]uint32{^live[0], ^live[1], ^live[2], ^live[3]}) {
 		t.Errorf("LS launch: %q, want every live TPC", got)
 	}
-	s, ok := busyOf(n, p.cmd.Process.Pid)
+	s, ok := busyOf(n, p.pid)
 	if !ok || !s.Busy || s.Reserved != [4]uint32{0x3, 0, 0, 0} {
 		t.Fatalf("right after the launch: slot %+v (found %v), want busy, reserving TPC bits 0-1", s, ok)
 	}
 	if bits := n.BusyBits(); bits != 1<<s.Slot {
 		t.Errorf("node busy bits %#x while slot %d is busy", bits, s.Slot)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for s.Busy && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-		s, _ = busyOf(n, p.cmd.Process.Pid)
+	// the poller looks every 10 us (here at every step): busy until the
+	// step at which the kernel is done
+	c.RunFor(20*ms - c.Step)
+	if s, _ = busyOf(n, p.pid); !s.Busy {
+		t.Errorf("a step before its 20 ms kernel is done, the LS tenant is idle: %+v", s)
 	}
-	if s.Busy || s.Requests != 1 || s.BusyTime < 15*time.Millisecond || s.BusyTime > 500*time.Millisecond {
-		t.Errorf("after the work: %+v, want idle, 1 request, busy about 20 ms", s)
+	c.Advance()
+	c.Settle()
+	if s, _ = busyOf(n, p.pid); s.Busy || s.Requests != 1 || s.BusyTime != 20*ms {
+		t.Errorf("after the work: %+v, want idle, 1 request, busy 20 ms", s)
 	}
 	if bits := n.BusyBits(); bits != 0 {
 		t.Errorf("node busy bits %#x with the tenant idle", bits)
 	}
 	p.wait(t)
-	if _, ok := busyOf(n, p.cmd.Process.Pid); ok {
+	if _, ok := busyOf(n, p.pid); ok {
 		t.Error("an LS tenant that exited kept its slot")
 	}
 }
@@ -128,17 +133,22 @@ func TestLSKeepsOffFixed(t *testing.T) {
 func TestLSOwn(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
-	p, _ := startExec(t, dir, ctl.Init{Mask: enableOnly(0, 1), Live: live, Class: ctl.ClassLS, Flags: ctl.FlagLSOwn,
+	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+	p, _ := startOn(t, c, dir, "LS", ctl.Init{Mask: enableOnly(0, 1), Live: live, Class: ctl.ClassLS, Flags: ctl.FlagLSOwn,
 		Tide: ctl.Tide{Node: "node-test"}})
-	p.ready(t)
-	p.ask(t, "dur 20000")
-	if got, want := p.ask(t, "klaunch kernel"), maskLine(enableOnly(0, 1)); got != want {
+	p.say(t, "dur 20000")
+	if got, want := p.say(t, "klaunch kernel"), maskLine(enableOnly(0, 1)); got != want {
 		t.Errorf("LS launch, own TPCs only: %q, want %q", got, want)
 	}
-	if s, ok := busyOf(n, p.cmd.Process.Pid); !ok || !s.Busy {
-		t.Errorf("slot %+v (found %v), want busy", s, ok)
+	c.RunFor(20*ms - c.Step)
+	if s, ok := busyOf(n, p.pid); !ok || !s.Busy {
+		t.Errorf("a step before its work is done: slot %+v (found %v), want busy", s, ok)
 	}
-	p.wait(t)
+	c.Advance()
+	c.Settle()
+	if s, _ := busyOf(n, p.pid); s.Busy || s.BusyTime != 20*ms {
+		t.Errorf("after its work: slot %+v, want idle after 20 ms busy", s)
+	}
 }
 
 // serveOne has an LS tenant serve a request (busy, then idle): BE tenants
@@ -158,23 +168,31 @@ func serveOne(t testing.TB, ls *proc) {
 // has been quiet that long again.
 func TestBEUnboundWhileLSQuiet(t *testing.T) {
 	dir := t.TempDir()
-	tideNode(t, dir)
-	ls := startLS(t, dir)
-	be, _ := startBE(t, dir, ctl.Tide{InflightMax: 2})
-	be.ask(t, "dur 5000")
-	if d := be.burst(t, 10); d > 20*time.Millisecond {
-		t.Errorf("beside a quiet LS tenant, 10 launches of 5 ms kernels (2 in flight) took %v; want no wait", d)
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+	ls := playLS(n, c, enableOnly(0, 1))
+	be, _ := beOn(t, c, dir, ctl.Tide{InflightMax: 2})
+	be.say(t, "dur 5000")
+	if d := be.burst(t, 10); d != 0 {
+		t.Errorf("beside an LS tenant that never served a request, 10 launches of 5 ms kernels (2 in flight) took %v; want no wait", d)
 	}
-	be.ask(t, "sync")
-	ls.ask(t, "dur 1000")
-	ls.ask(t, "klaunch kernel")
-	ls.ask(t, "sync")
-	if d := be.burst(t, 10); d < 30*time.Millisecond {
-		t.Errorf("right after an LS request, 10 launches took %v; want about 40 ms (bounded)", d)
+	if _, d := be.ask(t, "sync"); d != 50*ms {
+		t.Errorf("sync after 10 kernels of 5 ms took %v", d)
 	}
-	be.ask(t, "sync")
-	time.Sleep(ctl.NodeQuiet + 100*time.Millisecond)
-	if d := be.burst(t, 10); d > 20*time.Millisecond {
+	ls.serve(ms)
+	served := c.Now()
+	// 2 in flight, launches at 0, 0, 5, ... 40 ms; and a step before
+	// them, for the first to see that the 10 launches it did not count
+	// are done
+	if d := be.burst(t, 10); d != 40*ms+c.Step {
+		t.Errorf("right after an LS request, 10 launches took %v; want 40 ms and a step (bounded)", d)
+	}
+	be.say(t, "sync")
+	c.RunFor(served + ctl.NodeQuiet - c.Now())
+	if c.Now() != served+ctl.NodeQuiet {
+		t.Fatalf("the clock is %v past the request, want %v", c.Now()-served, ctl.NodeQuiet)
+	}
+	if d := be.burst(t, 10); d != 0 {
 		t.Errorf("an LS tenant quiet for %v again, 10 launches took %v", ctl.NodeQuiet, d)
 	}
 }
@@ -183,27 +201,24 @@ func TestBEUnboundWhileLSQuiet(t *testing.T) {
 // goes as soon as it is done; then runs freely.
 func TestBEHeldWhileLSBusy(t *testing.T) {
 	dir := t.TempDir()
-	tideNode(t, dir)
-	ls := startLS(t, dir)
-	be, h := startBE(t, dir, ctl.Tide{InflightMax: 2, Epoch: time.Second})
-	be.ask(t, "dur 1000")
-	ls.ask(t, "dur 60000")
-	ls.ask(t, "klaunch kernel")
-	start := time.Now()
-	if d := be.burst(t, 1); d < 30*time.Millisecond || d > time.Second {
-		t.Errorf("a BE launch during 60 ms of LS work took %v", d)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("held %v", d)
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+	ls := playLS(n, c, enableOnly(0, 1))
+	be, h := beOn(t, c, dir, ctl.Tide{InflightMax: 2, Epoch: time.Second})
+	be.say(t, "dur 1000")
+	ls.set(true)
+	ls.at(c.Now()+60*ms, false)
+	if d := be.burst(t, 1); d != 60*ms {
+		t.Errorf("a BE launch during 60 ms of LS work took %v, want 60 ms", d)
 	}
 	st := h.Snapshot().TideStatus
-	if st.HeldLaunches != 1 || st.Held < 30*time.Millisecond || st.NarrowLaunch != 0 {
-		t.Errorf("BE status %+v, want one launch held about 60 ms, none narrow", st)
+	if st.HeldLaunches != 1 || st.Held != 60*ms || st.NarrowLaunch != 0 {
+		t.Errorf("BE status %+v, want one launch held 60 ms, none narrow", st)
 	}
-	if d := be.burst(t, 1); d > 20*time.Millisecond {
-		t.Errorf("with the LS idle a BE launch took %v", d)
+	if d := be.burst(t, 1); d != 0 {
+		t.Errorf("with the LS idle a BE launch took %v, want no wait", d)
 	}
-	if got := be.ask(t, "klaunch kernel"); got != maskLine(allLive) {
+	if got := be.say(t, "klaunch kernel"); got != maskLine(allLive) {
 		t.Errorf("BE launch with the LS idle: %q, want its whole partition", got)
 	}
 }
@@ -212,17 +227,18 @@ func TestBEHeldWhileLSBusy(t *testing.T) {
 // flight, off the LS tenant's reserved TPCs.
 func TestBEShare(t *testing.T) {
 	dir := t.TempDir()
-	tideNode(t, dir)
-	ls := startLS(t, dir)
-	be, h := startBE(t, dir, ctl.Tide{Share: 0.5, Epoch: 20 * time.Millisecond})
-	ls.ask(t, "dur 2000000")
-	ls.ask(t, "klaunch kernel") // 2 s of LS work
-	got := be.ask(t, "klaunch kernel")
-	if want := maskLine(enableOnly(2, 3, 9, 10, 11, 12, 13, 14, 15, 16)); got != want {
-		t.Errorf("BE launch within its share: %q, want %q (off TPC bits 0-1)", got, want)
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+	ls := playLS(n, c, enableOnly(0, 1))
+	be, h := beOn(t, c, dir, ctl.Tide{Share: 0.5, Epoch: 20 * time.Millisecond})
+	c.RunFor(20 * ms) // the share's bucket, empty at the start, fills in an epoch
+	ls.set(true)
+	got, d := be.ask(t, "klaunch kernel")
+	if want := maskLine(enableOnly(2, 3, 9, 10, 11, 12, 13, 14, 15, 16)); got != want || d != 0 {
+		t.Errorf("BE launch within its share: %q after %v, want %q (off TPC bits 0-1) at once", got, d, want)
 	}
-	if st := h.Snapshot().TideStatus; st.NarrowLaunch != 1 {
-		t.Errorf("BE status %+v, want one launch within its share", st)
+	if st := h.Snapshot().TideStatus; st.NarrowLaunch != 1 || st.HeldLaunches != 0 {
+		t.Errorf("BE status %+v, want one launch within its share, none held", st)
 	}
 }
 
@@ -233,22 +249,21 @@ func TestBEShare(t *testing.T) {
 // its partition after an epoch.
 func TestBEFloor(t *testing.T) {
 	dir := t.TempDir()
-	tideNode(t, dir)
-	ls := startLS(t, dir)
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+	ls := playLS(n, c, enableOnly(0, 1))
 	floor := enableOnly(9, 10, 11, 12, 13, 14, 15, 16)
-	be, h := startExec(t, dir, ctl.Init{Mask: allLive, Live: live, Class: ctl.ClassBE, Floor: [4]uint32{^floor[0], ^floor[1], ^floor[2], ^floor[3]},
+	be, h := startOn(t, c, dir, "BE", ctl.Init{Mask: allLive, Live: live, Class: ctl.ClassBE, Floor: [4]uint32{^floor[0], ^floor[1], ^floor[2], ^floor[3]},
 		Tide: ctl.Tide{Node: "node-test", Share: 1, Epoch: 20 * time.Millisecond}})
-	be.ready(t)
 	if got := h.Snapshot().Tide.Floor; got != 8 {
 		t.Errorf("snapshot's floor: %d TPCs, want 8", got)
 	}
-	if got := be.ask(t, "klaunch kernel"); got != maskLine(allLive) {
+	if got := be.say(t, "klaunch kernel"); got != maskLine(allLive) {
 		t.Errorf("BE launch with the LS idle: %q, want its whole partition", got)
 	}
-	ls.ask(t, "dur 2000000")
-	ls.ask(t, "klaunch kernel") // 2 s of LS work
-	if got, want := be.ask(t, "klaunch kernel"), maskLine(floor); got != want {
-		t.Errorf("BE launch while LS work is in flight: %q, want its floor %q", got, want)
+	ls.set(true)
+	if got, d := be.ask(t, "klaunch kernel"); got != maskLine(floor) || d != 0 {
+		t.Errorf("BE launch while LS work is in flight: %q after %v, want its floor %q at once", got, d, maskLine(floor))
 	}
 	if st := h.Snapshot().TideStatus; st.NarrowLaunch != 1 || st.HeldLaunches != 0 {
 		t.Errorf("BE status %+v, want a launch on its floor, none held (share 1)", st)
@@ -256,12 +271,13 @@ func TestBEFloor(t *testing.T) {
 	if _, err := h.SetMask(enableOnly(0, 1, 2, 9, 10, 11), 12); err != nil {
 		t.Fatal(err)
 	}
-	be.ask(t, "dur 1000")
-	if d := be.burst(t, 1); d < 15*time.Millisecond || d > time.Second {
-		t.Errorf("a BE launch with 3 TPCs of its floor left took %v, want it held about an epoch (20 ms)", d)
+	be.say(t, "dur 1000")
+	if d := be.burst(t, 1); d != 20*ms {
+		t.Errorf("a BE launch with 3 TPCs of its floor left took %v, want it held an epoch (20 ms)", d)
 	}
-	if got, want := be.ask(t, "klaunch kernel"), maskLine(enableOnly(0, 1, 2, 9, 10, 11)); got != want {
-		t.Errorf("BE with 3 TPCs of its floor left, launching while LS work is in flight: %q, want its partition %q", got, want)
+	if got, d := be.ask(t, "klaunch kernel"); got != maskLine(enableOnly(0, 1, 2, 9, 10, 11)) || d != 20*ms {
+		t.Errorf("BE with 3 TPCs of its floor left, launching while LS work is in flight: %q after %v, want its partition %q after an epoch",
+			got, d, maskLine(enableOnly(0, 1, 2, 9, 10, 11)))
 	}
 }
 
@@ -271,53 +287,69 @@ func TestBEFloor(t *testing.T) {
 // partition.
 func TestBENarrowMin(t *testing.T) {
 	dir := t.TempDir()
-	tideNode(t, dir)
-	ls, _ := startExec(t, dir, ctl.Init{Mask: enableOnly(0, 1, 2, 3, 9), Live: live, Class: ctl.ClassLS, Tide: ctl.Tide{Node: "node-test"}})
-	ls.ready(t)
-	be, h := startBE(t, dir, ctl.Tide{Share: 1, Epoch: 20 * time.Millisecond})
-	be.ask(t, "dur 1000")
-	ls.ask(t, "dur 2000000")
-	ls.ask(t, "klaunch kernel") // 2 s of LS work, 5 of the 12 TPCs reserved
-	if d := be.burst(t, 1); d < 15*time.Millisecond || d > time.Second {
-		t.Errorf("a BE launch with 7 TPCs to narrow onto took %v, want it held about an epoch (20 ms)", d)
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+	ls := playLS(n, c, enableOnly(0, 1, 2, 3, 9)) // 5 of the 12 TPCs reserved
+	be, h := beOn(t, c, dir, ctl.Tide{Share: 1, Epoch: 20 * time.Millisecond})
+	be.say(t, "dur 1000")
+	ls.set(true)
+	if d := be.burst(t, 1); d != 20*ms {
+		t.Errorf("a BE launch with 7 TPCs to narrow onto took %v, want it held an epoch (20 ms)", d)
 	}
-	if got := be.ask(t, "klaunch kernel"); got != maskLine(allLive) {
-		t.Errorf("BE launch after an epoch held: %q, want its whole partition", got)
+	if got, d := be.ask(t, "klaunch kernel"); got != maskLine(allLive) || d != 20*ms {
+		t.Errorf("BE launch after an epoch held: %q after %v, want its whole partition after 20 ms", got, d)
 	}
-	if st := h.Snapshot().TideStatus; st.HeldLaunches != 2 {
-		t.Errorf("BE status %+v, want both launches held", st)
+	if st := h.Snapshot().TideStatus; st.HeldLaunches != 2 || st.Held != 40*ms {
+		t.Errorf("BE status %+v, want both launches held 20 ms", st)
 	}
 }
 
-// TestBEShareBudget: while LS work is in flight, a BE tenant gets about
-// its share of the time, counted at its kernels' measured time: with 5 ms
-// kernels and a share of a quarter, about one launch every 20 ms.
+// TestBEShareBudget: while LS work is in flight, a BE tenant gets its
+// share of the time, counted at its kernels' measured time: with 5 ms
+// kernels and a share of a quarter, one launch every 20 ms.
 func TestBEShareBudget(t *testing.T) {
-	dir := t.TempDir()
-	tideNode(t, dir)
-	ls := startLS(t, dir)
-	be, h := startBE(t, dir, ctl.Tide{Share: 0.25, Epoch: 20 * time.Millisecond, InflightMax: 2})
-	serveOne(t, ls)
-	be.ask(t, "dur 5000")
-	be.burst(t, 8) // its kernels measured while it waits on its queue
-	be.ask(t, "sync")
-	ls.ask(t, "dur 500000")
-	ls.ask(t, "klaunch kernel") // 500 ms of LS work
-	start := time.Now()
-	n := 0
-	for time.Since(start) < 400*time.Millisecond {
-		be.burst(t, 1)
-		n++
-	}
-	st := h.Snapshot().TideStatus
-	// 0.25 x 400 ms / 5 ms = 20, and a full bucket (0.25 x 20 ms) at first.
-	// Held for the wait as if it were kernel time, the BE got 8-11; with no
-	// share enforced it would get about 80 (2 in flight). On a host loaded
-	// by the whole suite kernels were measured as short as 4.3 ms, and the
-	// BE got up to 33: the bound allows that.
-	t.Logf("%d launches within the share in 400 ms of LS work, kernels measured %v", st.NarrowLaunch, st.Kernel)
-	if st.NarrowLaunch < 14 || st.NarrowLaunch > 40 || uint64(n) != st.NarrowLaunch {
-		t.Errorf("%d launches in 400 ms of LS work, %d within the share (status %+v); want about 21", n, st.NarrowLaunch, st)
+	for _, tc := range []struct {
+		share float64
+		want  uint64
+	}{
+		// 0.25 x 400 ms / 5 ms = 20, and the bucket full (0.25 x 20 ms,
+		// a kernel) at the start: launches at 0, 20, ... 400 ms. Held for
+		// the wait as if it were kernel time, the BE got 8-11.
+		{0.25, 21},
+		// a share of 1 is never held: 2 kernels in flight, a launch
+		// every 5 ms once the second is
+		{1, 82},
+	} {
+		t.Run(fmt.Sprint(tc.share), func(t *testing.T) {
+			dir := t.TempDir()
+			n := tideNode(t, dir)
+			c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+			ls := playLS(n, c, enableOnly(0, 1))
+			be, h := beOn(t, c, dir, ctl.Tide{Share: tc.share, Epoch: 20 * time.Millisecond, InflightMax: 2})
+			ls.serve(ms) // the BE's queue is bounded from now
+			be.say(t, "dur 5000")
+			// its kernels measured while it waits on its queue: launches
+			// at 0, 0, 5, ... 30 ms
+			if d := be.burst(t, 8); d != 30*ms {
+				t.Errorf("8 launches, 2 in flight: %v, want 30 ms", d)
+			}
+			be.say(t, "sync")
+			if k := h.Snapshot().TideStatus.Kernel; k != 5*ms {
+				t.Fatalf("kernels measured %v, want 5 ms", k)
+			}
+			ls.set(true) // and busy for good
+			start := c.Now()
+			var launches uint64
+			for c.Now()-start < 400*ms {
+				be.burst(t, 1)
+				launches++
+			}
+			st := h.Snapshot().TideStatus
+			if st.NarrowLaunch != tc.want || launches != tc.want || st.Kernel != 5*ms {
+				t.Errorf("%d launches in 400 ms of LS work, %d within the share (status %+v); want %d, kernels measured 5 ms",
+					launches, st.NarrowLaunch, st, tc.want)
+			}
+		})
 	}
 }
 
@@ -325,19 +357,21 @@ func TestBEShareBudget(t *testing.T) {
 // inflight_max launches on the GPU.
 func TestBEInflightBound(t *testing.T) {
 	dir := t.TempDir()
-	tideNode(t, dir)
-	ls := startLS(t, dir)
-	be, h := startBE(t, dir, ctl.Tide{InflightMax: 2})
-	serveOne(t, ls)
-	be.ask(t, "dur 5000")
-	if d := be.burst(t, 10); d < 30*time.Millisecond || d > 2*time.Second {
-		t.Errorf("10 launches of 5 ms kernels, 2 in flight at most, took %v; want about 40 ms", d)
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+	ls := playLS(n, c, enableOnly(0, 1))
+	be, h := beOn(t, c, dir, ctl.Tide{InflightMax: 2})
+	ls.serve(ms)
+	be.say(t, "dur 5000")
+	// launches at 0, 0, then each as a kernel is done: the last at 40 ms
+	if d := be.burst(t, 10); d != 40*ms {
+		t.Errorf("10 launches of 5 ms kernels, 2 in flight at most, took %v; want 40 ms", d)
 	}
-	if in := h.Snapshot().TideStatus.Inflight; in > 2 {
-		t.Errorf("%d in flight after the burst", in)
+	if in := h.Snapshot().TideStatus.Inflight; in != 2 {
+		t.Errorf("%d in flight after the burst, want 2", in)
 	}
 	h.SetTide(ctl.Tide{InflightMax: 0})
-	if d := be.burst(t, 10); d > 20*time.Millisecond {
+	if d := be.burst(t, 10); d != 0 {
 		t.Errorf("without a bound, 10 launches took %v", d)
 	}
 }
@@ -347,17 +381,20 @@ func TestBEInflightBound(t *testing.T) {
 func TestLeaseAfterLSDies(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
-	ls := startLS(t, dir)
-	be, _ := startBE(t, dir, ctl.Tide{Epoch: time.Hour})
-	ls.ask(t, "dur 100000000")
-	ls.ask(t, "klaunch kernel") // 100 s
-	if s, _ := busyOf(n, ls.cmd.Process.Pid); !s.Busy {
+	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+	ls, _ := lsOn(t, c, dir)
+	be, _ := beOn(t, c, dir, ctl.Tide{Epoch: time.Hour})
+	ls.say(t, "dur 100000000")
+	ls.say(t, "klaunch kernel") // 100 s, and its heartbeat now
+	c.Settle()
+	if s, _ := busyOf(n, ls.pid); !s.Busy {
 		t.Fatal("LS not busy")
 	}
-	ls.cmd.Process.Signal(syscall.SIGKILL)
-	ls.cmd.Wait()
-	if d := be.burst(t, 1); d > time.Second {
-		t.Errorf("after the LS tenant died, a BE launch waited %v (lease %v)", d, ctl.NodeLease)
+	ls.p.cmd.Process.Signal(syscall.SIGKILL)
+	ls.p.cmd.Wait()
+	c.Release(ls.pid)
+	if d := be.burst(t, 1); d != n.Lease() || d != ctl.NodeLease {
+		t.Errorf("after the LS tenant died, a BE launch waited %v, want the lease, %v", d, ctl.NodeLease)
 	}
 	if freed := n.Reclaim(); freed != 1 {
 		t.Errorf("Reclaim freed %d slots, want the dead tenant's", freed)
@@ -371,18 +408,18 @@ func TestLeaseAfterLSDies(t *testing.T) {
 // still goes after an epoch.
 func TestBENeverStarved(t *testing.T) {
 	dir := t.TempDir()
-	tideNode(t, dir)
-	ls := startLS(t, dir)
-	be, h := startBE(t, dir, ctl.Tide{Epoch: 50 * time.Millisecond})
-	ls.ask(t, "dur 100000000")
-	ls.ask(t, "klaunch kernel")
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+	ls := playLS(n, c, enableOnly(0, 1))
+	be, h := beOn(t, c, dir, ctl.Tide{Epoch: 50 * time.Millisecond})
+	ls.set(true)
 	for i := range 3 {
-		if d := be.burst(t, 1); d < 30*time.Millisecond || d > time.Second {
-			t.Errorf("launch %d beside endless LS work took %v, want about an epoch (50 ms)", i, d)
+		if d := be.burst(t, 1); d != 50*ms {
+			t.Errorf("launch %d beside endless LS work took %v, want an epoch (50 ms)", i, d)
 		}
 	}
-	if st := h.Snapshot().TideStatus; st.NarrowLaunch != 3 {
-		t.Errorf("BE status %+v, want 3 launches let through", st)
+	if st := h.Snapshot().TideStatus; st.NarrowLaunch != 3 || st.HeldLaunches != 3 || st.Held != 150*ms {
+		t.Errorf("BE status %+v, want 3 launches let through, each held 50 ms", st)
 	}
 }
 
@@ -390,17 +427,24 @@ func TestBENeverStarved(t *testing.T) {
 // flight as fit in it, by their measured time.
 func TestBEQueueBound(t *testing.T) {
 	dir := t.TempDir()
-	tideNode(t, dir)
-	ls := startLS(t, dir)
-	be, h := startBE(t, dir, ctl.Tide{Queue: 12 * time.Millisecond})
-	serveOne(t, ls)
-	be.ask(t, "dur 5000")
-	if d := be.burst(t, 20); d < 50*time.Millisecond || d > 3*time.Second {
-		t.Errorf("20 launches of 5 ms kernels within 12 ms of queue took %v; want about 85 ms", d)
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+	ls := playLS(n, c, enableOnly(0, 1))
+	be, h := beOn(t, c, dir, ctl.Tide{Queue: 12 * time.Millisecond})
+	ls.serve(ms)
+	be.say(t, "dur 5000")
+	// Until a kernel is measured it is taken for 1 ms: 13 launches at 0
+	// (12 x 1 ms fit, so a 13th goes), with an event after the 1st, 5th,
+	// 9th and 13th. The first times a kernel at 5 ms; then the queue, 60
+	// ms by that, waits for the 13th, at 65 ms. From then 2 more fit
+	// (3 x 5 ms > 12): launches at 65, 65, 65, and one at each kernel
+	// done, the 20th at 85 ms.
+	if d := be.burst(t, 20); d != 85*ms {
+		t.Errorf("20 launches of 5 ms kernels within 12 ms of queue took %v; want 85 ms", d)
 	}
 	st := h.Snapshot().TideStatus
-	if st.Kernel < 3*time.Millisecond || st.Kernel > 20*time.Millisecond || st.Inflight > 3 {
-		t.Errorf("BE status %+v: want kernels measured about 5 ms, at most 3 in flight", st)
+	if st.Kernel != 5*ms || st.Inflight != 3 {
+		t.Errorf("BE status %+v: want kernels measured 5 ms, 3 in flight", st)
 	}
 }
 
@@ -410,41 +454,45 @@ func TestBEQueueBound(t *testing.T) {
 func TestManyThreads(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
-	ls := startLS(t, dir)
-	be, h := startBE(t, dir, ctl.Tide{InflightMax: 8, Share: 0.5, Epoch: 5 * time.Millisecond})
-	serveOne(t, ls) // the BE's queue is bounded from the start
-	before, _ := busyOf(n, ls.cmd.Process.Pid)
-	ls.ask(t, "dur 200")
-	be.ask(t, "dur 200")
-	done := make(chan string, 1)
-	go func() { done <- be.ask(t, "threads 200") }()
-	if got := ls.ask(t, "threads 200"); !strings.HasPrefix(got, "threads ") {
-		t.Fatalf("LS: %q", got)
+	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+	ls, _ := lsOn(t, c, dir)
+	be, h := beOn(t, c, dir, ctl.Tide{InflightMax: 8, Share: 0.5, Epoch: 5 * time.Millisecond})
+	// a request served, so that the BE's queue is bounded from the start;
+	// it ends when the poller finds it done, at the step its sync returns
+	// (on the real clock, up to the poller's next look after: a launch
+	// before that joined this request, and the tenant never became busy
+	// again)
+	ls.say(t, "dur 1000")
+	ls.say(t, "klaunch kernel")
+	ls.say(t, "sync")
+	c.Settle()
+	before, _ := busyOf(n, ls.pid)
+	if before.Busy || before.Requests != 1 {
+		t.Fatalf("LS slot %+v after a request of 1 ms and its sync, want idle after 1 request", before)
 	}
-	select {
-	case got := <-done:
-		if !strings.HasPrefix(got, "threads ") {
-			t.Fatalf("BE: %q", got)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("800 BE launches from 4 threads beside a busy LS did not finish")
+	ls.say(t, "dur 200")
+	be.say(t, "dur 200")
+	// the LS's 800 launches go at once (an LS launch never waits), then
+	// the BE's, beside them
+	start := c.Now()
+	if got, d := ls.ask(t, "threads 200"); !strings.HasPrefix(got, "threads ") || d != 0 {
+		t.Fatalf("LS: %q after %v", got, d)
 	}
-	if in := h.Snapshot().TideStatus.Inflight; in > 8+4 {
+	if got, _ := be.ask(t, "threads 200"); !strings.HasPrefix(got, "threads ") {
+		t.Fatalf("BE: %q", got)
+	}
+	// launches pass the queue's check one thread at a time, but are
+	// counted once made: the other 3 may pass it meanwhile
+	if in := h.Snapshot().TideStatus.Inflight; in > 8+3 {
 		t.Errorf("%d BE launches in flight, bound 8", in)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		s, _ := busyOf(n, ls.cmd.Process.Pid)
-		if !s.Busy {
-			if s.Requests == before.Requests {
-				t.Error("the LS tenant never became busy")
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the LS tenant stayed busy after its 800 launches: %+v", s)
-		}
-		time.Sleep(time.Millisecond)
+	c.Drive("the LS tenant to be idle", func() bool { s, _ := busyOf(n, ls.pid); return !s.Busy }, time.Second)
+	s, _ := busyOf(n, ls.pid)
+	if s.Requests != before.Requests+1 || s.BusyTime-before.BusyTime != 160*ms {
+		t.Errorf("after 800 LS launches of 200 us at once: slot %+v, want one more request, busy 160 ms more (before: %+v)", s, before)
+	}
+	if c.Now()-start < 160*ms {
+		t.Errorf("the LS tenant idle %v after its launches, before its work was done", c.Now()-start)
 	}
 }
 

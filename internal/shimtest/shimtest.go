@@ -1,6 +1,7 @@
 // Package shimtest builds libcarve.so, the fake libcuda.so.1 and the test
 // programs of shim/ for tests, once per test binary, with the flags the
-// Makefile uses. It needs a C compiler ($CC, default cc) and no GPU.
+// Makefile uses; and the shim's test build, whose clocks a test drives
+// (Clock). It needs a C compiler ($CC, default cc) and no GPU.
 package shimtest
 
 import (
@@ -21,10 +22,18 @@ type Built struct {
 	Fake   string // the fake libcuda.so.1
 	Driver string // a program that drives the fake driver (shim/test/driver.c)
 	Layout string // prints struct carve_ctl's layout (shim/test/layout.c)
+
+	// TestShim is libcarve.so built with TestCFlags: where CARVE_TEST_CLOCK
+	// names a Clock, its clocks, naps and yields run on it
+	// (shim/test/vclock.h); elsewhere it behaves as Shim.
+	TestShim string
 }
 
 // CFlags are the Makefile's flags for the shim.
 var CFlags = []string{"-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-fvisibility=hidden"}
+
+// TestCFlags are the flags of the shim's test build: CFlags and CARVE_TEST.
+var TestCFlags = append(append([]string{}, CFlags...), "-DCARVE_TEST")
 
 var (
 	once  sync.Once
@@ -64,8 +73,13 @@ func build() (Built, error) {
 	}
 	b := Built{Dir: d, Shim: filepath.Join(d, "libcarve.so"), Fake: filepath.Join(d, "libcuda.so.1"),
 		Driver: filepath.Join(d, "driver"), Layout: filepath.Join(d, "layout")}
+	b.TestShim = filepath.Join(d, "test", "libcarve.so") // the same name, for LD_PRELOAD
+	if err := os.Mkdir(filepath.Dir(b.TestShim), 0o700); err != nil {
+		return Built{}, err
+	}
 	steps := [][]string{
 		append(append(append([]string{cc}, CFlags...), "-shared", "-o", b.Shim), append(sources, "-ldl", "-pthread")...),
+		append(append(append([]string{cc}, TestCFlags...), "-shared", "-o", b.TestShim), append(sources, "-ldl", "-pthread")...),
 		{cc, "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-o", b.Fake, filepath.Join(src, "fake", "fakecuda.c"), "-ldl", "-pthread"},
 		{cc, "-O2", "-Wall", "-o", b.Driver, filepath.Join(src, "test", "driver.c"), "-ldl", "-pthread"},
 		{cc, "-Wall", "-o", b.Layout, filepath.Join(src, "test", "layout.c")},

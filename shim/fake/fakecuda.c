@@ -25,6 +25,8 @@
  * Test entry points (fakecuda_*) let a test see what the shim did.
  * FAKECUDA_NO_TABLE=1 makes cuGetExportTable fail (a driver without the
  * interface); FAKECUDA_NEED_INIT=1 makes it fail until cuInit was called.
+ * With CARVE_TEST_CLOCK, its kernels and synchronizations run on the test's
+ * virtual clock (../test/vclock.h) instead of CLOCK_MONOTONIC.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -37,6 +39,7 @@
 
 #include "../carve_tmd.h"
 #include "../cuda_api.h"
+#include "../test/vclock.h"
 
 typedef void (*launch_cb)(void *user, int domain, int cbid, const void *params);
 
@@ -184,6 +187,9 @@ static int get_table(const void **out, const void *uuid)
 
 static uint64_t now_ns(void)
 {
+	struct carve_vclock *c = vclock();
+	if (c)
+		return vclock_now(c);
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -191,6 +197,11 @@ static uint64_t now_ns(void)
 
 static void sleep_until(uint64_t t)
 {
+	struct carve_vclock *c = vclock();
+	if (c) {
+		vclock_wait(c, t);
+		return;
+	}
 	for (uint64_t n = now_ns(); n < t; n = now_ns()) {
 		struct timespec ts = {0, (long)(t - n)};
 		nanosleep(&ts, NULL);

@@ -46,7 +46,10 @@
  *                      -> "child PID STATUS OUT": its exit status and what it
  *                      printed, lines joined by '|'
  *   quit
- * and prints "ready" once loaded.
+ * and prints "ready" once loaded. With CARVE_TEST_CLOCK (a test's virtual
+ * clock, vclock.h) it takes part in the clock's count of running threads:
+ * it claims its process's slot before "ready", and the threads it starts
+ * count as running until they end.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -60,6 +63,7 @@
 #include <unistd.h>
 
 #include "../cuda_api.h"
+#include "vclock.h"
 
 typedef CUresult (*get_proc_fn)(const char *, void **, int, uint64_t, void *);
 static get_proc_fn get_proc;
@@ -125,20 +129,37 @@ static void *launcher(void *arg)
 		      unsigned, CUstream, void **, void **) = proc("cuLaunchKernel", 0);
 	for (int i = 0; i < n; i++)
 		f(0, 1, 1, 1, 32, 1, 1, 0, 0, NULL, NULL);
-	__atomic_sub_fetch(&storming, 1, __ATOMIC_RELEASE);
+	/* the last to end hands its count on to the thread that joins them */
+	if (__atomic_sub_fetch(&storming, 1, __ATOMIC_ACQ_REL) > 0)
+		vclock_park(vclock());
 	return NULL;
+}
+
+/* start_launchers starts the 4 launchers of n kernels each, counted as
+ * running on a virtual clock. */
+static void start_launchers(pthread_t t[4], int *n)
+{
+	storming = 4;
+	for (int i = 0; i < 4; i++) {
+		vclock_wake(vclock());
+		pthread_create(&t[i], NULL, launcher, n);
+	}
+}
+
+static void join_launchers(pthread_t t[4])
+{
+	vclock_park(vclock()); /* the last launcher's count comes back */
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
 }
 
 static double threads(int n)
 {
 	pthread_t t[4];
 	struct timespec a, b;
-	storming = 4;
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	for (int i = 0; i < 4; i++)
-		pthread_create(&t[i], NULL, launcher, &n);
-	for (int i = 0; i < 4; i++)
-		pthread_join(t[i], NULL);
+	start_launchers(t, &n);
+	join_launchers(t);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	return (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
 }
@@ -146,15 +167,12 @@ static double threads(int n)
 static int storm(int n)
 {
 	pthread_t t[4];
-	storming = 4;
-	for (int i = 0; i < 4; i++)
-		pthread_create(&t[i], NULL, launcher, &n);
+	start_launchers(t, &n);
 	while (__atomic_load_n(&storming, __ATOMIC_ACQUIRE) > 0) {
 		if (profile() != 0 || ((int (*)(uint32_t))tools[4])(profiler_handle) != 0)
 			return -1;
 	}
-	for (int i = 0; i < 4; i++)
-		pthread_join(t[i], NULL);
+	join_launchers(t);
 	return ((int (*)(void))dlsym(h, "fakecuda_bare"))();
 }
 
@@ -223,6 +241,8 @@ int main(void)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (vclock())
+		vclock_self(vclock()); /* the slot is there once "ready" is */
 	printf("ready\n");
 	char line[128];
 	while (fgets(line, sizeof line, stdin)) {
