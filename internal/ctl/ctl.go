@@ -185,10 +185,10 @@ func openPath(path string) (*Handle, error) {
 		f.Close()
 		return nil, err
 	}
-	if b := h.b; b.Magic != Magic || b.Version != Version || b.Size != Size {
-		h.Close()
+	if magic, version, size := h.b.Magic, h.b.Version, h.b.Size; magic != Magic || version != Version || size != Size {
+		h.Close() // unmaps h.b: say what it held from the copies
 		return nil, fmt.Errorf("control block %s: magic %#x version %d size %d, want %#x %d %d (carve and libcarve.so from different releases?)",
-			path, b.Magic, b.Version, b.Size, Magic, Version, Size)
+			path, magic, version, size, Magic, Version, Size)
 	}
 	return h, nil
 }
