@@ -26,10 +26,7 @@ T "$C" run -n 16 -- python3 -c "$prog"; echo "plain partition: exit $?"
 T "$C" run --ls -n 16 -- python3 -c "$prog"; echo "LS: exit $?"
 T "$C" run --be -- python3 -c "$prog"; echo "BE: exit $?"
 T "$C" run --be --be-floor 8 -- python3 -c "$prog"; echo "BE with a floor: exit $?"
-T "$C" run -n 16 -- python3 -c "import multiprocessing as m, torch
-def f(_):
-    import torch; return torch.cuda.get_device_properties(0).multi_processor_count
-print('children', m.get_context('spawn').Pool(2).map(f, range(2)))"; echo "children: exit $?"
+T "$C" run -n 16 -- python3 "$E/children.py"; echo "children: exit $?"
 "$C" ls
 "$C" mps stop
 
