@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define CARVE_CTL_MAGIC 0x45565243u /* "CRVE" little-endian */
-#define CARVE_CTL_VERSION 3u
+#define CARVE_CTL_VERSION 4u
 #define CARVE_CTL_SIZE 1024u
 #define CARVE_MASK_WORDS 4 /* 128 TPC bits, as the Hopper descriptor holds */
 
@@ -145,7 +145,27 @@ struct carve_ctl {
 	 * turn (carve_node.h's fixed); all zero: none, it then runs off the
 	 * busy LS tenants' reserved TPCs */
 	uint32_t floor[CARVE_MASK_WORDS]; /* 632 */
-	uint64_t tide_reserved[47]; /* 648 .. 1024 */
+
+	/* device memory (shim/mem.c). A tenant's processes share one account:
+	 * the block carve made for the tenant (a claim's root, else the block
+	 * of the tenant's pid), whose mem_limit is the one enforced and whose
+	 * mem_total, mem_peak and mem_refused are the tenant's; every block's
+	 * mem_used is what its own process holds, so the mem_used of the
+	 * tenant's blocks add up to the account's mem_total. A process that
+	 * cannot map the account counts in its own block, which then is an
+	 * account too; a block that is no account keeps a mem_total of zero,
+	 * an account holding memory has more. A process that ends without
+	 * freeing leaves its mem_used to be
+	 * credited back to its account (by a shim of the tenant that would
+	 * otherwise refuse an allocation, or by carve): whoever swaps it to
+	 * zero credits it. */
+	uint64_t mem_limit;      /* 648: bytes the tenant may hold, 0 = no limit; written by carve */
+	uint64_t mem_used;       /* 656: bytes this process holds */
+	uint64_t mem_total;      /* 664: the account's: bytes the tenant's processes hold */
+	uint64_t mem_peak;       /* 672: the account's: the most mem_total has been */
+	uint64_t mem_refused;    /* 680: allocations refused: the tenant's in the account, else this process's */
+	uint64_t mem_refused_ns; /* 688: CLOCK_REALTIME of the last, likewise */
+	uint64_t tide_reserved[41]; /* 696 .. 1024 */
 };
 
 /* Every field of struct carve_ctl, in order, with what the block of a child
@@ -209,6 +229,12 @@ struct carve_ctl {
 	X(queue_us, INHERIT) \
 	X(kernel_us, STATUS) \
 	X(floor, INHERIT) \
+	X(mem_limit, INHERIT) /* the copy a child shows; the account's is enforced */ \
+	X(mem_used, STATUS) \
+	X(mem_total, STATUS) \
+	X(mem_peak, STATUS) \
+	X(mem_refused, STATUS) \
+	X(mem_refused_ns, STATUS) \
 	X(tide_reserved, UNUSED)
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L

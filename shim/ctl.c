@@ -3,8 +3,12 @@
  * before exec; a child process copies its parent's (or CARVE_CTL_ROOT) into
  * one of its own, so that carve ls lists it and carve set can move it. The
  * mask is read under the block's seqlock and cached per thread by generation.
+ * The tenant's memory account (mem.c) is a block too: the one carve made
+ * for the tenant, which this file finds and maps, and whose ended
+ * processes' share it credits back.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -279,4 +283,115 @@ int carve_visible_sms(int n)
 		return n; /* not partitioned: the whole GPU */
 	int sms = (int)__atomic_load_n(&c->sms, __ATOMIC_RELAXED);
 	return sms > 0 && sms < n ? sms : n;
+}
+
+/* same_file says whether paths a and b name one file. */
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* carve_account maps the block this process counts its device memory in
+ * (mem.c): the one carve made for its tenant, which CARVE_CTL_ROOT names
+ * (a claim's root, pid 0, or the block carve run made for the tenant's
+ * pid), else the block of the tenant's pid in dir. It is the process's own
+ * block where that is the tenant's (*shared = 0), or where the tenant's
+ * cannot be mapped for writing: then the process is held to the limit on
+ * its own. Our own file is never opened again here: closing a descriptor
+ * of it would let go of the lock hold_block keeps. */
+struct carve_ctl *carve_account(const char *dir, int *shared)
+{
+	struct carve_ctl *c = carve_block;
+	char own[PATH_MAX], path[PATH_MAX];
+	snprintf(own, sizeof own, "%s/%d", dir, (int)getpid());
+	*shared = 0;
+	const char *root = getenv("CARVE_CTL_ROOT");
+	if (root && *root) {
+		snprintf(path, sizeof path, "%s", root);
+	} else if (c->tenant && c->tenant != c->pid) {
+		snprintf(path, sizeof path, "%s/%u", dir, c->tenant);
+	} else {
+		return c;
+	}
+	if (same_file(path, own))
+		return c;
+	struct carve_ctl *a = open_block(path, 1);
+	if (a && (a->pid == 0 || (a->pid == c->tenant && a->pid != c->pid))) {
+		*shared = 1;
+		return a;
+	}
+	if (a)
+		munmap(a, CARVE_CTL_SIZE);
+	CARVE_DEBUG("no memory account of the tenant's at %s: this process is held to the limit on its own", path);
+	return c;
+}
+
+/* counts_in says whether the process of block b counted its memory in
+ * acct, as carve_account chose for it: a block whose mem_total is zero is
+ * no account, and counted in its tenant's (any block of a claim's
+ * directory in the claim's root); one whose mem_total is not counted in
+ * itself. */
+static int counts_in(const struct carve_ctl *b, const struct carve_ctl *acct)
+{
+	if (__atomic_load_n(&b->mem_total, __ATOMIC_RELAXED) == 0)
+		return acct->pid == 0 || b->tenant == acct->pid;
+	return acct->pid != 0 && b->pid == acct->pid;
+}
+
+static uint64_t sub_sat(uint64_t *v, uint64_t n)
+{
+	uint64_t old = __atomic_load_n(v, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(v, &old, old - (n < old ? n : old), 0, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
+		;
+	return old;
+}
+
+/* carve_credit_ended gives back to acct what the ended processes that
+ * counted in it held: blocks in dir that no shim holds the lock of (their
+ * processes died, SIGKILL among the ways) with bytes in mem_used. The
+ * bytes are swapped out of mem_used first, so that no other shim, nor
+ * carve, credits them again. Returns the bytes credited. */
+uint64_t carve_credit_ended(struct carve_ctl *acct, const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	uint64_t total = 0;
+	int self = (int)getpid();
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (*end || end == de->d_name || pid <= 0 || pid == self)
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+		int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		struct stat st;
+		struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+		struct carve_ctl *b = NULL;
+		if (fstat(fd, &st) == 0 && st.st_size == CARVE_CTL_SIZE && fcntl(fd, F_GETLK, &l) == 0 &&
+		    l.l_type == F_UNLCK) {
+			void *p = mmap(NULL, CARVE_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			b = p == MAP_FAILED ? NULL : (struct carve_ctl *)p;
+		}
+		close(fd);
+		if (!b)
+			continue;
+		if (block_ok(b) && __atomic_load_n(&b->mem_used, __ATOMIC_RELAXED) && counts_in(b, acct)) {
+			uint64_t n = __atomic_exchange_n(&b->mem_used, 0, __ATOMIC_ACQ_REL);
+			if (n) {
+				sub_sat(&acct->mem_total, n);
+				CARVE_DEBUG("credited %llu bytes of ended process %ld back to the tenant", (unsigned long long)n, pid);
+				total += n;
+			}
+		}
+		munmap(b, CARVE_CTL_SIZE);
+	}
+	closedir(d);
+	return total;
 }

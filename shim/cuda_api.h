@@ -6,6 +6,7 @@
 #ifndef CARVE_CUDA_API_H
 #define CARVE_CUDA_API_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef int CUresult;
@@ -16,8 +17,20 @@ typedef void *CUevent;
 typedef void *CUfunction;
 typedef void *CUgraph;
 typedef void *CUgraphExec;
+typedef void *CUgraphNode;
+typedef void *CUmemoryPool;
+typedef void *CUarray;
+typedef void *CUmipmappedArray;
+typedef unsigned long long CUdeviceptr;
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct {
+	char reserved[64];
+} CUipcMemHandle;
 
 #define CUDA_SUCCESS 0
+#define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_OUT_OF_MEMORY 2
+#define CUDA_ERROR_NOT_SUPPORTED 801
 #define CUDA_ERROR_NOT_READY 600
 #define CUDA_ERROR_NOT_FOUND 500
 #define CUDA_ERROR_ALREADY_ACQUIRED 210
@@ -26,6 +39,46 @@ typedef void *CUgraphExec;
 #define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 0x2
 #define CU_EVENT_DISABLE_TIMING 0x2
 #define CU_STREAM_CAPTURE_MODE_RELAXED 2
+
+/* Memory: pools' attributes (CUmemPool_attribute), graphs' memory
+ * (CUgraphMem_attribute), where an allocation lives (CUmemLocationType, at
+ * offset 8 of CUmemPoolProps and CUmemAllocationProp), the device malloc
+ * heap (CUlimit), graph node types, the bytes of a memory allocation node
+ * (offset 104 of CUDA_MEM_ALLOC_NODE_PARAMS, after the 88-byte
+ * CUmemPoolProps, the access descriptors and their count; dptr at 112),
+ * and the arrays' flags and formats (CUDA_ARRAY3D_*, CUarray_format). */
+#define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
+#define CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT 5
+#define CU_MEMPOOL_ATTR_USED_MEM_CURRENT 7
+#define CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT 0
+#define CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT 2
+#define CU_MEM_LOCATION_TYPE_DEVICE 1
+#define CU_MEM_PROPS_LOCATION_TYPE_OFFSET 8
+#define CU_LIMIT_MALLOC_HEAP_SIZE 2
+#define CU_GRAPH_NODE_TYPE_GRAPH 4
+#define CU_GRAPH_NODE_TYPE_MEM_ALLOC 10
+#define CU_MEM_ALLOC_NODE_PARAMS_SIZE 120
+#define CU_MEM_ALLOC_NODE_BYTESIZE_OFFSET 104
+#define CU_MEM_ALLOC_NODE_DPTR_OFFSET 112
+#define CUDA_ARRAY3D_LAYERED 0x01
+#define CUDA_ARRAY3D_CUBEMAP 0x04
+#define CUDA_ARRAY3D_SPARSE 0x40
+#define CUDA_ARRAY3D_DEFERRED_MAPPING 0x80
+#define CU_AD_FORMAT_FLOAT 0x20
+
+/* CUDA_ARRAY_DESCRIPTOR and CUDA_ARRAY3D_DESCRIPTOR (the _v2 flavours: of
+ * CUDA 3.2 and later). */
+typedef struct {
+	size_t Width, Height;
+	int Format;
+	unsigned NumChannels;
+} CUDA_ARRAY_DESCRIPTOR;
+typedef struct {
+	size_t Width, Height, Depth;
+	int Format;
+	unsigned NumChannels;
+	unsigned Flags;
+} CUDA_ARRAY3D_DESCRIPTOR;
 
 /* The legacy and per-thread default streams as handles. */
 #define CU_STREAM_LEGACY ((CUstream)0x1)

@@ -3,22 +3,37 @@
  *
  * Frameworks reach the driver by dlopen("libcuda.so.1") and dlsym, then
  * cuGetProcAddress for everything else, which bypasses symbol interposition
- * (HARDWARE.md 8). So the shim defines dlsym, and answers a lookup of a name
- * in syms[] (through dlsym or cuGetProcAddress, of either flavour of the
- * default stream) with its own wrapper, keeping the driver's function for
- * it. Programs linked against libcuda directly (Triton's launcher) reach
- * the same wrappers by their exported names, which resolve the driver's
- * function from the next library on first use.
+ * (HARDWARE.md 8). So the shim defines dlsym, and answers a lookup of a
+ * call in syms[] (through dlsym or cuGetProcAddress) with its own wrapper,
+ * keeping the driver's function for it. Programs linked against libcuda
+ * directly (Triton's launcher) reach the same wrappers by their exported
+ * names, which resolve the driver's function from the next library on
+ * first use.
+ *
+ * cuGetProcAddress is asked for a call's base name and a CUDA version, and
+ * answers with the flavour of the call that version means: "cuMemAlloc"
+ * is cuMemAlloc_v2 from CUDA 3.2 (3020) and the 32-bit cuMemAlloc below;
+ * with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, a call's _ptsz
+ * flavour where it has one. So each entry of syms[] is one flavour, with
+ * the base name and the version from which the base means it, and a
+ * lookup swaps in the wrapper of exactly the flavour the driver returned:
+ * a wrapper never holds another flavour's function, whose arguments differ.
+ * A flavour the shim does not count (the 32-bit arrays of CUDA before 3.2)
+ * has a wrapper that refuses it, so that no allocation escapes the memory
+ * account. CARVE_TRACE_PROCS=1 logs each lookup of a call that takes,
+ * frees or reports device memory, and what the shim made of it.
  *
  * The wrappers add what carve needs around each call: the SM count of the
  * partition (cuDeviceGetAttribute), the first fault a call returns
  * (fault.c), carve's place beside other subscribers of the launch callback
- * (tools.c), the LS/BE control of launches (tide.c), and the contexts that
- * go, whose GPUs gpu.c remembers.
+ * (tools.c), the LS/BE control of launches (tide.c), the contexts that
+ * go, whose GPUs gpu.c remembers, and the tenant's device memory (mem.c).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_api.h"
@@ -40,6 +55,7 @@ static void *resolve(void **slot, const char *name)
 }
 
 #define REAL(name, type) ((type)resolve(&real_##name, #name))
+#define DRIVER(name) resolve(&real_##name, #name)
 
 /* --- the wrappers --------------------------------------------------------- */
 
@@ -111,15 +127,20 @@ LAUNCH_EX(cuLaunchKernelEx_ptsz)
 LAUNCH_COOP(cuLaunchCooperativeKernel)
 LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
 
+/* A graph's launch may take graph memory (mem.c). */
 #define GRAPH_LAUNCH(name)                                            \
 	static void *real_##name;                                     \
 	EXPORT CUresult name(CUgraphExec g, CUstream s)               \
 	{                                                             \
+		struct carve_graph_launch m;                          \
+		if (!carve_mem_graph_before(g, &m))                   \
+			return CUDA_ERROR_OUT_OF_MEMORY;              \
 		carve_launch_before(s);                               \
 		carve_tools_hold(1);                                  \
 		CUresult r = REAL(name, graph_launch_fn)(g, s);       \
 		carve_tools_hold(0);                                  \
 		carve_launch_after(s, r);                             \
+		carve_mem_graph_after(&m);                            \
 		return after(r, #name);                               \
 	}
 GRAPH_LAUNCH(cuGraphLaunch)
@@ -132,17 +153,32 @@ GRAPH_LAUNCH(cuGraphLaunch_ptsz)
 	{                                                             \
 		return after(REAL(name, type)(a), #name);             \
 	}
-CHECKED(cuStreamSynchronize, stream_fn, CUstream)
-CHECKED(cuStreamSynchronize_ptsz, stream_fn, CUstream)
 CHECKED(cuStreamQuery, stream_fn, CUstream)
 CHECKED(cuStreamQuery_ptsz, stream_fn, CUstream)
-CHECKED(cuEventSynchronize, event_fn, CUevent)
 CHECKED(cuEventQuery, event_fn, CUevent)
+
+/* At a synchronization pools give back what they hold beyond their
+ * release threshold (mem.c reads them again). */
+#define SYNCED(name, type, argtype)                                   \
+	static void *real_##name;                                     \
+	EXPORT CUresult name(argtype a)                               \
+	{                                                             \
+		CUresult r = REAL(name, type)(a);                     \
+		if (r == CUDA_SUCCESS)                                \
+			carve_mem_synced();                           \
+		return after(r, #name);                               \
+	}
+SYNCED(cuStreamSynchronize, stream_fn, CUstream)
+SYNCED(cuStreamSynchronize_ptsz, stream_fn, CUstream)
+SYNCED(cuEventSynchronize, event_fn, CUevent)
 
 static void *real_cuCtxSynchronize;
 EXPORT CUresult cuCtxSynchronize(void)
 {
-	return after(REAL(cuCtxSynchronize, void_fn)(), "cuCtxSynchronize");
+	CUresult r = REAL(cuCtxSynchronize, void_fn)();
+	if (r == CUDA_SUCCESS)
+		carve_mem_synced();
+	return after(r, "cuCtxSynchronize");
 }
 
 /* The SM count a program sees is its partition's, as under MPS percentages,
@@ -157,23 +193,38 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice dev)
 }
 
 /* Calls after which a context's handle may come back for another GPU:
- * gpu.c forgets the contexts it knows. */
+ * gpu.c forgets the contexts it knows. The memory of a context that goes
+ * goes with it (mem.c). */
 typedef CUresult (*ctx_fn)(CUcontext);
 typedef CUresult (*dev_fn)(CUdevice);
-#define CONTEXT_GOES(name, type, argtype)                             \
+#define CONTEXT_GOES(name)                                            \
 	static void *real_##name;                                     \
-	EXPORT CUresult name(argtype a)                               \
+	EXPORT CUresult name(CUcontext c)                             \
 	{                                                             \
-		CUresult r = REAL(name, type)(a);                     \
+		CUresult r = REAL(name, ctx_fn)(c);                   \
 		carve_contexts_changed();                             \
+		if (r == CUDA_SUCCESS)                                \
+			carve_mem_context_gone(c);                    \
 		return r;                                             \
 	}
-CONTEXT_GOES(cuCtxDestroy, ctx_fn, CUcontext)
-CONTEXT_GOES(cuCtxDestroy_v2, ctx_fn, CUcontext)
-CONTEXT_GOES(cuDevicePrimaryCtxRelease, dev_fn, CUdevice)
-CONTEXT_GOES(cuDevicePrimaryCtxRelease_v2, dev_fn, CUdevice)
-CONTEXT_GOES(cuDevicePrimaryCtxReset, dev_fn, CUdevice)
-CONTEXT_GOES(cuDevicePrimaryCtxReset_v2, dev_fn, CUdevice)
+CONTEXT_GOES(cuCtxDestroy)
+CONTEXT_GOES(cuCtxDestroy_v2)
+
+#define PRIMARY_GOES(name, reset)                                     \
+	static void *real_##name;                                     \
+	EXPORT CUresult name(CUdevice d)                              \
+	{                                                             \
+		CUcontext c = carve_mem_primary(d);                   \
+		CUresult r = REAL(name, dev_fn)(d);                   \
+		carve_contexts_changed();                             \
+		if (r == CUDA_SUCCESS)                                \
+			carve_mem_primary_after(d, c, reset);         \
+		return r;                                             \
+	}
+PRIMARY_GOES(cuDevicePrimaryCtxRelease, 0)
+PRIMARY_GOES(cuDevicePrimaryCtxRelease_v2, 0)
+PRIMARY_GOES(cuDevicePrimaryCtxReset, 1)
+PRIMARY_GOES(cuDevicePrimaryCtxReset_v2, 1)
 
 static void *real_cuGetExportTable;
 EXPORT CUresult cuGetExportTable(const void **table, const void *uuid)
@@ -224,41 +275,210 @@ CAPTURE_TO_GRAPH(cuStreamBeginCaptureToGraph_ptsz)
 END_CAPTURE(cuStreamEndCapture)
 END_CAPTURE(cuStreamEndCapture_ptsz)
 
+/* --- device memory (mem.c) ------------------------------------------------- */
+
+/* Each wrapper hands mem.c the driver's function of its own flavour. */
+#define MEM(name, params, ...)                                              \
+	static void *real_##name;                                           \
+	EXPORT CUresult name params                                         \
+	{                                                                   \
+		return __VA_ARGS__;                                         \
+	}
+MEM(cuMemAlloc_v2, (CUdeviceptr *p, size_t n), carve_mem_alloc(DRIVER(cuMemAlloc_v2), p, n))
+MEM(cuMemAlloc, (unsigned *p, unsigned n), carve_mem_alloc_v1(DRIVER(cuMemAlloc), p, n))
+MEM(cuMemAllocManaged, (CUdeviceptr *p, size_t n, unsigned f), carve_mem_alloc_managed(DRIVER(cuMemAllocManaged), p, n, f))
+MEM(cuMemAllocPitch_v2, (CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e),
+    carve_mem_alloc_pitch(DRIVER(cuMemAllocPitch_v2), p, pitch, w, h, e))
+MEM(cuMemAllocPitch, (unsigned *p, unsigned *pitch, unsigned w, unsigned h, unsigned e),
+    carve_mem_alloc_pitch_v1(DRIVER(cuMemAllocPitch), p, pitch, w, h, e))
+MEM(cuMemFree_v2, (CUdeviceptr p), carve_mem_free(DRIVER(cuMemFree_v2), p))
+MEM(cuMemFree, (unsigned p), carve_mem_free_v1(DRIVER(cuMemFree), p))
+MEM(cuMemGetInfo_v2, (size_t *free, size_t *total), carve_mem_info(DRIVER(cuMemGetInfo_v2), free, total))
+MEM(cuMemGetInfo, (unsigned *free, unsigned *total), carve_mem_info_v1(DRIVER(cuMemGetInfo), free, total))
+MEM(cuDeviceTotalMem_v2, (size_t *n, CUdevice d), carve_mem_total(DRIVER(cuDeviceTotalMem_v2), n, d))
+MEM(cuDeviceTotalMem, (unsigned *n, CUdevice d), carve_mem_total_v1(DRIVER(cuDeviceTotalMem), n, d))
+
+MEM(cuMemAllocAsync, (CUdeviceptr *p, size_t n, CUstream s), carve_mem_alloc_async(DRIVER(cuMemAllocAsync), p, n, s))
+MEM(cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream s),
+    carve_mem_alloc_async(DRIVER(cuMemAllocAsync_ptsz), p, n, s))
+MEM(cuMemAllocFromPoolAsync, (CUdeviceptr *p, size_t n, CUmemoryPool m, CUstream s),
+    carve_mem_alloc_pool(DRIVER(cuMemAllocFromPoolAsync), p, n, m, s))
+MEM(cuMemAllocFromPoolAsync_ptsz, (CUdeviceptr *p, size_t n, CUmemoryPool m, CUstream s),
+    carve_mem_alloc_pool(DRIVER(cuMemAllocFromPoolAsync_ptsz), p, n, m, s))
+MEM(cuMemFreeAsync, (CUdeviceptr p, CUstream s), carve_mem_free_async(DRIVER(cuMemFreeAsync), p, s))
+MEM(cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream s), carve_mem_free_async(DRIVER(cuMemFreeAsync_ptsz), p, s))
+MEM(cuMemPoolCreate, (CUmemoryPool *m, const void *props), carve_mem_pool_create(DRIVER(cuMemPoolCreate), m, props))
+MEM(cuMemPoolDestroy, (CUmemoryPool m), carve_mem_pool_destroy(DRIVER(cuMemPoolDestroy), m))
+MEM(cuMemPoolTrimTo, (CUmemoryPool m, size_t keep), carve_mem_pool_trim(DRIVER(cuMemPoolTrimTo), m, keep))
+MEM(cuMemPoolSetAttribute, (CUmemoryPool m, int attr, void *v),
+    carve_mem_pool_set(DRIVER(cuMemPoolSetAttribute), m, attr, v))
+MEM(cuDeviceSetMemPool, (CUdevice d, CUmemoryPool m), carve_mem_device_pool(DRIVER(cuDeviceSetMemPool), d, m))
+
+/* Every flavour of cuGraphInstantiate takes the executable graph and the
+ * graph first, then at most three integer or pointer arguments (an error
+ * node, a log and its size; flags; the parameters), which go through in
+ * the registers they came in (x86-64 and arm64 pass six such arguments in
+ * registers). */
+#define INSTANTIATE(name)                                                                           \
+	MEM(name, (CUgraphExec * e, CUgraph g, void *a, void *b, size_t c),                         \
+	    carve_mem_instantiate(DRIVER(name), e, g, a, b, c))
+INSTANTIATE(cuGraphInstantiate)
+INSTANTIATE(cuGraphInstantiate_v2)
+INSTANTIATE(cuGraphInstantiateWithFlags)
+INSTANTIATE(cuGraphInstantiateWithParams)
+INSTANTIATE(cuGraphInstantiateWithParams_ptsz)
+MEM(cuGraphExecDestroy, (CUgraphExec e), carve_mem_exec_destroy(DRIVER(cuGraphExecDestroy), e))
+MEM(cuGraphAddMemAllocNode, (CUgraphNode *n, CUgraph g, const CUgraphNode *deps, size_t nd, void *params),
+    carve_mem_alloc_node(DRIVER(cuGraphAddMemAllocNode), n, g, deps, nd, params))
+MEM(cuDeviceGraphMemTrim, (CUdevice d), carve_mem_graph_trim(DRIVER(cuDeviceGraphMemTrim), d))
+
+/* An upload takes a graph's memory as its launch would. */
+#define GRAPH_UPLOAD(name)                                            \
+	static void *real_##name;                                     \
+	EXPORT CUresult name(CUgraphExec g, CUstream s)               \
+	{                                                             \
+		struct carve_graph_launch m;                          \
+		if (!carve_mem_graph_before(g, &m))                   \
+			return CUDA_ERROR_OUT_OF_MEMORY;              \
+		CUresult r = REAL(name, graph_launch_fn)(g, s);       \
+		carve_mem_graph_after(&m);                            \
+		return r;                                             \
+	}
+GRAPH_UPLOAD(cuGraphUpload)
+GRAPH_UPLOAD(cuGraphUpload_ptsz)
+
+MEM(cuArrayCreate_v2, (CUarray *a, const CUDA_ARRAY_DESCRIPTOR *d), carve_mem_array(DRIVER(cuArrayCreate_v2), a, d))
+MEM(cuArray3DCreate_v2, (CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR *d),
+    carve_mem_array3d(DRIVER(cuArray3DCreate_v2), a, d))
+MEM(cuMipmappedArrayCreate, (CUmipmappedArray *a, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels),
+    carve_mem_mipmap(DRIVER(cuMipmappedArrayCreate), a, d, levels))
+MEM(cuArrayDestroy, (CUarray a), carve_mem_array_destroy(DRIVER(cuArrayDestroy), a))
+MEM(cuMipmappedArrayDestroy, (CUmipmappedArray a), carve_mem_mipmap_destroy(DRIVER(cuMipmappedArrayDestroy), a))
+
+MEM(cuMemCreate, (CUmemGenericAllocationHandle *h, size_t n, const void *prop, unsigned long long f),
+    carve_mem_create(DRIVER(cuMemCreate), h, n, prop, f))
+MEM(cuMemRelease, (CUmemGenericAllocationHandle h), carve_mem_release(DRIVER(cuMemRelease), h))
+MEM(cuMemMap, (CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h, unsigned long long f),
+    carve_mem_map(DRIVER(cuMemMap), p, n, off, h, f))
+MEM(cuMemUnmap, (CUdeviceptr p, size_t n), carve_mem_unmap(DRIVER(cuMemUnmap), p, n))
+MEM(cuMemRetainAllocationHandle, (CUmemGenericAllocationHandle *h, void *addr),
+    carve_mem_retain(DRIVER(cuMemRetainAllocationHandle), h, addr))
+MEM(cuCtxSetLimit, (int what, size_t value), carve_mem_set_limit(DRIVER(cuCtxSetLimit), what, value))
+
+/* The arrays of CUDA before 3.2, with 32-bit sizes, are not counted: under
+ * carve they are refused. */
+static int refused_said;
+#define REFUSED(name, params, ...)                                                                   \
+	static void *real_##name;                                                                    \
+	EXPORT CUresult name params                                                                  \
+	{                                                                                            \
+		if (!carve_block)                                                                    \
+			return ((CUresult(*) params)DRIVER(name))(__VA_ARGS__);                     \
+		if (!__atomic_exchange_n(&refused_said, 1, __ATOMIC_RELAXED))                        \
+			carve_say("%s of CUDA before 3.2 (32-bit sizes) is not counted against the " \
+				  "tenant's memory: refused (CUDA_ERROR_NOT_SUPPORTED)", #name);     \
+		return CUDA_ERROR_NOT_SUPPORTED;                                                     \
+	}
+REFUSED(cuArrayCreate, (CUarray * a, const void *d), a, d)
+REFUSED(cuArray3DCreate, (CUarray * a, const void *d), a, d)
+
 /* --- the table ------------------------------------------------------------ */
 
 struct sym {
-	const char *name;
+	const char *name; /* the flavour: its exported name, and the wrapper's */
+	const char *base; /* the name cuGetProcAddress is asked for */
+	int since;        /* the CUDA version from which base means this flavour */
+	int ptsz;         /* the flavour of the per-thread default stream */
+	int refuse;       /* the wrapper refuses it under carve */
 	void *wrapper;
 	void **real;
 };
 
-#define SYM(name) { #name, (void *)name, &real_##name }
+#define SYM(name, base, since) {#name, #base, since, 0, 0, (void *)name, &real_##name}
+#define PTSZ(name, base, since) {#name, #base, since, 1, 0, (void *)name, &real_##name}
+#define REFUSE(name, base, since) {#name, #base, since, 0, 1, (void *)name, &real_##name}
+#define ONE(name) SYM(name, name, 0)
 static const struct sym syms[] = {
-	SYM(cuLaunchKernel), SYM(cuLaunchKernel_ptsz),
-	SYM(cuLaunchKernelEx), SYM(cuLaunchKernelEx_ptsz),
-	SYM(cuLaunchCooperativeKernel), SYM(cuLaunchCooperativeKernel_ptsz),
-	SYM(cuGraphLaunch), SYM(cuGraphLaunch_ptsz),
-	SYM(cuStreamSynchronize), SYM(cuStreamSynchronize_ptsz),
-	SYM(cuStreamQuery), SYM(cuStreamQuery_ptsz),
-	SYM(cuEventSynchronize), SYM(cuEventQuery), SYM(cuCtxSynchronize),
-	SYM(cuDeviceGetAttribute), SYM(cuGetExportTable),
-	SYM(cuCtxDestroy), SYM(cuCtxDestroy_v2),
-	SYM(cuDevicePrimaryCtxRelease), SYM(cuDevicePrimaryCtxRelease_v2),
-	SYM(cuDevicePrimaryCtxReset), SYM(cuDevicePrimaryCtxReset_v2),
-	SYM(cuStreamBeginCapture), SYM(cuStreamBeginCapture_v2),
-	SYM(cuStreamBeginCapture_ptsz), SYM(cuStreamBeginCapture_v2_ptsz),
-	SYM(cuStreamBeginCaptureToGraph), SYM(cuStreamBeginCaptureToGraph_ptsz),
-	SYM(cuStreamEndCapture), SYM(cuStreamEndCapture_ptsz),
+	ONE(cuLaunchKernel), PTSZ(cuLaunchKernel_ptsz, cuLaunchKernel, 7000),
+	ONE(cuLaunchKernelEx), PTSZ(cuLaunchKernelEx_ptsz, cuLaunchKernelEx, 11060),
+	ONE(cuLaunchCooperativeKernel), PTSZ(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel, 9000),
+	ONE(cuGraphLaunch), PTSZ(cuGraphLaunch_ptsz, cuGraphLaunch, 10000),
+	ONE(cuStreamSynchronize), PTSZ(cuStreamSynchronize_ptsz, cuStreamSynchronize, 7000),
+	ONE(cuStreamQuery), PTSZ(cuStreamQuery_ptsz, cuStreamQuery, 7000),
+	ONE(cuEventSynchronize), ONE(cuEventQuery), ONE(cuCtxSynchronize),
+	ONE(cuDeviceGetAttribute), ONE(cuGetExportTable),
+	ONE(cuCtxDestroy), SYM(cuCtxDestroy_v2, cuCtxDestroy, 4000),
+	ONE(cuDevicePrimaryCtxRelease), SYM(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 11000),
+	ONE(cuDevicePrimaryCtxReset), SYM(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, 11000),
+	ONE(cuStreamBeginCapture), SYM(cuStreamBeginCapture_v2, cuStreamBeginCapture, 10010),
+	PTSZ(cuStreamBeginCapture_ptsz, cuStreamBeginCapture, 10000),
+	PTSZ(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, 10010),
+	ONE(cuStreamBeginCaptureToGraph), PTSZ(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph, 12030),
+	ONE(cuStreamEndCapture), PTSZ(cuStreamEndCapture_ptsz, cuStreamEndCapture, 10000),
+
+	/* device memory */
+	ONE(cuMemAlloc), SYM(cuMemAlloc_v2, cuMemAlloc, 3020),
+	ONE(cuMemAllocPitch), SYM(cuMemAllocPitch_v2, cuMemAllocPitch, 3020),
+	ONE(cuMemFree), SYM(cuMemFree_v2, cuMemFree, 3020),
+	ONE(cuMemGetInfo), SYM(cuMemGetInfo_v2, cuMemGetInfo, 3020),
+	ONE(cuDeviceTotalMem), SYM(cuDeviceTotalMem_v2, cuDeviceTotalMem, 3020),
+	ONE(cuMemAllocManaged),
+	ONE(cuMemAllocAsync), PTSZ(cuMemAllocAsync_ptsz, cuMemAllocAsync, 11020),
+	ONE(cuMemAllocFromPoolAsync), PTSZ(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, 11020),
+	ONE(cuMemFreeAsync), PTSZ(cuMemFreeAsync_ptsz, cuMemFreeAsync, 11020),
+	ONE(cuMemPoolCreate), ONE(cuMemPoolDestroy), ONE(cuMemPoolTrimTo), ONE(cuMemPoolSetAttribute),
+	ONE(cuDeviceSetMemPool),
+	ONE(cuGraphInstantiate), SYM(cuGraphInstantiate_v2, cuGraphInstantiate, 11000),
+	SYM(cuGraphInstantiateWithFlags, cuGraphInstantiate, 12000), ONE(cuGraphInstantiateWithFlags),
+	ONE(cuGraphInstantiateWithParams), PTSZ(cuGraphInstantiateWithParams_ptsz, cuGraphInstantiateWithParams, 12000),
+	ONE(cuGraphExecDestroy), ONE(cuGraphAddMemAllocNode), ONE(cuDeviceGraphMemTrim),
+	ONE(cuGraphUpload), PTSZ(cuGraphUpload_ptsz, cuGraphUpload, 11010),
+	REFUSE(cuArrayCreate, cuArrayCreate, 0), SYM(cuArrayCreate_v2, cuArrayCreate, 3020),
+	REFUSE(cuArray3DCreate, cuArray3DCreate, 0), SYM(cuArray3DCreate_v2, cuArray3DCreate, 3020),
+	ONE(cuArrayDestroy), ONE(cuMipmappedArrayCreate), ONE(cuMipmappedArrayDestroy),
+	ONE(cuMemCreate), ONE(cuMemRelease), ONE(cuMemMap), ONE(cuMemUnmap), ONE(cuMemRetainAllocationHandle),
+	ONE(cuCtxSetLimit),
 };
 
-static const struct sym *find(const char *name)
+#define NSYMS (sizeof syms / sizeof syms[0])
+
+/* exported finds the flavour of that exported name (dlsym's lookups). */
+static const struct sym *exported(const char *name)
 {
 	if (!name || name[0] != 'c' || name[1] != 'u')
 		return NULL;
-	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
+	for (size_t i = 0; i < NSYMS; i++)
 		if (strcmp(syms[i].name, name) == 0)
 			return &syms[i];
 	return NULL;
+}
+
+/* flavour finds what cuGetProcAddress(base, version) returns: the entry of
+ * base, of the stream flavour asked, with the latest since not after
+ * version. */
+static const struct sym *flavour(const char *base, int version, int ptsz)
+{
+	const struct sym *best = NULL;
+	for (size_t i = 0; i < NSYMS; i++) {
+		const struct sym *s = &syms[i];
+		if (s->ptsz == ptsz && s->since <= version && (!best || s->since > best->since) &&
+		    strcmp(s->base, base) == 0)
+			best = s;
+	}
+	return best;
+}
+
+/* versioned: the entry for a lookup of base at version; a per-thread
+ * default stream lookup of a call without a _ptsz flavour (then, or ever)
+ * gets the plain one, as the driver answers. */
+static const struct sym *versioned(const char *base, int version, uint64_t flags)
+{
+	if (!base || base[0] != 'c' || base[1] != 'u')
+		return NULL;
+	const struct sym *s = NULL;
+	if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
+		s = flavour(base, version, 1);
+	return s ? s : flavour(base, version, 0);
 }
 
 /* swap keeps the driver's function f for s and returns the wrapper. */
@@ -268,6 +488,70 @@ static void *swap(const struct sym *s, void *f)
 		return f;
 	__atomic_store_n(s->real, f, __ATOMIC_RELEASE);
 	return s->wrapper;
+}
+
+/* --- CARVE_TRACE_PROCS ------------------------------------------------------- */
+
+static int trace_procs = -1;
+
+static int starts(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* traced: the calls that take, free or report device memory, and those
+ * near them. */
+static int traced(const char *name)
+{
+	static const char *const prefixes[] = {"cuMem", "cuArray", "cuMipmappedArray", "cuDeviceGraphMem", "cuIpc",
+					       "cuCtxSetLimit", "cuDeviceTotalMem", "cuDeviceSetMemPool",
+					       "cuDeviceGetMemPool", "cuDeviceGetDefaultMemPool", "cuGraphInstantiate",
+					       "cuGraphUpload", "cuGraphExecDestroy"};
+	for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+		if (starts(name, prefixes[i]))
+			return 1;
+	return starts(name, "cuGraph") && strstr(name, "Mem");
+}
+
+/* passed: why the shim leaves a traced call to the driver. */
+static const char *passed(const char *name)
+{
+	if (starts(name, "cuIpc") || strstr(name, "Import") || strstr(name, "Export"))
+		return "memory shared between processes is counted in the process that allocated it";
+	if (starts(name, "cuMemHost") || starts(name, "cuMemAllocHost") || starts(name, "cuMemFreeHost"))
+		return "host memory";
+	if (starts(name, "cuMemAddress"))
+		return "address space, no memory";
+	if (starts(name, "cuMemMapArray"))
+		return "maps memory counted at cuMemCreate";
+	if (starts(name, "cuGraphAddMemFreeNode"))
+		return "graph memory is read after launches";
+	return "takes and frees no device memory";
+}
+
+/* trace logs a lookup (version -1: dlsym's) and what the shim made of it. */
+static void trace(const char *name, int version, uint64_t flags, const struct sym *s, int found)
+{
+	if (trace_procs < 0) {
+		const char *e = getenv("CARVE_TRACE_PROCS");
+		trace_procs = e && *e == '1';
+	}
+	if (!trace_procs || !name || !traced(name))
+		return;
+	char what[160];
+	if (!found)
+		snprintf(what, sizeof what, "the driver has none");
+	else if (s && s->refuse && carve_block)
+		snprintf(what, sizeof what, "refused: %s, not counted, fails with CUDA_ERROR_NOT_SUPPORTED", s->name);
+	else if (s)
+		snprintf(what, sizeof what, "wrapped: %s", s->name);
+	else
+		snprintf(what, sizeof what, "passed through: %s", passed(name));
+	if (version < 0)
+		carve_say("proc %s (dlsym): %s", name, what);
+	else
+		carve_say("proc %s version %d flags %#llx (cuGetProcAddress): %s", name, version,
+			  (unsigned long long)flags, what);
 }
 
 /* --- how programs find the driver's functions ------------------------------ */
@@ -289,15 +573,16 @@ static CUresult wrap_get_proc_v2(const char *symbol, void **pfn, int version, ui
 
 /* get_proc answers cuGetProcAddress: the runtime fetches the lookup
  * function through itself first, then everything else through what it
- * got. A per-thread-default-stream lookup of a call returns its _ptsz
- * flavour, which has a wrapper of its own. */
+ * got, each call by its base name and the runtime's version. */
 static CUresult get_proc(void *real, const char *symbol, void **pfn, int version, uint64_t flags, void *status)
 {
 	if (!real)
 		return CUDA_ERROR_NOT_FOUND;
 	CUresult r = ((get_proc_fn)real)(symbol, pfn, version, flags, status);
-	if (r != CUDA_SUCCESS || !pfn || !*pfn || !symbol)
+	if (r != CUDA_SUCCESS || !pfn || !*pfn || !symbol) {
+		trace(symbol, version, flags, NULL, 0);
 		return r;
+	}
 	if (strcmp(symbol, "cuGetProcAddress") == 0) {
 		/* the flavour the driver returned: v2 for CUDA 12 and later */
 		if (*pfn == __atomic_load_n(&real_get_proc_v1, __ATOMIC_ACQUIRE)) {
@@ -311,20 +596,10 @@ static CUresult get_proc(void *real, const char *symbol, void **pfn, int version
 		}
 		return r;
 	}
-	const struct sym *s = NULL;
-	if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) {
-		char name[96];
-		size_t n = strlen(symbol);
-		if (n + sizeof "_ptsz" <= sizeof name) {
-			memcpy(name, symbol, n);
-			memcpy(name + n, "_ptsz", sizeof "_ptsz");
-			s = find(name);
-		}
-	}
-	if (!s)
-		s = find(symbol);
+	const struct sym *s = versioned(symbol, version, flags);
 	if (s)
 		*pfn = swap(s, *pfn);
+	trace(symbol, version, flags, s, 1);
 	return r;
 }
 
@@ -346,6 +621,7 @@ __attribute__((optimize("optimize-sibling-calls"))) EXPORT void *dlsym(void *han
 		__atomic_store_n(&real_get_proc_v1, f, __ATOMIC_RELEASE);
 		return (void *)wrap_get_proc_v1;
 	}
-	const struct sym *s = find(name);
+	const struct sym *s = exported(name);
+	trace(name, -1, 0, s, 1);
 	return s ? swap(s, f) : f;
 }

@@ -8,7 +8,8 @@
  * driver's launch-tools interface. The driver calls it just before each launch
  * descriptor (TMD) is uploaded; the callback writes the partition's TPC-disable
  * mask into the descriptor, and the hardware schedules the kernel's blocks only
- * on the enabled TPCs.
+ * on the enabled TPCs. It also counts the process's device memory into its
+ * tenant's account and holds it to the tenant's limit (mem.c).
  *
  * Environment:
  *   CARVE_CTL_DIR              runtime directory holding the control blocks
@@ -17,6 +18,8 @@
  *   CARVE_ALLOW_UNPARTITIONED  1: run on all TPCs when the hook cannot work
  *   CARVE_DEBUG                1: say what the shim does on stderr
  *   CARVE_TRACE_TOOLS          1: log other libraries' calls into the launch-tools table
+ *   CARVE_TRACE_PROCS          1: log each lookup of a call that takes, frees or reports device
+ *                              memory, with its version and flags, and what the shim does with it
  *
  * Builds with a plain C compiler; needs no CUDA headers.
  */
@@ -56,6 +59,7 @@ __attribute__((constructor)) static void carve_init(void)
 		__atomic_store_n(&carve_block->state, CARVE_STATE_NO_DRIVER, __ATOMIC_RELAXED);
 		return;
 	}
+	carve_mem_init(cuda, dir);
 	const char *why = carve_register_hook(cuda);
 	if (why) {
 		__atomic_store_n(&carve_block->state, CARVE_STATE_UNHOOKED, __ATOMIC_RELAXED);

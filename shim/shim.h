@@ -28,8 +28,61 @@ void carve_launch_after(CUstream s, CUresult r);
 /* carve_tide_mask changes the mask of this launch for tide (within live). */
 void carve_tide_mask(uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_MASK_WORDS]);
 
+/* mem.c: each takes the driver's function (real) and its arguments */
+void carve_mem_init(void *cuda, const char *dir); /* at load, once the driver is loaded */
+CUresult carve_mem_alloc(void *real, CUdeviceptr *p, size_t n);
+CUresult carve_mem_alloc_v1(void *real, unsigned *p, unsigned n);
+CUresult carve_mem_alloc_managed(void *real, CUdeviceptr *p, size_t n, unsigned flags);
+CUresult carve_mem_alloc_pitch(void *real, CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned elem);
+CUresult carve_mem_alloc_pitch_v1(void *real, unsigned *p, unsigned *pitch, unsigned w, unsigned h, unsigned elem);
+CUresult carve_mem_free(void *real, CUdeviceptr p);
+CUresult carve_mem_free_v1(void *real, unsigned p);
+CUresult carve_mem_info(void *real, size_t *free, size_t *total);
+CUresult carve_mem_info_v1(void *real, unsigned *free, unsigned *total);
+CUresult carve_mem_total(void *real, size_t *bytes, CUdevice dev);
+CUresult carve_mem_total_v1(void *real, unsigned *bytes, CUdevice dev);
+CUresult carve_mem_alloc_async(void *real, CUdeviceptr *p, size_t n, CUstream s);
+CUresult carve_mem_alloc_pool(void *real, CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s);
+CUresult carve_mem_free_async(void *real, CUdeviceptr p, CUstream s);
+CUresult carve_mem_pool_create(void *real, CUmemoryPool *pool, const void *props);
+CUresult carve_mem_pool_destroy(void *real, CUmemoryPool pool);
+CUresult carve_mem_pool_trim(void *real, CUmemoryPool pool, size_t keep);
+CUresult carve_mem_pool_set(void *real, CUmemoryPool pool, int attr, void *value);
+CUresult carve_mem_device_pool(void *real, CUdevice dev, CUmemoryPool pool);
+void carve_mem_synced(void); /* after a synchronization: pools may have released memory */
+CUresult carve_mem_instantiate(void *real, CUgraphExec *e, CUgraph g, void *a, void *b, size_t c);
+CUresult carve_mem_exec_destroy(void *real, CUgraphExec e);
+CUresult carve_mem_alloc_node(void *real, CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, void *params);
+CUresult carve_mem_graph_trim(void *real, CUdevice dev);
+struct carve_graph_launch { /* what a graph's launch or upload charged, for carve_mem_graph_after */
+	uint64_t pre;
+	CUdevice device;
+	int seen, locked;
+};
+int carve_mem_graph_before(CUgraphExec e, struct carve_graph_launch *l); /* 0: refused */
+void carve_mem_graph_after(const struct carve_graph_launch *l);
+CUresult carve_mem_array(void *real, CUarray *a, const CUDA_ARRAY_DESCRIPTOR *d);
+CUresult carve_mem_array3d(void *real, CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR *d);
+CUresult carve_mem_mipmap(void *real, CUmipmappedArray *a, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels);
+CUresult carve_mem_array_destroy(void *real, CUarray a);
+CUresult carve_mem_mipmap_destroy(void *real, CUmipmappedArray a);
+CUresult carve_mem_create(void *real, CUmemGenericAllocationHandle *h, size_t n, const void *prop, unsigned long long flags);
+CUresult carve_mem_release(void *real, CUmemGenericAllocationHandle h);
+CUresult carve_mem_map(void *real, CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h, unsigned long long flags);
+CUresult carve_mem_unmap(void *real, CUdeviceptr p, size_t n);
+CUresult carve_mem_retain(void *real, CUmemGenericAllocationHandle *h, void *addr);
+CUresult carve_mem_set_limit(void *real, int what, size_t value);
+void carve_mem_context_gone(CUcontext c);      /* after cuCtxDestroy */
+CUcontext carve_mem_primary(CUdevice dev);     /* before a primary context's release or reset */
+void carve_mem_primary_after(CUdevice dev, CUcontext c, int reset);
+
 /* ctl.c */
 struct carve_ctl *carve_attach(const char *dir);
+/* carve_account: the block the tenant's memory is counted in (*shared: not
+ * this process's own); carve_credit_ended gives it back what its ended
+ * processes held, and returns the bytes. */
+struct carve_ctl *carve_account(const char *dir, int *shared);
+uint64_t carve_credit_ended(struct carve_ctl *acct, const char *dir);
 /* carve_current_mask: the mask to apply now and its generation; 0 when
  * there is none to write (no partition that enables a live TPC). */
 int carve_current_mask(uint32_t out[CARVE_MASK_WORDS], uint64_t *gen);

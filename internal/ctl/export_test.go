@@ -48,3 +48,6 @@ func (n *Node) PlayBeat(i int, now time.Duration) {
 
 // Lease is the node's lease.
 func (n *Node) Lease() time.Duration { return time.Duration(atomic.LoadUint64(&n.b.LeaseNS)) }
+
+// BlockOf is the block h maps, for tests that play a shim's part.
+func BlockOf(h *Handle) *Block { return h.b }

@@ -6,7 +6,8 @@
  *     at a time as the real driver allows (a second gets
  *     CUDA_ERROR_ALREADY_ACQUIRED);
  *   - cuGetProcAddress (v1 and v2, with the per-thread default stream
- *     flavour) answering with the functions below by name;
+ *     flavour) answering with the functions below by name and version
+ *     ("cuMemAlloc" is cuMemAlloc_v2 from 3020, the 32-bit one below);
  *   - kernel launches through every entry point, each calling the launch
  *     callback with a synthetic descriptor the way the driver does, and
  *     taking FAKECUDA_KERNEL_US microseconds on its stream;
@@ -15,6 +16,18 @@
  *   - two devices with UUIDs of their own, a primary context on each, and
  *     contexts made and destroyed (cuCtxCreate, cuCtxDestroy), current
  *     per thread;
+ *   - device memory (FAKECUDA_MEM_MB MiB, default 81079 as an H100's, or
+ *     what fakecuda_mem_mb sets): plain, pitched and managed allocations
+ *     and their 32-bit flavours of CUDA before 3.2, stream-ordered pools
+ *     that grow by 2 MiB and keep what is freed up to their release
+ *     threshold (given back at a synchronization, or by a trim), graphs
+ *     with memory allocation nodes (added, or captured from
+ *     cuMemAllocAsync) whose memory the device's graph memory reserves at
+ *     launch, arrays, the virtual memory API, the device malloc heap, IPC
+ *     handles (opening one takes nothing), cuMemGetInfo and
+ *     cuDeviceTotalMem; an allocation past the memory fails with
+ *     CUDA_ERROR_OUT_OF_MEMORY, and fakecuda_mem says what is taken and
+ *     the most that ever was; a destroyed context's memory is freed;
  *   - FAKECUDA_FAULT_AT=N: the N-th launch faults; every call after it
  *     returns CUDA_ERROR_ILLEGAL_ADDRESS, as a real context does;
  *   - FAKECUDA_INJECT=1: cuInit loads a profiler's injection, as Nsight
@@ -208,10 +221,16 @@ static void sleep_until(uint64_t t)
 	}
 }
 
+struct fgraph;
 struct fstream {
 	uint64_t done_at; /* when the last work submitted finishes */
 	int capturing;
+	struct fgraph *cap; /* the graph being captured */
 };
+static void mem_synced(void);
+static void mem_context_gone(int slot);
+static struct fgraph *graph_new(void);
+static int graph_memory(CUgraphExec g);
 static struct fstream default_stream;
 #define MAX_STREAMS 256
 static struct fstream *streams[MAX_STREAMS];
@@ -325,6 +344,7 @@ int cuCtxDestroy_v2(CUcontext c)
 	int s = ctx_slot(c);
 	if (s < 2)
 		return 201; /* not made by cuCtxCreate */
+	mem_context_gone(s);
 	__atomic_store_n(&ctx_dev[s], -1, __ATOMIC_RELEASE);
 	if (current_ctx == c)
 		current_ctx = NULL;
@@ -397,6 +417,7 @@ int cuEventQuery(CUevent e)
 int cuEventSynchronize(CUevent e)
 {
 	sleep_until(((struct fevent *)e)->at);
+	mem_synced();
 	return error();
 }
 
@@ -410,6 +431,7 @@ int cuStreamQuery(CUstream s)
 int cuStreamSynchronize(CUstream s)
 {
 	sleep_until(stream_of(s)->done_at);
+	mem_synced();
 	if (cb && enabled[6][0x13]) /* a callback of another domain, as the driver makes */
 		cb(cb_user, 6, 0x13, NULL);
 	if (cb && enabled[7][2]) /* one enabled through entry 10 */
@@ -426,20 +448,24 @@ int cuCtxSynchronize(void)
 			t = streams[i]->done_at;
 	pthread_mutex_unlock(&mu);
 	sleep_until(t);
+	mem_synced();
 	return error();
 }
 
 int cuStreamBeginCapture_v2(CUstream s, int mode)
 {
 	(void)mode;
+	stream_of(s)->cap = graph_new();
 	stream_of(s)->capturing = 1;
 	return 0;
 }
 
 int cuStreamEndCapture(CUstream s, CUgraph *g)
 {
-	stream_of(s)->capturing = 0;
-	*g = (CUgraph)0x1;
+	struct fstream *f = stream_of(s);
+	f->capturing = 0;
+	*g = f->cap ? (CUgraph)f->cap : (CUgraph)0x1;
+	f->cap = NULL;
 	return 0;
 }
 
@@ -526,40 +552,1077 @@ int cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned g
 
 int cuGraphLaunch(CUgraphExec g, CUstream s)
 {
-	(void)g;
-	return fake_launch(CARVE_TMD_V_HOPPER, s);
+	int r = graph_memory(g);
+	return r ? r : fake_launch(CARVE_TMD_V_HOPPER, s);
+}
+
+/* --- device memory ------------------------------------------------------------ */
+
+#define MIB (1ull << 20)
+#define GRAIN (2 * MIB) /* pools and graph memory grow by this */
+#define HEAP_DEFAULT (8 * MIB)
+
+static pthread_mutex_t mem_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t mem_size; /* 0: not read yet */
+static uint64_t mem_taken, mem_high;
+static int calls_v1, calls_v2; /* calls of the 32-bit and the later flavours */
+static uint64_t next_va = 0x200000000000ull;
+static uint64_t next_va32 = 0x10000000ull;
+
+static uint64_t round_up(uint64_t n, uint64_t to)
+{
+	return (n + to - 1) / to * to;
+}
+
+static uint64_t gpu_bytes(void) /* mem_mu held */
+{
+	if (!mem_size) {
+		const char *e = getenv("FAKECUDA_MEM_MB");
+		mem_size = (e ? strtoull(e, NULL, 10) : 81079) * MIB;
+	}
+	return mem_size;
+}
+
+/* fakecuda_mem_mb sets the GPU's memory. */
+void fakecuda_mem_mb(long long mb)
+{
+	pthread_mutex_lock(&mem_mu);
+	mem_size = (uint64_t)mb * MIB;
+	pthread_mutex_unlock(&mem_mu);
+}
+
+/* fakecuda_mem: out[0] the bytes taken now, out[1] the most ever taken. */
+void fakecuda_mem(uint64_t out[2])
+{
+	pthread_mutex_lock(&mem_mu);
+	out[0] = mem_taken, out[1] = mem_high;
+	pthread_mutex_unlock(&mem_mu);
+}
+
+/* fakecuda_flavours: calls of the memory functions' 32-bit flavours
+ * (out[0]) and of the later ones (out[1]). */
+void fakecuda_flavours(int out[2])
+{
+	out[0] = __atomic_load_n(&calls_v1, __ATOMIC_RELAXED);
+	out[1] = __atomic_load_n(&calls_v2, __ATOMIC_RELAXED);
+}
+
+static int take(uint64_t n) /* mem_mu held */
+{
+	if (mem_taken + n > gpu_bytes())
+		return 0;
+	mem_taken += n;
+	if (mem_taken > mem_high)
+		mem_high = mem_taken;
+	return 1;
+}
+
+static void give(uint64_t n) /* mem_mu held */
+{
+	mem_taken -= n < mem_taken ? n : mem_taken;
+}
+
+static uint64_t new_va(uint64_t n, int v1) /* mem_mu held */
+{
+	uint64_t *next = v1 ? &next_va32 : &next_va, va = *next;
+	*next += round_up(n ? n : 1, 4096) + 4096;
+	return va;
+}
+
+/* What is allocated, by address (or handle): a table under mem_mu. */
+enum { F_PLAIN = 1, F_POOLED, F_MAPPING, F_ARRAY };
+struct fentry {
+	uint64_t key, size;
+	void *owner; /* F_POOLED: the pool; F_MAPPING: the handle */
+	int kind, ctx;
+};
+static struct fentry *fmap;
+static size_t fcap, fcount;
+
+static size_t fhash(uint64_t k)
+{
+	k ^= k >> 33, k *= 0xff51afd7ed558ccdull, k ^= k >> 33;
+	return (size_t)k & (fcap - 1);
+}
+
+static struct fentry *fmap_find(uint64_t key)
+{
+	if (!fcap)
+		return NULL;
+	for (size_t i = fhash(key);; i = (i + 1) & (fcap - 1)) {
+		if (!fmap[i].kind)
+			return NULL;
+		if (fmap[i].key == key)
+			return &fmap[i];
+	}
+}
+
+static void fmap_put(struct fentry e)
+{
+	if ((fcount + 1) * 2 > fcap) {
+		struct fentry *old = fmap;
+		size_t oldcap = fcap;
+		fcap = fcap ? fcap * 2 : 64;
+		fmap = calloc(fcap, sizeof *fmap);
+		fcount = 0;
+		for (size_t i = 0; i < oldcap; i++)
+			if (old[i].kind)
+				fmap_put(old[i]);
+		free(old);
+	}
+	size_t i = fhash(e.key);
+	while (fmap[i].kind && fmap[i].key != e.key)
+		i = (i + 1) & (fcap - 1);
+	if (!fmap[i].kind)
+		fcount++;
+	fmap[i] = e;
+}
+
+static void fmap_erase(struct fentry *e)
+{
+	size_t i = (size_t)(e - fmap), j = i;
+	fmap[i].kind = 0;
+	fcount--;
+	for (;;) {
+		j = (j + 1) & (fcap - 1);
+		if (!fmap[j].kind)
+			return;
+		size_t h = fhash(fmap[j].key);
+		if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
+			fmap[i] = fmap[j];
+			fmap[j].kind = 0;
+			i = j;
+		}
+	}
+}
+
+static int current_slot(void)
+{
+	int s = ctx_slot(current_ctx);
+	return s < 0 ? 0 : s;
+}
+
+static int current_device(void)
+{
+	return ctx_dev[current_slot()];
+}
+
+static int alloc_plain(uint64_t *out, uint64_t n, int v1, int kind)
+{
+	if (error())
+		return error();
+	if (!n)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mem_mu);
+	if (!take(n)) {
+		pthread_mutex_unlock(&mem_mu);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*out = new_va(n, v1);
+	fmap_put((struct fentry){.key = *out, .size = n, .kind = kind, .ctx = current_slot()});
+	pthread_mutex_unlock(&mem_mu);
+	return 0;
+}
+
+static int free_plain(uint64_t p, int kind)
+{
+	pthread_mutex_lock(&mem_mu);
+	struct fentry *e = fmap_find(p);
+	if (!e || e->kind != kind) {
+		pthread_mutex_unlock(&mem_mu);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	give(e->size);
+	fmap_erase(e);
+	pthread_mutex_unlock(&mem_mu);
+	return 0;
+}
+
+int cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+	__atomic_add_fetch(&calls_v2, 1, __ATOMIC_RELAXED);
+	uint64_t v;
+	int r = alloc_plain(&v, n, 0, F_PLAIN);
+	if (!r)
+		*p = v;
+	return r;
+}
+
+int cuMemAlloc(unsigned *p, unsigned n)
+{
+	__atomic_add_fetch(&calls_v1, 1, __ATOMIC_RELAXED);
+	uint64_t v;
+	int r = alloc_plain(&v, n, 1, F_PLAIN);
+	if (!r)
+		*p = (unsigned)v;
+	return r;
+}
+
+int cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned flags)
+{
+	(void)flags;
+	uint64_t v;
+	int r = alloc_plain(&v, n, 0, F_PLAIN);
+	if (!r)
+		*p = v;
+	return r;
+}
+
+/* A pitch is the width rounded up to 512 bytes. */
+int cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned elem)
+{
+	(void)elem;
+	__atomic_add_fetch(&calls_v2, 1, __ATOMIC_RELAXED);
+	uint64_t v, pw = round_up(w, 512);
+	int r = alloc_plain(&v, pw * h, 0, F_PLAIN);
+	if (!r)
+		*p = v, *pitch = pw;
+	return r;
+}
+
+int cuMemAllocPitch(unsigned *p, unsigned *pitch, unsigned w, unsigned h, unsigned elem)
+{
+	(void)elem;
+	__atomic_add_fetch(&calls_v1, 1, __ATOMIC_RELAXED);
+	uint64_t v, pw = round_up(w, 512);
+	int r = alloc_plain(&v, pw * h, 1, F_PLAIN);
+	if (!r)
+		*p = (unsigned)v, *pitch = (unsigned)pw;
+	return r;
+}
+
+int cuMemFree_v2(CUdeviceptr p)
+{
+	__atomic_add_fetch(&calls_v2, 1, __ATOMIC_RELAXED);
+	return free_plain(p, F_PLAIN);
+}
+
+int cuMemFree(unsigned p)
+{
+	__atomic_add_fetch(&calls_v1, 1, __ATOMIC_RELAXED);
+	return free_plain(p, F_PLAIN);
+}
+
+int cuMemGetInfo_v2(size_t *free, size_t *total)
+{
+	__atomic_add_fetch(&calls_v2, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&mem_mu);
+	*free = gpu_bytes() - mem_taken, *total = gpu_bytes();
+	pthread_mutex_unlock(&mem_mu);
+	return 0;
+}
+
+static unsigned clamp32(uint64_t v)
+{
+	return v > 0xffffffffull ? 0xffffffffu : (unsigned)v;
+}
+
+int cuMemGetInfo(unsigned *free, unsigned *total)
+{
+	__atomic_add_fetch(&calls_v1, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&mem_mu);
+	*free = clamp32(gpu_bytes() - mem_taken), *total = clamp32(gpu_bytes());
+	pthread_mutex_unlock(&mem_mu);
+	return 0;
+}
+
+int cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+	(void)dev;
+	__atomic_add_fetch(&calls_v2, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&mem_mu);
+	*bytes = gpu_bytes();
+	pthread_mutex_unlock(&mem_mu);
+	return 0;
+}
+
+int cuDeviceTotalMem(unsigned *bytes, CUdevice dev)
+{
+	(void)dev;
+	__atomic_add_fetch(&calls_v1, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&mem_mu);
+	*bytes = clamp32(gpu_bytes());
+	pthread_mutex_unlock(&mem_mu);
+	return 0;
+}
+
+/* --- pools --------------------------------------------------------------------- */
+
+struct fpool {
+	uint64_t reserved, used, threshold;
+	int host; /* a pool of host memory: takes none of the GPU's */
+};
+#define FPOOLS 64
+static struct fpool default_pool[2];
+static struct fpool *device_pool[2] = {&default_pool[0], &default_pool[1]};
+static struct fpool *fpools[FPOOLS] = {&default_pool[0], &default_pool[1]};
+
+static int pool_alloc(struct fpool *p, uint64_t n, uint64_t *out) /* mem_mu held */
+{
+	uint64_t slack = p->reserved - p->used;
+	if (slack < n) {
+		uint64_t grow = round_up(n - slack, GRAIN);
+		if (!p->host && !take(grow))
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		p->reserved += grow;
+	}
+	p->used += n;
+	*out = new_va(n, 0);
+	fmap_put((struct fentry){.key = *out, .size = n, .owner = p, .kind = F_POOLED});
+	return 0;
+}
+
+/* pool_keep gives back what p reserves beyond keep and what is in use. */
+static void pool_keep(struct fpool *p, uint64_t keep) /* mem_mu held */
+{
+	uint64_t target = round_up(keep > p->used ? keep : p->used, GRAIN);
+	if (p->reserved > target) {
+		if (!p->host)
+			give(p->reserved - target);
+		p->reserved = target;
+	}
+}
+
+/* At a synchronization each pool gives back what it holds beyond its
+ * release threshold. */
+static void mem_synced(void)
+{
+	pthread_mutex_lock(&mem_mu);
+	for (int i = 0; i < FPOOLS; i++)
+		if (fpools[i] && fpools[i]->reserved > fpools[i]->threshold)
+			pool_keep(fpools[i], fpools[i]->threshold);
+	pthread_mutex_unlock(&mem_mu);
+}
+
+struct fnode {
+	int type;
+	uint64_t bytes, dptr;
+	struct fgraph *child;
+};
+#define GRAPH_MAGIC 0x46475248u
+#define EXEC_MAGIC 0x46455845u
+struct fgraph {
+	uint32_t magic;
+	int n;
+	struct fnode nodes[64];
+};
+struct fexec {
+	uint32_t magic;
+	uint64_t footprint;
+};
+
+static struct fgraph *graph_new(void)
+{
+	struct fgraph *g = calloc(1, sizeof *g);
+	g->magic = GRAPH_MAGIC;
+	return g;
+}
+
+static struct fnode *graph_add(struct fgraph *g, int type, uint64_t bytes, uint64_t dptr)
+{
+	if (g->n == 64)
+		return NULL;
+	struct fnode *n = &g->nodes[g->n++];
+	n->type = type, n->bytes = bytes, n->dptr = dptr;
+	return n;
+}
+
+static int async_alloc(struct fpool *p, CUdeviceptr *d, size_t n, CUstream s)
+{
+	if (error())
+		return error();
+	pthread_mutex_lock(&mem_mu);
+	struct fstream *f = stream_of(s);
+	int r = 0;
+	uint64_t v = 0;
+	if (f->capturing && f->cap) { /* a node of the graph, not memory now */
+		v = new_va(n, 0);
+		if (!graph_add(f->cap, CU_GRAPH_NODE_TYPE_MEM_ALLOC, n, v))
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		r = pool_alloc(p, n, &v);
+	}
+	pthread_mutex_unlock(&mem_mu);
+	if (!r)
+		*d = v;
+	return r;
+}
+
+int cuMemAllocAsync(CUdeviceptr *d, size_t n, CUstream s)
+{
+	return async_alloc(device_pool[current_device()], d, n, s);
+}
+
+int cuMemAllocFromPoolAsync(CUdeviceptr *d, size_t n, CUmemoryPool pool, CUstream s)
+{
+	return async_alloc((struct fpool *)pool, d, n, s);
+}
+
+int cuMemFreeAsync(CUdeviceptr d, CUstream s)
+{
+	pthread_mutex_lock(&mem_mu);
+	struct fstream *f = stream_of(s);
+	int r = 0;
+	struct fentry *e;
+	if (f->capturing && f->cap) {
+		graph_add(f->cap, 11, 0, d); /* CU_GRAPH_NODE_TYPE_MEM_FREE */
+	} else if ((e = fmap_find(d)) && e->kind == F_POOLED) {
+		((struct fpool *)e->owner)->used -= e->size;
+		fmap_erase(e);
+	} else if (e && e->kind == F_PLAIN) {
+		give(e->size);
+		fmap_erase(e);
+	} else {
+		r = CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_unlock(&mem_mu);
+	return r;
+}
+
+int cuMemPoolCreate(CUmemoryPool *pool, const void *props)
+{
+	int type;
+	memcpy(&type, (const char *)props + CU_MEM_PROPS_LOCATION_TYPE_OFFSET, sizeof type);
+	struct fpool *p = calloc(1, sizeof *p);
+	p->host = type != CU_MEM_LOCATION_TYPE_DEVICE;
+	pthread_mutex_lock(&mem_mu);
+	int i = 2;
+	while (i < FPOOLS && fpools[i])
+		i++;
+	if (i < FPOOLS)
+		fpools[i] = p;
+	pthread_mutex_unlock(&mem_mu);
+	if (i == FPOOLS) {
+		free(p);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*pool = p;
+	return 0;
+}
+
+int cuMemPoolDestroy(CUmemoryPool pool)
+{
+	struct fpool *p = pool;
+	pthread_mutex_lock(&mem_mu);
+	for (int i = 2; i < FPOOLS; i++)
+		if (fpools[i] == p)
+			fpools[i] = NULL;
+	for (int d = 0; d < 2; d++)
+		if (device_pool[d] == p)
+			device_pool[d] = &default_pool[d];
+	if (!p->host)
+		give(p->reserved);
+	pthread_mutex_unlock(&mem_mu);
+	free(p);
+	return 0;
+}
+
+int cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
+{
+	pthread_mutex_lock(&mem_mu);
+	pool_keep(pool, keep);
+	pthread_mutex_unlock(&mem_mu);
+	return 0;
+}
+
+int cuMemPoolSetAttribute(CUmemoryPool pool, int attr, void *value)
+{
+	if (attr != CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+		return 0;
+	pthread_mutex_lock(&mem_mu);
+	((struct fpool *)pool)->threshold = *(uint64_t *)value;
+	pthread_mutex_unlock(&mem_mu);
+	return 0;
+}
+
+int cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *value)
+{
+	struct fpool *p = pool;
+	pthread_mutex_lock(&mem_mu);
+	uint64_t v = attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD ? p->threshold
+		     : attr == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT ? p->reserved
+		     : attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT ? p->used
+								  : 0;
+	pthread_mutex_unlock(&mem_mu);
+	*(uint64_t *)value = v;
+	return 0;
+}
+
+int cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+	if (dev < 0 || dev > 1)
+		return 101;
+	*pool = &default_pool[dev];
+	return 0;
+}
+
+int cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+	if (dev < 0 || dev > 1)
+		return 101;
+	pthread_mutex_lock(&mem_mu);
+	*pool = device_pool[dev];
+	pthread_mutex_unlock(&mem_mu);
+	return 0;
+}
+
+int cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+	if (dev < 0 || dev > 1)
+		return 101;
+	pthread_mutex_lock(&mem_mu);
+	device_pool[dev] = pool;
+	pthread_mutex_unlock(&mem_mu);
+	return 0;
+}
+
+/* --- graphs: allocation nodes, and the memory the device keeps for them ------------ */
+
+/* Each device's graph memory: what it reserves, and what graphs' allocations
+ * hold past a launch (none here: every graph frees what it allocates). */
+static uint64_t graph_reserved[2], graph_used[2];
+
+int cuGraphCreate(CUgraph *g, unsigned flags)
+{
+	(void)flags;
+	*g = graph_new();
+	return 0;
+}
+
+int cuGraphDestroy(CUgraph g)
+{
+	free(g);
+	return 0;
+}
+
+int cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, void *params)
+{
+	(void)deps, (void)n;
+	uint64_t bytes;
+	memcpy(&bytes, (char *)params + CU_MEM_ALLOC_NODE_BYTESIZE_OFFSET, sizeof bytes);
+	pthread_mutex_lock(&mem_mu);
+	uint64_t v = new_va(bytes, 0);
+	struct fnode *x = graph_add(g, CU_GRAPH_NODE_TYPE_MEM_ALLOC, bytes, v);
+	pthread_mutex_unlock(&mem_mu);
+	if (!x)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	memcpy((char *)params + CU_MEM_ALLOC_NODE_DPTR_OFFSET, &v, sizeof v);
+	*node = x;
+	return 0;
+}
+
+int cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, CUdeviceptr d)
+{
+	(void)deps, (void)n;
+	struct fnode *x = graph_add(g, 11, 0, d);
+	*node = x;
+	return x ? 0 : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+int cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, CUgraph child)
+{
+	(void)deps, (void)n;
+	struct fnode *x = graph_add(g, CU_GRAPH_NODE_TYPE_GRAPH, 0, 0);
+	if (!x)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	x->child = child;
+	*node = x;
+	return 0;
+}
+
+int cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *n)
+{
+	struct fgraph *g = graph;
+	if (nodes) {
+		size_t k = *n < (size_t)g->n ? *n : (size_t)g->n;
+		for (size_t i = 0; i < k; i++)
+			nodes[i] = &g->nodes[i];
+		*n = k;
+	} else {
+		*n = (size_t)g->n;
+	}
+	return 0;
+}
+
+int cuGraphNodeGetType(CUgraphNode node, int *type)
+{
+	*type = ((struct fnode *)node)->type;
+	return 0;
+}
+
+int cuGraphMemAllocNodeGetParams(CUgraphNode node, void *params)
+{
+	struct fnode *x = node;
+	memset(params, 0, CU_MEM_ALLOC_NODE_PARAMS_SIZE);
+	memcpy((char *)params + CU_MEM_ALLOC_NODE_BYTESIZE_OFFSET, &x->bytes, sizeof x->bytes);
+	memcpy((char *)params + CU_MEM_ALLOC_NODE_DPTR_OFFSET, &x->dptr, sizeof x->dptr);
+	return 0;
+}
+
+int cuGraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph *g)
+{
+	*g = ((struct fnode *)node)->child;
+	return 0;
+}
+
+static uint64_t graph_bytes(const struct fgraph *g)
+{
+	uint64_t b = 0;
+	for (int i = 0; i < g->n; i++)
+		b += g->nodes[i].type == CU_GRAPH_NODE_TYPE_MEM_ALLOC ? g->nodes[i].bytes
+		     : g->nodes[i].child                          ? graph_bytes(g->nodes[i].child)
+								  : 0;
+	return b;
+}
+
+int cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags)
+{
+	(void)flags;
+	struct fexec *x = calloc(1, sizeof *x);
+	x->magic = EXEC_MAGIC;
+	x->footprint = graph_bytes(g);
+	*e = x;
+	return 0;
+}
+
+int cuGraphExecDestroy(CUgraphExec e)
+{
+	free(e);
+	return 0;
+}
+
+static int is_exec(CUgraphExec g)
+{
+	return (uintptr_t)g > 0x10000 && ((struct fexec *)g)->magic == EXEC_MAGIC;
+}
+
+/* graph_memory: the device's graph memory grows to hold the graph's. */
+static int graph_memory(CUgraphExec g)
+{
+	if (!is_exec(g) || error())
+		return error();
+	int d = current_device(), r = 0;
+	uint64_t need = ((struct fexec *)g)->footprint;
+	pthread_mutex_lock(&mem_mu);
+	uint64_t slack = graph_reserved[d] - graph_used[d];
+	if (need > slack) {
+		uint64_t grow = round_up(need - slack, GRAIN);
+		if (take(grow))
+			graph_reserved[d] += grow;
+		else
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_unlock(&mem_mu);
+	return r;
+}
+
+int cuGraphUpload(CUgraphExec g, CUstream s)
+{
+	(void)s;
+	return graph_memory(g);
+}
+
+int cuDeviceGetGraphMemAttribute(CUdevice d, int attr, void *value)
+{
+	if (d < 0 || d > 1)
+		return 101;
+	pthread_mutex_lock(&mem_mu);
+	*(uint64_t *)value = attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT ? graph_reserved[d]
+			     : attr == CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT   ? graph_used[d]
+									    : 0;
+	pthread_mutex_unlock(&mem_mu);
+	return 0;
+}
+
+int cuDeviceGraphMemTrim(CUdevice d)
+{
+	if (d < 0 || d > 1)
+		return 101;
+	pthread_mutex_lock(&mem_mu);
+	uint64_t keep = round_up(graph_used[d], GRAIN);
+	if (graph_reserved[d] > keep) {
+		give(graph_reserved[d] - keep);
+		graph_reserved[d] = keep;
+	}
+	pthread_mutex_unlock(&mem_mu);
+	return 0;
+}
+
+/* --- arrays ---------------------------------------------------------------------- */
+
+static uint64_t channel_bytes(int f)
+{
+	switch (f) {
+	case 0x01: case 0x08:
+		return 1;
+	case 0x02: case 0x09: case 0x10:
+		return 2;
+	}
+	return 4;
+}
+
+static uint64_t dim(uint64_t v, unsigned level)
+{
+	return v ? ((v >> level) ? (v >> level) : 1) : 1;
+}
+
+static uint64_t array_key(void *a) /* apart from addresses */
+{
+	return (uint64_t)(uintptr_t)a | 1ull << 63;
+}
+
+static int array_new(void **a, uint64_t bytes)
+{
+	if (error())
+		return error();
+	pthread_mutex_lock(&mem_mu);
+	if (!take(bytes)) {
+		pthread_mutex_unlock(&mem_mu);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	void *h = malloc(1);
+	fmap_put((struct fentry){.key = array_key(h), .size = bytes, .kind = F_ARRAY, .ctx = current_slot()});
+	pthread_mutex_unlock(&mem_mu);
+	*a = h;
+	return 0;
+}
+
+static int array_free(void *a)
+{
+	int r = free_plain(array_key(a), F_ARRAY);
+	if (!r)
+		free(a);
+	return r;
+}
+
+int cuArrayCreate_v2(CUarray *a, const CUDA_ARRAY_DESCRIPTOR *d)
+{
+	__atomic_add_fetch(&calls_v2, 1, __ATOMIC_RELAXED);
+	return array_new(a, d->Width * dim(d->Height, 0) * channel_bytes(d->Format) * d->NumChannels);
+}
+
+/* the 32-bit descriptors of CUDA before 3.2 */
+struct desc_v1 {
+	unsigned Width, Height;
+	int Format;
+	unsigned NumChannels;
+};
+struct desc3d_v1 {
+	unsigned Width, Height, Depth;
+	int Format;
+	unsigned NumChannels, Flags;
+};
+
+int cuArrayCreate(CUarray *a, const struct desc_v1 *d)
+{
+	__atomic_add_fetch(&calls_v1, 1, __ATOMIC_RELAXED);
+	return array_new(a, (uint64_t)d->Width * dim(d->Height, 0) * channel_bytes(d->Format) * d->NumChannels);
+}
+
+static uint64_t array3d_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
+{
+	if (d->Flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING))
+		return 0;
+	int layered = d->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP);
+	uint64_t b = 0;
+	for (unsigned l = 0; l < (levels ? levels : 1); l++)
+		b += dim(d->Width, l) * dim(d->Height, d->Height ? l : 0) * dim(d->Depth, layered ? 0 : l) *
+		     channel_bytes(d->Format) * d->NumChannels;
+	return b;
+}
+
+int cuArray3DCreate_v2(CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+	__atomic_add_fetch(&calls_v2, 1, __ATOMIC_RELAXED);
+	return array_new(a, array3d_bytes(d, 1));
+}
+
+int cuArray3DCreate(CUarray *a, const struct desc3d_v1 *d)
+{
+	__atomic_add_fetch(&calls_v1, 1, __ATOMIC_RELAXED);
+	CUDA_ARRAY3D_DESCRIPTOR d2 = {d->Width, d->Height, d->Depth, d->Format, d->NumChannels, d->Flags};
+	return array_new(a, array3d_bytes(&d2, 1));
+}
+
+int cuMipmappedArrayCreate(CUmipmappedArray *a, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
+{
+	return array_new(a, array3d_bytes(d, levels));
+}
+
+int cuArrayDestroy(CUarray a)
+{
+	return array_free(a);
+}
+
+int cuMipmappedArrayDestroy(CUmipmappedArray a)
+{
+	return array_free(a);
+}
+
+/* --- the virtual memory API ------------------------------------------------------ */
+
+struct fvmm {
+	uint64_t size;
+	int refs, maps, host;
+};
+
+static void vmm_maybe_free(struct fvmm *v) /* mem_mu held */
+{
+	if (v->refs > 0 || v->maps > 0)
+		return;
+	if (!v->host)
+		give(v->size);
+	free(v);
+}
+
+int cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const void *prop, unsigned long long flags)
+{
+	(void)flags;
+	int type;
+	memcpy(&type, (const char *)prop + CU_MEM_PROPS_LOCATION_TYPE_OFFSET, sizeof type);
+	struct fvmm *v = calloc(1, sizeof *v);
+	v->size = n, v->refs = 1, v->host = type != CU_MEM_LOCATION_TYPE_DEVICE;
+	pthread_mutex_lock(&mem_mu);
+	if (!v->host && !take(n)) {
+		pthread_mutex_unlock(&mem_mu);
+		free(v);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_unlock(&mem_mu);
+	*h = (CUmemGenericAllocationHandle)(uintptr_t)v;
+	return 0;
+}
+
+int cuMemRelease(CUmemGenericAllocationHandle h)
+{
+	struct fvmm *v = (struct fvmm *)(uintptr_t)h;
+	pthread_mutex_lock(&mem_mu);
+	v->refs--;
+	vmm_maybe_free(v);
+	pthread_mutex_unlock(&mem_mu);
+	return 0;
+}
+
+int cuMemAddressReserve(CUdeviceptr *p, size_t n, size_t align, CUdeviceptr addr, unsigned long long flags)
+{
+	(void)align, (void)addr, (void)flags;
+	pthread_mutex_lock(&mem_mu);
+	*p = new_va(n, 0);
+	pthread_mutex_unlock(&mem_mu);
+	return 0;
+}
+
+int cuMemAddressFree(CUdeviceptr p, size_t n)
+{
+	(void)p, (void)n;
+	return 0;
+}
+
+int cuMemMap(CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h, unsigned long long flags)
+{
+	(void)off, (void)flags;
+	struct fvmm *v = (struct fvmm *)(uintptr_t)h;
+	pthread_mutex_lock(&mem_mu);
+	v->maps++;
+	fmap_put((struct fentry){.key = p, .size = n, .owner = v, .kind = F_MAPPING});
+	pthread_mutex_unlock(&mem_mu);
+	return 0;
+}
+
+int cuMemUnmap(CUdeviceptr p, size_t n)
+{
+	pthread_mutex_lock(&mem_mu);
+	for (CUdeviceptr at = p; at < p + n;) {
+		struct fentry *e = fmap_find(at);
+		if (!e || e->kind != F_MAPPING)
+			break;
+		struct fvmm *v = e->owner;
+		at += e->size;
+		fmap_erase(e);
+		v->maps--;
+		vmm_maybe_free(v);
+	}
+	pthread_mutex_unlock(&mem_mu);
+	return 0;
+}
+
+int cuMemSetAccess(CUdeviceptr p, size_t n, const void *desc, size_t count)
+{
+	(void)p, (void)n, (void)desc, (void)count;
+	return 0;
+}
+
+int cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr)
+{
+	pthread_mutex_lock(&mem_mu);
+	struct fentry *e = fmap_find((uint64_t)(uintptr_t)addr);
+	int r = CUDA_ERROR_INVALID_VALUE;
+	if (e && e->kind == F_MAPPING) {
+		((struct fvmm *)e->owner)->refs++;
+		*h = (CUmemGenericAllocationHandle)(uintptr_t)e->owner;
+		r = 0;
+	}
+	pthread_mutex_unlock(&mem_mu);
+	return r;
+}
+
+/* --- the device malloc heap, IPC, and contexts that go ------------------------------- */
+
+static uint64_t heap[CTX_SLOTS]; /* 0: the default */
+
+static uint64_t heap_of(int slot)
+{
+	return heap[slot] ? heap[slot] : HEAP_DEFAULT;
+}
+
+int cuCtxSetLimit(int what, size_t value)
+{
+	if (what != CU_LIMIT_MALLOC_HEAP_SIZE)
+		return 0;
+	int s = current_slot(), r = 0;
+	pthread_mutex_lock(&mem_mu);
+	uint64_t had = heap_of(s) > HEAP_DEFAULT ? heap_of(s) - HEAP_DEFAULT : 0;
+	uint64_t want = value > HEAP_DEFAULT ? value - HEAP_DEFAULT : 0;
+	if (want > had && !take(want - had))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	else if (want < had)
+		give(had - want);
+	if (!r)
+		heap[s] = value;
+	pthread_mutex_unlock(&mem_mu);
+	return r;
+}
+
+int cuCtxGetLimit(size_t *value, int what)
+{
+	*value = what == CU_LIMIT_MALLOC_HEAP_SIZE ? heap_of(current_slot()) : 0;
+	return 0;
+}
+
+int cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr d)
+{
+	memset(h, 0, sizeof *h);
+	memcpy(h->reserved, &d, sizeof d);
+	return 0;
+}
+
+/* Opening another process's allocation takes none of this GPU's memory. */
+int cuIpcOpenMemHandle_v2(CUdeviceptr *d, CUipcMemHandle h, unsigned flags)
+{
+	(void)flags;
+	memcpy(d, h.reserved, sizeof *d);
+	return 0;
+}
+
+int cuIpcCloseMemHandle(CUdeviceptr d)
+{
+	(void)d;
+	return 0;
+}
+
+/* A destroyed context's allocations and heap go with it. */
+static void mem_context_gone(int slot)
+{
+	pthread_mutex_lock(&mem_mu);
+	for (size_t i = 0; i < fcap;) {
+		struct fentry *e = &fmap[i];
+		if (e->kind && e->ctx == slot && (e->kind == F_PLAIN || e->kind == F_ARRAY)) {
+			give(e->size);
+			fmap_erase(e); /* another entry may have moved into i */
+			continue;
+		}
+		i++;
+	}
+	uint64_t had = heap_of(slot) > HEAP_DEFAULT ? heap_of(slot) - HEAP_DEFAULT : 0;
+	give(had);
+	heap[slot] = 0;
+	pthread_mutex_unlock(&mem_mu);
 }
 
 /* --- cuGetProcAddress ------------------------------------------------------- */
 
+/* Each call by its base name, from the CUDA version that means the flavour
+ * given (a later entry of the same name takes over from its version). */
+#define P(name, fn) {name, 0, (void *)fn, (void *)fn}
 static const struct {
 	const char *name;
+	int since;
 	void *fn, *ptsz;
 } procs[] = {
-	{"cuLaunchKernel", (void *)cuLaunchKernel, (void *)cuLaunchKernel_ptsz},
-	{"cuLaunchKernelEx", (void *)cuLaunchKernelEx, (void *)cuLaunchKernelEx},
-	{"cuLaunchCooperativeKernel", (void *)cuLaunchCooperativeKernel, (void *)cuLaunchCooperativeKernel},
-	{"cuGraphLaunch", (void *)cuGraphLaunch, (void *)cuGraphLaunch},
-	{"cuStreamCreate", (void *)cuStreamCreate, (void *)cuStreamCreate},
-	{"cuStreamSynchronize", (void *)cuStreamSynchronize, (void *)cuStreamSynchronize},
-	{"cuStreamQuery", (void *)cuStreamQuery, (void *)cuStreamQuery},
-	{"cuCtxSynchronize", (void *)cuCtxSynchronize, (void *)cuCtxSynchronize},
-	{"cuEventCreate", (void *)cuEventCreate, (void *)cuEventCreate},
-	{"cuEventDestroy", (void *)cuEventDestroy_v2, (void *)cuEventDestroy_v2},
-	{"cuEventRecord", (void *)cuEventRecord, (void *)cuEventRecord},
-	{"cuEventQuery", (void *)cuEventQuery, (void *)cuEventQuery},
-	{"cuEventSynchronize", (void *)cuEventSynchronize, (void *)cuEventSynchronize},
-	{"cuStreamBeginCapture", (void *)cuStreamBeginCapture_v2, (void *)cuStreamBeginCapture_v2},
-	{"cuStreamEndCapture", (void *)cuStreamEndCapture, (void *)cuStreamEndCapture},
-	{"cuDeviceGetAttribute", (void *)cuDeviceGetAttribute, (void *)cuDeviceGetAttribute},
-	{"cuGetExportTable", (void *)cuGetExportTable, (void *)cuGetExportTable},
-	{"cuInit", (void *)cuInit, (void *)cuInit},
-	{"cuCtxGetCurrent", (void *)cuCtxGetCurrent, (void *)cuCtxGetCurrent},
-	{"cuCtxSetCurrent", (void *)cuCtxSetCurrent, (void *)cuCtxSetCurrent},
-	{"cuCtxGetDevice", (void *)cuCtxGetDevice, (void *)cuCtxGetDevice},
-	{"cuCtxCreate", (void *)cuCtxCreate_v2, (void *)cuCtxCreate_v2},
-	{"cuCtxDestroy", (void *)cuCtxDestroy_v2, (void *)cuCtxDestroy_v2},
-	{"cuDeviceGetUuid", (void *)cuDeviceGetUuid_v2, (void *)cuDeviceGetUuid_v2},
+	{"cuLaunchKernel", 0, (void *)cuLaunchKernel, (void *)cuLaunchKernel_ptsz},
+	P("cuLaunchKernelEx", cuLaunchKernelEx),
+	P("cuLaunchCooperativeKernel", cuLaunchCooperativeKernel),
+	P("cuGraphLaunch", cuGraphLaunch),
+	P("cuStreamCreate", cuStreamCreate),
+	P("cuStreamSynchronize", cuStreamSynchronize),
+	P("cuStreamQuery", cuStreamQuery),
+	P("cuCtxSynchronize", cuCtxSynchronize),
+	P("cuEventCreate", cuEventCreate),
+	P("cuEventDestroy", cuEventDestroy_v2),
+	P("cuEventRecord", cuEventRecord),
+	P("cuEventQuery", cuEventQuery),
+	P("cuEventSynchronize", cuEventSynchronize),
+	P("cuStreamBeginCapture", cuStreamBeginCapture_v2),
+	P("cuStreamEndCapture", cuStreamEndCapture),
+	P("cuDeviceGetAttribute", cuDeviceGetAttribute),
+	P("cuGetExportTable", cuGetExportTable),
+	P("cuInit", cuInit),
+	P("cuCtxGetCurrent", cuCtxGetCurrent),
+	P("cuCtxSetCurrent", cuCtxSetCurrent),
+	P("cuCtxGetDevice", cuCtxGetDevice),
+	P("cuCtxCreate", cuCtxCreate_v2),
+	P("cuCtxDestroy", cuCtxDestroy_v2),
+	P("cuDeviceGetUuid", cuDeviceGetUuid_v2),
+	/* device memory */
+	P("cuMemAlloc", cuMemAlloc), {"cuMemAlloc", 3020, (void *)cuMemAlloc_v2, (void *)cuMemAlloc_v2},
+	P("cuMemAllocPitch", cuMemAllocPitch),
+	{"cuMemAllocPitch", 3020, (void *)cuMemAllocPitch_v2, (void *)cuMemAllocPitch_v2},
+	P("cuMemFree", cuMemFree), {"cuMemFree", 3020, (void *)cuMemFree_v2, (void *)cuMemFree_v2},
+	P("cuMemGetInfo", cuMemGetInfo), {"cuMemGetInfo", 3020, (void *)cuMemGetInfo_v2, (void *)cuMemGetInfo_v2},
+	P("cuDeviceTotalMem", cuDeviceTotalMem),
+	{"cuDeviceTotalMem", 3020, (void *)cuDeviceTotalMem_v2, (void *)cuDeviceTotalMem_v2},
+	P("cuMemAllocManaged", cuMemAllocManaged),
+	P("cuMemAllocAsync", cuMemAllocAsync),
+	P("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync),
+	P("cuMemFreeAsync", cuMemFreeAsync),
+	P("cuMemPoolCreate", cuMemPoolCreate),
+	P("cuMemPoolDestroy", cuMemPoolDestroy),
+	P("cuMemPoolTrimTo", cuMemPoolTrimTo),
+	P("cuMemPoolSetAttribute", cuMemPoolSetAttribute),
+	P("cuMemPoolGetAttribute", cuMemPoolGetAttribute),
+	P("cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool),
+	P("cuDeviceGetMemPool", cuDeviceGetMemPool),
+	P("cuDeviceSetMemPool", cuDeviceSetMemPool),
+	P("cuGraphCreate", cuGraphCreate),
+	P("cuGraphDestroy", cuGraphDestroy),
+	P("cuGraphAddMemAllocNode", cuGraphAddMemAllocNode),
+	P("cuGraphAddMemFreeNode", cuGraphAddMemFreeNode),
+	P("cuGraphAddChildGraphNode", cuGraphAddChildGraphNode),
+	{"cuGraphInstantiate", 12000, (void *)cuGraphInstantiateWithFlags, (void *)cuGraphInstantiateWithFlags},
+	P("cuGraphInstantiateWithFlags", cuGraphInstantiateWithFlags),
+	P("cuGraphExecDestroy", cuGraphExecDestroy),
+	P("cuGraphUpload", cuGraphUpload),
+	P("cuDeviceGraphMemTrim", cuDeviceGraphMemTrim),
+	P("cuDeviceGetGraphMemAttribute", cuDeviceGetGraphMemAttribute),
+	P("cuArrayCreate", cuArrayCreate), {"cuArrayCreate", 3020, (void *)cuArrayCreate_v2, (void *)cuArrayCreate_v2},
+	P("cuArray3DCreate", cuArray3DCreate),
+	{"cuArray3DCreate", 3020, (void *)cuArray3DCreate_v2, (void *)cuArray3DCreate_v2},
+	P("cuArrayDestroy", cuArrayDestroy),
+	P("cuMipmappedArrayCreate", cuMipmappedArrayCreate),
+	P("cuMipmappedArrayDestroy", cuMipmappedArrayDestroy),
+	P("cuMemCreate", cuMemCreate),
+	P("cuMemRelease", cuMemRelease),
+	P("cuMemAddressReserve", cuMemAddressReserve),
+	P("cuMemAddressFree", cuMemAddressFree),
+	P("cuMemMap", cuMemMap),
+	P("cuMemUnmap", cuMemUnmap),
+	P("cuMemSetAccess", cuMemSetAccess),
+	P("cuMemRetainAllocationHandle", cuMemRetainAllocationHandle),
+	P("cuCtxSetLimit", cuCtxSetLimit),
+	P("cuCtxGetLimit", cuCtxGetLimit),
+	P("cuIpcGetMemHandle", cuIpcGetMemHandle),
+	{"cuIpcOpenMemHandle", 11000, (void *)cuIpcOpenMemHandle_v2, (void *)cuIpcOpenMemHandle_v2},
+	P("cuIpcCloseMemHandle", cuIpcCloseMemHandle),
 };
 
 int cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags, void *status);
@@ -576,14 +1639,17 @@ int cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t fl
 		*pfn = version >= 12000 ? (void *)cuGetProcAddress_v2 : (void *)cuGetProcAddress;
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++) {
-		if (strcmp(procs[i].name, symbol) == 0) {
-			*pfn = flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM ? procs[i].ptsz : procs[i].fn;
-			return 0;
-		}
+	int found = -1;
+	for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++)
+		if (procs[i].since <= version && strcmp(procs[i].name, symbol) == 0 &&
+		    (found < 0 || procs[i].since > procs[found].since))
+			found = (int)i;
+	if (found < 0) {
+		*pfn = NULL;
+		return CUDA_ERROR_NOT_FOUND;
 	}
-	*pfn = NULL;
-	return CUDA_ERROR_NOT_FOUND;
+	*pfn = flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM ? procs[found].ptsz : procs[found].fn;
+	return 0;
 }
 
 /* --- what tests read ---------------------------------------------------------- */
