@@ -283,8 +283,8 @@ static void *procv(const char *name, int version, int ptds)
 	return f;
 }
 
-enum { O_MEM = 1, O_V1, O_DIRECT, O_PITCH, O_MANAGED, O_ASYNC, O_POOL, O_ARRAY, O_ARRAY1, O_ARRAY3D, O_MIPMAP, O_VMM,
-       O_GRAPH, O_IPC };
+enum { K_MEM = 1, K_V1, K_DIRECT, K_PITCH, K_MANAGED, K_ASYNC, K_POOL, K_ARRAY, K_ARRAY1, K_ARRAY3D, K_MIPMAP, K_VMM,
+       K_GRAPH, K_IPC };
 static const char *const kinds[] = {"", "mem", "v1", "direct", "pitch", "managed", "async", "pool", "array",
 				    "array1", "array3d", "mipmap", "vmm", "graph", "ipc"};
 #define NKINDS (int)(sizeof kinds / sizeof kinds[0])
@@ -361,41 +361,41 @@ static CUresult alloc(int kind, uint64_t bytes, struct obj *o)
 	CUresult r = 1;
 	CUdeviceptr d = 0;
 	switch (kind) {
-	case O_MEM:
+	case K_MEM:
 		r = ((CUresult(*)(CUdeviceptr *, size_t))proc("cuMemAlloc", 0))(&d, bytes);
 		break;
-	case O_V1: {
+	case K_V1: {
 		unsigned d32 = 0;
 		r = ((CUresult(*)(unsigned *, unsigned))procv("cuMemAlloc", 3000, 0))(&d32, (unsigned)bytes);
 		d = d32;
 		break;
 	}
-	case O_DIRECT:
+	case K_DIRECT:
 		r = ((CUresult(*)(CUdeviceptr *, size_t))dlsym(RTLD_DEFAULT, "cuMemAlloc_v2"))(&d, bytes);
 		break;
-	case O_PITCH: {
+	case K_PITCH: {
 		size_t pitch = 0;
 		r = ((CUresult(*)(CUdeviceptr *, size_t *, size_t, size_t, unsigned))proc("cuMemAllocPitch", 0))(
 		    &d, &pitch, bytes, 4, 4);
 		o->size = pitch * 4;
 		break;
 	}
-	case O_MANAGED:
+	case K_MANAGED:
 		r = ((CUresult(*)(CUdeviceptr *, size_t, unsigned))proc("cuMemAllocManaged", 0))(&d, bytes, 1);
 		break;
-	case O_ASYNC:
+	case K_ASYNC:
 		r = ((CUresult(*)(CUdeviceptr *, size_t, CUstream))proc("cuMemAllocAsync", 0))(&d, bytes, 0);
 		break;
-	case O_POOL:
+	case K_POOL:
 		r = ((CUresult(*)(CUdeviceptr *, size_t, CUmemoryPool, CUstream))proc("cuMemAllocFromPoolAsync", 0))(
 		    &d, bytes, pool, 0);
 		break;
-	case O_ARRAY: {
+	case K_ARRAY: {
 		CUDA_ARRAY_DESCRIPTOR a = {bytes / 16, 4, CU_AD_FORMAT_FLOAT, 1};
 		r = ((CUresult(*)(void **, const void *))proc("cuArrayCreate", 0))(&o->h, &a);
 		break;
 	}
-	case O_ARRAY1: { /* the 32-bit flavour of CUDA before 3.2 */
+	case K_ARRAY1: { /* the 32-bit flavour of CUDA before 3.2 */
 		struct {
 			unsigned w, h;
 			int format;
@@ -404,17 +404,17 @@ static CUresult alloc(int kind, uint64_t bytes, struct obj *o)
 		r = ((CUresult(*)(void **, const void *))procv("cuArrayCreate", 3000, 0))(&o->h, &a);
 		break;
 	}
-	case O_ARRAY3D: {
+	case K_ARRAY3D: {
 		CUDA_ARRAY3D_DESCRIPTOR a = {bytes / 64, 4, 4, CU_AD_FORMAT_FLOAT, 1, 0};
 		r = ((CUresult(*)(void **, const void *))proc("cuArray3DCreate", 0))(&o->h, &a);
 		break;
 	}
-	case O_MIPMAP: { /* bytes: the side of a square of floats, in three levels */
+	case K_MIPMAP: { /* bytes: the side of a square of floats, in three levels */
 		CUDA_ARRAY3D_DESCRIPTOR a = {bytes, bytes, 0, CU_AD_FORMAT_FLOAT, 1, 0};
 		r = ((CUresult(*)(void **, const void *, unsigned))proc("cuMipmappedArrayCreate", 0))(&o->h, &a, 3);
 		break;
 	}
-	case O_VMM: {
+	case K_VMM: {
 		CUmemGenericAllocationHandle h = 0;
 		r = ((CUresult(*)(CUmemGenericAllocationHandle *, size_t, const void *, unsigned long long))proc(
 		    "cuMemCreate", 0))(&h, bytes, device_prop, 0);
@@ -428,7 +428,7 @@ static CUresult alloc(int kind, uint64_t bytes, struct obj *o)
 		o->h = (void *)(uintptr_t)h;
 		break;
 	}
-	case O_GRAPH:
+	case K_GRAPH:
 		r = graph(bytes, 0, &o->h);
 		break;
 	}
@@ -455,33 +455,33 @@ static CUresult dealloc(struct obj *o)
 {
 	CUresult r = 1;
 	switch (o->kind) {
-	case O_MEM: case O_PITCH: case O_MANAGED:
+	case K_MEM: case K_PITCH: case K_MANAGED:
 		r = ((CUresult(*)(CUdeviceptr))proc("cuMemFree", 0))(o->ptr);
 		break;
-	case O_V1:
+	case K_V1:
 		r = ((CUresult(*)(unsigned))procv("cuMemFree", 3000, 0))((unsigned)o->ptr);
 		break;
-	case O_DIRECT:
+	case K_DIRECT:
 		r = ((CUresult(*)(CUdeviceptr))dlsym(RTLD_DEFAULT, "cuMemFree_v2"))(o->ptr);
 		break;
-	case O_ASYNC: case O_POOL:
+	case K_ASYNC: case K_POOL:
 		r = ((CUresult(*)(CUdeviceptr, CUstream))proc("cuMemFreeAsync", 0))(o->ptr, 0);
 		break;
-	case O_ARRAY: case O_ARRAY1: case O_ARRAY3D:
+	case K_ARRAY: case K_ARRAY1: case K_ARRAY3D:
 		r = ((CUresult(*)(void *))proc("cuArrayDestroy", 0))(o->h);
 		break;
-	case O_MIPMAP:
+	case K_MIPMAP:
 		r = ((CUresult(*)(void *))proc("cuMipmappedArrayDestroy", 0))(o->h);
 		break;
-	case O_VMM:
+	case K_VMM:
 		r = o->ptr ? unmap(o) : 0;
 		if (r == 0 && !o->released)
 			r = release(o);
 		break;
-	case O_GRAPH:
+	case K_GRAPH:
 		r = ((CUresult(*)(void *))proc("cuGraphExecDestroy", 0))(o->h);
 		break;
-	case O_IPC:
+	case K_IPC:
 		r = ((CUresult(*)(CUdeviceptr))proc("cuIpcCloseMemHandle", 0))(o->ptr);
 		break;
 	}
@@ -513,7 +513,7 @@ struct stress {
 static void *stress_thread(void *arg)
 {
 	struct stress *st = arg;
-	static const int paths[] = {O_MEM, O_PITCH, O_MANAGED, O_ASYNC, O_POOL, O_ARRAY, O_ARRAY3D, O_VMM, O_MIPMAP};
+	static const int paths[] = {K_MEM, K_PITCH, K_MANAGED, K_ASYNC, K_POOL, K_ARRAY, K_ARRAY3D, K_VMM, K_MIPMAP};
 	struct obj live[48];
 	int n = 0;
 	for (int i = 0; i < st->ops; i++) {
@@ -521,7 +521,7 @@ static void *stress_thread(void *arg)
 		CUresult rc = 0;
 		if (r < 50 && n < 48) {
 			int kind = paths[rand_r(&st->seed) % (sizeof paths / sizeof paths[0])];
-			uint64_t bytes = kind == O_MIPMAP ? 64u << (rand_r(&st->seed) % 5)
+			uint64_t bytes = kind == K_MIPMAP ? 64u << (rand_r(&st->seed) % 5)
 							  : (1 + rand_r(&st->seed) % 64) * 65536ull;
 			rc = alloc(kind, bytes, &live[n]);
 			if (rc == 0)
@@ -675,14 +675,14 @@ static int memory(char *line)
 		printf("rc %d\n", r);
 	} else if (sscanf(line, "release %d", &id) == 1) {
 		struct obj *o = obj_get(id);
-		printf("rc %d\n", o && o->kind == O_VMM ? release(o) : 1);
+		printf("rc %d\n", o && o->kind == K_VMM ? release(o) : 1);
 	} else if (sscanf(line, "unmap %d", &id) == 1) {
 		struct obj *o = obj_get(id);
-		printf("rc %d\n", o && o->kind == O_VMM && o->ptr ? unmap(o) : 1);
+		printf("rc %d\n", o && o->kind == K_VMM && o->ptr ? unmap(o) : 1);
 	} else if (sscanf(line, "retain %d", &id) == 1) {
 		struct obj *o = obj_get(id);
 		CUmemGenericAllocationHandle h = 0;
-		CUresult r = o && o->kind == O_VMM
+		CUresult r = o && o->kind == K_VMM
 				 ? ((CUresult(*)(CUmemGenericAllocationHandle *, void *))proc("cuMemRetainAllocationHandle", 0))(
 				       &h, (void *)(uintptr_t)o->ptr)
 				 : 1;
@@ -690,7 +690,7 @@ static int memory(char *line)
 			o->released = 0; /* one more reference for dealloc to release */
 		printf("rc %d\n", r);
 	} else if (sscanf(line, "capture %llu", &n) == 1) {
-		struct obj o = {.kind = O_GRAPH, .size = n};
+		struct obj o = {.kind = K_GRAPH, .size = n};
 		CUresult r = graph(n, 1, &o.h);
 		if (r != 0)
 			printf("rc %d\n", r);
@@ -698,7 +698,7 @@ static int memory(char *line)
 			printf("id %d\n", obj_add(&o));
 	} else if (sscanf(line, "glaunch %d", &id) == 1 || sscanf(line, "gupload %d", &id) == 1) {
 		struct obj *o = obj_get(id);
-		printf("rc %d\n", o && o->kind == O_GRAPH ? graph_launch(o->h, line[1] == 'u') : 1);
+		printf("rc %d\n", o && o->kind == K_GRAPH ? graph_launch(o->h, line[1] == 'u') : 1);
 	} else if (strcmp(line, "gtrim") == 0) {
 		printf("rc %d\n", ((CUresult(*)(CUdevice))proc("cuDeviceGraphMemTrim", 0))(0));
 	} else if (sscanf(line, "pool %63s %llu", a, &n) >= 1) {
@@ -773,7 +773,7 @@ static int memory(char *line)
 	} else if (sscanf(line, "ipcopen %llx", &n) == 1) {
 		CUipcMemHandle ipc = {{0}};
 		memcpy(ipc.reserved, &n, sizeof n);
-		struct obj o = {.kind = O_IPC};
+		struct obj o = {.kind = K_IPC};
 		CUdeviceptr d = 0;
 		CUresult r = ((CUresult(*)(CUdeviceptr *, CUipcMemHandle, unsigned))proc("cuIpcOpenMemHandle", 0))(&d, ipc, 1);
 		o.ptr = d;
