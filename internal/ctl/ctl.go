@@ -26,7 +26,7 @@ import (
 // Values shared with shim/carve_ctl.h.
 const (
 	Magic   = 0x45565243
-	Version = 3
+	Version = 4
 	Size    = 1024
 
 	StateNew               = 0
@@ -111,7 +111,13 @@ type Block struct {
 	QueueUS      uint32     `c:"queue_us"`
 	KernelUS     uint32     `c:"kernel_us"`
 	Floor        [4]uint32  `c:"floor"`
-	TideReserved [47]uint64 `c:"tide_reserved"`
+	MemLimit     uint64     `c:"mem_limit"`
+	MemUsed      uint64     `c:"mem_used"`
+	MemTotal     uint64     `c:"mem_total"`
+	MemPeak      uint64     `c:"mem_peak"`
+	MemRefused   uint64     `c:"mem_refused"`
+	MemRefusedNS uint64     `c:"mem_refused_ns"`
+	TideReserved [41]uint64 `c:"tide_reserved"`
 }
 
 var _ [Size - unsafe.Sizeof(Block{})]byte // Block is exactly Size bytes
@@ -206,6 +212,8 @@ type Init struct {
 	Floor  topo.Enable // a BE tenant's floor TPCs, chosen for Policy.Floor
 	Comm   []string
 
+	MemLimit uint64 // bytes of GPU memory the tenant may allocate (0: no limit)
+
 	GPU string // the UUID of the GPU the mask is of ("": not known, the shim masks launches on any)
 }
 
@@ -275,6 +283,7 @@ func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
 	b.InflightMax, b.SharePPM, b.EpochNS = uint32(in.Tide.InflightMax), uint32(in.Tide.Share*1e6), uint64(in.Tide.Epoch)
 	b.QueueUS = uint32(in.Tide.Queue.Microseconds())
 	b.Floor = in.Floor
+	b.MemLimit = in.MemLimit
 	if err := os.Rename(tmp, path); err != nil {
 		h.Close()
 		os.Remove(tmp)
@@ -323,6 +332,22 @@ func (h *Handle) SetTide(t Tide) {
 	atomic.StoreUint32(&h.b.QueueUS, uint32(t.Queue.Microseconds()))
 }
 
+// SetMemLimit changes the bytes of GPU memory the tenant may allocate (0:
+// no limit); the shim applies it to its next allocation.
+func (h *Handle) SetMemLimit(bytes uint64) error {
+	atomic.StoreUint64(&h.b.MemLimit, bytes)
+	return nil
+}
+
+// Memory is what a block says of the tenant's GPU memory: its limit (0:
+// none), what this process holds, what all the tenant's processes hold
+// (from the account block: the tenant's first block, or a claim's root),
+// the most they held, and the allocations refused at the limit.
+type Memory struct {
+	Limit, Used, Total, Peak, Refused uint64
+	LastRefused                       time.Time // zero when none
+}
+
 // Snapshot is a consistent copy of a block's fields.
 type Snapshot struct {
 	PID        int
@@ -347,6 +372,7 @@ type Snapshot struct {
 	Fault      Fault
 	Tide       Tide
 	TideStatus TideStatus
+	Memory     Memory
 
 	// launches on another GPU than the mask's, which ran on all its TPCs
 	// (allowed unpartitioned), and the last such GPU's UUID
@@ -456,6 +482,16 @@ func (h *Handle) Snapshot() Snapshot {
 		Held: time.Duration(atomic.LoadUint64(&b.HeldNS)), HeldLaunches: atomic.LoadUint64(&b.HeldLaunches),
 		NarrowLaunch: atomic.LoadUint64(&b.NarrowLaunch), Busy: time.Duration(atomic.LoadUint64(&b.BusyNS)),
 		Requests: atomic.LoadUint64(&b.Requests), Kernel: time.Duration(atomic.LoadUint32(&b.KernelUS)) * time.Microsecond}
+	s.Memory = Memory{Limit: atomic.LoadUint64(&b.MemLimit), Used: atomic.LoadUint64(&b.MemUsed),
+		Peak: atomic.LoadUint64(&b.MemPeak), Refused: atomic.LoadUint64(&b.MemRefused)}
+	if s.PID == 0 || s.PID == s.Tenant { // the account block
+		s.Memory.Total = atomic.LoadUint64(&b.MemTotal)
+	} else {
+		s.Memory.Total = s.Memory.Used
+	}
+	if ns := atomic.LoadUint64(&b.MemRefusedNS); ns != 0 {
+		s.Memory.LastRefused = time.Unix(0, int64(ns))
+	}
 	if code := atomic.LoadUint32(&b.Fault); code != 0 {
 		call, _, _ := bytes.Cut(b.FaultCall[:], []byte{0})
 		s.Fault = Fault{Code: code, At: time.Unix(0, int64(atomic.LoadUint64(&b.FaultNS))), Call: string(call)}
