@@ -8,8 +8,10 @@
 // does not fit in the free TPCs fails and says how many are free; a list
 // of TPCs or GPCs that meets a live partition fails and names it. Blocks of
 // one tenant (a program and the child processes that copied its block) are
-// one partition. Place knows the live partitions from the control blocks
-// alone, so it keeps no state of its own and survives any restart.
+// one partition. Under the same lock the tenants' memory limits are
+// counted against the GPU's memory (memory.go). Place knows the live
+// partitions from the control blocks alone, so it keeps no state of its own
+// and survives any restart.
 package place
 
 import (
@@ -307,7 +309,7 @@ type Request struct {
 	Claim  *Claim         // the claim to reserve for, if any
 	Share  bool           // allow TPCs of live partitions, and over-committing the GPU's memory
 	Flags  uint32
-	Policy ctl.Policy // its class and tide policy
+	Policy ctl.Policy // its class, tide policy and memory limit
 	Comm   []string   // the process's command line (a claim's records its name)
 }
 
@@ -343,10 +345,11 @@ type Placed struct {
 }
 
 // Place chooses r's TPCs on t around the live partitions and claims in
-// dir, and registers them, all under dir's lock: as r.PID's control block,
-// or as r.Claim's directory. A claim already reserved gets its partition
-// back unchanged: reserving is idempotent. What an interrupted reservation
-// left is cleared first.
+// dir, checks that its memory limit fits beside theirs, and registers
+// them, all under dir's lock: as r.PID's control block, or as r.Claim's
+// directory. A claim already reserved gets its partition back unchanged:
+// reserving is idempotent. What an interrupted reservation left is
+// cleared first.
 func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	if err := r.Policy.Normalize(ctl.FieldNames); err != nil {
 		return nil, err
