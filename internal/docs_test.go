@@ -25,6 +25,7 @@ import (
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/mps"
+	"github.com/carve-gpu/carve/internal/place"
 )
 
 var docs = []string{"README.md", "ARCHITECTURE.md"}
@@ -100,6 +101,7 @@ func claims(t *testing.T) []claim {
 		{"ctl.KeepEnded", `met a GPU fault \(for (an? \w+|\d+ \w+) after they end`, int64(ctl.KeepEnded), true},
 		{"mps.DefaultConnections", `(?:CUDA_DEVICE_MAX_CONNECTIONS=|with |the )(\d+)(?:\x60| connections each| connections it gives)`, mps.DefaultConnections, false},
 		{"CARVE_EXIT_REFUSED", `with exit status (\d+) instead of letting it run`, shimDefine(t, "CARVE_EXIT_REFUSED"), false},
+		{"place.ContextReserve in MiB", `(\d+) MiB for its context`, place.ContextReserve >> 20, false},
 	}
 }
 

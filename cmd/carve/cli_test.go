@@ -72,6 +72,7 @@ func TestRunErrorsBeforeNotes(t *testing.T) {
 		{[]string{"-g", "20"}, "20"},
 		{[]string{"-n", "67"}, "67 TPCs asked for"},
 		{[]string{"--be", "--be-floor", "70"}, "70"},
+		{[]string{"-n", "4", "--mem", "100G"}, "memory limit 100G: more than the GPU's 79.2G"},
 	} {
 		args := append(append([]string{"run"}, tc.args...), "--", "true")
 		_, stderr, err := carve(t, args...)

@@ -61,7 +61,12 @@ func (f *tideFlags) add(c *cobra.Command) {
 	c.Flags().Float64Var(&f.p.Share, "be-share", d.Share, "BE: share of the time it may still run while LS work is in flight, off the LS tenants' TPCs (0: only after waiting an epoch)")
 	c.Flags().DurationVar(&f.p.Epoch, "epoch", d.Epoch, "BE: the period --be-share is counted over")
 	c.Flags().IntVar(&f.p.Floor, "be-floor", d.Floor, "BE: TPCs it keeps to while LS work is in flight, which LS tenants keep off (0: all but the busy LS tenants'); with --be-share 1 it runs there all the while, its memory traffic bounded by its TPCs")
+	c.Flags().Var(&f.p.Mem, "mem", memUsage)
 }
+
+// memUsage is what --mem takes, for run and set.
+const memUsage = `GPU memory its processes may allocate together: a size (12G, 512M, 12GiB, bytes; powers of 1024) ` +
+	`or a share of the GPU's (60%); the limits of the GPU's tenants must fit its memory (--share over-commits it)`
 
 // policy is the tenant's policy, checked.
 func (f *tideFlags) policy() (ctl.Policy, error) {

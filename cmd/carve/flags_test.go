@@ -32,6 +32,8 @@ func TestRunFlagsReadRunArgs(t *testing.T) {
 		{Class: ctl.ClassBE, Share: 0.05, Epoch: 10 * time.Millisecond, Inflight: 0, Queue: 300 * time.Microsecond},
 		{Class: ctl.ClassLS, Own: true},
 		{Class: ctl.ClassLS},
+		{Class: ctl.ClassLS, Mem: ctl.MemLimit{Bytes: 12 << 30}},
+		{Class: ctl.ClassBE, Share: 0.05, Epoch: 10 * time.Millisecond, Inflight: 8, Mem: ctl.MemLimit{Percent: 60}},
 		{},
 	} {
 		got, err := runPolicy(t, p.RunArgs()...)

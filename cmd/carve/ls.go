@@ -16,9 +16,11 @@ func newLsCmd() *cobra.Command {
 		Use:   "ls",
 		Short: "List partitioned processes",
 		Long: `ls lists the running processes that carve partitions (this user's): pid,
-logical TPCs, the SM count the program is told, whether it is a client of
-MPS or has a context of its own, kernel launches so far and the time of the
-last one, and its state.
+logical TPCs, the SM count the program is told, the GPU memory its tenant
+holds and its limit (MEM, used/limit; -o json has the bytes), whether it is
+a client of MPS or has a context of its own, kernel launches so far and the
+time of the last one, and its state. A tenant whose allocations were
+refused at its memory limit says so in its state.
 
 A process whose driver calls failed with a GPU fault (an illegal address, a
 failed launch, its MPS server gone) says so; processes that ended after one

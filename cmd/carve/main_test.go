@@ -104,6 +104,13 @@ func TestErrors(t *testing.T) {
 		{[]string{"run", "--be-floor", "4", "-n", "4", "--", "true"}, "--be-floor is for BE tenants"},
 		{[]string{"run", "--be", "--be-floor", "-1", "--", "true"}, "floor -1 TPCs"},
 		{[]string{"bench", "serve", "--rates", "fast"}, `"fast": want a number`},
+		{[]string{"run", "-n", "4", "--mem", "0", "--", "true"}, `memory limit "0": a limit of nothing`},
+		{[]string{"run", "-n", "4", "--mem=-1G", "--", "true"}, `memory limit "-1G": a negative size`},
+		{[]string{"run", "-n", "4", "--mem", "12X", "--", "true"}, `unknown unit "X"`},
+		{[]string{"run", "-n", "4", "--mem", "twelve", "--", "true"}, "want a size (512M, 12G"},
+		{[]string{"run", "-n", "4", "--mem", "101%", "--", "true"}, "at most 100%"},
+		{[]string{"set", "-p", "1", "--mem", "0%"}, "a limit of nothing"},
+		{[]string{"set", "-p", "999999999", "--mem", "1G"}, "not partitioned by carve"},
 	} {
 		_, _, err := carve(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

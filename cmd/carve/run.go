@@ -46,6 +46,15 @@ saying how many are free, when too few are; -t and -g fail when they meet
 another partition. --share allows both (shared TPCs are time-shared).
 Placement is atomic: concurrent runs never pick the same free TPCs.
 
+--mem limits the GPU memory the program and its children may allocate
+together: the shim refuses an allocation past it (out of memory) and tells
+the program the limit as the GPU's total memory; under MPS the driver holds
+each process to it as well, its context included. The limits of the GPU's
+tenants must fit its memory, each counted with a context's reserve outside
+MPS; a limit that does not fit fails, saying how much is free, unless
+--share over-commits it. Tenants without a limit count for nothing and are
+guaranteed nothing: they may take what limited tenants have not allocated.
+
 The program sees the partition's SM count where it asks the driver for the
 device's multiprocessor count, as it would under MPS percentages, so that
 libraries size their grids to the partition (--all-sms: the whole GPU's).
@@ -127,7 +136,11 @@ TPCs, unless --allow-unpartitioned is given.`,
 				for _, o := range p.Overlaps {
 					note(cmd, "%s; they are shared", o)
 				}
-				fmt.Fprintf(stderr, "carve: pid %d on TPCs %s (%d of %d)\n", os.Getpid(), p.Set, len(p.Set), len(t.TPCs))
+				memNotes(cmd, p.Memory, flags&ctl.FlagMPS != 0)
+				fmt.Fprintf(stderr, "carve: pid %d on TPCs %s (%d of %d)%s\n", os.Getpid(), p.Set, len(p.Set), len(t.TPCs), memText(p.Memory))
+			}
+			if flags&ctl.FlagMPS != 0 && p.Memory.Limit > 0 { // the driver's backstop, for the GPU as the program sees it
+				env = preload.Set(env, mps.PinnedMemLimit(device, p.Memory.Limit))
 			}
 			env = preload.Env(env, lib, dir, p.Block.Path)
 			err = syscall.Exec(path, args, env)

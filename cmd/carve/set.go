@@ -34,9 +34,11 @@ func newSetCmd() *cobra.Command {
 	var spec specFlags
 	var pid int
 	var out string
+	var mem ctl.MemLimit
+	var noMem bool
 	c := &cobra.Command{
-		Use:   "set -p PID (-t TPCS | -g GPCS | -n COUNT)",
-		Short: "Change the partition of a running process",
+		Use:   "set -p PID (-t TPCS | -g GPCS | -n COUNT) [--mem SIZE|PCT]",
+		Short: "Change the partition or memory limit of a running process",
 		Long: `set moves a process started with 'carve run', with the child processes that
 inherited its partition, to other TPCs. The change applies from each
 process's next kernel launch; kernels already running keep their TPCs. The
@@ -46,7 +48,15 @@ As with run, the new TPCs may not overlap another partition without --share.
 Moving a running program to very few TPCs can stall it: libraries size some
 kernels (persistent and split-K GEMMs) for the SMs the program saw at start,
 and such kernels chosen on a whole H100 never finished on fewer than 8 TPCs;
-set says so when it shrinks a program below that.`,
+set says so when it shrinks a program below that.
+
+--mem changes the limit of GPU memory the process and its children may
+allocate (--no-mem: none). A raise must fit the GPU's memory beside the
+other tenants' limits, as run's does (--share over-commits it). Under MPS
+the driver holds each process to the limit it started with for its life:
+a limit can be lowered, not raised above that, nor taken off. A program
+above a lowered limit keeps what it holds; its new allocations fail until
+it is under.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(out); err != nil {
@@ -55,9 +65,19 @@ set says so when it shrinks a program below that.`,
 			if pid <= 0 {
 				return errors.New("name the process with -p PID")
 			}
+			memory := cmd.Flags().Changed("mem") || noMem
 			s, err := spec.parse()
-			if err != nil {
+			move := err == nil
+			if errors.Is(err, errUnnamed) && memory {
+				err = nil
+			}
+			switch {
+			case err != nil:
 				return err
+			case move && memory && out == "json":
+				return errors.New("with -o json, change the TPCs or the memory limit, not both")
+			case noMem && mem != (ctl.MemLimit{}):
+				return errors.New("--mem and --no-mem exclude each other")
 			}
 			dir, err := ctl.Dir()
 			if err != nil {
@@ -66,6 +86,11 @@ set says so when it shrinks a program below that.`,
 			t, err := topologyOf(dir, pid)
 			if err != nil {
 				return err
+			}
+			if memory {
+				if err := setMemory(cmd, dir, t, pid, mem, spec.share, out); err != nil || !move {
+					return err
+				}
 			}
 			m, err := place.Move(dir, t, pid, s, spec.share)
 			if err != nil {
@@ -93,6 +118,8 @@ set says so when it shrinks a program below that.`,
 	}
 	c.Flags().IntVarP(&pid, "pid", "p", 0, "process to change")
 	spec.add(c)
+	c.Flags().Var(&mem, "mem", memUsage)
+	c.Flags().BoolVar(&noMem, "no-mem", false, "take the memory limit off (not under MPS)")
 	addOutputFlag(c, &out)
 	return c
 }

@@ -54,8 +54,8 @@ func printTopology(w io.Writer, t *topo.Topology, cached bool) {
 		src = "cached, discovered " + t.DiscoveredAt
 	}
 	fmt.Fprintf(w, "%s  %s\n", t.Device, t.UUID)
-	fmt.Fprintf(w, "driver %s (CUDA %d.%d), compute %s, %d SMs, L2 %d MiB\n",
-		t.Driver, t.CUDAVersion/1000, t.CUDAVersion%1000/10, t.Compute, t.SMCount, t.L2Bytes>>20)
+	fmt.Fprintf(w, "driver %s (CUDA %d.%d), compute %s, %d SMs, L2 %d MiB, memory %d MiB\n",
+		t.Driver, t.CUDAVersion/1000, t.CUDAVersion%1000/10, t.Compute, t.SMCount, t.L2Bytes>>20, t.MemoryBytes>>20)
 	fmt.Fprintf(w, "%s; live mask bits %s (%s)\n\n", t.Summary(), bitList(t), src)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "GPC\tTPCS\tMASK BITS\tSMS")

@@ -39,6 +39,10 @@ type Policy struct {
 	// tenants keep off (0: none; then all but the busy LS tenants'). Which
 	// TPCs they are is for placement to choose (Init.Floor).
 	Floor int `flag:"be-floor" config:"beFloor" for:"be"`
+	// Any class: the GPU memory its processes may allocate together (zero:
+	// no limit). A share of the GPU's memory is for placement to resolve
+	// (Init.MemLimit).
+	Mem MemLimit `flag:"mem" config:"memory"`
 }
 
 // DefaultPolicy holds the values a BE tenant's policy has unless told
@@ -105,6 +109,9 @@ func (p *Policy) Normalize(spelled Spelling) error {
 	case p.Floor > 0 && p.Floor < NarrowMin:
 		return fail("Floor", ": a BE floor of %d TPCs: want at least %d (kernels sized for the whole GPU may never finish on fewer)",
 			p.Floor, NarrowMin)
+	case p.Mem.Percent < 0 || p.Mem.Percent > 100 || math.IsNaN(p.Mem.Percent) || p.Mem.Percent > 0 && p.Mem.Bytes > 0:
+		return fail("Mem", ": memory limit of %d bytes and %g%%: want a size, or a share of the GPU's memory above 0%% and at most 100%%",
+			p.Mem.Bytes, p.Mem.Percent)
 	}
 	return nil
 }
@@ -136,6 +143,10 @@ func (p Policy) RunArgs() []string {
 			continue
 		}
 		switch x := v.Field(i).Interface().(type) {
+		case MemLimit:
+			if x != (MemLimit{}) {
+				args = append(args, "--"+flag+"="+x.String())
+			}
 		case bool:
 			if x {
 				args = append(args, "--"+flag)
@@ -150,19 +161,22 @@ func (p Policy) RunArgs() []string {
 }
 
 // Apply writes p (normalized) into what a new block starts with: the
-// class, the flag an LS tenant that keeps to its own TPCs sets, and a BE
-// tenant's tide policy, keeping in.Tide.Node. The floor's TPCs are
-// placement's to write (in.Floor).
+// class, the flag an LS tenant that keeps to its own TPCs sets, a BE
+// tenant's tide policy, keeping in.Tide.Node, and a memory limit given in
+// bytes. The floor's TPCs and a memory limit given as a share of the GPU
+// are placement's to write (in.Floor, in.MemLimit).
 func (p Policy) Apply(in *Init) {
 	in.Class = p.Class
 	if p.Own {
 		in.Flags |= FlagLSOwn
 	}
 	in.Tide = Tide{Node: in.Tide.Node, InflightMax: p.Inflight, Queue: p.Queue, Share: p.Share, Epoch: p.Epoch}
+	in.MemLimit = p.Mem.Bytes
 }
 
-// Policy is the policy the block was made with (Apply's, read back).
+// Policy is the policy the block was made with (Apply's, read back; a
+// memory limit in bytes, as placement resolved it).
 func (s Snapshot) Policy() Policy {
 	return Policy{Class: s.Class, Own: s.Flags&FlagLSOwn != 0, Share: s.Tide.Share, Epoch: s.Tide.Epoch,
-		Inflight: s.Tide.InflightMax, Queue: s.Tide.Queue, Floor: s.Floor.Count()}
+		Inflight: s.Tide.InflightMax, Queue: s.Tide.Queue, Floor: s.Floor.Count(), Mem: MemLimit{Bytes: s.Memory.Limit}}
 }

@@ -48,6 +48,10 @@ func TestPolicyNormalize(t *testing.T) {
 		{ls(func(p *ctl.Policy) { p.Epoch = time.Second }), "epoch is for BE tenants", "--epoch is for BE", "epoch is for BE"},
 		{ls(func(p *ctl.Policy) { p.Queue = time.Second }), "queue is for BE tenants", "--queue is for BE", "queue is for BE"},
 		{ctl.Policy{Own: true}, "own is for LS tenants", "--own is for LS", "own is for LS"},
+		{ls(func(p *ctl.Policy) { p.Mem = ctl.MemLimit{Bytes: 12 << 30} }), "", "", ""},
+		{be(func(p *ctl.Policy) { p.Mem = ctl.MemLimit{Percent: 60} }), "", "", ""},
+		{ctl.Policy{Mem: ctl.MemLimit{Percent: 120}}, "mem: memory limit of 0 bytes and 120%", "--mem: memory limit", "memory: memory limit"},
+		{ctl.Policy{Mem: ctl.MemLimit{Bytes: 1, Percent: 10}}, "mem: memory limit of 1 bytes and 10%", "--mem:", "memory:"},
 		{ctl.Policy{Class: 7}, "class 7: want", "class 7: want", "class 7: want"},
 	} {
 		for _, sp := range []struct {
@@ -97,7 +101,7 @@ func TestPolicyInBlock(t *testing.T) {
 	floor := topo.Enable{}.Set(3).Set(4).Set(5).Set(6).Set(9).Set(10).Set(11).Set(12)
 	for i, p := range []ctl.Policy{
 		{Class: ctl.ClassBE, Share: 0.25, Epoch: 7 * time.Millisecond, Inflight: 3, Queue: 250 * time.Microsecond, Floor: 8},
-		{Class: ctl.ClassLS, Own: true},
+		{Class: ctl.ClassLS, Own: true, Mem: ctl.MemLimit{Bytes: 12 << 30}},
 		{},
 	} {
 		in := ctl.Init{PID: 1000 + i, Mask: floor.Disable(), Live: floor, Flags: ctl.FlagMPS, Tide: ctl.Tide{Node: "node-x"}}
@@ -131,6 +135,8 @@ func TestRunArgs(t *testing.T) {
 		{be, []string{"--be", "--be-share=0.05", "--epoch=10ms", "--inflight=8", "--queue=0s", "--be-floor=16"}},
 		{ls, []string{"--ls", "--own"}},
 		{ctl.Policy{Class: ctl.ClassLS}, []string{"--ls"}},
+		{ctl.Policy{Class: ctl.ClassLS, Mem: ctl.MemLimit{Bytes: 3 << 29}}, []string{"--ls", "--mem=1536M"}},
+		{ctl.Policy{Mem: ctl.MemLimit{Percent: 60}}, []string{"--mem=60%"}},
 		{ctl.Policy{}, nil},
 	} {
 		if got := tc.p.RunArgs(); !reflect.DeepEqual(got, tc.want) {

@@ -58,6 +58,7 @@ type driver struct {
 	deviceGetName  func(*byte, int32, int32) Result
 	deviceGetUUID  func(*[16]byte, int32) Result
 	deviceGetAttr  func(*int32, int32, int32) Result
+	deviceTotalMem func(*uint64, int32) Result
 	primaryRetain  func(*uintptr, int32) Result
 	primaryRelease func(int32) Result
 	ctxSetCurrent  func(uintptr) Result
@@ -127,6 +128,7 @@ func load() (*driver, error) {
 		{&d.deviceGetName, "cuDeviceGetName"},
 		{&d.deviceGetUUID, "cuDeviceGetUuid_v2"},
 		{&d.deviceGetAttr, "cuDeviceGetAttribute"},
+		{&d.deviceTotalMem, "cuDeviceTotalMem_v2"},
 		{&d.primaryRetain, "cuDevicePrimaryCtxRetain"},
 		{&d.primaryRelease, "cuDevicePrimaryCtxRelease_v2"},
 		{&d.ctxSetCurrent, "cuCtxSetCurrent"},
@@ -254,6 +256,12 @@ func (d Device) UUID() (string, error) {
 func (d Device) Attr(a Attribute) (int, error) {
 	var v int32
 	return int(v), check(fmt.Sprintf("cuDeviceGetAttribute(%d)", a), lib.deviceGetAttr(&v, int32(a), int32(d)))
+}
+
+// TotalMem is the device's memory in bytes.
+func (d Device) TotalMem() (uint64, error) {
+	var n uint64
+	return n, check("cuDeviceTotalMem", lib.deviceTotalMem(&n, int32(d)))
 }
 
 // Context is a retained primary context, made current on the calling thread.

@@ -128,6 +128,7 @@ func (c *collector) reclaim() int {
 		nd.Close()
 	}
 	ctl.Scan(c.dir)
+	// TODO: ctl.CreditEnded(c.dir), once ctl has it: gives each memory account back what its ended processes held.
 	place.Fence(c.dir)
 	c.reclaimed.Add(int64(n))
 	return n
@@ -147,6 +148,9 @@ var (
 	descNarrow = prometheus.NewDesc("carve_be_narrow_launches_total", "BE launches let through, within the share, while LS work was in flight.", labels, nil)
 	descInfl   = prometheus.NewDesc("carve_be_inflight", "BE launches in flight on the GPU.", labels, nil)
 	descKern   = prometheus.NewDesc("carve_be_kernel_seconds", "The BE tenant's kernels' time, as its shim measures it.", labels, nil)
+	descMem    = prometheus.NewDesc("carve_tenant_memory_bytes",
+		"GPU memory: what the process holds (used) and its tenant's limit (limit; absent: none).", append(labels, "kind"), nil)
+	descMemRef = prometheus.NewDesc("carve_tenant_memory_refused_total", "Allocations of the tenant refused at its memory limit.", labels, nil)
 	descLSBusy = prometheus.NewDesc("carve_node_ls_busy", "LS tenants of a GPU with work in flight now.", []string{"node"}, nil)
 	descRecl   = prometheus.NewDesc("carve_daemon_reclaimed_slots_total", "Node slots of dead LS tenants the daemon freed.", nil, nil)
 )
@@ -170,6 +174,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descTPCs, prometheus.GaugeValue, float64(r.NumTPCs), l...)
 		ch <- prometheus.MustNewConstMetric(descLaun, prometheus.CounterValue, float64(r.Launches), l...)
+		ch <- prometheus.MustNewConstMetric(descMem, prometheus.GaugeValue, float64(r.Memory.Used), append(l, "used")...)
+		if r.Memory.Limit > 0 {
+			ch <- prometheus.MustNewConstMetric(descMem, prometheus.GaugeValue, float64(r.Memory.Limit), append(l, "limit")...)
+			ch <- prometheus.MustNewConstMetric(descMemRef, prometheus.CounterValue, float64(r.Memory.Refused), l...)
+		}
 		t := r.Tide
 		switch {
 		case t == nil:

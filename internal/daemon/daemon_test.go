@@ -155,7 +155,7 @@ func TestDaemon(t *testing.T) {
 	ls, be := sleeper(t), sleeper(t)
 	for _, in := range []ctl.Init{
 		{PID: ls, Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff}, SMs: 8, Class: ctl.ClassLS,
-			Tide: ctl.Tide{Node: "node-GPU-test"}, Comm: []string{"python3", "serve.py"}},
+			Tide: ctl.Tide{Node: "node-GPU-test"}, Comm: []string{"python3", "serve.py"}, MemLimit: 12 << 30},
 		{PID: be, Mask: [4]uint32{}, Live: [4]uint32{0xffff}, Class: ctl.ClassBE,
 			Tide: ctl.Tide{Node: "node-GPU-test", InflightMax: 8}, Comm: []string{"python3", "train.py"}},
 	} {
@@ -193,6 +193,9 @@ func TestDaemon(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	if strings.Contains(m, `carve_tenant_memory_bytes{claim="",class="be",command="python3 train.py",kind="limit"`) {
+		t.Errorf("a limit for the BE tenant, which has none:\n%s", m)
+	}
 	for _, want := range []string{
 		"carve_daemon_reclaimed_slots_total 1",
 		`carve_tenant_tpcs{claim="",class="ls",command="python3 serve.py",pid="` + itoa(ls) + `"} 4`,
@@ -201,6 +204,10 @@ func TestDaemon(t *testing.T) {
 		`carve_node_ls_busy{node="node-GPU-test"} 0`,
 		`carve_tenant_tpcs{claim="ns/a",class="",command="",pid="0"} 4`,
 		`carve_tenant_tpcs{claim="ns/b",class="",command="",pid="0"} 4`,
+		`carve_tenant_memory_bytes{claim="",class="ls",command="python3 serve.py",kind="limit",pid="` + itoa(ls) + `"} 1.2884901888e+10`,
+		`carve_tenant_memory_bytes{claim="",class="ls",command="python3 serve.py",kind="used",pid="` + itoa(ls) + `"} 0`,
+		`carve_tenant_memory_refused_total{claim="",class="ls",command="python3 serve.py",pid="` + itoa(ls) + `"} 0`,
+		`carve_tenant_memory_bytes{claim="",class="be",command="python3 train.py",kind="used",pid="` + itoa(be) + `"} 0`,
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q:\n%s", want, m)

@@ -154,6 +154,9 @@ func (g *GPU) Identify(t *topo.Topology) error {
 	if t.L2Bytes, err = g.Dev.Attr(cuda.AttrL2Size); err != nil {
 		return err
 	}
+	if t.MemoryBytes, err = g.Dev.TotalMem(); err != nil {
+		return err
+	}
 	maj, err := g.Dev.Attr(cuda.AttrCCMajor)
 	if err != nil {
 		return err

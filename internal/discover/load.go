@@ -26,6 +26,38 @@ type LoadOptions struct {
 	// see ChildDiscoverer.
 	Discover func(ctx context.Context, ordinal int) ([]byte, error)
 	Timeout  time.Duration
+	// Memory is the GPU's memory in bytes, for a cached topology recorded
+	// before carve kept it (default: the driver's cuDeviceTotalMem).
+	Memory func(ordinal int) (uint64, error)
+}
+
+// driverMemory is GPU ordinal's memory, from the driver.
+func driverMemory(ordinal int) (uint64, error) {
+	if err := cuda.Load(); err != nil {
+		return 0, err
+	}
+	dev, err := cuda.GetDevice(ordinal)
+	if err != nil {
+		return 0, fmt.Errorf("GPU %d: %w", ordinal, err)
+	}
+	return dev.TotalMem()
+}
+
+// readCache is the topology cached at path for GPU ordinal (nil: none).
+// One cached before carve recorded the GPU's memory gets it now, and is
+// written back with it, so that only its first load asks the driver.
+func readCache(path string, ordinal int, memory func(int) (uint64, error)) (*topo.Topology, error) {
+	t, err := topo.ReadCache(path)
+	if t == nil || err != nil || t.MemoryBytes != 0 {
+		return t, err
+	}
+	if memory == nil {
+		memory = driverMemory
+	}
+	if t.MemoryBytes, err = memory(ordinal); err != nil {
+		return nil, fmt.Errorf("the memory of GPU %d (its cached topology predates it): %w", ordinal, err)
+	}
+	return t, topo.WriteCache(path, t)
 }
 
 // Load returns the topology of GPU ordinal: from the cache when it holds
@@ -37,7 +69,7 @@ func Load(opt LoadOptions) (*topo.Topology, bool, error) {
 		return nil, false, err
 	}
 	if uuid, driver := cuda.SoleGPU(), cuda.ProcVersion(); !opt.Refresh && opt.Ordinal == 0 && uuid != "" && driver != "" {
-		if t, err := topo.ReadCache(topo.CachePath(dir, uuid, driver)); t != nil || err != nil {
+		if t, err := readCache(topo.CachePath(dir, uuid, driver), opt.Ordinal, opt.Memory); t != nil || err != nil {
 			return t, true, err
 		}
 	}
@@ -59,7 +91,7 @@ func Load(opt LoadOptions) (*topo.Topology, bool, error) {
 	}
 	path := topo.CachePath(dir, uuid, driver)
 	if !opt.Refresh {
-		if t, err := topo.ReadCache(path); t != nil || err != nil {
+		if t, err := readCache(path, opt.Ordinal, opt.Memory); t != nil || err != nil {
 			return t, true, err
 		}
 	}

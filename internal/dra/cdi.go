@@ -55,11 +55,13 @@ func specName(uid string) string {
 	return cdi.GenerateTransientSpecName(CDIVendor, CDIClass, uid) + ".json"
 }
 
-// claimSpec is the CDI spec of a prepared claim: the shim preloaded from a
-// read-only mount, the claim's directory (its reservation, the node block,
-// its processes' blocks) mounted where CARVE_CTL_DIR says, and, with MPS,
-// carve's MPS pipe directory (and its /dev/shm).
-func (p Paths) claimSpec(uid, claimDir string, s Settings, useMPS bool) *cdispec.Spec {
+// claimSpec is the CDI spec of a prepared claim on GPU g: the shim
+// preloaded from a read-only mount, the claim's directory (its
+// reservation, the node block, its processes' blocks) mounted where
+// CARVE_CTL_DIR says, and, with MPS, carve's MPS pipe directory (and its
+// /dev/shm) and the driver's limit of the claim's memory (s.Policy.Mem, in
+// bytes).
+func (p Paths) claimSpec(uid, claimDir string, s Settings, useMPS bool, g GPU) *cdispec.Spec {
 	bind := func(host, ctr string, opts ...string) *cdispec.Mount {
 		return &cdispec.Mount{HostPath: host, ContainerPath: ctr, Type: "bind", Options: append([]string{"rbind"}, opts...)}
 	}
@@ -76,6 +78,9 @@ func (p Paths) claimSpec(uid, claimDir string, s Settings, useMPS bool) *cdispec
 	}
 	if useMPS {
 		edits.Env = append(edits.Env, mps.VarPipeDir+"="+ContainerPipe, mps.VarConnections+"="+strconv.Itoa(s.Connections))
+		if s.Policy.Mem.Bytes > 0 {
+			edits.Env = append(edits.Env, mps.PinnedMemLimit(p.ordinal(g), s.Policy.Mem.Bytes))
+		}
 		edits.Mounts = append(edits.Mounts, bind(p.MPS.PipeDir(), ContainerPipe, "rw", "nosuid", "nodev"))
 		if p.MPSShm != "" {
 			edits.Mounts = append(edits.Mounts, bind(p.MPSShm, "/dev/shm", "rw", "nosuid", "nodev"))
@@ -89,6 +94,16 @@ func (p Paths) claimSpec(uid, claimDir string, s Settings, useMPS bool) *cdispec
 		Kind:    CDIKind,
 		Devices: []cdispec.Device{{Name: uid, ContainerEdits: edits}},
 	}
+}
+
+// ordinal is g's device ordinal as the claim's containers see it: 0 where
+// the spec gives them the GPU's own CDI device (that GPU alone), else its
+// index on the node.
+func (p Paths) ordinal(g GPU) int {
+	if p.GPUDevice != "" {
+		return 0
+	}
+	return g.Index
 }
 
 // gpuDeviceID is the NVIDIA CDI device of g, or "".

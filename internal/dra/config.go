@@ -56,6 +56,11 @@ type Config struct {
 	BEFloor  *int             `json:"beFloor,omitempty"`
 	// Own keeps an LS claim to its own TPCs (see carve run --own).
 	Own *bool `json:"own,omitempty"`
+	// Memory limits what the claim's processes may allocate together, a
+	// size ("12G", powers of 1024) or a share of the GPU's memory ("25%"),
+	// below what the claim consumed of the device's memory capacity, which
+	// is otherwise its limit (see claimMemory).
+	Memory *string `json:"memory,omitempty"`
 }
 
 // Settings is a claim's configuration with every default filled in.
@@ -99,6 +104,13 @@ func Resolve(configs []*Config) (Settings, error) {
 		setDuration(&p.Epoch, c.Epoch)
 		set(&p.Floor, c.BEFloor)
 		set(&p.Own, c.Own)
+		if c.Memory != nil {
+			m, err := ctl.ParseMemLimit(*c.Memory)
+			if err != nil {
+				return s, fmt.Errorf("memory: %w", err)
+			}
+			p.Mem = m
+		}
 	}
 	var err error
 	if p.Class, err = ctl.ParseClass(class); err != nil {

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
@@ -105,6 +106,9 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 	if useMPS {
 		flags |= ctl.FlagMPS
 	}
+	if s.Policy.Mem, err = claimMemory(r, g, s.Policy.Mem, useMPS); err != nil {
+		return fail("%v", err)
+	}
 	res, err := place.Place(d.Paths.RuntimeDir, g.Topology, place.Request{Claim: &place.Claim{UID: string(c.UID),
 		Name: c.Namespace + "/" + c.Name}, Spec: spec, Flags: flags, Policy: s.Policy})
 	if err != nil {
@@ -112,7 +116,7 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 	}
 	cache, err := d.Paths.specCache()
 	if err == nil {
-		err = cache.WriteSpec(d.Paths.claimSpec(string(c.UID), res.Dir, s, useMPS), specName(string(c.UID)))
+		err = cache.WriteSpec(d.Paths.claimSpec(string(c.UID), res.Dir, s, useMPS, g), specName(string(c.UID)))
 	}
 	if err != nil {
 		if !res.Again { // a claim prepared before may have containers running
@@ -171,6 +175,46 @@ func partitionSpec(r resourceapi.DeviceRequestAllocationResult, g GPU, s Setting
 		return partition.Spec{}, fmt.Errorf("it asks for %d TPCs: a partition needs at least 1 (only a BE claim may ask for none)", n)
 	}
 	return partition.CountOf(int(n)), nil
+}
+
+// claimMemory is the memory limit of a claim's processes: what the claim
+// consumed of the device's memory capacity, less, outside MPS, the reserve
+// for its context, which the limit does not hold there (so that the node
+// counts the claim as the scheduler did: place.MemCharge); or its config's
+// limit (config), which must be within that. A claim that consumed no
+// memory runs without a limit.
+func claimMemory(r resourceapi.DeviceRequestAllocationResult, g GPU, config ctl.MemLimit, mps bool) (ctl.MemLimit, error) {
+	var consumed uint64
+	if q, ok := r.ConsumedCapacity[CapacityMemory]; ok && q.Sign() > 0 {
+		consumed = uint64(q.Value())
+	}
+	within := consumed
+	if consumed > 0 && !mps {
+		if consumed <= place.ContextReserve {
+			return ctl.MemLimit{}, fmt.Errorf("it asks for %s of memory outside MPS, where its context takes about %s of it: ask for more",
+				quantity(consumed), quantity(place.ContextReserve))
+		}
+		within -= place.ContextReserve
+	}
+	if config == (ctl.MemLimit{}) {
+		return ctl.MemLimit{Bytes: within}, nil
+	}
+	limit, err := config.Resolve(g.Topology.MemoryBytes)
+	if err != nil {
+		return ctl.MemLimit{}, fmt.Errorf("memory: %w", err)
+	}
+	if limit > within {
+		need := place.MemCharge(limit, mps)
+		need += (MemoryStep - need%MemoryStep) % MemoryStep
+		return ctl.MemLimit{}, fmt.Errorf("its config limits its memory to %s, and it asks the scheduler for %s: ask for memory: %s in its capacity request, so that the scheduler counts it",
+			config, quantity(consumed), quantity(need))
+	}
+	return ctl.MemLimit{Bytes: limit}, nil
+}
+
+// quantity is bytes as Kubernetes writes them ("12Gi").
+func quantity(bytes uint64) string {
+	return resource.NewQuantity(int64(bytes), resource.BinarySI).String()
 }
 
 // UnprepareResourceClaims frees each claim's TPCs and removes its directory

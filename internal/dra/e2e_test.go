@@ -30,6 +30,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/place"
 )
 
 // kubeBin is where make kube puts kube-apiserver, kube-scheduler and etcd.
@@ -185,14 +188,19 @@ func (cp *controlPlane) create(t *testing.T, obj runtime.Object) {
 
 // TestEndToEnd: against a real API server and scheduler (make kube),
 // deploy/kubernetes's objects are accepted; the plugin publishes the
-// recorded H100 as a ResourceSlice the API validates; the scheduler
-// allocates TPCs to the example claims (an LS claim of 16, a BE claim of
-// 0, a plain one of 22) and to one of 1 with a config carve-dra refuses,
-// and leaves the pod of a fifth (44 more) pending, since 83 TPCs are more
-// than the GPU's 66; carve-dra's service account may write its own node's
-// slices only; a fake kubelet then prepares the allocated claims over the
-// plugin's socket, the plugin reads them from the API and writes their
-// status (the refused one's says why), and unprepares them.
+// recorded H100 as a ResourceSlice the API validates, its TPCs and its
+// memory; the scheduler allocates TPCs and memory to the example claims
+// (an LS claim of 16 TPCs and 16Gi, a BE claim of 0 and 24Gi, a plain one
+// of 22 and 16Gi) and to one of 1 TPC and 1Gi with a config carve-dra
+// refuses, and leaves the pod of a fifth (44 more TPCs, 16Gi) pending,
+// since 83 TPCs are more than the GPU's 66, and that of a sixth (4 TPCs,
+// 32Gi) pending, since 89Gi are more than its 79.2Gi, while a seventh (4
+// TPCs, 16Gi) is allocated; carve-dra's service account may write its own
+// node's slices only; a fake kubelet then prepares the allocated claims
+// over the plugin's socket, the plugin reads them from the API, gives
+// each its memory (less its context's reserve: there is no MPS here) as
+// its limit, and writes their status (the refused one's says why), and
+// unprepares them.
 func TestEndToEnd(t *testing.T) {
 	cp := startControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -237,7 +245,7 @@ func TestEndToEnd(t *testing.T) {
 	for {
 		l, err := cp.client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
 		if err == nil && len(l.Items) == 1 {
-			if d := l.Items[0].Spec.Devices; len(d) != 1 || capacity(d[0]) != 66 {
+			if d := l.Items[0].Spec.Devices; len(d) != 1 || capacity(d[0]) != 66 || memoryCapacity(d[0]) != int64(td.GPUs[0].Topology.MemoryBytes) {
 				t.Fatalf("published %+v", l.Items[0].Spec)
 			}
 			break
@@ -256,20 +264,35 @@ func TestEndToEnd(t *testing.T) {
 			claims[tmpl.Name] = &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: tmpl.Name}, Spec: tmpl.Spec.Spec}
 		}
 	}
-	want := map[string]int64{"ls": 16, "be": 0, "tpcs-22": 22, "bad": 1}
-	order := []string{"ls", "be", "tpcs-22", "bad", "tpcs-44"}
+	want := map[string]int64{"ls": 16, "be": 0, "tpcs-22": 22, "bad": 1, "mem-16": 4}
+	wantMem := map[string]int64{"ls": 16 << 30, "be": 24 << 30, "tpcs-22": 16 << 30, "bad": 1 << 30, "mem-16": 16 << 30}
+	order := []string{"ls", "be", "tpcs-22", "bad", "tpcs-44", "mem-32", "mem-16"}
 	if len(claims) != 4 || claims["ls"] == nil || claims["tpcs-44"] == nil {
 		t.Fatalf("the examples' claim templates are not those this test knows: %v", slices.Collect(maps.Keys(claims)))
+	}
+	for name, q := range map[string]string{"ls": "16Gi", "be": "24Gi", "tpcs-22": "16Gi", "tpcs-44": "16Gi"} {
+		if got := claims[name].Spec.Devices.Requests[0].Exactly.Capacity.Requests[CapacityMemory]; got.String() != q {
+			t.Fatalf("the example claim %s asks for memory %q, this test knows it as %s", name, got.String(), q)
+		}
 	}
 	bad := claims["ls"].DeepCopy()
 	bad.Name = "bad"
 	bad.Spec.Devices.Requests[0].Exactly.Capacity.Requests[CapacityTPCs] = resource.MustParse("1")
+	bad.Spec.Devices.Requests[0].Exactly.Capacity.Requests[CapacityMemory] = resource.MustParse("1Gi")
 	bad.Spec.Devices.Config[0].Opaque.Parameters.Raw = []byte(`{"apiVersion": "gpu.carve.dev/v1alpha1", "kind": "ClaimConfig", "class": "ls", "inflight": 4}`)
 	bad.Spec.Devices.Config[0].Opaque.Parameters.Object = nil
 	claims["bad"] = bad
+	for name, mem := range map[string]string{"mem-32": "32Gi", "mem-16": "16Gi"} { // few TPCs, much memory
+		c := claims["tpcs-22"].DeepCopy()
+		c.Name = name
+		c.Spec.Devices.Requests[0].Exactly.Capacity.Requests[CapacityTPCs] = resource.MustParse("4")
+		c.Spec.Devices.Requests[0].Exactly.Capacity.Requests[CapacityMemory] = resource.MustParse(mem)
+		claims[name] = c
+	}
 
 	// one pod at a time, so that the scheduler meets them in this order:
-	// it allocates the first four (39 of 66 TPCs) and leaves tpcs-44
+	// it allocates the first four (39 of 66 TPCs, 57 of 79.2Gi), leaves
+	// tpcs-44 (TPCs) and mem-32 (memory), and allocates mem-16
 	var allocated []*resourceapi.ResourceClaim
 	var badClaim *resourceapi.ResourceClaim
 	for _, name := range order {
@@ -290,8 +313,8 @@ func TestEndToEnd(t *testing.T) {
 		}
 		got := waitClaim(ctx, t, cp.client, name)
 		r := got.Status.Allocation.Devices.Results
-		if len(r) != 1 || r[0].Device != "gpu-0" || r[0].Pool != node || consumed(r[0]) != tpcs {
-			t.Errorf("claim %s allocated %+v, want %d TPCs of gpu-0", name, r, tpcs)
+		if len(r) != 1 || r[0].Device != "gpu-0" || r[0].Pool != node || consumed(r[0]) != tpcs || consumedMemory(r[0]) != wantMem[name] {
+			t.Errorf("claim %s allocated %+v, want %d TPCs and %d bytes of gpu-0", name, r, tpcs, wantMem[name])
 		}
 		if name == "bad" {
 			badClaim = got
@@ -329,9 +352,16 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	got := td.reserved(t)
-	if len(got["default/tpcs-22"]) != 22 || len(got["default/ls"]) != 16 || len(got["default/be"]) != 66 ||
+	if len(got["default/tpcs-22"]) != 22 || len(got["default/ls"]) != 16 || len(got["default/be"]) != 66 || len(got["default/mem-16"]) != 4 ||
 		len(got["default/tpcs-22"].Intersect(got["default/ls"])) != 0 {
 		t.Errorf("reserved %v", got)
+	}
+	roots, _, _ := ctl.Claims(td.Paths.RuntimeDir)
+	for _, c := range roots {
+		name := strings.TrimPrefix(c.Name(), "default/")
+		if want := uint64(wantMem[name]) - place.ContextReserve; c.Root.Memory.Limit != want {
+			t.Errorf("claim %s's limit is %d, want %d", name, c.Root.Memory.Limit, want)
+		}
 	}
 	k.unprepare(ctx, t, td, allocated...)
 }
@@ -422,5 +452,18 @@ func consumed(r resourceapi.DeviceRequestAllocationResult) int64 {
 	if !ok {
 		return -1
 	}
+	return q.Value()
+}
+
+func consumedMemory(r resourceapi.DeviceRequestAllocationResult) int64 {
+	q, ok := r.ConsumedCapacity[CapacityMemory]
+	if !ok {
+		return -1
+	}
+	return q.Value()
+}
+
+func memoryCapacity(d resourceapi.Device) int64 {
+	q := d.Capacity[CapacityMemory].Value
 	return q.Value()
 }

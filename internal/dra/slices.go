@@ -14,8 +14,13 @@ import (
 	"github.com/carve-gpu/carve/internal/topo"
 )
 
-// CapacityTPCs is the capacity of a GPU device that claims consume: TPCs.
-const CapacityTPCs = "tpcs"
+// The capacities of a GPU device that claims consume: TPCs, and bytes of
+// memory, in steps of MemoryStep.
+const (
+	CapacityTPCs   = "tpcs"
+	CapacityMemory = "memory"
+	MemoryStep     = 256 << 20
+)
 
 // GPU is one of the node's GPUs as the driver publishes it.
 type GPU struct {
@@ -26,15 +31,17 @@ type GPU struct {
 // DeviceName is the GPU's device name in the node's pool.
 func (g GPU) DeviceName() string { return fmt.Sprintf("gpu-%d", g.Index) }
 
-// Device is the GPU as a device of a ResourceSlice: its live TPCs are a
-// consumable capacity that any number of claims share (each consumes what it
-// asks for; one that asks for none takes the whole GPU), and its attributes
-// let a DeviceClass or a claim select by model, UUID or size.
+// Device is the GPU as a device of a ResourceSlice: its live TPCs and its
+// memory are consumable capacities that any number of claims share (each
+// consumes what it asks for; one that asks for no TPCs takes the whole
+// GPU's, one that asks for no memory none of it, and its processes run
+// without a memory limit), and its attributes let a DeviceClass or a claim
+// select by model, UUID or size.
 func (g GPU) Device() resourceapi.Device {
 	t := g.Topology
 	tpcs := int64(len(t.TPCs))
 	whole := resource.NewQuantity(tpcs, resource.DecimalSI)
-	return resourceapi.Device{
+	d := resourceapi.Device{
 		Name: g.DeviceName(),
 		Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 			"uuid":              {StringValue: ptr.To(t.UUID)},
@@ -61,6 +68,22 @@ func (g GPU) Device() resourceapi.Device {
 		},
 		AllowMultipleAllocations: ptr.To(true),
 	}
+	if t.MemoryBytes > 0 {
+		mem := int64(t.MemoryBytes)
+		d.Attributes["memory"] = resourceapi.DeviceAttribute{IntValue: ptr.To(mem)}
+		d.Capacity[CapacityMemory] = resourceapi.DeviceCapacity{
+			Value: *resource.NewQuantity(mem, resource.BinarySI),
+			RequestPolicy: &resourceapi.CapacityRequestPolicy{
+				Default: resource.NewQuantity(0, resource.BinarySI),
+				ValidRange: &resourceapi.CapacityRequestPolicyRange{
+					Min:  resource.NewQuantity(0, resource.BinarySI),
+					Max:  resource.NewQuantity(mem-mem%MemoryStep, resource.BinarySI),
+					Step: resource.NewQuantity(MemoryStep, resource.BinarySI),
+				},
+			},
+		}
+	}
+	return d
 }
 
 // Resources is what the driver publishes: one pool, named after the node,

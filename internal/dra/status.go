@@ -28,6 +28,9 @@ type Status struct {
 	SMs   int    `json:"sms"`
 	Class string `json:"class"`
 	MPS   bool   `json:"mps"`
+	// Memory is the limit of what its processes may allocate together, in
+	// bytes (0: none).
+	Memory uint64 `json:"memory"`
 }
 
 // The condition the driver keeps in each of its devices' status.
@@ -104,7 +107,7 @@ func (d *Driver) status(c *resourceapi.ResourceClaim) (Status, error) {
 			}
 			set := partition.FromMask(g.Topology, cl.Root.Mask)
 			return Status{GPU: g.Topology.UUID, TPCs: set.String(), Count: len(set), SMs: cl.Root.SMs,
-				Class: cmp.Or(ctl.ClassName(cl.Root.Class), "none"), MPS: cl.Root.Flags&ctl.FlagMPS != 0}, nil
+				Class: cmp.Or(ctl.ClassName(cl.Root.Class), "none"), MPS: cl.Root.Flags&ctl.FlagMPS != 0, Memory: cl.Root.Memory.Limit}, nil
 		}
 	}
 	return Status{}, fmt.Errorf("claim %s is not reserved", c.UID)

@@ -8,8 +8,10 @@
 // does not fit in the free TPCs fails and says how many are free; a list
 // of TPCs or GPCs that meets a live partition fails and names it. Blocks of
 // one tenant (a program and the child processes that copied its block) are
-// one partition. Place knows the live partitions from the control blocks
-// alone, so it keeps no state of its own and survives any restart.
+// one partition. Under the same lock the tenants' memory limits are
+// counted against the GPU's memory (memory.go). Place knows the live
+// partitions from the control blocks alone, so it keeps no state of its own
+// and survives any restart.
 package place
 
 import (
@@ -79,6 +81,8 @@ type Holder struct {
 	TPCs      partition.Set
 	Class     uint32
 	Floor     partition.Set // a BE tenant's floor, which others keep off
+	Mem       uint64        // its memory limit in bytes (0: none)
+	MPS       bool          // a client of carve's MPS, whose driver limit holds its context too
 }
 
 // OnGPU says whether a block's partition is on GPU t: by the GPU's node
@@ -159,13 +163,17 @@ func (l *listing) holders(t *topo.Topology) []Holder {
 		if e.PID == e.Tenant || h.Command == nil {
 			h.Command = e.Command
 		}
+		if e.PID == e.Tenant || h.Mem == 0 { // the account block's limit
+			h.Mem = e.Memory.Limit
+		}
+		h.MPS = h.MPS || e.Flags&ctl.FlagMPS != 0
 	}
 	for _, c := range l.claims {
 		if !OnGPU(c.Root, t) {
 			continue
 		}
 		h := Holder{Claim: c.UID, ClaimName: c.Name(), Command: c.Root.Command, TPCs: partition.FromMask(t, c.Root.Mask),
-			Class: c.Root.Class, Floor: partition.FromEnable(t, c.Root.Floor)}
+			Class: c.Root.Class, Floor: partition.FromEnable(t, c.Root.Floor), Mem: c.Root.Memory.Limit, MPS: c.Root.Flags&ctl.FlagMPS != 0}
 		for _, p := range c.Procs {
 			h.PIDs = append(h.PIDs, p.PID)
 		}
@@ -293,14 +301,15 @@ func chooseFloor(t *topo.Topology, n int, set partition.Set, holders []Holder, t
 
 // Request is a partition to place: for a process about to start (a new
 // tenant), or for a Kubernetes claim, which holds its TPCs until released,
-// whatever runs in it (see ctl.Claim).
+// whatever runs in it (see ctl.Claim). Its memory limit (Policy.Mem) must
+// fit beside the limits of the GPU's other tenants (see MemCharge).
 type Request struct {
 	Spec   partition.Spec // DefaultSpec gives one a tenant may leave unnamed
 	PID    int            // the process; none for a claim
 	Claim  *Claim         // the claim to reserve for, if any
-	Share  bool           // allow TPCs of live partitions
+	Share  bool           // allow TPCs of live partitions, and over-committing the GPU's memory
 	Flags  uint32
-	Policy ctl.Policy // its class and tide policy
+	Policy ctl.Policy // its class, tide policy and memory limit
 	Comm   []string   // the process's command line (a claim's records its name)
 }
 
@@ -329,16 +338,18 @@ type Placed struct {
 	Overlaps []Overlap   // with Share: the live partitions it shares TPCs with
 	Block    *ctl.Handle // the process's control block (a claim: nil)
 	Dir      string      // the claim's directory
+	Memory   Memory      // its memory limit and how the GPU's memory stands
 	// Again: the claim was reserved before (by this call's earlier attempt,
 	// or by a process since restarted); Set is what it got then.
 	Again bool
 }
 
 // Place chooses r's TPCs on t around the live partitions and claims in
-// dir, and registers them, all under dir's lock: as r.PID's control block,
-// or as r.Claim's directory. A claim already reserved gets its partition
-// back unchanged: reserving is idempotent. What an interrupted reservation
-// left is cleared first.
+// dir, checks that its memory limit fits beside theirs, and registers
+// them, all under dir's lock: as r.PID's control block, or as r.Claim's
+// directory. A claim already reserved gets its partition back unchanged:
+// reserving is idempotent. What an interrupted reservation left is
+// cleared first.
 func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	if err := r.Policy.Normalize(ctl.FieldNames); err != nil {
 		return nil, err
@@ -370,6 +381,14 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	if err != nil {
 		return nil, err
 	}
+	limit, err := r.Policy.Mem.Resolve(t.MemoryBytes)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := fitMemory(t, holders, r.PID, limit, r.Flags&ctl.FlagMPS != 0, r.Share, r.memAdvice())
+	if err != nil {
+		return nil, err
+	}
 	mask, err := partition.Mask(t, set)
 	if err != nil {
 		return nil, err
@@ -384,7 +403,8 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	in := ctl.Init{PID: r.PID, GPU: t.UUID, Mask: mask, Live: t.Live(), SMs: SMs(t, set), Flags: r.Flags, Tide: ctl.Tide{Node: node},
 		Floor: floor, Comm: r.Comm}
 	r.Policy.Apply(&in)
-	p := &Placed{Set: set, Mask: mask, Overlaps: overlaps, Dir: claimDir}
+	in.MemLimit = limit
+	p := &Placed{Set: set, Mask: mask, Overlaps: overlaps, Dir: claimDir, Memory: mem}
 	var made ctl.Snapshot
 	if r.Claim != nil {
 		made, err = r.Claim.reserve(dir, claimDir, in)

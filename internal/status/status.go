@@ -37,6 +37,7 @@ type Row struct {
 	Tide       *ctl.TideStatus `json:"tide,omitempty"`       // an LS or BE tenant's work
 	Floor      string          `json:"floor,omitempty"`      // a BE tenant's floor: the TPCs it keeps to while LS work is in flight
 	Fault      *Fault          `json:"fault,omitempty"`
+	Memory     Memory          `json:"memory"`
 	Ended      bool            `json:"ended,omitempty"` // the process is gone (listed for its fault)
 	Claim      string          `json:"claim,omitempty"` // the Kubernetes claim (namespace/name) it runs in; its pid is the container's
 
@@ -45,6 +46,31 @@ type Row struct {
 	// unpartitioned), and the last such GPU
 	OtherLaunches uint64 `json:"other_gpu_launches,omitempty"`
 	OtherGPU      string `json:"other_gpu,omitempty"`
+}
+
+// Memory is what a row says of its tenant's GPU memory, in bytes.
+type Memory struct {
+	Limit       uint64 `json:"limit"`       // the tenant's limit (0: none)
+	Used        uint64 `json:"used"`        // what this process holds
+	TenantUsed  uint64 `json:"tenant_used"` // what all the tenant's processes hold
+	Peak        uint64 `json:"peak"`        // the most they held
+	Refused     uint64 `json:"refused"`     // allocations refused at the limit
+	LastRefused string `json:"last_refused,omitempty"`
+}
+
+// memory is what a block says of the memory of its process and, from
+// account (the tenant's first block, or a claim's root), of its tenant's.
+func memory(own, account ctl.Memory) Memory {
+	m := Memory{Limit: own.Limit, Used: own.Used, TenantUsed: account.Total, Peak: account.Peak,
+		Refused: max(own.Refused, account.Refused)}
+	last := account.LastRefused
+	if own.LastRefused.After(last) {
+		last = own.LastRefused
+	}
+	if !last.IsZero() {
+		m.LastRefused = last.UTC().Format(time.RFC3339Nano)
+	}
+	return m
 }
 
 // Fault is what a row says of its GPU fault.
@@ -78,6 +104,7 @@ func row(e ctl.Entry, ended bool) Row {
 	if !e.LastLaunch.IsZero() {
 		r.LastLaunch = e.LastLaunch.UTC().Format(time.RFC3339Nano)
 	}
+	r.Memory = memory(e.Memory, e.Memory)
 	if f := e.Fault; f.Code != 0 {
 		r.Fault = &Fault{Code: int(f.Code), Name: f.Name(), Call: f.Call, At: f.At.UTC().Format(time.RFC3339Nano), Cause: "unknown"}
 	}
@@ -103,8 +130,18 @@ func List(dir string, events []xid.Event) ([]Row, error) {
 		return nil, err
 	}
 	rows := make([]Row, 0, len(live)+len(ended))
+	accounts := map[int]ctl.Memory{} // by tenant: its first block's
 	for _, e := range live {
-		rows = append(rows, row(e, false))
+		if e.PID == e.Tenant {
+			accounts[e.Tenant] = e.Memory
+		}
+	}
+	for _, e := range live {
+		r := row(e, false)
+		if a, ok := accounts[e.Tenant]; ok {
+			r.Memory = memory(e.Memory, a)
+		}
+		rows = append(rows, r)
 	}
 	for _, e := range ended {
 		rows = append(rows, row(e, true))
@@ -117,11 +154,12 @@ func List(dir string, events []xid.Event) ([]Row, error) {
 		if len(c.Procs) == 0 { // reserved, no process yet (or no longer)
 			r := row(ctl.Entry{Snapshot: c.Root}, false)
 			r.Claim, r.State, r.Command = c.Name(), "reserved", nil
+			r.Memory.Used = c.Root.Memory.Total
 			rows = append(rows, r)
 		}
 		for _, p := range c.Procs {
 			r := row(p, false)
-			r.Claim = c.Name()
+			r.Claim, r.Memory = c.Name(), memory(p.Memory, c.Root.Memory)
 			rows = append(rows, r)
 		}
 	}
@@ -165,7 +203,7 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, unreadable error) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tCLASS\tTPCS\tN\tSMS\tCONTEXT\tLAUNCHES\tLAST LAUNCH\tSTATE\tTIDE\tCOMMAND")
+	fmt.Fprintln(tw, "PID\tCLASS\tTPCS\tN\tSMS\tMEM\tCONTEXT\tLAUNCHES\tLAST LAUNCH\tSTATE\tTIDE\tCOMMAND")
 	var faulted []Row
 	for _, r := range rows {
 		if r.Fault != nil {
@@ -184,7 +222,7 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, unreadable error) {
 		} else if !r.Applied && r.Launches > 0 {
 			state += " (new mask from next launch)"
 		}
-		state += Elsewhere(r)
+		state += Elsewhere(r) + Refused(r)
 		sms := fmt.Sprint(r.SMs)
 		if r.SMs == 0 {
 			sms = "all"
@@ -196,8 +234,8 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, unreadable error) {
 				pid, command = "-", "claim "+r.Claim
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", pid, orDash(r.Class), r.TPCs, r.NumTPCs, sms, context(r),
-			r.Launches, last, state, TideText(r), command)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", pid, orDash(r.Class), r.TPCs, r.NumTPCs, sms, MemText(r),
+			context(r), r.Launches, last, state, TideText(r), command)
 	}
 	tw.Flush()
 	writeFaults(w, faulted, now, unreadable)
@@ -214,6 +252,30 @@ func Elsewhere(r Row) string {
 		return ""
 	}
 	return fmt.Sprintf("; %d launches UNMASKED on %s", r.OtherLaunches, r.OtherGPU)
+}
+
+// MemText is a row's MEM: what its tenant holds of the GPU's memory and
+// its limit ("2.1G/12G"; "-" for no limit), or "-" for a tenant with
+// neither.
+func MemText(r Row) string {
+	m := r.Memory
+	if m.Limit == 0 && m.TenantUsed == 0 {
+		return "-"
+	}
+	limit := "-"
+	if m.Limit > 0 {
+		limit = ctl.FormatBytes(m.Limit)
+	}
+	return ctl.FormatBytes(m.TenantUsed) + "/" + limit
+}
+
+// Refused says, after a row's state, that its tenant hit its memory limit:
+// how many allocations were refused; "" if none.
+func Refused(r Row) string {
+	if r.Memory.Refused == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; MEMORY LIMIT hit, %d allocations refused", r.Memory.Refused)
 }
 
 func orDash(s string) string {

@@ -36,6 +36,7 @@ type Topology struct {
 	Compute      string   `json:"compute_capability"`
 	SMCount      int      `json:"sm_count"`
 	L2Bytes      int      `json:"l2_bytes"`
+	MemoryBytes  uint64   `json:"memory_bytes"` // the GPU's memory (cuDeviceTotalMem); 0: not known (a cache of an older carve)
 	TPCs         []TPC    `json:"tpcs"`
 	GPCs         []GPC    `json:"gpcs"`
 	GPCsKnown    bool     `json:"gpcs_known"` // false where clusters could not be launched
