@@ -128,7 +128,14 @@ func (c *collector) reclaim() int {
 		nd.Close()
 	}
 	ctl.Scan(c.dir)
-	// TODO: ctl.CreditEnded(c.dir), once ctl has it: gives each memory account back what its ended processes held.
+	// memory accounts get back what their ended processes held, the
+	// runtime directory's tenants' and each claim's
+	ctl.CreditEnded(c.dir)
+	if claims, _, err := ctl.Claims(c.dir); err == nil {
+		for _, cl := range claims {
+			ctl.CreditEnded(cl.Dir)
+		}
+	}
 	place.Fence(c.dir)
 	c.reclaimed.Add(int64(n))
 	return n
