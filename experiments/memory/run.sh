@@ -5,35 +5,46 @@
 # under a 10 GiB limit, and a training step in it; a BE taking memory until
 # its limit beside an LS serving requests, in MPS and outside it; the
 # account's cost on an allocation loop and on a model's first step, against
-# no shim, in alternation. Usage: run.sh OUT (bin/ built: carve, libcarve.so).
+# no shim, in alternation. Usage: [STEPS="context lookups frameworks
+# beside cost"] run.sh OUT (bin/ built: carve, libcarve.so).
 set -u
 OUT=$(realpath "${1:?usage: run.sh OUT}")
 . "$(dirname "$(realpath "$0")")/../common.sh" memory
 : "${TO:=120}"
 : "${ROUNDS:=30}"
+STEPS=${STEPS:-context lookups frameworks beside cost}
+has() { [[ " $STEPS " == *" $1 "* ]]; }
 
 device
 nvcc -O2 -o "$W/allocloop" "$E/allocloop.cu" -L/usr/local/cuda/lib64/stubs -lcuda || exit 1
 used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
 hold='import torch, time; torch.ones(64, 64, device="cuda") @ torch.ones(64, 64, device="cuda"); torch.cuda.synchronize(); print("up", flush=True); time.sleep(4)'
 
+"$C" mps start
+if has context; then
 step what a context takes, outside MPS and as an MPS client
+"$C" mps stop
 base=$(used)
 python3 -c "$hold" | { read -r _; echo "{\"context\":\"PyTorch, own\",\"mib\":$(( $(used) - base ))}"; cat >/dev/null; } | tee "$OUT/context.jsonl"
 "$C" mps start
 base=$(used)
 T "$C" run -q -n 66 -- python3 -c "$hold" | { read -r _; echo "{\"context\":\"PyTorch, MPS client\",\"mib\":$(( $(used) - base ))}"; cat >/dev/null; } | tee -a "$OUT/context.jsonl"
+fi
 
+if has lookups; then
 step lookups of memory entry points, per framework
 for fw in torch cupy jax; do
 	T "$C" run -q -n 66 --mem 10G -- env CARVE_TRACE_PROCS=1 python3 "$E/frameworks.py" "$fw" >"$OUT/lookups-$fw.txt" 2>&1
 	echo "$fw: exit $?, $(grep -c 'carve\[' "$OUT/lookups-$fw.txt") lookups logged"
 done
+fi
 
+if has frameworks; then
 step frameworks under a 10 GiB limit, in MPS
 for fw in torch cupy jax; do
 	T "$C" run -q -n 66 --mem 10G -- python3 "$E/frameworks.py" "$fw" 2>&1 | grep '^{' | tee -a "$OUT/frameworks.jsonl"
 done
+fi
 
 serve() { # $1: label, $2: carve run flags of the BE ("" for none), $3: LS's carve run flags
 	if [ -n "$2" ]; then
@@ -42,6 +53,7 @@ serve() { # $1: label, $2: carve run flags of the BE ("" for none), $3: LS's car
 	T "$C" run -q $3 -- python3 "$E/ls.py" --rate 200 --seconds 12 --label "$1" | grep '^{'
 	wait
 }
+if has beside; then
 step BE taking memory until its limit beside an LS, in MPS
 {
 	serve "MPS, LS alone" "" "--ls -n 16 --mem 8G"
@@ -59,7 +71,10 @@ step the same outside MPS
 	T "$C" run -q --no-mps -n 66 --mem 20G -- python3 "$E/alloc.py" --label "no MPS, alone --mem 20G"
 	T python3 "$E/alloc.py" --label "no shim, whole GPU"
 } 2>&1 | grep '^{' | tee "$OUT/beside-nomps.jsonl"
+fi
 
+"$C" mps stop
+if has cost; then
 step the account\'s cost: allocation loop and first step, alternating with no shim, $ROUNDS rounds
 for r in $(seq "$ROUNDS"); do
 	echo "{\"setup\":\"no shim\",\"r\":$(T "$W/allocloop" 20000 1048576)}"
@@ -70,4 +85,6 @@ for r in $(seq "$ROUNDS"); do
 	T python3 "$E/firststep.py" "no shim"
 	T "$C" run -q --no-mps -n 66 --mem 20G -- python3 "$E/firststep.py" "carve run --mem 20G"
 done 2>&1 | grep '^{' | tee "$OUT/cost-firststep.jsonl" | tail -2
+fi
+"$C" mps stop
 step done
