@@ -6,13 +6,13 @@
 # its limit beside an LS serving requests, in MPS and outside it; the
 # account's cost on an allocation loop and on a model's first step, against
 # no shim, in alternation. Usage: [STEPS="context lookups frameworks
-# beside cost"] run.sh OUT (bin/ built: carve, libcarve.so).
+# beside cost firststep"] run.sh OUT (bin/ built: carve, libcarve.so).
 set -u
 OUT=$(realpath "${1:?usage: run.sh OUT}")
 . "$(dirname "$(realpath "$0")")/../common.sh" memory
 : "${TO:=120}"
 : "${ROUNDS:=30}"
-STEPS=${STEPS:-context lookups frameworks beside cost}
+STEPS=${STEPS:-context lookups frameworks beside cost firststep}
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 
 device
@@ -75,16 +75,19 @@ fi
 
 "$C" mps stop
 if has cost; then
-step the account\'s cost: allocation loop and first step, alternating with no shim, $ROUNDS rounds
+step the account\'s cost: an allocation loop, alternating with no shim, $ROUNDS rounds
 for r in $(seq "$ROUNDS"); do
-	echo "{\"setup\":\"no shim\",\"r\":$(T "$W/allocloop" 20000 1048576)}"
-	echo "{\"setup\":\"carve run, no limit\",\"r\":$(T "$C" run -q --no-mps -n 66 -- "$W/allocloop" 20000 1048576)}"
-	echo "{\"setup\":\"carve run --mem 20G\",\"r\":$(T "$C" run -q --no-mps -n 66 --mem 20G -- "$W/allocloop" 20000 1048576)}"
+	echo "{\"setup\":\"no shim\",\"r\":$(T "$W/allocloop" 5000 1048576)}"
+	echo "{\"setup\":\"carve run, no limit\",\"r\":$(T "$C" run -q --no-mps -n 66 -- "$W/allocloop" 5000 1048576)}"
+	echo "{\"setup\":\"carve run --mem 20G\",\"r\":$(T "$C" run -q --no-mps -n 66 --mem 20G -- "$W/allocloop" 5000 1048576)}"
 done | tee "$OUT/cost-alloc.jsonl" | tail -3
+fi
+if has firststep; then
+step the account\'s cost: a model\'s first training step, alternating with no shim, $ROUNDS rounds
 for r in $(seq "$ROUNDS"); do
 	T python3 "$E/firststep.py" "no shim"
 	T "$C" run -q --no-mps -n 66 --mem 20G -- python3 "$E/firststep.py" "carve run --mem 20G"
-done 2>&1 | grep '^{' | tee "$OUT/cost-firststep.jsonl" | tail -2
+done 2>&1 | grep --line-buffered '^{' | tee "$OUT/cost-firststep.jsonl" | tail -2
 fi
 "$C" mps stop
 step done
