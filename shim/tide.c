@@ -559,7 +559,7 @@ static int narrow_ok(void)
 {
 	uint32_t mask[4], live[4], m[4];
 	uint64_t gen;
-	if (!carve_current_mask(mask, &gen))
+	if (!carve_current_mask(0, mask, &gen))
 		return 0;
 	for (int w = 0; w < 4; w++)
 		live[w] = __atomic_load_n(&carve_block->live[w], __ATOMIC_RELAXED);
@@ -710,9 +710,9 @@ void carve_launch_after(CUstream s, CUresult r)
 		be_launch_after(s);
 }
 
-void carve_tide_mask(uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_MASK_WORDS])
+void carve_tide_mask(int gpu, uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_MASK_WORDS])
 {
-	if (!cls)
+	if (!cls || gpu != 0)
 		return;
 	uint32_t off[4] = {0, 0, 0, 0}, m[4];
 	if (cls == CARVE_CLASS_LS) {
