@@ -36,6 +36,10 @@
  *     cuGetExportTable the program would find (dlsym RTLD_DEFAULT); =2: it
  *     subscribes through the driver's own table, bypassing any shim.
  *
+ * It also has every call carve's own Go code binds (internal/cuda), so that
+ * carve itself runs on it (CARVE_LIBCUDA): the devices, their names and
+ * UUIDs, and the rest refusing with CUDA_ERROR_NOT_SUPPORTED.
+ *
  * Test entry points (fakecuda_*) let a test see what the shim did.
  * FAKECUDA_NO_TABLE=1 makes cuGetExportTable fail (a driver without the
  * interface); FAKECUDA_NEED_INIT=1 makes it fail until cuInit was called.
@@ -501,6 +505,66 @@ int cuDeviceGetAttribute(int *v, int attr, CUdevice dev)
 	*v = attr == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 132 : 1;
 	return 0;
 }
+
+/* --- what carve's own Go code binds (internal/cuda) -------------------------- */
+
+int cuDriverGetVersion(int *v)
+{
+	*v = 13000;
+	return 0;
+}
+
+int cuDeviceGetCount(int *n)
+{
+	*n = 0;
+	while (*n < 2 && visible(*n) >= 0)
+		++*n;
+	return 0;
+}
+
+int cuDeviceGet(CUdevice *d, int ordinal)
+{
+	if (visible(ordinal) < 0)
+		return 101;
+	*d = ordinal;
+	return 0;
+}
+
+int cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+	if (visible(dev) < 0)
+		return 101;
+	snprintf(name, (size_t)len, "NVIDIA H100 80GB HBM3");
+	return 0;
+}
+
+int cuGetErrorName(int r, const char **s)
+{
+	(void)r;
+	*s = "CUDA_ERROR_FAKE";
+	return 0;
+}
+
+#define NOT_SUPPORTED(name) \
+	int name(void)      \
+	{                   \
+		return 801; \
+	}
+NOT_SUPPORTED(cuDevicePrimaryCtxRetain)
+NOT_SUPPORTED(cuDevicePrimaryCtxRelease_v2)
+NOT_SUPPORTED(cuModuleLoadData)
+NOT_SUPPORTED(cuModuleGetFunction)
+NOT_SUPPORTED(cuFuncSetAttribute)
+NOT_SUPPORTED(cuMemcpyDtoH_v2)
+NOT_SUPPORTED(cuMemcpyHtoD_v2)
+NOT_SUPPORTED(cuMemsetD32_v2)
+NOT_SUPPORTED(cuEventElapsedTime)
+NOT_SUPPORTED(cuMemHostAlloc)
+NOT_SUPPORTED(cuMemHostGetDevicePointer_v2)
+NOT_SUPPORTED(cuMemFreeHost)
+NOT_SUPPORTED(cuMemGetAllocationGranularity)
+NOT_SUPPORTED(cuStreamSetAttribute)
+NOT_SUPPORTED(cuCtxResetPersistingL2Cache)
 
 /* --- launches --------------------------------------------------------------- */
 
