@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/shimtest"
 	"github.com/carve-gpu/carve/internal/topo"
@@ -95,5 +97,38 @@ func TestRunOnTwoGPUs(t *testing.T) {
 	cmd = exec.Command(carveBin, "run", "-n", "64", "--device", "0,1", "--", "true")
 	if got := stderr(cmd); !strings.Contains(got, "carve: GPU 1: 64 TPCs asked for, this GPU has 62") {
 		t.Errorf("64 TPCs on each of two GPUs, the second of 62: %s", got)
+	}
+}
+
+// TestSetOnOneOfTwoGPUs: carve set --device N moves a tenant's partition
+// on GPU N, and leaves its partition on the other GPU.
+func TestSetOnOneOfTwoGPUs(t *testing.T) {
+	carveBin, tops := twoGPUNode(t)
+	cmd := exec.Command(carveBin, "run", "-q", "-t", "0-3", "--device", "0,1", "--", "sh", "-c", "echo started; read x")
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); cmd.Wait() }()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	pid := fmt.Sprint(cmd.Process.Pid)
+	if b, err := exec.Command(carveBin, "set", "-p", pid, "--device", "1", "-t", "8-11").CombinedOutput(); err != nil ||
+		!strings.Contains(string(b), "TPCs 0-3 -> 8-11 (4 of 62)") {
+		t.Fatalf("carve set --device 1: %v: %s", err, b)
+	}
+	dir, _ := ctl.Dir()
+	h, err := ctl.Open(dir, cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	parts := h.Snapshot().Parts()
+	for i, want := range []string{"0-3", "8-11"} {
+		if got := partition.FromMask(tops[i], parts[i].Mask).String(); got != want {
+			t.Errorf("GPU %d: TPCs %s, want %s", i, got, want)
+		}
 	}
 }
