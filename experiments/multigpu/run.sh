@@ -21,7 +21,7 @@
 set -u
 OUT=$(realpath "${1:?usage: run.sh OUT}")
 . "$(dirname "$(realpath "$0")")/../common.sh" multigpu
-: "${TO:=120}" "${RATE:=200}" "${STEPS:=100}"
+: "${TO:=90}" "${RATE:=200}" "${STEPS:=100}"
 unset CUDA_VISIBLE_DEVICES
 export NCCL_NVLS_ENABLE=0 # always: NVLink SHARP stays off on these machines
 
@@ -52,8 +52,9 @@ T "$C" run --no-mps -t 0-7 --device 1 -- "$W/probe" smid 1 >"$OUT/smid-refused.j
 echo "a launch on GPU 0 of a partition on GPU 1 alone: exit $? (want 86)" | tee "$OUT/summary-b.txt"
 cat "$OUT"/smid-*.err
 python3 "$E/check.py" "$OUT/topo.json" "a=$OUT/smid-a.jsonl:0=0-15,1=0-15" "b=$OUT/smid-b.jsonl:0=16-31,1=16-31" \
-	"reordered=$OUT/smid-c.jsonl:1=32-39,0=40-47" | tee "$OUT/smid-check.jsonl"
+	"reordered=$OUT/smid-c.jsonl:1=32-39,0=40-47" >"$OUT/smid-check.jsonl"
 echo "partitions on both GPUs held: exit $? (0: every check passed)" | tee -a "$OUT/summary-b.txt"
+cat "$OUT/smid-check.jsonl"
 
 step "(c) DDP on both GPUs beside an LS on GPU 0: alone, plain, under carve"
 LS=(python3 "$E/ls.py" --rate "$RATE")
@@ -61,13 +62,13 @@ DDP=(python3 -m torch.distributed.run --standalone --nproc_per_node 2 "$E/ddp.py
 T "${LS[@]}" --seconds 12 --label "LS alone, plain" 2>"$OUT/ls-alone.err" | grep '^{' | tee "$OUT/ls-alone.json"
 SLO=$(python3 -c 'import json,sys; print(round(2*json.load(open(sys.argv[1]))["p99_ms"], 3))' "$OUT/ls-alone.json" 2>/dev/null || echo 20)
 echo "SLO: $SLO ms (2x the LS's p99 alone)"
-T "${DDP[@]}" --label "DDP alone, plain" 2>"$OUT/ddp-alone.err" | grep '^{' | tee "$OUT/ddp-alone.json"
+T "${DDP[@]}" --label "DDP alone, plain" 2>"$OUT/ddp-alone.err" | grep -o '{"label.*}' | tee "$OUT/ddp-alone.json"
 # together NAME LS_PREFIX DDP_PREFIX: the LS serves while the job's timed
 # steps run (from its ready file to its done file, made also if it fails)
 together() {
 	rm -f "$W/ready" "$W/done"
 	(T $3 "${DDP[@]}" --ready-file "$W/ready" --done-file "$W/done" --label "DDP beside LS, $1" 2>"$OUT/ddp-$1.err" |
-		grep '^{' >"$OUT/ddp-$1.json"; touch "$W/done") &
+		grep -o '{"label.*}' >"$OUT/ddp-$1.json"; touch "$W/done") &
 	[ -n "$2" ] && (while [ ! -e "$W/ready" ] && [ ! -e "$W/done" ]; do sleep 0.2; done
 		[ -e "$W/ready" ] && { "$C" ls; "$C" ls -o json; } >"$OUT/carve-ls-$1.txt" 2>&1) &
 	T $2 "${LS[@]}" --seconds 90 --slo-ms "$SLO" --wait-file "$W/ready" --done-file "$W/done" --label "LS beside DDP, $1" \
@@ -94,7 +95,7 @@ done
 for g in 0 0 1; do # two clients in disjoint halves of GPU 0, one on GPU 1, at once
 	T "$C" run -q -n 50% --device "$g" -- "$W/probe" spin "$g" 3000 >>"$OUT/mps-together.jsonl" &
 done
-T "$C" run -q -n 8 --device 0,1 -- "$W/probe" smid 5 >"$OUT/mps-both.jsonl" 2>&1 &
+T "$C" run -q --share -n 8 --device 0,1 -- "$W/probe" smid 5 >"$OUT/mps-both.jsonl" 2>&1 & # one client on both
 sleep 1.5
 "$C" mps status >"$OUT/mps-status.txt" 2>&1
 nvidia-smi --query-compute-apps=pid,process_name,gpu_uuid,used_memory --format=csv >>"$OUT/mps-status.txt" 2>&1
