@@ -22,6 +22,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/mps"
@@ -93,6 +94,8 @@ func claims(t *testing.T) []claim {
 	return []claim{
 		{"ctl.Size", `(\d+)-byte file per process`, ctl.Size, false},
 		{"ctl.NodeSize", `(\d+)-byte file per GPU`, ctl.NodeSize, false},
+		{"the offset of ctl.Block's table of more GPUs", `Its first (\d+) bytes hold the partition`, int64(unsafe.Offsetof(ctl.Block{}.More)), false},
+		{"ctl.GPUs, less the block's first", `the partitions on up to (\d+) more GPUs`, ctl.GPUs - 1, false},
 		{"ctl.NodeSlots", `a slot for each of up to (\d+) LS tenants`, ctl.NodeSlots, false},
 		{"the mask words of ctl.Block", `(\d+)-bit hardware TPC mask`, int64(32 * len(ctl.Block{}.Mask)), false},
 		{"ctl.NodeQuiet", `(?:no LS request for|served a request in the last) (an? \w+|\d+ \w+|\w+)`, int64(ctl.NodeQuiet), true},

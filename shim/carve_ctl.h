@@ -25,9 +25,10 @@
 #include <stdint.h>
 
 #define CARVE_CTL_MAGIC 0x45565243u /* "CRVE" little-endian */
-#define CARVE_CTL_VERSION 4u
-#define CARVE_CTL_SIZE 1024u
+#define CARVE_CTL_VERSION 5u
+#define CARVE_CTL_SIZE 3072u
 #define CARVE_MASK_WORDS 4 /* 128 TPC bits, as the Hopper descriptor holds */
+#define CARVE_GPUS 16      /* GPUs a block holds partitions on: the header's and CARVE_GPUS - 1 more */
 
 /* state: what the shim last knew about its hook. */
 #define CARVE_STATE_NEW 0u        /* block created, shim not loaded yet */
@@ -70,6 +71,19 @@
 	X(807, CUDA_ERROR_MPS_SERVER_NOT_READY) \
 	X(810, CUDA_ERROR_MPS_CLIENT_TERMINATED) \
 	X(999, CUDA_ERROR_UNKNOWN)
+
+/* The partition on one more GPU of the tenant (struct carve_ctl's more):
+ * what the header holds of its first GPU, written by carve with it. */
+struct carve_gpu_part {
+	uint8_t gpu[16];         /*   0: the GPU's UUID; all zero: an unused entry (entries are used in order) */
+	uint32_t mask[CARVE_MASK_WORDS];  /* 16: TPC-disable mask, under the block's seqlock */
+	uint32_t live[CARVE_MASK_WORDS];  /* 32: live TPC bits of this GPU */
+	uint32_t floor[CARVE_MASK_WORDS]; /* 48: a BE tenant's floor on this GPU, enable bits */
+	uint32_t sms;            /*  64: SMs of the partition on this GPU, under the seqlock */
+	uint32_t pad;            /*  68 */
+	char node[48];           /*  72: this GPU's node block file name, "" = none */
+	uint64_t reserved;       /* 120 .. 128 */
+};
 
 struct carve_ctl {
 	/* identity: written once by the creator */
@@ -166,6 +180,11 @@ struct carve_ctl {
 	uint64_t mem_refused;    /* 680: allocations refused: the tenant's in the account, else this process's */
 	uint64_t mem_refused_ns; /* 688: CLOCK_REALTIME of the last, likewise */
 	uint64_t tide_reserved[41]; /* 696 .. 1024 */
+
+	/* the partitions on the tenant's other GPUs, written once by the
+	 * creator but their masks and SM counts (under the seqlock) */
+	struct carve_gpu_part more[CARVE_GPUS - 1]; /* 1024 .. 2944 */
+	uint8_t more_reserved[128];                 /* 2944 .. 3072 */
 };
 
 /* Every field of struct carve_ctl, in order, with what the block of a child
@@ -235,10 +254,14 @@ struct carve_ctl {
 	X(mem_peak, STATUS) \
 	X(mem_refused, STATUS) \
 	X(mem_refused_ns, STATUS) \
-	X(tide_reserved, UNUSED)
+	X(tide_reserved, UNUSED) \
+	X(more, INHERIT) \
+	X(more_reserved, UNUSED)
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 _Static_assert(sizeof(struct carve_ctl) == CARVE_CTL_SIZE, "control block size");
+_Static_assert(sizeof(struct carve_gpu_part) == 128, "a GPU's partition entry");
+_Static_assert(__builtin_offsetof(struct carve_ctl, more) == 1024, "the table of more GPUs follows the first 1024 bytes");
 #define CARVE_FIELD_SIZE(name, kind) +sizeof(((struct carve_ctl *)0)->name)
 _Static_assert(0 CARVE_CTL_FIELDS(CARVE_FIELD_SIZE) == sizeof(struct carve_ctl),
 	       "CARVE_CTL_FIELDS lists every field of struct carve_ctl, and the struct has no hidden padding");

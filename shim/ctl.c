@@ -23,15 +23,18 @@
 #include "carve_tmd.h"
 #include "shim.h"
 
-/* The last mask read from the block that enables a live TPC, shared by all
- * threads; written under mask_mu when the block's generation moves. */
+/* The last mask of each of the tenant's GPUs read from the block that
+ * enables a live TPC, shared by all threads; written under mask_mu when
+ * the block's generation moves. */
 static pthread_mutex_t mask_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t seen_gen = UINT64_MAX;
-static uint32_t good_mask[CARVE_MASK_WORDS];
-static int good_valid;
+static uint32_t good_mask[CARVE_GPUS][CARVE_MASK_WORDS];
+static int good_valid[CARVE_GPUS];
+static uint32_t seen_mask[CARVE_GPUS][CARVE_MASK_WORDS]; /* as last read, good or not */
 
-/* Last mask this thread read, keyed by the block's gen. */
+/* Last mask this thread read, of one GPU, keyed by the block's gen. */
 static __thread __attribute__((tls_model("initial-exec"))) uint64_t t_gen = UINT64_MAX;
+static __thread __attribute__((tls_model("initial-exec"))) int t_gpu;
 static __thread __attribute__((tls_model("initial-exec"))) uint32_t t_mask[CARVE_MASK_WORDS];
 static __thread __attribute__((tls_model("initial-exec"))) int t_valid;
 
@@ -118,10 +121,10 @@ static void hold_block(const char *path)
 		close(fd);
 }
 
-/* read_mask copies the block's mask consistently (seqlock read side), and
- * the SM count written with it where sms is not NULL. Returns 0 if the
- * block stayed mid-write for too long. */
-static int read_mask(const struct carve_ctl *c, uint32_t out[CARVE_MASK_WORDS], uint64_t *gen, uint32_t *sms)
+/* read_masks copies the masks of the block's first n GPUs consistently
+ * (seqlock read side), and the SM counts written with them where sms is
+ * not NULL. Returns 0 if the block stayed mid-write for too long. */
+static int read_masks(const struct carve_ctl *c, int n, uint32_t out[][CARVE_MASK_WORDS], uint64_t *gen, uint32_t *sms)
 {
 	for (int tries = 0; tries < 10000; tries++) {
 		uint64_t g1 = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
@@ -130,10 +133,12 @@ static int read_mask(const struct carve_ctl *c, uint32_t out[CARVE_MASK_WORDS], 
 				sched_yield();
 			continue;
 		}
-		for (int i = 0; i < CARVE_MASK_WORDS; i++)
-			out[i] = __atomic_load_n(&c->mask[i], __ATOMIC_RELAXED);
-		if (sms)
-			*sms = __atomic_load_n(&c->sms, __ATOMIC_RELAXED);
+		for (int g = 0; g < n; g++) {
+			for (int i = 0; i < CARVE_MASK_WORDS; i++)
+				out[g][i] = __atomic_load_n(&CARVE_PART(c, g, mask)[i], __ATOMIC_RELAXED);
+			if (sms)
+				sms[g] = __atomic_load_n(&CARVE_PART(c, g, sms), __ATOMIC_RELAXED);
+		}
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		uint64_t g2 = __atomic_load_n(&c->gen, __ATOMIC_RELAXED);
 		if (g1 == g2) {
@@ -174,10 +179,16 @@ static struct carve_ctl *create_block(const char *dir, const struct carve_ctl *s
 		memcpy((void *)&c->name, (const void *)&src->name, sizeof c->name);
 	CARVE_CTL_FIELDS(INHERIT)
 #undef INHERIT
-	/* the mask and SM count again, as one (a writer that died mid-write
-	 * leaves the copies above) */
+	/* the masks and SM counts again, as one (a writer that died
+	 * mid-write leaves the copies above) */
 	uint64_t gen;
-	(void)read_mask(src, c->mask, &gen, &c->sms);
+	uint32_t masks[CARVE_GPUS][CARVE_MASK_WORDS], sms[CARVE_GPUS];
+	if (read_masks(src, CARVE_GPUS, masks, &gen, sms)) {
+		for (int g = 0; g < CARVE_GPUS; g++) {
+			memcpy(CARVE_PART(c, g, mask), masks[g], sizeof masks[g]);
+			CARVE_PART(c, g, sms) = sms[g];
+		}
+	}
 	if (!c->tenant)
 		c->tenant = src->pid;
 	c->magic = CARVE_CTL_MAGIC;
@@ -234,35 +245,46 @@ struct carve_ctl *carve_attach(const char *dir)
 	return c;
 }
 
-/* carve_current_mask returns the mask to apply, reading the block only when
- * its generation moved: the fast path is one atomic load and a compare
- * against this thread's copy. A new generation is read once for the whole
- * process, under a lock; a mask enabling no live TPC is refused there and the
- * last good one stays. Returns 0 when there is no mask to write. */
-int carve_current_mask(uint32_t out[CARVE_MASK_WORDS], uint64_t *gen)
+/* carve_current_mask returns the mask to apply on the tenant's GPU gpu,
+ * reading the block only when its generation moved: the fast path is one
+ * atomic load and a compare against this thread's copy, while the thread
+ * launches on one GPU. A new generation is read once for the whole
+ * process, every GPU's mask, under a lock; a mask enabling no live TPC of
+ * its GPU is refused there and the last good one stays. Returns 0 when
+ * there is no mask to write. */
+int carve_current_mask(int gpu, uint32_t out[CARVE_MASK_WORDS], uint64_t *gen)
 {
 	uint64_t g = __atomic_load_n(&carve_block->gen, __ATOMIC_ACQUIRE);
-	if (g != t_gen) {
+	if (g != t_gen || gpu != t_gpu) {
 		pthread_mutex_lock(&mask_mu);
-		uint32_t m[CARVE_MASK_WORDS];
+		int n = carve_gpus();
+		uint32_t m[CARVE_GPUS][CARVE_MASK_WORDS];
 		uint64_t rg;
-		if (g != seen_gen && read_mask(carve_block, m, &rg, NULL)) {
-			uint32_t live[CARVE_MASK_WORDS];
-			for (int i = 0; i < CARVE_MASK_WORDS; i++)
-				live[i] = __atomic_load_n(&carve_block->live[i], __ATOMIC_RELAXED);
-			if (carve_mask_enables_live(m, live)) {
-				memcpy(good_mask, m, sizeof m);
-				good_valid = 1;
-			} else {
-				__atomic_add_fetch(&carve_block->refused, 1, __ATOMIC_RELAXED);
-				carve_say("mask of generation %llu enables no live TPC; keeping the previous partition",
-				    (unsigned long long)rg);
+		if (g != seen_gen && read_masks(carve_block, n, m, &rg, NULL)) {
+			for (int i = 0; i < n; i++) {
+				uint32_t live[CARVE_MASK_WORDS];
+				for (int w = 0; w < CARVE_MASK_WORDS; w++)
+					live[w] = __atomic_load_n(&CARVE_PART(carve_block, i, live)[w], __ATOMIC_RELAXED);
+				if (carve_mask_enables_live(m[i], live)) {
+					memcpy(good_mask[i], m[i], sizeof m[i]);
+					good_valid[i] = 1;
+				} else if (seen_gen == UINT64_MAX || memcmp(m[i], seen_mask[i], sizeof m[i]) != 0) {
+					__atomic_add_fetch(&carve_block->refused, 1, __ATOMIC_RELAXED);
+					if (n > 1)
+						carve_say("mask of generation %llu on the partition's GPU %d enables no live TPC; keeping the previous partition",
+						    (unsigned long long)rg, i);
+					else
+						carve_say("mask of generation %llu enables no live TPC; keeping the previous partition",
+						    (unsigned long long)rg);
+				}
+				memcpy(seen_mask[i], m[i], sizeof m[i]);
 			}
 			seen_gen = rg;
 		}
-		memcpy(t_mask, good_mask, sizeof t_mask);
-		t_valid = good_valid;
+		memcpy(t_mask, good_mask[gpu], sizeof t_mask);
+		t_valid = good_valid[gpu];
 		t_gen = seen_gen;
+		t_gpu = gpu;
 		pthread_mutex_unlock(&mask_mu);
 		if (!t_valid && !carve_allow_unpartitioned)
 			carve_refuse("the partition enables no live TPC");
@@ -274,14 +296,13 @@ int carve_current_mask(uint32_t out[CARVE_MASK_WORDS], uint64_t *gen)
 	return 1;
 }
 
-
-int carve_visible_sms(int n)
+int carve_visible_sms(int gpu, int n)
 {
 	struct carve_ctl *c = carve_block;
-	if (!c || (c->flags & CARVE_FLAG_ALL_SMS) ||
+	if (!c || gpu < 0 || (c->flags & CARVE_FLAG_ALL_SMS) ||
 	    __atomic_load_n(&c->state, __ATOMIC_RELAXED) != CARVE_STATE_HOOKED)
-		return n; /* not partitioned: the whole GPU */
-	int sms = (int)__atomic_load_n(&c->sms, __ATOMIC_RELAXED);
+		return n; /* not partitioned there: the whole GPU */
+	int sms = (int)__atomic_load_n(&CARVE_PART(c, gpu, sms), __ATOMIC_RELAXED);
 	return sms > 0 && sms < n ? sms : n;
 }
 

@@ -26,9 +26,9 @@
 typedef int (*get_export_table_fn)(const void **table, const void *uuid);
 typedef int (*cu_init_fn)(unsigned int flags);
 
-/* elsewhere takes a launch on another GPU than the partition's: its mask,
- * made for the partition's GPU, may leave only dead TPCs of this one, and
- * such a kernel never runs (HARDWARE.md 2). It is refused as an unknown
+/* elsewhere takes a launch on a GPU the block names no partition on: a
+ * mask made for another GPU may leave only dead TPCs of this one, and such
+ * a kernel never runs (HARDWARE.md 2). It is refused as an unknown
  * descriptor is, or, allowed unpartitioned, runs on all this GPU's TPCs
  * and is counted in the block, with this GPU's UUID, for carve ls. */
 static void elsewhere(uint8_t *tmd, const unsigned char uuid[16])
@@ -37,15 +37,20 @@ static void elsewhere(uint8_t *tmd, const unsigned char uuid[16])
 	memcpy((void *)carve_block->other_gpu, uuid, 16);
 	__atomic_add_fetch(&carve_block->other_launches, 1, __ATOMIC_RELAXED);
 	if (!carve_allow_unpartitioned || !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
-		char it[CARVE_GPU_NAME], part[CARVE_GPU_NAME];
+		char it[CARVE_GPU_NAME], part[CARVE_GPU_NAME], of[CARVE_GPU_NAME + 64];
 		carve_gpu_name(uuid, it);
 		carve_gpu_name((const unsigned char *)carve_block->gpu, part);
+		int n = carve_gpus();
+		if (n > 1)
+			snprintf(of, sizeof of, "the partitions are of %s and %d more GPU%s", part, n - 1, n > 2 ? "s" : "");
+		else
+			snprintf(of, sizeof of, "the partition is of %s", part);
 		if (!carve_allow_unpartitioned) {
-			char why[160];
-			snprintf(why, sizeof why, "a kernel was launched on %s, but the partition is of %s", it, part);
+			char why[256];
+			snprintf(why, sizeof why, "a kernel was launched on %s, but %s", it, of);
 			carve_refuse(why);
 		}
-		carve_say("kernels launched on %s run on all its TPCs: the partition is of %s", it, part);
+		carve_say("kernels launched on %s run on all its TPCs: %s", it, of);
 	}
 	__atomic_store_n(&carve_block->tmd_version, (uint32_t)carve_tmd_version(tmd), __ATOMIC_RELAXED);
 	__atomic_add_fetch(&carve_block->launches, 1, __ATOMIC_RELAXED);
@@ -64,18 +69,19 @@ static void on_launch(void *user, int domain, int cbid, const void *params)
 	if (!tmd)
 		return;
 	unsigned char other[16];
-	if (carve_launch_elsewhere(other)) {
+	int gpu = carve_launch_gpu(other, NULL);
+	if (gpu == CARVE_GPU_NONE) {
 		elsewhere(tmd, other);
 		return;
 	}
 	uint32_t mask[CARVE_MASK_WORDS];
 	uint64_t gen = 0;
-	int have = carve_current_mask(mask, &gen);
+	int have = carve_current_mask(gpu, mask, &gen);
 	if (have) {
 		uint32_t live[CARVE_MASK_WORDS];
 		for (int i = 0; i < CARVE_MASK_WORDS; i++)
-			live[i] = __atomic_load_n(&carve_block->live[i], __ATOMIC_RELAXED);
-		carve_tide_mask(mask, live);
+			live[i] = __atomic_load_n(&CARVE_PART(carve_block, gpu, live)[i], __ATOMIC_RELAXED);
+		carve_tide_mask(gpu, mask, live);
 	}
 	int version = carve_tmd_version(tmd);
 	__atomic_store_n(&carve_block->tmd_version, (uint32_t)version, __ATOMIC_RELAXED);

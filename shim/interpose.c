@@ -181,14 +181,15 @@ EXPORT CUresult cuCtxSynchronize(void)
 	return after(r, "cuCtxSynchronize");
 }
 
-/* The SM count a program sees is its partition's, as under MPS percentages,
- * unless carve run was given --all-sms. */
+/* The SM count a program sees of a device is its partition's there (the
+ * device's UUID finds it), as under MPS percentages, unless carve run was
+ * given --all-sms; of a device it has no partition on, the whole GPU's. */
 static void *real_cuDeviceGetAttribute;
 EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice dev)
 {
 	CUresult r = REAL(cuDeviceGetAttribute, attr_fn)(v, attr, dev);
-	if (r == CUDA_SUCCESS && attr == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT && v)
-		*v = carve_visible_sms(*v);
+	if (r == CUDA_SUCCESS && attr == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT && v && carve_block)
+		*v = carve_visible_sms(carve_device_gpu(dev), *v);
 	return r;
 }
 

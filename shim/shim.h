@@ -17,6 +17,12 @@
 /* Exit status of a process that carve refuses to run unpartitioned. */
 #define CARVE_EXIT_REFUSED 86
 
+/* The tenant's GPUs are numbered by where the block holds their partition:
+ * 0 is its header's (its first GPU), i > 0 more[i - 1]. CARVE_PART is a
+ * field of GPU i's partition that the header and the entries both have. */
+#define CARVE_PART(c, i, field) (*((i) == 0 ? &(c)->field : &(c)->more[(i) - 1].field))
+#define CARVE_GPU_NONE (-1) /* a GPU the block names no partition on */
+
 /* hook.c */
 const char *carve_register_hook(void *cuda); /* NULL, or why it failed */
 
@@ -25,8 +31,9 @@ void carve_tide_init(void *cuda, const char *dir); /* LS or BE tenant with a nod
 void carve_capture(CUstream s, int begin);
 void carve_launch_before(CUstream s);
 void carve_launch_after(CUstream s, CUresult r);
-/* carve_tide_mask changes the mask of this launch for tide (within live). */
-void carve_tide_mask(uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_MASK_WORDS]);
+/* carve_tide_mask changes the mask of this launch on the tenant's GPU gpu
+ * for tide (within live). */
+void carve_tide_mask(int gpu, uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_MASK_WORDS]);
 
 /* mem.c: each takes the driver's function (real) and its arguments */
 void carve_mem_init(void *cuda, const char *dir); /* at load, once the driver is loaded */
@@ -83,19 +90,27 @@ struct carve_ctl *carve_attach(const char *dir);
  * processes held, and returns the bytes. */
 struct carve_ctl *carve_account(const char *dir, int *shared);
 uint64_t carve_credit_ended(struct carve_ctl *acct, const char *dir);
-/* carve_current_mask: the mask to apply now and its generation; 0 when
- * there is none to write (no partition that enables a live TPC). */
-int carve_current_mask(uint32_t out[CARVE_MASK_WORDS], uint64_t *gen);
+/* carve_current_mask: the mask to apply now on the tenant's GPU gpu and
+ * its generation; 0 when there is none to write (no partition there that
+ * enables a live TPC). */
+int carve_current_mask(int gpu, uint32_t out[CARVE_MASK_WORDS], uint64_t *gen);
 
-/* carve_visible_sms: the SM count to report where the driver reports n. */
-int carve_visible_sms(int n);
+/* carve_visible_sms: the SM count to report of the tenant's GPU gpu
+ * (CARVE_GPU_NONE: one it has no partition on) where the driver reports n. */
+int carve_visible_sms(int gpu, int n);
 
 /* gpu.c */
 void carve_gpu_init(void *cuda); /* at load, before the first launch */
-/* carve_launch_elsewhere: 1 if this thread's launch is on another GPU than
- * the block's, whose UUID goes into uuid; 0 if on the block's, or if either
- * is not known. */
-int carve_launch_elsewhere(unsigned char uuid[16]);
+int carve_gpus(void);            /* the GPUs the block holds partitions on (1 where it names none) */
+/* carve_launch_gpu: which of the tenant's GPUs this thread's launch is on,
+ * by its current context (into *ctx, if not NULL): its index, or
+ * CARVE_GPU_NONE where the block names no partition on it (its UUID into
+ * uuid, if not NULL); 0 where the block names no GPU or the driver cannot
+ * say. */
+int carve_launch_gpu(unsigned char uuid[16], CUcontext *ctx);
+/* carve_device_gpu: which of the tenant's GPUs device dev is, as
+ * carve_launch_gpu says. */
+int carve_device_gpu(CUdevice dev);
 void carve_contexts_changed(void); /* a context went: its handle may return on another GPU */
 #define CARVE_GPU_NAME 41          /* "GPU-" and 36 characters of UUID, NUL-terminated */
 void carve_gpu_name(const unsigned char uuid[16], char out[CARVE_GPU_NAME]);

@@ -36,6 +36,14 @@
  *
  * Waiting happens in the launch wrappers, outside the driver, never in its
  * callback.
+ *
+ * All of it is per GPU: a tenant with partitions on several GPUs takes
+ * part in each GPU's node block (the block names one for each of its
+ * GPUs), and a launch goes through the node of the GPU its context is on
+ * (gpu.c). An LS tenant has a slot in each node and is busy on a GPU while
+ * its streams there have work; a BE tenant's gate, share, queue and kernel
+ * time are kept for each GPU, so LS work on one GPU holds back its BE
+ * launches on that GPU alone.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -56,14 +64,26 @@
 #include "carve_tmd.h"
 #include "shim.h"
 
-static struct carve_node *node;
-static int node_fd = -1;             /* kept open: it carries our slot's lock */
+/* A GPU of the tenant's in tide: its node block, where an LS tenant holds
+ * a slot, and a BE tenant's gate there (struct be, below). */
+struct be;
+struct tgpu {
+	struct carve_node *node; /* NULL: this GPU takes no part */
+	int fd;                  /* kept open: it carries our slot's lock */
+	struct carve_node_slot *slot; /* LS: ours */
+	uint64_t busy_since;     /* LS: when it last became busy here (under track_mu) */
+	struct be *be;           /* BE */
+};
+static struct tgpu gpus[CARVE_GPUS];
+static int ngpus;
 static int cls;                      /* CARVE_CLASS_LS or _BE while tide is on */
-static struct carve_node_slot *slot; /* LS: ours */
 static int capturing;                /* captures under way in the process */
 
+/* the GPU of this thread's launch, set by the wrapper before it (tide's
+ * GPU index, CARVE_GPU_NONE: none in tide) */
+static __thread __attribute__((tls_model("initial-exec"))) int launch_gpu;
+
 /* the driver's functions the shim calls itself */
-static CUresult (*ctx_get)(CUcontext *);
 static CUresult (*ctx_set)(CUcontext);
 static CUresult (*stream_query)(CUstream);
 static CUresult (*event_create)(CUevent *, unsigned);
@@ -75,8 +95,9 @@ static CUresult (*exchange_mode)(int *);
 
 #define STREAMS 128
 struct tracked {
-	CUstream s;   /* set before the entry is published, never changed */
-	CUcontext ctx;
+	CUstream s;   /* with ctx, set before the entry is published, never changed */
+	CUcontext ctx; /* the context it was launched into: a default stream is each context's own */
+	int gpu;      /* the tenant's GPU of ctx */
 	/* launches into it, counted by the launching threads without a lock:
 	 * begun (before the call) and submitted (it returned) */
 	uint64_t launched, submitted;
@@ -90,63 +111,78 @@ static int nstreams; /* entries published (release) */
  * polls, and for captures; never on a launch's way otherwise */
 static pthread_mutex_t track_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t track_cv = PTHREAD_COND_INITIALIZER;
-static uint64_t busy_since;
 static int poller_parked; /* the poller waits on track_cv for the tenant to be busy */
 
-static struct tracked *find(CUstream s)
+static struct tracked *find(CUstream s, CUcontext ctx)
 {
 	int n = __atomic_load_n(&nstreams, __ATOMIC_ACQUIRE);
 	for (int i = 0; i < n; i++)
-		if (streams[i].s == s)
+		if (streams[i].s == s && streams[i].ctx == ctx)
 			return &streams[i];
 	return NULL;
 }
 
-/* track finds or adds s (under track_mu). */
-static struct tracked *track(CUstream s)
+/* track finds or adds s of ctx, on the tenant's GPU gpu (under track_mu). */
+static struct tracked *track(CUstream s, CUcontext ctx, int gpu)
 {
-	struct tracked *t = find(s);
+	struct tracked *t = find(s, ctx);
 	if (t || nstreams == STREAMS)
 		return t;
 	t = &streams[nstreams];
 	memset(t, 0, sizeof *t);
 	t->s = s;
-	if (ctx_get)
-		ctx_get(&t->ctx);
+	t->ctx = ctx;
+	t->gpu = gpu;
 	__atomic_store_n(&nstreams, nstreams + 1, __ATOMIC_RELEASE);
 	return t;
 }
 
-/* set_busy says in our slot and in the node's busy bits whether we are. */
-static void set_busy(int b)
+/* set_busy says in our slot on GPU g and in its node's busy bits whether
+ * we are. */
+static void set_busy(int g, int b)
 {
-	uint32_t bit = 1u << (slot - node->slots);
-	__atomic_store_n(&slot->busy, (uint32_t)b, __ATOMIC_SEQ_CST);
+	struct tgpu *G = &gpus[g];
+	uint32_t bit = 1u << (G->slot - G->node->slots);
+	__atomic_store_n(&G->slot->busy, (uint32_t)b, __ATOMIC_SEQ_CST);
 	if (b)
-		__atomic_or_fetch(&node->busy, bit, __ATOMIC_RELEASE);
+		__atomic_or_fetch(&G->node->busy, bit, __ATOMIC_RELEASE);
 	else
-		__atomic_and_fetch(&node->busy, ~bit, __ATOMIC_RELEASE);
+		__atomic_and_fetch(&G->node->busy, ~bit, __ATOMIC_RELEASE);
 }
 
-/* beat renews our heartbeat, and the node's latest. */
-static void beat(uint64_t now)
+static int is_busy(int g)
 {
-	__atomic_store_n(&slot->beat_ns, now, __ATOMIC_RELEASE);
-	__atomic_store_n(&node->beat_ns, now, __ATOMIC_RELAXED);
+	return gpus[g].slot && __atomic_load_n(&gpus[g].slot->busy, __ATOMIC_SEQ_CST);
 }
 
-/* become_busy marks the tenant busy, unless it is (a request's first
- * launch; the poller may have found it idle just before). */
-static void become_busy(void)
+static int any_busy(void)
 {
+	for (int g = 0; g < ngpus; g++)
+		if (is_busy(g))
+			return 1;
+	return 0;
+}
+
+/* beat renews our heartbeat on GPU g, and its node's latest. */
+static void beat(int g, uint64_t now)
+{
+	__atomic_store_n(&gpus[g].slot->beat_ns, now, __ATOMIC_RELEASE);
+	__atomic_store_n(&gpus[g].node->beat_ns, now, __ATOMIC_RELAXED);
+}
+
+/* become_busy marks the tenant busy on GPU g, unless it is (a request's
+ * first launch there; the poller may have found it idle just before). */
+static void become_busy(int g)
+{
+	struct tgpu *G = &gpus[g];
 	pthread_mutex_lock(&track_mu);
-	if (!__atomic_load_n(&slot->busy, __ATOMIC_SEQ_CST)) {
-		busy_since = carve_mono_ns();
-		__atomic_store_n(&slot->busy_since_ns, busy_since, __ATOMIC_RELAXED);
-		beat(busy_since);
-		__atomic_add_fetch(&slot->requests, 1, __ATOMIC_RELAXED);
+	if (!__atomic_load_n(&G->slot->busy, __ATOMIC_SEQ_CST)) {
+		G->busy_since = carve_mono_ns();
+		__atomic_store_n(&G->slot->busy_since_ns, G->busy_since, __ATOMIC_RELAXED);
+		beat(g, G->busy_since);
+		__atomic_add_fetch(&G->slot->requests, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&carve_block->requests, 1, __ATOMIC_RELAXED);
-		set_busy(1);
+		set_busy(g, 1);
 		__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_BUSY, __ATOMIC_RELAXED);
 		if (poller_parked) {
 			poller_parked = 0;
@@ -160,21 +196,21 @@ static void become_busy(void)
 /* the stream this thread's launch was counted in, until it returns */
 static __thread __attribute__((tls_model("initial-exec"))) struct tracked *counted;
 
-/* ls_launch counts a launch in its stream, then makes sure the tenant is
- * busy. The count comes first: a poller that finds the tenant idle looks
- * at the counts again after saying so (poller), so one of the two sees the
- * other. */
-static void ls_launch(CUstream s)
+/* ls_launch counts a launch in its stream on GPU g (of context ctx), then
+ * makes sure the tenant is busy there. The count comes first: a poller
+ * that finds the tenant idle looks at the counts again after saying so
+ * (poller), so one of the two sees the other. */
+static void ls_launch(int g, CUstream s, CUcontext ctx)
 {
 	if (s == CU_STREAM_PER_THREAD)
 		s = 0; /* counted with the legacy stream, which waits for it */
 	counted = NULL;
 	if (__atomic_load_n(&capturing, __ATOMIC_RELAXED))
 		return;
-	struct tracked *t = find(s);
+	struct tracked *t = find(s, ctx);
 	if (!t) {
 		pthread_mutex_lock(&track_mu);
-		t = track(s);
+		t = track(s, ctx, g);
 		pthread_mutex_unlock(&track_mu);
 		if (!t)
 			return;
@@ -183,8 +219,8 @@ static void ls_launch(CUstream s)
 		return;
 	__atomic_add_fetch(&t->launched, 1, __ATOMIC_SEQ_CST);
 	counted = t;
-	if (!__atomic_load_n(&slot->busy, __ATOMIC_SEQ_CST))
-		become_busy();
+	if (!__atomic_load_n(&gpus[g].slot->busy, __ATOMIC_SEQ_CST))
+		become_busy(g);
 }
 
 static void ls_submitted(void)
@@ -195,16 +231,17 @@ static void ls_submitted(void)
 }
 
 /* poll asks the driver about each stream with work (under track_mu) and
- * returns whether all of it is done. A launch not yet submitted is not,
- * and a stream launched into since the last poll is not asked about: the
- * tenant is still submitting, and a query in the driver beside its launches
- * would slow them. Submitted is read before launched: if they are equal,
- * every launch begun by then had been submitted, and the query covers
- * them. */
+ * says of each GPU whether all of its work is done (done[g]). A launch not
+ * yet submitted is not, and a stream launched into since the last poll is
+ * not asked about: the tenant is still submitting, and a query in the
+ * driver beside its launches would slow them. Submitted is read before
+ * launched: if they are equal, every launch begun by then had been
+ * submitted, and the query covers them. */
 static CUcontext poller_ctx; /* the poller thread's current context */
-static int poll_streams(void)
+static void poll_streams(int done[CARVE_GPUS])
 {
-	int all = 1;
+	for (int g = 0; g < ngpus; g++)
+		done[g] = 1;
 	for (int i = 0; i < nstreams; i++) {
 		struct tracked *t = &streams[i];
 		uint64_t sub = __atomic_load_n(&t->submitted, __ATOMIC_ACQUIRE);
@@ -213,7 +250,7 @@ static int poll_streams(void)
 			continue;
 		if (sub != n || n != t->seen) {
 			t->seen = n;
-			all = 0;
+			done[t->gpu] = 0;
 			continue;
 		}
 		if (t->ctx != poller_ctx) {
@@ -224,16 +261,16 @@ static int poll_streams(void)
 		if (r == CUDA_SUCCESS || (r != CUDA_ERROR_NOT_READY && r != 0)) /* done, or ended by a fault */
 			t->done = n;
 		else
-			all = 0;
+			done[t->gpu] = 0;
 	}
-	return all;
 }
 
-/* launched_since says whether a launch was counted after the last poll. */
-static int launched_since(void)
+/* launched_since says whether a launch on GPU g was counted after the last
+ * poll. */
+static int launched_since(int g)
 {
 	for (int i = 0; i < nstreams; i++)
-		if (__atomic_load_n(&streams[i].launched, __ATOMIC_SEQ_CST) != streams[i].done)
+		if (streams[i].gpu == g && __atomic_load_n(&streams[i].launched, __ATOMIC_SEQ_CST) != streams[i].done)
 			return 1;
 	return 0;
 }
@@ -247,22 +284,32 @@ static void *poller(void *arg)
 		exchange_mode(&relaxed); /* queries of this thread never disturb another's capture */
 	pthread_mutex_lock(&track_mu);
 	for (;;) {
-		if (!__atomic_load_n(&slot->busy, __ATOMIC_RELAXED)) {
+		if (!any_busy()) {
 			poller_parked = 1; /* become_busy wakes it */
 			carve_thread_parks();
-			while (!__atomic_load_n(&slot->busy, __ATOMIC_RELAXED))
+			while (!any_busy())
 				pthread_cond_wait(&track_cv, &track_mu);
 		}
 		uint64_t now = carve_mono_ns();
-		beat(now);
-		if (__atomic_load_n(&capturing, __ATOMIC_RELAXED) == 0 && poll_streams()) {
-			set_busy(0);
-			if (launched_since()) { /* it went on: still busy */
-				set_busy(1);
-			} else {
-				uint64_t d = now - busy_since;
-				__atomic_add_fetch(&slot->busy_ns, d, __ATOMIC_RELAXED);
+		for (int g = 0; g < ngpus; g++)
+			if (is_busy(g))
+				beat(g, now);
+		if (__atomic_load_n(&capturing, __ATOMIC_RELAXED) == 0) {
+			int done[CARVE_GPUS];
+			poll_streams(done);
+			for (int g = 0; g < ngpus; g++) {
+				if (!done[g] || !is_busy(g))
+					continue;
+				set_busy(g, 0);
+				if (launched_since(g)) { /* it went on: still busy */
+					set_busy(g, 1);
+					continue;
+				}
+				uint64_t d = now - gpus[g].busy_since;
+				__atomic_add_fetch(&gpus[g].slot->busy_ns, d, __ATOMIC_RELAXED);
 				__atomic_add_fetch(&carve_block->busy_ns, d, __ATOMIC_RELAXED);
+			}
+			if (!any_busy()) {
 				__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_IDLE, __ATOMIC_RELAXED);
 				continue;
 			}
@@ -276,13 +323,17 @@ static void *poller(void *arg)
 
 void carve_capture(CUstream s, int begin)
 {
+	CUcontext ctx = NULL;
+	int g = cls == CARVE_CLASS_LS ? carve_launch_gpu(NULL, &ctx) : CARVE_GPU_NONE;
 	pthread_mutex_lock(&track_mu);
 	if (begin) {
 		capturing++;
 	} else if (capturing > 0) {
 		capturing--;
 	}
-	struct tracked *t = cls == CARVE_CLASS_LS ? track(s) : NULL;
+	if (s == CU_STREAM_PER_THREAD)
+		s = 0;
+	struct tracked *t = g >= 0 && gpus[g].slot ? track(s, ctx, g) : NULL;
 	if (t)
 		__atomic_store_n(&t->capturing, begin, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&track_mu);
@@ -299,68 +350,76 @@ void carve_capture(CUstream s, int begin)
  * the events' spacing. */
 #define RING 64
 #define MARK 4
-static struct {
-	CUevent ev;
-	uint64_t count; /* launches made when it was */
-	/* after one launch into an empty queue while it was bounded: its
-	 * kernel began between these (0: not so) */
-	uint64_t began, began_by;
-	int queued; /* recorded before a look found the one before it not done */
-} ring[RING];
-static unsigned head, tail;       /* events recorded; events seen done */
-static uint64_t launched, done_n; /* BE launches made; known done */
-static CUstream last_stream;      /* of the last BE launch */
 /* While the queue is bounded, the events are looked at before a launch
  * that would fill it, or REAP_NS after they last were; while it is not, an
  * event every QUIET_NS keeps the counts roughly current (asking the driver
  * on every launch costs more than the rest of the shim). */
 #define REAP_NS 20000
 #define QUIET_NS 1000000
-static int bounded;                 /* the queue is bounded now */
-static uint64_t every = MARK;       /* launches between events while it is */
-static uint64_t reaped_at, marked_n;
-static uint64_t quiet_at;           /* the last look while not bounded (coarse clock) */
-static int mark_due;                /* an event is due with the next launch while not */
+
+/* A BE tenant's gate on one GPU: its launches there, their events and
+ * kernels' time, and its share's bucket, under mu. */
+struct be {
+	pthread_mutex_t mu;
+	struct {
+		CUevent ev;
+		uint64_t count; /* launches made when it was */
+		/* after one launch into an empty queue while it was bounded: its
+		 * kernel began between these (0: not so) */
+		uint64_t began, began_by;
+		int queued; /* recorded before a look found the one before it not done */
+	} ring[RING];
+	unsigned head, tail;       /* events recorded; events seen done */
+	uint64_t launched, done_n; /* BE launches made; known done */
+	CUstream last_stream;      /* of the last BE launch */
+	int bounded;               /* the queue is bounded now */
+	uint64_t every;            /* launches between events while it is */
+	uint64_t reaped_at, marked_n;
+	uint64_t quiet_at;         /* the last look while not bounded (coarse clock) */
+	int mark_due;              /* an event is due with the next launch while not */
+	/* the events below this one that a look found recorded behind one not
+	 * done are marked queued: their kernels ran from its completion on */
+	unsigned queued_to;
+	int64_t tokens_ns;         /* the share's bucket; below 0 after a long kernel */
+	/* when the bucket was last filled; a kernel's time (EWMA), until
+	 * measured a cautious 1 ms, so that a first burst does not fill the
+	 * queue unseen */
+	uint64_t tokens_at, kernel_ns;
+	int measured;              /* kernel_ns has been measured (to within an eighth) */
+	/* until it is: the least and the most a kernel can take by every run
+	 * timed so far (or since they disagreed) */
+	uint64_t least_ns, most_ns;
+	uint64_t held_since;
+	/* the point the kernels run since are timed from: a completion, or the
+	 * beginning of a kernel launched into an empty queue, known to have
+	 * happened between anchor_lo and anchor_hi, after anchor_n launches */
+	uint64_t anchor_lo, anchor_hi, anchor_n;
+	int anchored;
+};
+static struct be bes[CARVE_GPUS];
+
 /* while the queue is bounded, a time before this thread's launch began,
  * until it is counted (0: not read) */
 static __thread __attribute__((tls_model("initial-exec"))) uint64_t launch_at;
-/* the events below this one that a look found recorded behind one not
- * done are marked queued: their kernels ran from its completion on */
-static unsigned queued_to;
 
-/* mark records an event after the launches made so far (under be_mu),
+/* mark records an event after the launches made so far (under b->mu),
  * after one launch into an empty queue whose kernel began between began
  * and began_by if they are not 0. */
-static void mark(CUstream s, uint64_t began, uint64_t began_by)
+static void mark(struct be *b, CUstream s, uint64_t began, uint64_t began_by)
 {
-	if (head - tail >= RING)
+	if (b->head - b->tail >= RING)
 		return;
-	CUevent *ev = &ring[head % RING].ev;
+	CUevent *ev = &b->ring[b->head % RING].ev;
 	if (!*ev && event_create(ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
 		*ev = NULL;
 	if (*ev && event_record(*ev, s) == CUDA_SUCCESS) {
-		ring[head % RING].count = marked_n = launched;
-		ring[head % RING].began = began;
-		ring[head % RING].began_by = began_by;
-		ring[head % RING].queued = 0;
-		head++;
+		b->ring[b->head % RING].count = b->marked_n = b->launched;
+		b->ring[b->head % RING].began = began;
+		b->ring[b->head % RING].began_by = began_by;
+		b->ring[b->head % RING].queued = 0;
+		b->head++;
 	}
 }
-static pthread_mutex_t be_mu = PTHREAD_MUTEX_INITIALIZER;
-static int64_t tokens_ns;                    /* the share's bucket; below 0 after a long kernel */
-/* when the bucket was last filled; a kernel's time (EWMA), until measured a
- * cautious 1 ms, so that a first burst does not fill the queue unseen */
-static uint64_t tokens_at, kernel_ns = 1000000;
-static int measured; /* kernel_ns has been measured (to within an eighth) */
-/* until it is: the least and the most a kernel can take by every run timed
- * so far (or since they disagreed) */
-static uint64_t least_ns, most_ns = UINT64_MAX;
-static uint64_t held_since;
-/* the point the kernels run since are timed from: a completion, or the
- * beginning of a kernel launched into an empty queue, known to have
- * happened between anchor_lo and anchor_hi, after anchor_n launches */
-static uint64_t anchor_lo, anchor_hi, anchor_n;
-static int anchored;
 
 /* be_wait is one step of a BE wait that began at since. */
 static __thread __attribute__((tls_model("initial-exec"))) int slack_set;
@@ -381,28 +440,30 @@ static void be_wait(uint64_t since)
  * callback the driver makes inside the launch */
 static __thread __attribute__((tls_model("initial-exec"))) int tide_narrow;
 
-/* lease_ok says whether a heartbeat at beat is younger than the lease
- * (signed: a beat written after now was read is fresh, not 584 years old). */
-static int lease_ok(uint64_t beat, uint64_t now)
+/* lease_ok says whether a heartbeat at beat is younger than the lease of
+ * node n (signed: a beat written after now was read is fresh, not 584
+ * years old). */
+static int lease_ok(const struct carve_node *n, uint64_t beat, uint64_t now)
 {
-	uint64_t lease = node->lease_ns ? node->lease_ns : CARVE_NODE_LEASE_NS;
+	uint64_t lease = n->lease_ns ? n->lease_ns : CARVE_NODE_LEASE_NS;
 	return (int64_t)(now - beat) < (int64_t)lease;
 }
 
-/* ls_busy returns how many LS tenants have work in flight now (with a
- * fresh heartbeat), ORing their reserved TPCs (enable bits) into out if
- * given. With none, *newest (if given) gets the latest heartbeat of any
- * (0: none has been busy); it is read only then. */
-static int ls_busy(uint32_t out[4], uint64_t *newest)
+/* ls_busy returns how many LS tenants have work in flight on GPU g now
+ * (with a fresh heartbeat), ORing their reserved TPCs (enable bits) into
+ * out if given. With none, *newest (if given) gets the latest heartbeat of
+ * any (0: none has been busy); it is read only then. */
+static int ls_busy(int g, uint32_t out[4], uint64_t *newest)
 {
+	struct carve_node *node = gpus[g].node;
 	uint32_t bits = __atomic_load_n(&node->busy, __ATOMIC_ACQUIRE);
 	int busy = 0;
 	if (bits) {
 		uint64_t now = carve_mono_ns();
 		for (; bits; bits &= bits - 1) {
 			struct carve_node_slot *s = &node->slots[__builtin_ctz(bits)];
-			if (s == slot || !__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) ||
-			    !lease_ok(__atomic_load_n(&s->beat_ns, __ATOMIC_ACQUIRE), now))
+			if (s == gpus[g].slot || !__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) ||
+			    !lease_ok(node, __atomic_load_n(&s->beat_ns, __ATOMIC_ACQUIRE), now))
 				continue;
 			busy++;
 			if (out)
@@ -415,37 +476,51 @@ static int ls_busy(uint32_t out[4], uint64_t *newest)
 	return busy;
 }
 
-/* ls_off is what an LS tenant's launches keep off: the TPCs other LS
- * tenants reserved and the fixed ones, as enable bits. It is worked out
- * again only when the node's gen has moved (per thread: launches of many
- * threads share nothing here). */
+/* ls_off is what an LS tenant's launches on GPU g keep off: the TPCs
+ * other LS tenants reserved there and the fixed ones, as enable bits. It
+ * is worked out again only when the GPU or its node's gen has moved (per
+ * thread: launches of many threads share nothing here). */
 static __thread __attribute__((tls_model("initial-exec"))) struct {
 	uint32_t gen, valid;
+	int gpu;
 	uint32_t off[4];
 } ls_off_cache;
 
-static void ls_off(uint32_t off[4])
+static void ls_off(int g, uint32_t off[4])
 {
+	struct carve_node *node = gpus[g].node;
 	uint32_t gen = __atomic_load_n(&node->gen, __ATOMIC_ACQUIRE);
-	if (!ls_off_cache.valid || ls_off_cache.gen != gen) {
+	if (!ls_off_cache.valid || ls_off_cache.gen != gen || ls_off_cache.gpu != g) {
 		uint32_t m[4];
 		for (int w = 0; w < 4; w++)
 			m[w] = __atomic_load_n(&node->fixed[w], __ATOMIC_RELAXED);
 		for (int i = 0; i < CARVE_NODE_SLOTS; i++) {
 			struct carve_node_slot *s = &node->slots[i];
-			if (s == slot || !__atomic_load_n(&s->pid, __ATOMIC_ACQUIRE))
+			if (s == gpus[g].slot || !__atomic_load_n(&s->pid, __ATOMIC_ACQUIRE))
 				continue;
 			for (int w = 0; w < 4; w++)
 				m[w] |= __atomic_load_n(&s->reserved[w], __ATOMIC_RELAXED);
 		}
 		memcpy(ls_off_cache.off, m, sizeof m);
 		ls_off_cache.gen = gen;
+		ls_off_cache.gpu = g;
 		ls_off_cache.valid = 1;
 	}
 	memcpy(off, ls_off_cache.off, sizeof ls_off_cache.off);
 }
 
-/* reap counts the BE's launches known done (under be_mu), and times its
+/* inflight_all is what the block says is in flight: the BE's launches on
+ * all its GPUs. */
+static uint32_t inflight_all(void)
+{
+	uint64_t n = 0;
+	for (int g = 0; g < ngpus; g++)
+		if (gpus[g].be)
+			n += __atomic_load_n(&bes[g].launched, __ATOMIC_RELAXED) - __atomic_load_n(&bes[g].done_n, __ATOMIC_RELAXED);
+	return (uint32_t)n;
+}
+
+/* reap counts the BE's launches on a GPU known done (under b->mu), and times its
  * kernels. A completion is known only to have happened since the events
  * were last looked at: by a thread that was held, or not run, that can be
  * long before it was seen. So kernels are timed in runs that ran back to
@@ -465,87 +540,88 @@ static void ls_off(uint32_t off[4])
  * within a third. The anchor moves to each completion seen as closely, or
  * within an eighth of a kernel, so that the time follows the kernels of
  * late. */
-static void reap(int timed)
+static void reap(struct be *b, int timed)
 {
-	uint64_t prev = reaped_at;
-	reaped_at = carve_mono_ns();
-	while (tail != head && event_query(ring[tail % RING].ev) != CUDA_ERROR_NOT_READY) {
-		uint64_t now = carve_mono_ns(), count = ring[tail % RING].count;
-		if (!ring[tail % RING].queued) { /* not behind the last: a new run */
-			anchored = ring[tail % RING].began != 0;
-			anchor_lo = ring[tail % RING].began;
-			anchor_hi = ring[tail % RING].began_by;
-			anchor_n = done_n;
+	uint64_t prev = b->reaped_at;
+	b->reaped_at = carve_mono_ns();
+	while (b->tail != b->head && event_query(b->ring[b->tail % RING].ev) != CUDA_ERROR_NOT_READY) {
+		uint64_t now = carve_mono_ns(), count = b->ring[b->tail % RING].count;
+		if (!b->ring[b->tail % RING].queued) { /* not behind the last: a new run */
+			b->anchored = b->ring[b->tail % RING].began != 0;
+			b->anchor_lo = b->ring[b->tail % RING].began;
+			b->anchor_hi = b->ring[b->tail % RING].began_by;
+			b->anchor_n = b->done_n;
 		}
-		if (anchored && timed && count > anchor_n && now > anchor_hi) {
-			uint64_t n = count - anchor_n, m = (now - anchor_hi) / n;
-			uint64_t doubt = now - prev > anchor_hi - anchor_lo ? now - prev : anchor_hi - anchor_lo;
+		if (b->anchored && timed && count > b->anchor_n && now > b->anchor_hi) {
+			uint64_t n = count - b->anchor_n, m = (now - b->anchor_hi) / n;
+			uint64_t doubt = now - prev > b->anchor_hi - b->anchor_lo ? now - prev : b->anchor_hi - b->anchor_lo;
 			/* between the earliest end after the latest start, and the latest after the earliest */
-			uint64_t least = (prev > anchor_hi ? prev - anchor_hi : 0) / n, most = (now - anchor_lo) / n;
+			uint64_t least = (prev > b->anchor_hi ? prev - b->anchor_hi : 0) / n, most = (now - b->anchor_lo) / n;
 			if (m > 0 && 8 * (doubt / n) <= m) {
 				/* the first replaces the guess */
-				kernel_ns = measured ? (3 * kernel_ns + m) / 4 : m;
-				measured = 1;
-			} else if (!measured) {
-				if (least > most_ns || most < least_ns) /* they disagree: the kernels changed */
-					least_ns = 0, most_ns = UINT64_MAX;
-				least_ns = least > least_ns ? least : least_ns;
-				most_ns = most < most_ns ? most : most_ns;
-				if (2 * (most_ns - least_ns) <= most_ns + least_ns) /* within a third */
-					kernel_ns = (least_ns + most_ns) / 2;
+				b->kernel_ns = b->measured ? (3 * b->kernel_ns + m) / 4 : m;
+				b->measured = 1;
+			} else if (!b->measured) {
+				if (least > b->most_ns || most < b->least_ns) /* they disagree: the kernels changed */
+					b->least_ns = 0, b->most_ns = UINT64_MAX;
+				b->least_ns = least > b->least_ns ? least : b->least_ns;
+				b->most_ns = most < b->most_ns ? most : b->most_ns;
+				if (2 * (b->most_ns - b->least_ns) <= b->most_ns + b->least_ns) /* within a third */
+					b->kernel_ns = (b->least_ns + b->most_ns) / 2;
 			}
 		}
-		if (!anchored || now - prev <= anchor_hi - anchor_lo || 8 * (now - prev) <= kernel_ns) {
-			anchored = 1;
-			anchor_lo = prev;
-			anchor_hi = now;
-			anchor_n = count;
+		if (!b->anchored || now - prev <= b->anchor_hi - b->anchor_lo || 8 * (now - prev) <= b->kernel_ns) {
+			b->anchored = 1;
+			b->anchor_lo = prev;
+			b->anchor_hi = now;
+			b->anchor_n = count;
 		}
-		done_n = count;
-		tail++;
+		b->done_n = count;
+		b->tail++;
 	}
-	if (tail != head) /* those recorded behind the first not done queue behind it */
-		for (unsigned i = (int)(queued_to - tail) > 0 ? queued_to : tail + 1; i != head; i++)
-			ring[i % RING].queued = 1;
-	queued_to = head;
-	__atomic_store_n(&carve_block->inflight, (uint32_t)(launched - done_n), __ATOMIC_RELAXED);
-	__atomic_store_n(&carve_block->kernel_us, (uint32_t)(kernel_ns / 1000), __ATOMIC_RELAXED);
+	if (b->tail != b->head) /* those recorded behind the first not done queue behind it */
+		for (unsigned i = (int)(b->queued_to - b->tail) > 0 ? b->queued_to : b->tail + 1; i != b->head; i++)
+			b->ring[i % RING].queued = 1;
+	b->queued_to = b->head;
+	__atomic_store_n(&carve_block->inflight, inflight_all(), __ATOMIC_RELAXED);
+	__atomic_store_n(&carve_block->kernel_us, (uint32_t)(b->kernel_ns / 1000), __ATOMIC_RELAXED);
 }
 
 /* bound is the bounds in launches, by the kernels' measured time (0: none). */
-static uint64_t bound(uint32_t k, uint32_t queue_us)
+static uint64_t bound(const struct be *b, uint32_t k, uint32_t queue_us)
 {
-	uint64_t b = k, q = (uint64_t)queue_us * 1000 / (kernel_ns ? kernel_ns : 1);
-	if (queue_us && (!b || q < b))
-		b = q ? q : 1;
-	return b;
+	uint64_t n = k, q = (uint64_t)queue_us * 1000 / (b->kernel_ns ? b->kernel_ns : 1);
+	if (queue_us && (!n || q < n))
+		n = q ? q : 1;
+	return n;
 }
 
 /* queue_full says whether one more launch would exceed the bounds. */
-static int queue_full(uint32_t k, uint32_t queue_us)
+static int queue_full(const struct be *b, uint32_t k, uint32_t queue_us)
 {
-	uint64_t n = launched - done_n;
-	if (head - tail >= RING || (k && n >= k))
+	uint64_t n = b->launched - b->done_n;
+	if (b->head - b->tail >= RING || (k && n >= k))
 		return 1;
-	return queue_us && n > 0 && n * kernel_ns > (uint64_t)queue_us * 1000;
+	return queue_us && n > 0 && n * b->kernel_ns > (uint64_t)queue_us * 1000;
 }
 
-/* narrow computes into m the mask of a BE launch made while LS work is in
- * flight, from its partition's mask: its floor, if it has one, within the
- * partition; else the partition off the busy LS tenants' reserved TPCs.
+/* narrow computes into m the mask of a BE launch on GPU g made while LS
+ * work is in flight there, from its partition's mask: its floor there, if
+ * it has one, within the partition; else the partition off the busy LS
+ * tenants' reserved TPCs.
  * Returns how many live TPCs m enables: a launch is narrowed only onto
  * CARVE_NODE_NARROW_MIN or more, or kernels sized for the whole GPU may
  * never finish. */
-static int narrow(const uint32_t mask[4], const uint32_t live[4], uint32_t m[4])
+static int narrow(int g, const uint32_t mask[4], const uint32_t live[4], uint32_t m[4])
 {
 	uint32_t floor[4], off[4] = {0, 0, 0, 0}, any = 0;
 	for (int w = 0; w < 4; w++)
-		any |= floor[w] = __atomic_load_n(&carve_block->floor[w], __ATOMIC_RELAXED);
+		any |= floor[w] = __atomic_load_n(&CARVE_PART(carve_block, g, floor)[w], __ATOMIC_RELAXED);
 	if (any)
 		for (int w = 0; w < 4; w++)
 			off[w] = ~floor[w];
 	else
-		ls_busy(off, NULL);
+		ls_busy(g, off, NULL);
 	int n = 0;
 	for (int w = 0; w < 4; w++) {
 		m[w] = mask[w] | off[w];
@@ -554,43 +630,47 @@ static int narrow(const uint32_t mask[4], const uint32_t live[4], uint32_t m[4])
 	return n;
 }
 
-/* narrow_ok says whether a launch narrowed now keeps enough TPCs. */
-static int narrow_ok(void)
+/* narrow_ok says whether a launch on GPU g narrowed now keeps enough
+ * TPCs. */
+static int narrow_ok(int g)
 {
 	uint32_t mask[4], live[4], m[4];
 	uint64_t gen;
-	if (!carve_current_mask(mask, &gen))
+	if (!carve_current_mask(g, mask, &gen))
 		return 0;
 	for (int w = 0; w < 4; w++)
-		live[w] = __atomic_load_n(&carve_block->live[w], __ATOMIC_RELAXED);
-	return narrow(mask, live, m) >= CARVE_NODE_NARROW_MIN;
+		live[w] = __atomic_load_n(&CARVE_PART(carve_block, g, live)[w], __ATOMIC_RELAXED);
+	return narrow(g, mask, live, m) >= CARVE_NODE_NARROW_MIN;
 }
 
 /* may_run_narrow spends the share's tokens on a launch while LS work is in
- * flight (under be_mu): the bucket fills at share_ppm of the time, up to
+ * flight (under b->mu): the bucket fills at share_ppm of the time, up to
  * share x epoch, and a launch costs the BE's kernel time, going into debt
  * for a kernel longer than a full bucket, so that over time the BE runs for
  * about its share while LS work is in flight. */
-static int may_run_narrow(uint64_t now, uint32_t share_ppm, uint64_t epoch)
+static int may_run_narrow(struct be *b, uint64_t now, uint32_t share_ppm, uint64_t epoch)
 {
 	int64_t cap = (int64_t)(epoch * share_ppm / 1000000);
-	tokens_ns += (int64_t)((now - tokens_at) * share_ppm / 1000000);
-	tokens_at = now;
-	if (tokens_ns > cap)
-		tokens_ns = cap;
+	b->tokens_ns += (int64_t)((now - b->tokens_at) * share_ppm / 1000000);
+	b->tokens_at = now;
+	if (b->tokens_ns > cap)
+		b->tokens_ns = cap;
 	if (share_ppm == 0) /* no share: a launch after an epoch held */
-		return held_since && now - held_since >= epoch;
+		return b->held_since && now - b->held_since >= epoch;
 	if (share_ppm >= 1000000) /* all the time: never held */
 		return 1;
-	int64_t cost = (int64_t)kernel_ns;
-	if (tokens_ns < (cost < cap ? cost : cap))
+	int64_t cost = (int64_t)b->kernel_ns;
+	if (b->tokens_ns < (cost < cap ? cost : cap))
 		return 0;
-	tokens_ns -= cost;
+	b->tokens_ns -= cost;
 	return 1;
 }
 
-static void be_launch_before(void)
+/* be_launch_before holds a BE launch on GPU g while LS work is in flight
+ * there (but for its share), and while its queue there is full. */
+static void be_launch_before(int g)
 {
+	struct be *b = gpus[g].be;
 	uint32_t k = __atomic_load_n(&carve_block->inflight_max, __ATOMIC_RELAXED);
 	uint32_t queue_us = __atomic_load_n(&carve_block->queue_us, __ATOMIC_RELAXED);
 	uint32_t share = __atomic_load_n(&carve_block->share_ppm, __ATOMIC_RELAXED);
@@ -602,67 +682,67 @@ static void be_launch_before(void)
 	tide_narrow = 0;
 	uint64_t newest = 0; /* the latest LS heartbeat, while none is busy */
 	int busy;
-	pthread_mutex_lock(&be_mu);
+	pthread_mutex_lock(&b->mu);
 	for (;;) {
-		if (!(busy = ls_busy(NULL, &newest))) {
-			held_since = 0;
+		if (!(busy = ls_busy(g, NULL, &newest))) {
+			b->held_since = 0;
 			break;
 		}
 		if (!start)
 			start = now = carve_mono_ns();
 		/* too few TPCs to narrow onto: no share, and the launch that
 		 * keeps it from starving runs on its whole partition */
-		int ok = narrow_ok();
-		if (may_run_narrow(now, ok ? share : 0, epoch)) {
+		int ok = narrow_ok(g);
+		if (may_run_narrow(b, now, ok ? share : 0, epoch)) {
 			tide_narrow = ok;
-			held_since = 0;
+			b->held_since = 0;
 			__atomic_add_fetch(&carve_block->narrow_launches, 1, __ATOMIC_RELAXED);
 			break;
 		}
-		if (!held_since)
-			held_since = now;
+		if (!b->held_since)
+			b->held_since = now;
 		if (!waited) {
 			waited = 1;
 			__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_HELD, __ATOMIC_RELAXED);
 		}
-		pthread_mutex_unlock(&be_mu);
+		pthread_mutex_unlock(&b->mu);
 		be_wait(start);
 		now = carve_mono_ns();
-		pthread_mutex_lock(&be_mu);
+		pthread_mutex_lock(&b->mu);
 	}
 	/* a bounded queue (unless no LS tenant has been busy for
 	 * CARVE_NODE_QUIET_NS): wait for the oldest. The quiet case, the
 	 * common one, reads only the coarse clock. */
 	if (event_query) {
 		uint64_t t = start ? carve_mono_ns() : carve_coarse_ns();
-		bounded = (k || queue_us) && (busy || (newest && (int64_t)(t - newest) < (int64_t)CARVE_NODE_QUIET_NS));
-		if (!bounded) {
-			if ((int64_t)(t - quiet_at) >= (int64_t)QUIET_NS) {
-				quiet_at = t;
-				reap(0);
-				mark_due = 1;
+		b->bounded = (k || queue_us) && (busy || (newest && (int64_t)(t - newest) < (int64_t)CARVE_NODE_QUIET_NS));
+		if (!b->bounded) {
+			if ((int64_t)(t - b->quiet_at) >= (int64_t)QUIET_NS) {
+				b->quiet_at = t;
+				reap(b, 0);
+				b->mark_due = 1;
 			}
 		} else {
 			uint64_t since = start ? t : carve_mono_ns();
 			launch_at = since; /* the launch begins no sooner */
-			uint64_t b = bound(k, queue_us);
-			every = !b || b / 2 >= MARK ? MARK : b / 2 ? b / 2 : 1;
-			if (queue_full(k, queue_us) || since - reaped_at >= REAP_NS) {
-				for (reap(1); queue_full(k, queue_us); reap(1)) {
+			uint64_t n = bound(b, k, queue_us);
+			b->every = !n || n / 2 >= MARK ? MARK : n / 2 ? n / 2 : 1;
+			if (queue_full(b, k, queue_us) || since - b->reaped_at >= REAP_NS) {
+				for (reap(b, 1); queue_full(b, k, queue_us); reap(b, 1)) {
 					/* an event for the launches waited on, unless those
 					 * recorded will leave room when done */
-					if (head == tail ? launched != done_n : launched - ring[(head - 1) % RING].count >= b)
-						mark(last_stream, 0, 0);
-					pthread_mutex_unlock(&be_mu);
+					if (b->head == b->tail ? b->launched != b->done_n : b->launched - b->ring[(b->head - 1) % RING].count >= n)
+						mark(b, b->last_stream, 0, 0);
+					pthread_mutex_unlock(&b->mu);
 					be_wait(since);
-					pthread_mutex_lock(&be_mu);
+					pthread_mutex_lock(&b->mu);
 				}
 			}
 		}
 	}
-	if (!bounded)
+	if (!b->bounded)
 		launch_at = 0;
-	pthread_mutex_unlock(&be_mu);
+	pthread_mutex_unlock(&b->mu);
 	if (waited) {
 		__atomic_add_fetch(&carve_block->held_ns, carve_mono_ns() - start, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&carve_block->held_launches, 1, __ATOMIC_RELAXED);
@@ -670,62 +750,70 @@ static void be_launch_before(void)
 	}
 }
 
-static void be_launch_after(CUstream s)
+static void be_launch_after(int g, CUstream s)
 {
+	struct be *b = gpus[g].be;
 	if (!event_record || __atomic_load_n(&capturing, __ATOMIC_RELAXED))
 		return;
-	pthread_mutex_lock(&be_mu);
-	int empty = launched == done_n;
-	launched++;
-	last_stream = s;
-	if (bounded ? empty || launched - marked_n >= every : mark_due) {
+	pthread_mutex_lock(&b->mu);
+	int empty = b->launched == b->done_n;
+	b->launched++;
+	b->last_stream = s;
+	if (b->bounded ? empty || b->launched - b->marked_n >= b->every : b->mark_due) {
 		/* a kernel launched into an empty queue began during its launch */
-		int began = bounded && empty && launch_at;
-		mark(s, began ? launch_at : 0, began ? carve_mono_ns() : 0);
-		mark_due = 0;
+		int began = b->bounded && empty && launch_at;
+		mark(b, s, began ? launch_at : 0, began ? carve_mono_ns() : 0);
+		b->mark_due = 0;
 	}
-	__atomic_store_n(&carve_block->inflight, (uint32_t)(launched - done_n), __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&be_mu);
+	pthread_mutex_unlock(&b->mu);
+	__atomic_store_n(&carve_block->inflight, inflight_all(), __ATOMIC_RELAXED);
 }
 
 /* --- what the wrappers and the callback call ------------------------------ */
 
 void carve_launch_before(CUstream s)
 {
-	switch (cls) {
-	case CARVE_CLASS_LS:
-		ls_launch(s);
-		break;
-	case CARVE_CLASS_BE:
-		be_launch_before();
-		break;
+	if (!cls)
+		return;
+	CUcontext ctx = NULL;
+	int g = carve_launch_gpu(NULL, &ctx);
+	if (g < 0 || !gpus[g].node) {
+		launch_gpu = CARVE_GPU_NONE; /* a GPU outside tide */
+		return;
 	}
+	launch_gpu = g;
+	if (cls == CARVE_CLASS_LS)
+		ls_launch(g, s, ctx);
+	else
+		be_launch_before(g);
 }
 
 void carve_launch_after(CUstream s, CUresult r)
 {
+	if (!cls)
+		return;
 	if (cls == CARVE_CLASS_LS)
 		ls_submitted();
-	else if (cls == CARVE_CLASS_BE && r == CUDA_SUCCESS)
-		be_launch_after(s);
+	else if (launch_gpu >= 0 && r == CUDA_SUCCESS)
+		be_launch_after(launch_gpu, s);
 }
 
-void carve_tide_mask(uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_MASK_WORDS])
+void carve_tide_mask(int g, uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_MASK_WORDS])
 {
-	if (!cls)
+	if (!cls || g < 0 || g >= ngpus || !gpus[g].node)
 		return;
 	uint32_t off[4] = {0, 0, 0, 0}, m[4];
 	if (cls == CARVE_CLASS_LS) {
-		if (carve_block->flags & CARVE_FLAG_LS_OWN)
+		if ((carve_block->flags & CARVE_FLAG_LS_OWN) || !gpus[g].slot)
 			return;
 		/* its own TPCs and every live one that no other LS tenant
 		 * reserved and no partition outside tide holds */
-		ls_off(off);
+		ls_off(g, off);
 		for (int w = 0; w < 4; w++) {
 			uint32_t own = ~mask[w] & live[w];
 			m[w] = (off[w] & ~own) | ~live[w];
 		}
-	} else if (!tide_narrow || narrow(mask, live, m) < CARVE_NODE_NARROW_MIN) {
+	} else if (!tide_narrow || launch_gpu != g || narrow(g, mask, live, m) < CARVE_NODE_NARROW_MIN) {
 		return; /* BE, not narrowed (or too few TPCs left: the busy LS
 			 * tenants may have changed since be_launch_before looked) */
 	}
@@ -733,9 +821,10 @@ void carve_tide_mask(uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_
 		memcpy(mask, m, sizeof m);
 }
 
-/* --- joining the node ------------------------------------------------------ */
+/* --- joining the nodes ------------------------------------------------------ */
 
-static struct carve_node *map_node(const char *dir, const char *name)
+/* map_node maps the node block name in dir for GPU g. */
+static struct carve_node *map_node(int g, const char *dir, const char *name)
 {
 	char path[PATH_MAX];
 	if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
@@ -757,27 +846,38 @@ static struct carve_node *map_node(const char *dir, const char *name)
 		close(fd);
 		return NULL;
 	}
-	node_fd = fd;
+	gpus[g].fd = fd;
 	return n;
 }
 
-/* lock_slot takes slot i's lock (see carve_node.h) without waiting:
- * 1 if we now hold it, 0 if a live process does. */
-static int lock_slot(int i)
+/* unmap_node takes GPU g out of tide. */
+static void unmap_node(int g)
 {
-	struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = CARVE_NODE_SLOT_LOCK(i), .l_len = 1};
-	return fcntl(node_fd, F_SETLK, &l) == 0;
+	munmap(gpus[g].node, CARVE_NODE_SIZE);
+	close(gpus[g].fd);
+	gpus[g].node = NULL;
+	gpus[g].slot = NULL;
 }
 
-/* take_slot claims a slot whose lock no live process holds, preferring
- * free ones; the pid is written only once the lock is ours. */
-static struct carve_node_slot *take_slot(void)
+/* lock_slot takes slot i's lock of GPU g's node (see carve_node.h), or
+ * lets go of it, without waiting: 1 if done, 0 if a live process holds it. */
+static int lock_slot(int g, int i, short type)
 {
+	struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = CARVE_NODE_SLOT_LOCK(i), .l_len = 1};
+	return fcntl(gpus[g].fd, F_SETLK, &l) == 0;
+}
+
+/* take_slot claims a slot of GPU g's node whose lock no live process
+ * holds, preferring free ones; the pid is written only once the lock is
+ * ours. */
+static struct carve_node_slot *take_slot(int g)
+{
+	struct carve_node *node = gpus[g].node;
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < CARVE_NODE_SLOTS; i++) {
 			struct carve_node_slot *s = &node->slots[i];
 			uint32_t p = __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE);
-			if ((pass == 0) != (p == 0) || !lock_slot(i))
+			if ((pass == 0) != (p == 0) || !lock_slot(g, i, F_WRLCK))
 				continue;
 			__atomic_store_n(&s->busy, 0, __ATOMIC_RELAXED);
 			__atomic_and_fetch(&node->busy, ~(1u << i), __ATOMIC_RELEASE);
@@ -790,34 +890,81 @@ static struct carve_node_slot *take_slot(void)
 	return NULL;
 }
 
+/* leave_slot gives our slot of GPU g's node up: no BE waits on a tenant
+ * that has gone. */
+static void leave_slot(int g, int unlock)
+{
+	struct tgpu *G = &gpus[g];
+	set_busy(g, 0);
+	__atomic_store_n(&G->slot->pid, 0, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&G->node->gen, 1, __ATOMIC_RELEASE);
+	if (unlock)
+		lock_slot(g, (int)(G->slot - G->node->slots), F_UNLCK);
+}
+
+/* node_name copies the node block name of the tenant's GPU g. */
+static void node_name(int g, char out[64])
+{
+	const char *n = g == 0 ? (const char *)carve_block->node : (const char *)carve_block->more[g - 1].node;
+	size_t cap = g == 0 ? sizeof carve_block->node : sizeof carve_block->more[0].node;
+	memset(out, 0, 64);
+	memcpy(out, n, cap < 64 ? cap : 64);
+	out[63] = 0;
+}
+
 void carve_tide_init(void *cuda, const char *dir)
 {
 	struct carve_ctl *c = carve_block;
 	uint32_t k = c->tenant_class;
 	if ((k != CARVE_CLASS_LS && k != CARVE_CLASS_BE) || !c->node[0])
 		return;
-	char name[sizeof c->node];
-	memcpy(name, c->node, sizeof name);
-	name[sizeof name - 1] = 0;
-	if (!(node = map_node(dir, name))) {
-		carve_say("node block %s/%s cannot be mapped: running as an ordinary partitioned tenant", dir, name);
-		return;
-	}
-	ctx_get = carve_real_dlsym(cuda, "cuCtxGetCurrent");
 	ctx_set = carve_real_dlsym(cuda, "cuCtxSetCurrent");
 	stream_query = carve_real_dlsym(cuda, "cuStreamQuery");
 	event_create = carve_real_dlsym(cuda, "cuEventCreate");
 	event_record = carve_real_dlsym(cuda, "cuEventRecord");
 	event_query = carve_real_dlsym(cuda, "cuEventQuery");
 	exchange_mode = carve_real_dlsym(cuda, "cuThreadExchangeStreamCaptureMode");
-	if (k == CARVE_CLASS_LS) {
-		if (!ctx_get || !ctx_set || !stream_query || !(slot = take_slot())) {
-			carve_say("no LS slot in the node block (or the driver lacks stream queries): running as an ordinary partitioned tenant");
-			return;
+	if (k == CARVE_CLASS_LS && (!ctx_set || !stream_query)) {
+		carve_say("the driver lacks stream queries: running as an ordinary partitioned tenant");
+		return;
+	}
+	ngpus = carve_gpus();
+	int in = 0;
+	for (int g = 0; g < ngpus; g++) {
+		char name[64];
+		node_name(g, name);
+		if (!name[0])
+			continue;
+		if (!(gpus[g].node = map_node(g, dir, name))) {
+			carve_say("node block %s/%s cannot be mapped: running as an ordinary partitioned tenant%s", dir, name,
+				  ngpus > 1 ? " on its GPU" : "");
+			continue;
 		}
-		for (int w = 0; w < 4; w++)
-			__atomic_store_n(&slot->reserved[w], ~c->mask[w] & c->live[w], __ATOMIC_RELAXED);
-		__atomic_add_fetch(&node->gen, 1, __ATOMIC_RELEASE);
+		if (k == CARVE_CLASS_LS) {
+			if (!(gpus[g].slot = take_slot(g))) {
+				carve_say("no LS slot in the node block %s: running as an ordinary partitioned tenant%s", name,
+					  ngpus > 1 ? " on its GPU" : "");
+				unmap_node(g);
+				continue;
+			}
+			for (int w = 0; w < 4; w++)
+				__atomic_store_n(&gpus[g].slot->reserved[w],
+						 ~CARVE_PART(c, g, mask)[w] & CARVE_PART(c, g, live)[w], __ATOMIC_RELAXED);
+			__atomic_add_fetch(&gpus[g].node->gen, 1, __ATOMIC_RELEASE);
+		} else {
+			struct be *b = gpus[g].be = &bes[g];
+			pthread_mutex_init(&b->mu, NULL);
+			b->every = MARK;
+			b->kernel_ns = 1000000;
+			b->most_ns = UINT64_MAX;
+			b->tokens_at = carve_mono_ns();
+		}
+		CARVE_DEBUG("tide: %s tenant on node %s", k == CARVE_CLASS_LS ? "LS" : "BE", name);
+		in++;
+	}
+	if (!in)
+		return;
+	if (k == CARVE_CLASS_LS) {
 		pthread_t t;
 		pthread_attr_t a;
 		pthread_attr_init(&a);
@@ -826,27 +973,22 @@ void carve_tide_init(void *cuda, const char *dir)
 		if (pthread_create(&t, &a, poller, NULL) != 0) {
 			carve_thread_parks();
 			carve_say("the LS poller thread could not start: running as an ordinary partitioned tenant");
-			__atomic_store_n(&slot->pid, 0, __ATOMIC_RELEASE);
-			__atomic_add_fetch(&node->gen, 1, __ATOMIC_RELEASE);
-			struct flock l = {.l_type = F_UNLCK, .l_whence = SEEK_SET,
-			    .l_start = CARVE_NODE_SLOT_LOCK(slot - node->slots), .l_len = 1};
-			fcntl(node_fd, F_SETLK, &l);
-			slot = NULL;
+			for (int g = 0; g < ngpus; g++) {
+				if (gpus[g].slot) {
+					leave_slot(g, 1);
+					unmap_node(g);
+				}
+			}
 			return;
 		}
-	} else {
-		tokens_at = carve_mono_ns();
 	}
 	__atomic_store_n(&c->tide_state, CARVE_TIDE_IDLE, __ATOMIC_RELAXED);
 	cls = (int)k;
-	CARVE_DEBUG("tide: %s tenant on node %s", k == CARVE_CLASS_LS ? "LS" : "BE", name);
 }
 
 __attribute__((destructor)) static void carve_tide_fini(void)
 {
-	if (slot) { /* leave the slot: no BE waits on a tenant that has gone */
-		set_busy(0);
-		__atomic_store_n(&slot->pid, 0, __ATOMIC_RELEASE);
-		__atomic_add_fetch(&node->gen, 1, __ATOMIC_RELEASE);
-	}
+	for (int g = 0; g < ngpus; g++)
+		if (gpus[g].slot)
+			leave_slot(g, 0);
 }

@@ -2,11 +2,15 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/discover"
 	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/place"
 )
 
 // errUnnamed is parse's error where no partition is named.
@@ -80,4 +84,79 @@ func (f *tideFlags) policy() (ctl.Policy, error) {
 		p.Class = ctl.ClassBE
 	}
 	return p, p.Normalize(ctl.FlagNames)
+}
+
+// unnamed is baseErr where a GPU of the --device values would take the
+// partition -t, -g and -n name, and they name none (or the values' error),
+// so that it is said before anything is looked up.
+func unnamed(values []string, baseErr error) error {
+	named, all, err := partition.ParseDevices(values)
+	if err != nil || baseErr == nil {
+		return err
+	}
+	for _, g := range named {
+		if g.Spec == nil {
+			return baseErr
+		}
+	}
+	if all {
+		return baseErr
+	}
+	return nil
+}
+
+// gpus are the GPUs run's --device values name, each with its topology
+// and its partition: its own where the value gives one, else base (or
+// baseErr, where -t, -g and -n name none), and their ordinals.
+func gpus(values []string, base partition.Spec, baseErr error) ([]place.On, []int, error) {
+	named, all, err := partition.ParseDevices(values)
+	if err != nil {
+		return nil, nil, err
+	}
+	if all {
+		n, err := discover.Count()
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range n {
+			named = append(named, partition.GPU{Ordinal: i})
+		}
+	}
+	var on []place.On
+	var ords []int
+	for _, g := range named {
+		spec := base
+		if g.Spec != nil {
+			spec = *g.Spec
+		} else if baseErr != nil {
+			return nil, nil, baseErr
+		}
+		t, _, err := discover.Topology(g.Ordinal, false)
+		if err != nil {
+			if len(named) > 1 {
+				err = fmt.Errorf("GPU %d: %w", g.Ordinal, err)
+			}
+			return nil, nil, err
+		}
+		on = append(on, place.On{Topo: t, Spec: spec, Name: fmt.Sprintf("GPU %d", g.Ordinal)})
+		ords = append(ords, g.Ordinal)
+	}
+	return on, ords, nil
+}
+
+// placedText says where a tenant was placed: its TPCs, on each of its GPUs
+// where it has several.
+func placedText(p *place.Placed, on []place.On, ords []int) string {
+	if len(on) == 1 {
+		return fmt.Sprintf("TPCs %s (%d of %d)", p.Set, len(p.Set), len(on[0].Topo.TPCs))
+	}
+	sets := []partition.Set{p.Set}
+	for _, m := range p.More {
+		sets = append(sets, m.Set)
+	}
+	var each []string
+	for i, g := range on {
+		each = append(each, fmt.Sprintf("GPU %d TPCs %s (%d of %d)", ords[i], sets[i], len(sets[i]), len(g.Topo.TPCs)))
+	}
+	return strings.Join(each, ", ")
 }

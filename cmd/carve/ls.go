@@ -16,7 +16,9 @@ func newLsCmd() *cobra.Command {
 		Use:   "ls",
 		Short: "List partitioned processes",
 		Long: `ls lists the running processes that carve partitions (this user's): pid,
-logical TPCs, the SM count the program is told, the GPU memory its tenant
+its GPU (the first group of its UUID) and logical TPCs there, the SM count
+the program is told (a tenant with partitions on several GPUs has a line
+for each of the others below, and -o json a list of them, gpus), the GPU memory its tenant
 holds and its limit (MEM, used/limit; -o json has the bytes), whether it is
 a client of MPS or has a context of its own, kernel launches so far and the
 time of the last one, and its state. A tenant whose allocations were

@@ -37,6 +37,8 @@ TPCs are named by logical index 0..N-1 over the live TPCs, GPC by GPC
   -t 0-15,20   these TPCs        -g 2,3   these whole GPCs
   -n 20        any 20 TPCs, packed into as few GPCs as possible (avoiding busy ones)
   -n 50%       that share of all TPCs
+and --device names the GPUs (default 0): --device 0,1 the partition on each,
+--device 1:8 GPU 1's own (8 TPCs there), --device all every GPU.
 
 Typical use:
   carve topo

@@ -41,8 +41,8 @@ func memNotes(cmd *cobra.Command, m place.Memory, mps bool) {
 
 // setMemory is carve set --mem: the tenant of pid gets the limit lim (none:
 // no limit), and set says what changed.
-func setMemory(cmd *cobra.Command, dir string, t *topo.Topology, pid int, lim ctl.MemLimit, share bool, out string) error {
-	c, err := place.SetMemory(dir, t, pid, lim, share, mps.StartedLimit)
+func setMemory(cmd *cobra.Command, dir string, tops []*topo.Topology, pid int, lim ctl.MemLimit, share bool, out string) error {
+	c, err := place.SetMemory(dir, tops[0], pid, lim, share, mps.StartedLimit, tops[1:]...)
 	if err != nil {
 		return err
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/carve-gpu/carve/internal/ctl"
-	"github.com/carve-gpu/carve/internal/discover"
 	"github.com/carve-gpu/carve/internal/mps"
+	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/place"
 	"github.com/carve-gpu/carve/internal/preload"
 )
@@ -20,10 +20,11 @@ func newRunCmd() *cobra.Command {
 	var spec specFlags
 	var tide tideFlags
 	var shim string
-	var device, connections int
+	var devices []string
+	var connections int
 	var allowUnpartitioned, allSMs, noMPS, quiet bool
 	c := &cobra.Command{
-		Use:   "run (-t TPCS | -g GPCS | -n COUNT) [flags] -- COMMAND [ARGS...]",
+		Use:   "run (-t TPCS | -g GPCS | -n COUNT) [--device N[,M...]|N:SPEC] [flags] -- COMMAND [ARGS...]",
 		Short: "Run an unmodified CUDA program inside a TPC partition",
 		Long: `run starts COMMAND with every kernel it (and its child processes) launches
 confined to the given TPCs. The program needs no change: libcarve.so is
@@ -40,6 +41,13 @@ floor takes (--own: none, so that a BE with --be-share 1 runs on the rest
 beside them instead of waiting). A BE floor is a few TPCs placed like a
 partition, so that the BE runs on while LS work is in flight, drawing only
 the memory bandwidth those TPCs can.
+
+--device names the GPUs (default 0): the partition is on each GPU named
+(-n 16 --device 0,1: 16 TPCs on each), or a GPU takes its own (--device
+0:t=0-15 --device 1:8: TPCs 0-15 of GPU 0, any 8 of GPU 1); --device all
+names every GPU. Each GPU's TPCs are chosen on that GPU, as its own
+tenant's would be, all or none; each kernel runs on the partition of the
+GPU it is launched on, and one launched on a GPU not named is refused.
 
 Partitions do not overlap unless asked to: -n takes free TPCs and fails,
 saying how many are free, when too few are; -t and -g fail when they meet
@@ -81,7 +89,10 @@ TPCs, unless --allow-unpartitioned is given.`,
 			if all, ok := place.DefaultSpec(policy); ok && errors.Is(err, errUnnamed) {
 				s, err = all, nil
 			}
-			if err != nil {
+			if err != nil && !errors.Is(err, errUnnamed) {
+				return err
+			}
+			if err := unnamed(devices, err); err != nil {
 				return err
 			}
 			if connections < 1 || connections > mps.MaxConnections {
@@ -95,7 +106,7 @@ TPCs, unless --allow-unpartitioned is given.`,
 			if err != nil {
 				return err
 			}
-			t, _, err := discover.Topology(device, false)
+			on, ords, err := gpus(devices, s, err)
 			if err != nil {
 				return err
 			}
@@ -122,8 +133,8 @@ TPCs, unless --allow-unpartitioned is given.`,
 			default:
 				timeSliced = true
 			}
-			p, err := place.Place(dir, t, place.Request{Spec: s, PID: os.Getpid(), Share: spec.share, Flags: flags,
-				Policy: policy, Comm: args})
+			p, err := place.Place(dir, on[0].Topo, place.Request{Spec: on[0].Spec, PID: os.Getpid(), Share: spec.share, Flags: flags,
+				Policy: policy, Comm: args, More: on[1:]})
 			if err != nil {
 				return err
 			}
@@ -137,10 +148,10 @@ TPCs, unless --allow-unpartitioned is given.`,
 					note(cmd, "%s; they are shared", o)
 				}
 				memNotes(cmd, p.Memory, flags&ctl.FlagMPS != 0)
-				fmt.Fprintf(stderr, "carve: pid %d on TPCs %s (%d of %d)%s\n", os.Getpid(), p.Set, len(p.Set), len(t.TPCs), memText(p.Memory))
+				fmt.Fprintf(stderr, "carve: pid %d on %s%s\n", os.Getpid(), placedText(p, on, ords), memText(p.Memory))
 			}
 			if flags&ctl.FlagMPS != 0 && p.Memory.Limit > 0 { // the driver's backstop, for the GPU as the program sees it
-				env = preload.Set(env, mps.PinnedMemLimit(device, p.Memory.Limit))
+				env = preload.Set(env, mps.PinnedMemLimits(ords, p.Memory.Limit))
 			}
 			env = preload.Env(env, lib, dir, p.Block.Path)
 			err = syscall.Exec(path, args, env)
@@ -151,7 +162,7 @@ TPCs, unless --allow-unpartitioned is given.`,
 	spec.add(c)
 	tide.add(c)
 	c.Flags().StringVar(&shim, "shim", "", "path of libcarve.so (default: beside the carve binary, or $CARVE_SHIM)")
-	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
+	c.Flags().StringArrayVar(&devices, "device", nil, partition.DevicesUsage)
 	c.Flags().BoolVar(&allowUnpartitioned, "allow-unpartitioned", false, "run on all TPCs if the partition cannot be enforced")
 	c.Flags().BoolVar(&allSMs, "all-sms", false, "report the whole GPU's SM count to the program, not the partition's")
 	c.Flags().BoolVar(&noMPS, "no-mps", false, "keep the program out of MPS: its own context, outside MPS's fault domain, time-sliced with MPS's work")

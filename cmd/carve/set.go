@@ -7,27 +7,46 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/discover"
 	"github.com/carve-gpu/carve/internal/place"
 	"github.com/carve-gpu/carve/internal/topo"
 )
 
-// topologyOf finds the topology of the GPU pid's block was made for (from
-// the cache, by its live TPC bits).
-func topologyOf(dir string, pid int) (*topo.Topology, error) {
+// topologiesOf finds the topologies of the GPUs pid's block holds
+// partitions on, its first first (from the cache, by UUID and live TPC
+// bits); with device (an ordinal, -1 none) that GPU's first, which must
+// be one of them.
+func topologiesOf(dir string, pid, device int) ([]*topo.Topology, error) {
 	h, err := ctl.Open(dir, pid)
 	if err != nil {
 		return nil, err
 	}
 	s := h.Snapshot()
 	h.Close()
-	t, err := topo.FindCached(s.Live)
-	if err == nil && t == nil {
-		err = errors.New("no cached topology matches its GPU: run 'carve topo'")
+	var tops []*topo.Topology
+	for _, p := range s.Parts() {
+		t, err := topo.FindCachedGPU(p.GPU, p.Live)
+		if err == nil && t == nil {
+			err = fmt.Errorf("no cached topology matches its GPU %s: run 'carve topo'", p.GPU)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("process %d: %w", pid, err)
+		}
+		tops = append(tops, t)
 	}
+	if device < 0 {
+		return tops, nil
+	}
+	d, _, err := discover.Topology(device, false)
 	if err != nil {
-		return nil, fmt.Errorf("process %d: %w", pid, err)
+		return nil, err
 	}
-	return t, nil
+	for i, t := range tops {
+		if place.SameGPU(t.UUID, d.UUID) {
+			return append(append([]*topo.Topology{t}, tops[:i]...), tops[i+1:]...), nil
+		}
+	}
+	return nil, fmt.Errorf("process %d has no partition on GPU %d (%s)", pid, device, d.UUID)
 }
 
 func newSetCmd() *cobra.Command {
@@ -36,14 +55,17 @@ func newSetCmd() *cobra.Command {
 	var out string
 	var mem ctl.MemLimit
 	var noMem bool
+	device := -1
 	c := &cobra.Command{
-		Use:   "set -p PID (-t TPCS | -g GPCS | -n COUNT) [--mem SIZE|PCT]",
+		Use:   "set -p PID (-t TPCS | -g GPCS | -n COUNT) [--device N] [--mem SIZE|PCT]",
 		Short: "Change the partition or memory limit of a running process",
 		Long: `set moves a process started with 'carve run', with the child processes that
 inherited its partition, to other TPCs. The change applies from each
 process's next kernel launch; kernels already running keep their TPCs. The
 update is atomic: a launch sees the old mask or the new one, never a mix.
 As with run, the new TPCs may not overlap another partition without --share.
+A tenant with partitions on several GPUs is moved on its first, or on
+--device N; its partitions on the others stay.
 
 Moving a running program to very few TPCs can stall it: libraries size some
 kernels (persistent and split-K GEMMs) for the SMs the program saw at start,
@@ -83,12 +105,13 @@ it is under.`,
 			if err != nil {
 				return err
 			}
-			t, err := topologyOf(dir, pid)
+			tops, err := topologiesOf(dir, pid, device)
 			if err != nil {
 				return err
 			}
+			t := tops[0]
 			if memory {
-				if err := setMemory(cmd, dir, t, pid, mem, spec.share, out); err != nil || !move {
+				if err := setMemory(cmd, dir, tops, pid, mem, spec.share, out); err != nil || !move {
 					return err
 				}
 			}
@@ -120,6 +143,7 @@ it is under.`,
 	spec.add(c)
 	c.Flags().Var(&mem, "mem", memUsage)
 	c.Flags().BoolVar(&noMem, "no-mem", false, "take the memory limit off (not under MPS)")
+	c.Flags().IntVar(&device, "device", -1, "the GPU, by ordinal, whose partition to change (default: the process's first)")
 	addOutputFlag(c, &out)
 	return c
 }

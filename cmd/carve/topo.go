@@ -18,10 +18,12 @@ func newTopoCmd() *cobra.Command {
 	var out string
 	var device int
 	c := &cobra.Command{
-		Use:   "topo",
-		Short: "Show the GPU's live TPCs, their SMs and GPCs",
-		Long: `topo shows the GPU as carve partitions it: each live TPC's logical index,
-its bit in the hardware mask, its SMs and its GPC.
+		Use:   "topo [--device N]",
+		Short: "Show each GPU's live TPCs, their SMs and GPCs",
+		Long: `topo shows every GPU CUDA sees (--device N: that one) as carve partitions
+it: each live TPC's logical index, its bit in the hardware mask, its SMs and
+its GPC. GPUs of one model differ in which TPCs are live, so each has its
+own. -o json writes a list of the GPUs' topologies, by ordinal.
 
 The first run discovers this by launching small kernels under single-bit TPC
 masks (outside MPS, which hides real SM ids); the result is cached per GPU
@@ -31,29 +33,43 @@ UUID and driver version. --refresh discovers again.`,
 			if err := checkOutput(out); err != nil {
 				return err
 			}
-			t, cached, err := discover.Topology(device, refresh)
-			if err != nil {
+			var tops []*topo.Topology
+			var cached []bool
+			var err error
+			first := 0
+			if cmd.Flags().Changed("device") {
+				t, c, err := discover.Topology(device, refresh)
+				if err != nil {
+					return err
+				}
+				tops, cached, first = []*topo.Topology{t}, []bool{c}, device
+			} else if tops, cached, err = discover.Topologies(refresh); err != nil {
 				return err
 			}
 			if out == "json" {
-				return writeJSON(cmd.OutOrStdout(), t)
+				return writeJSON(cmd.OutOrStdout(), tops)
 			}
-			printTopology(cmd.OutOrStdout(), t, cached)
+			for i, t := range tops {
+				if i > 0 {
+					fmt.Fprintln(cmd.OutOrStdout())
+				}
+				printTopology(cmd.OutOrStdout(), first+i, t, cached[i])
+			}
 			return nil
 		},
 	}
 	c.Flags().BoolVar(&refresh, "refresh", false, "discover again instead of using the cache")
-	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
+	c.Flags().IntVar(&device, "device", 0, "GPU ordinal (default: every GPU)")
 	addOutputFlag(c, &out)
 	return c
 }
 
-func printTopology(w io.Writer, t *topo.Topology, cached bool) {
+func printTopology(w io.Writer, ordinal int, t *topo.Topology, cached bool) {
 	src := fmt.Sprintf("discovered in %.0f ms", t.DiscoveryMS)
 	if cached {
 		src = "cached, discovered " + t.DiscoveredAt
 	}
-	fmt.Fprintf(w, "%s  %s\n", t.Device, t.UUID)
+	fmt.Fprintf(w, "GPU %d: %s  %s\n", ordinal, t.Device, t.UUID)
 	fmt.Fprintf(w, "driver %s (CUDA %d.%d), compute %s, %d SMs, L2 %d MiB, memory %d MiB\n",
 		t.Driver, t.CUDAVersion/1000, t.CUDAVersion%1000/10, t.Compute, t.SMCount, t.L2Bytes>>20, t.MemoryBytes>>20)
 	fmt.Fprintf(w, "%s; live mask bits %s (%s)\n\n", t.Summary(), bitList(t), src)

@@ -13,10 +13,10 @@ import (
 // DRA driver), kept in the runtime directory as claims/UID/:
 //
 //	root     the reservation: a control block for no process (pid 0) with
-//	         the claim's mask, class and tide policy. It is written last, so
+//	         the claim's mask on each of its GPUs, class and tide policy. It is written last, so
 //	         a directory without it is an interrupted reservation, and while
 //	         it exists it is the claim's checkpoint.
-//	node-*   a hard link to the GPU's node block (LS and BE claims)
+//	node-*   a hard link to each of its GPUs' node blocks (LS and BE claims)
 //	N        the blocks of the claim's processes, named by their pids in
 //	         their containers' namespace, each copied from root by the shim
 //

@@ -26,8 +26,9 @@ import (
 // Values shared with shim/carve_ctl.h.
 const (
 	Magic   = 0x45565243
-	Version = 4
-	Size    = 1024
+	Version = 5
+	Size    = 3072
+	GPUs    = 16 // GPUs a block holds partitions on: the header's, and GPUs-1 in its table
 
 	StateNew               = 0
 	StateHooked            = 1
@@ -118,10 +119,28 @@ type Block struct {
 	MemRefused   uint64     `c:"mem_refused"`
 	MemRefusedNS uint64     `c:"mem_refused_ns"`
 	TideReserved [41]uint64 `c:"tide_reserved"`
+
+	More         [GPUs - 1]BlockPart `c:"more"`
+	MoreReserved [128]byte           `c:"more_reserved"`
+}
+
+// BlockPart mirrors struct carve_gpu_part: the partition on one more GPU
+// of the tenant, as the block's header holds that of its first.
+type BlockPart struct {
+	GPU      [16]byte  `c:"gpu"`
+	Mask     [4]uint32 `c:"mask"`
+	Live     [4]uint32 `c:"live"`
+	Floor    [4]uint32 `c:"floor"`
+	SMs      uint32    `c:"sms"`
+	Pad      uint32    `c:"pad"`
+	Node     [48]byte  `c:"node"`
+	Reserved uint64    `c:"reserved"`
 }
 
 var _ [Size - unsafe.Sizeof(Block{})]byte // Block is exactly Size bytes
 var _ [unsafe.Sizeof(Block{}) - Size]byte
+var _ [unsafe.Offsetof(Block{}.More) - 1024]byte // the table follows the first 1024 bytes
+var _ [1024 - unsafe.Offsetof(Block{}.More)]byte
 
 // Dir is the runtime directory of the calling user's control blocks:
 // $CARVE_RUNTIME_DIR, else /dev/shm/carve-UID (shared memory), else
@@ -215,6 +234,23 @@ type Init struct {
 	MemLimit uint64 // bytes of GPU memory the tenant may allocate (0: no limit)
 
 	GPU string // the UUID of the GPU the mask is of ("": not known, the shim masks launches on any)
+
+	// More are the tenant's partitions on its other GPUs, each naming its
+	// GPU (at most GPUs-1); the fields above are its first GPU's.
+	More []Part
+}
+
+// Part is a tenant's partition on one GPU: the GPU's UUID and node block,
+// the mask, the GPU's live TPCs, the partition's SMs and a BE tenant's
+// floor. A block holds its first GPU's in its header (Init's and
+// Snapshot's fields) and the others' in its table (More).
+type Part struct {
+	GPU   string       `json:"gpu"`
+	Node  string       `json:"node,omitempty"`
+	Mask  topo.Disable `json:"mask"`
+	Live  topo.Enable  `json:"live"`
+	SMs   int          `json:"sms"`
+	Floor topo.Enable  `json:"floor"`
 }
 
 // Tide is what a block holds of an LS or BE tenant's policy (Policy.Apply
@@ -247,6 +283,10 @@ func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
 		if gpu, err = ParseUUID(in.GPU); err != nil {
 			return nil, fmt.Errorf("creating control block: %w", err)
 		}
+	}
+	more, err := blockParts(in)
+	if err != nil {
+		return nil, fmt.Errorf("creating control block: %w", err)
 	}
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
 	if err != nil {
@@ -284,12 +324,41 @@ func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
 	b.QueueUS = uint32(in.Tide.Queue.Microseconds())
 	b.Floor = in.Floor
 	b.MemLimit = in.MemLimit
+	b.More = more
 	if err := os.Rename(tmp, path); err != nil {
 		h.Close()
 		os.Remove(tmp)
 		return nil, fmt.Errorf("creating control block: %w", err)
 	}
 	return h, nil
+}
+
+// blockParts is the table of in's other GPUs: each names its GPU, none
+// twice nor the first's, and the first names its own.
+func blockParts(in Init) (more [GPUs - 1]BlockPart, err error) {
+	if len(in.More) > len(more) {
+		return more, fmt.Errorf("partitions on %d GPUs: a block holds at most %d", len(in.More)+1, GPUs)
+	}
+	if len(in.More) > 0 && in.GPU == "" {
+		return more, errors.New("a partition on several GPUs names each GPU, the first too")
+	}
+	seen := map[string]bool{in.GPU: true}
+	for i, p := range in.More {
+		u, err := ParseUUID(p.GPU)
+		if err != nil {
+			return more, err
+		}
+		if seen[FormatUUID(u)] {
+			return more, fmt.Errorf("GPU %s named twice", p.GPU)
+		}
+		seen[FormatUUID(u)] = true
+		if len(p.Node) >= len(more[i].Node) {
+			return more, fmt.Errorf("node block name %q: longer than %d bytes", p.Node, len(more[i].Node)-1)
+		}
+		more[i] = BlockPart{GPU: u, Mask: p.Mask, Live: p.Live, Floor: p.Floor, SMs: uint32(p.SMs)}
+		copy(more[i].Node[:], p.Node)
+	}
+	return more, nil
 }
 
 // Close unmaps the block.
@@ -321,6 +390,37 @@ func (h *Handle) SetMask(m topo.Disable, sms int) (uint64, error) {
 	atomic.StoreUint32(&h.b.SMs, uint32(sms))
 	atomic.StoreUint64(&h.b.Gen, odd+1)
 	return odd + 1, nil
+}
+
+// SetPartMask publishes a new mask and SM count of the tenant's partition
+// on GPU gpu, the first (SetMask) or one of its table, as SetMask does.
+func (h *Handle) SetPartMask(gpu string, m topo.Disable, sms int) (uint64, error) {
+	u, err := ParseUUID(gpu)
+	if err != nil {
+		return 0, err
+	}
+	if u == h.b.GPU {
+		return h.SetMask(m, sms)
+	}
+	for i := range h.b.More {
+		p := &h.b.More[i]
+		if p.GPU != u {
+			continue
+		}
+		if err := syscall.Flock(int(h.f.Fd()), syscall.LOCK_EX); err != nil {
+			return 0, fmt.Errorf("locking %s: %w", h.Path, err)
+		}
+		defer syscall.Flock(int(h.f.Fd()), syscall.LOCK_UN)
+		odd := atomic.LoadUint64(&h.b.Gen) | 1
+		atomic.StoreUint64(&h.b.Gen, odd)
+		for w, x := range m {
+			atomic.StoreUint32(&p.Mask[w], x)
+		}
+		atomic.StoreUint32(&p.SMs, uint32(sms))
+		atomic.StoreUint64(&h.b.Gen, odd+1)
+		return odd + 1, nil
+	}
+	return 0, fmt.Errorf("%s holds no partition on %s", h.Path, gpu)
 }
 
 // SetTide changes a BE tenant's policy; the shim reads it at its next
@@ -378,6 +478,29 @@ type Snapshot struct {
 	// (allowed unpartitioned), and the last such GPU's UUID
 	OtherLaunches uint64
 	OtherGPU      string
+
+	// More are the partitions on the tenant's other GPUs (the fields
+	// above are its first's), masks and SM counts read with Mask.
+	More []Part
+}
+
+// Parts are the partitions on each of the tenant's GPUs: its first, then
+// More.
+func (s Snapshot) Parts() []Part {
+	first := Part{GPU: s.GPU, Node: s.Tide.Node, Mask: s.Mask, Live: s.Live, SMs: s.SMs, Floor: s.Floor}
+	return append([]Part{first}, s.More...)
+}
+
+// GPUs are the UUIDs of the GPUs the tenant has partitions on, in order
+// (none for a block that names no GPU).
+func (s Snapshot) GPUs() []string {
+	var out []string
+	for _, p := range s.Parts() {
+		if p.GPU != "" {
+			out = append(out, p.GPU)
+		}
+	}
+	return out
 }
 
 // TideStatus is what an LS or BE tenant's shim says of its work.
@@ -447,6 +570,22 @@ func (h *Handle) Snapshot() Snapshot {
 			s.Mask[i] = atomic.LoadUint32(&b.Mask[i])
 		}
 		s.SMs = int(atomic.LoadUint32(&b.SMs))
+		s.More = s.More[:0]
+		for i := range b.More {
+			p := &b.More[i]
+			if p.GPU == ([16]byte{}) { // written once, before the block is published
+				break
+			}
+			node, _, _ := bytes.Cut(p.Node[:], []byte{0})
+			part := Part{GPU: FormatUUID(p.GPU), Node: string(node), Live: p.Live, Floor: p.Floor, SMs: int(atomic.LoadUint32(&p.SMs))}
+			for w := range part.Mask {
+				part.Mask[w] = atomic.LoadUint32(&p.Mask[w])
+			}
+			s.More = append(s.More, part)
+		}
+		if len(s.More) == 0 {
+			s.More = nil
+		}
 		if atomic.LoadUint64(&b.Gen) == g1 || tries >= 1000 {
 			s.Gen = g1
 			break

@@ -144,3 +144,164 @@ func TestLaunchOnAnotherGPU(t *testing.T) {
 		p.wait(t)
 	})
 }
+
+// live1 is the second fake GPU's live TPCs: the first's with bits 9-12
+// dead and 17-20 live, as two GPUs of one model differ by floorsweeping.
+var live1 = [4]uint32{0x001e000f | 0x1e000, 0, 0, 0}
+
+// twoGPUs is a partition on both fake GPUs: TPC bits 0-1 of GPU 0 (4 SMs),
+// 17-19 of GPU 1 (6 SMs), whose bits 9-12 are dead there.
+func twoGPUs(flags uint32) ctl.Init {
+	return ctl.Init{GPU: fakeGPU0, Mask: enableOnly(0, 1), Live: live, SMs: 4, Flags: flags,
+		More: []ctl.Part{{GPU: fakeGPU1, Mask: enableOnly(17, 18, 19), Live: live1, SMs: 6}}}
+}
+
+// TestPartitionPerGPU: a tenant with a partition on each of two GPUs has
+// each launch masked with the partition of the GPU its context is on,
+// told each device's SM count, and keeps each mask when the other moves;
+// a mask of dead TPCs of its own GPU is refused there alone.
+func TestPartitionPerGPU(t *testing.T) {
+	p, h := startExec(t, t.TempDir(), twoGPUs(0))
+	p.ready(t)
+	on0, on1 := maskLine(enableOnly(0, 1)), maskLine(enableOnly(17, 18, 19))
+	if got := p.ask(t, "klaunch kernel"); got != on0 {
+		t.Errorf("a launch on GPU 0: %q, want %q", got, on0)
+	}
+	p.ask(t, "ctx 1")
+	for _, via := range []string{"klaunch kernel", "klaunch ex ptds", "launch 0x40"} {
+		if got := p.ask(t, via); got != on1 {
+			t.Errorf("%s on GPU 1: %q, want its own partition %q", via, got, on1)
+		}
+	}
+	for dev, want := range []string{"sms 4 rc 0", "sms 6 rc 0"} {
+		if got := p.ask(t, fmt.Sprintf("sms %d", dev)); got != want {
+			t.Errorf("SM count of device %d: %q, want %q", dev, got, want)
+		}
+	}
+	// GPU 1's partition moves; GPU 0's stays
+	if _, err := h.SetPartMask(fakeGPU1, enableOnly(20), 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.ask(t, "klaunch kernel"); got != maskLine(enableOnly(20)) {
+		t.Errorf("GPU 1 after its move: %q", got)
+	}
+	p.ask(t, "ctx 0")
+	if got := p.ask(t, "klaunch kernel"); got != on0 {
+		t.Errorf("GPU 0 after GPU 1's move: %q, want %q", got, on0)
+	}
+	// TPC bit 9 is live on GPU 0, dead on GPU 1: refused there only
+	if _, err := h.SetPartMask(fakeGPU1, enableOnly(9), 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.ask(t, "klaunch kernel"); got != on0 {
+		t.Errorf("GPU 0 after GPU 1 got a dead mask: %q, want %q", got, on0)
+	}
+	p.ask(t, "ctx 1")
+	if got := p.ask(t, "klaunch kernel"); got != maskLine(enableOnly(20)) {
+		t.Errorf("GPU 1 with a mask of its dead TPCs: %q, want the previous %q", got, maskLine(enableOnly(20)))
+	}
+	s := h.Snapshot()
+	if s.Refused != 1 || s.OtherLaunches != 0 || len(s.More) != 1 || s.More[0].Mask != enableOnly(9) || s.More[0].SMs != 2 {
+		t.Errorf("block: refused %d, %d launches elsewhere, more %+v", s.Refused, s.OtherLaunches, s.More)
+	}
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit %d; stderr: %s", code, p.stderr)
+	}
+}
+
+// TestPartitionPerGPUReordered: a program that sees the GPUs in another
+// order (CUDA_VISIBLE_DEVICES) finds each partition by its GPU's UUID:
+// its device 0 is GPU 1, and gets GPU 1's mask and SM count.
+func TestPartitionPerGPUReordered(t *testing.T) {
+	p, _ := startExec(t, t.TempDir(), twoGPUs(0), "CUDA_VISIBLE_DEVICES=1,0")
+	p.ready(t)
+	if got, want := p.ask(t, "klaunch kernel"), maskLine(enableOnly(17, 18, 19)); got != want {
+		t.Errorf("a launch on device 0, GPU 1: %q, want %q", got, want)
+	}
+	p.ask(t, "ctx 1")
+	if got, want := p.ask(t, "klaunch kernel"), maskLine(enableOnly(0, 1)); got != want {
+		t.Errorf("a launch on device 1, GPU 0: %q, want %q", got, want)
+	}
+	for dev, want := range []string{"sms 6 rc 0", "sms 4 rc 0"} {
+		if got := p.ask(t, fmt.Sprintf("sms %d", dev)); got != want {
+			t.Errorf("SM count of device %d: %q, want %q", dev, got, want)
+		}
+	}
+	p.wait(t)
+}
+
+// TestPartitionOnOneOfTwoGPUs: a tenant with a partition on GPU 1 alone,
+// whose program sees both: a launch on GPU 0 is refused, and the program
+// is told GPU 0's whole SM count.
+func TestPartitionOnOneOfTwoGPUs(t *testing.T) {
+	in := ctl.Init{GPU: fakeGPU1, Mask: enableOnly(17, 18), Live: live1, SMs: 4}
+	p, _ := startExec(t, t.TempDir(), in)
+	p.ready(t)
+	if got := p.ask(t, "sms 0"); got != "sms 132 rc 0" {
+		t.Errorf("SM count of GPU 0, no partition there: %q, want the whole GPU's", got)
+	}
+	if got := p.ask(t, "sms 1"); got != "sms 4 rc 0" {
+		t.Errorf("SM count of GPU 1: %q", got)
+	}
+	fmt.Fprintln(p.in, "klaunch kernel")
+	if code := p.wait(t); code != 86 {
+		t.Fatalf("a launch on GPU 0: exit %d, want 86; stderr: %s", code, p.stderr)
+	}
+	if !strings.Contains(p.stderr.String(), "launched on "+fakeGPU0+", but the partition is of "+fakeGPU1) {
+		t.Errorf("stderr %q does not say which GPUs", p.stderr)
+	}
+}
+
+// TestChildInheritsEveryGPU: a child process's block holds its parent's
+// partition on each GPU, and masks its launches on each.
+func TestChildInheritsEveryGPU(t *testing.T) {
+	dir := t.TempDir()
+	p, h := startExec(t, dir, twoGPUs(0))
+	p.ready(t)
+	want0, want1 := maskLine(enableOnly(0, 1)), maskLine(enableOnly(17, 18, 19))
+	got := p.ask(t, "spawn klaunch kernel;ctx 1;klaunch kernel;sms 1")
+	if !strings.HasSuffix(got, " 0 ready|"+want0+"|rc 0|"+want1+"|sms 6 rc 0") {
+		t.Errorf("a child launching on both GPUs: %q, want %q then %q", got, want0, want1)
+	}
+	entries, err := ctl.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.PID == h.Snapshot().PID {
+			continue
+		}
+		t.Errorf("the child's block is listed after it ended: %+v", e)
+	}
+	p.wait(t)
+}
+
+// TestBlockParts: a block of several GPUs names each, none twice, and no
+// more than a block holds; what it holds reads back.
+func TestBlockParts(t *testing.T) {
+	dir := t.TempDir()
+	h, err := ctl.Create(dir, ctl.Init{PID: 7, GPU: fakeGPU0, Mask: enableOnly(0), Live: live, SMs: 2, Tide: ctl.Tide{Node: "node-a"},
+		More: []ctl.Part{{GPU: fakeGPU1, Node: "node-b", Mask: enableOnly(17), Live: live1, SMs: 2, Floor: [4]uint32{1 << 18}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := h.Snapshot().Parts()
+	want := []ctl.Part{{GPU: fakeGPU0, Node: "node-a", Mask: enableOnly(0), Live: live, SMs: 2},
+		{GPU: fakeGPU1, Node: "node-b", Mask: enableOnly(17), Live: live1, SMs: 2, Floor: [4]uint32{1 << 18}}}
+	if fmt.Sprint(parts) != fmt.Sprint(want) {
+		t.Errorf("parts %+v, want %+v", parts, want)
+	}
+	if g := h.Snapshot().GPUs(); len(g) != 2 || g[1] != fakeGPU1 {
+		t.Errorf("GPUs %v", g)
+	}
+	h.Close()
+	for name, in := range map[string]ctl.Init{
+		"twice":         {PID: 8, GPU: fakeGPU0, More: []ctl.Part{{GPU: fakeGPU0}}},
+		"first unnamed": {PID: 8, More: []ctl.Part{{GPU: fakeGPU1}}},
+		"too many":      {PID: 8, GPU: fakeGPU0, More: make([]ctl.Part, ctl.GPUs)},
+	} {
+		if _, err := ctl.Create(dir, in); err == nil {
+			t.Errorf("%s: created", name)
+		}
+	}
+}

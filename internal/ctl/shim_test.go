@@ -101,6 +101,7 @@ func compareLayout(t testing.TB, c map[string][2]uintptr, typ reflect.Type, size
 func TestLayoutMatchesHeader(t *testing.T) {
 	fields, faults := layout(t)
 	compareLayout(t, fields[""], reflect.TypeFor[ctl.Block](), ctl.Size)
+	compareLayout(t, fields["part"], reflect.TypeFor[ctl.BlockPart](), 128)
 	if !reflect.DeepEqual(faults, ctl.FaultNames) {
 		t.Errorf("CARVE_FAULTS %v, Go's FaultNames %v", faults, ctl.FaultNames)
 	}
@@ -115,7 +116,7 @@ func TestNodeLayoutMatchesHeader(t *testing.T) {
 func TestConstantsMatchHeaders(t *testing.T) {
 	fields, _ := layout(t)
 	for name, goValue := range map[string]uint64{
-		"CARVE_CTL_MAGIC": ctl.Magic, "CARVE_CTL_VERSION": ctl.Version, "CARVE_CTL_SIZE": ctl.Size,
+		"CARVE_CTL_MAGIC": ctl.Magic, "CARVE_CTL_VERSION": ctl.Version, "CARVE_CTL_SIZE": ctl.Size, "CARVE_GPUS": ctl.GPUs,
 		"CARVE_NODE_MAGIC": ctl.NodeMagic, "CARVE_NODE_VERSION": ctl.NodeVersion, "CARVE_NODE_SIZE": ctl.NodeSize,
 		"CARVE_NODE_SLOTS": ctl.NodeSlots, "CARVE_NODE_LEASE_NS": uint64(ctl.NodeLease), "CARVE_NODE_QUIET_NS": uint64(ctl.NodeQuiet),
 		"CARVE_NODE_NARROW_MIN":          ctl.NarrowMin,

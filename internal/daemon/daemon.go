@@ -143,7 +143,7 @@ func (c *collector) reclaim() int {
 
 var (
 	labels    = []string{"pid", "class", "command", "claim"} // a claim's pids are its containers'; pid 0: reserved, no process
-	descTPCs  = prometheus.NewDesc("carve_tenant_tpcs", "TPCs in the process's partition.", labels, nil)
+	descTPCs  = prometheus.NewDesc("carve_tenant_tpcs", "TPCs in the process's partition on a GPU (by UUID; \"\": not recorded).", append(labels, "gpu"), nil)
 	descLaun  = prometheus.NewDesc("carve_tenant_launches_total", "Kernel launches the shim has seen.", labels, nil)
 	descFault = prometheus.NewDesc("carve_tenant_fault", "1 where the process met a GPU fault (ended ones are kept an hour).",
 		append(labels, "fault", "ended"), nil)
@@ -179,7 +179,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if r.Ended {
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(descTPCs, prometheus.GaugeValue, float64(r.NumTPCs), l...)
+		for _, g := range status.Parts(r) {
+			ch <- prometheus.MustNewConstMetric(descTPCs, prometheus.GaugeValue, float64(g.NumTPCs), append(l, g.GPU)...)
+		}
 		ch <- prometheus.MustNewConstMetric(descLaun, prometheus.CounterValue, float64(r.Launches), l...)
 		ch <- prometheus.MustNewConstMetric(descMem, prometheus.GaugeValue, float64(r.Memory.Used), append(l, "used")...)
 		if r.Memory.Limit > 0 {

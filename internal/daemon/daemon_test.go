@@ -198,12 +198,12 @@ func TestDaemon(t *testing.T) {
 	}
 	for _, want := range []string{
 		"carve_daemon_reclaimed_slots_total 1",
-		`carve_tenant_tpcs{claim="",class="ls",command="python3 serve.py",pid="` + itoa(ls) + `"} 4`,
+		`carve_tenant_tpcs{claim="",class="ls",command="python3 serve.py",gpu="",pid="` + itoa(ls) + `"} 4`,
 		`carve_ls_busy{claim="",class="ls",command="python3 serve.py",pid="` + itoa(ls) + `"} 0`,
 		`carve_be_held_launches_total{claim="",class="be",command="python3 train.py",pid="` + itoa(be) + `"} 0`,
 		`carve_node_ls_busy{node="node-GPU-test"} 0`,
-		`carve_tenant_tpcs{claim="ns/a",class="",command="",pid="0"} 4`,
-		`carve_tenant_tpcs{claim="ns/b",class="",command="",pid="0"} 4`,
+		`carve_tenant_tpcs{claim="ns/a",class="",command="",gpu="",pid="0"} 4`,
+		`carve_tenant_tpcs{claim="ns/b",class="",command="",gpu="",pid="0"} 4`,
 		`carve_tenant_memory_bytes{claim="",class="ls",command="python3 serve.py",kind="limit",pid="` + itoa(ls) + `"} 1.2884901888e+10`,
 		`carve_tenant_memory_bytes{claim="",class="ls",command="python3 serve.py",kind="used",pid="` + itoa(ls) + `"} 0`,
 		`carve_tenant_memory_refused_total{claim="",class="ls",command="python3 serve.py",pid="` + itoa(ls) + `"} 0`,
@@ -226,7 +226,7 @@ func TestDaemon(t *testing.T) {
 
 	// restarted, it serves the same tenants
 	addr, _ = start(t, Options{Dir: dir})
-	if m := get(t, "http://"+addr+"/metrics"); !strings.Contains(m, `carve_tenant_tpcs{claim="",class="ls",command="python3 serve.py",pid="`+itoa(ls)+`"} 4`) {
+	if m := get(t, "http://"+addr+"/metrics"); !strings.Contains(m, `carve_tenant_tpcs{claim="",class="ls",command="python3 serve.py",gpu="",pid="`+itoa(ls)+`"} 4`) {
 		t.Errorf("after a restart the metrics lack the LS tenant:\n%s", m)
 	}
 }
@@ -305,4 +305,28 @@ func TestDaemonFence(t *testing.T) {
 	c.Process.Kill()
 	c.Wait()
 	waitFixed(0)
+}
+
+// TestMetricsPerGPU: a tenant with partitions on two GPUs has its TPCs
+// counted on each, named by the GPU's UUID.
+func TestMetricsPerGPU(t *testing.T) {
+	dir := t.TempDir()
+	const gpu0, gpu1 = "GPU-72602ec6-310b-1ada-b02f-5c7ec60e17ef", "GPU-5d1e2b7a-0c44-4f0e-9a31-7be0c2f4d6a1"
+	pid := sleeper(t)
+	h, err := ctl.Create(dir, ctl.Init{PID: pid, GPU: gpu0, Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff}, Comm: []string{"train"},
+		More: []ctl.Part{{GPU: gpu1, Mask: [4]uint32{^uint32(0xff0)}, Live: [4]uint32{0xfff}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	addr, _ := start(t, Options{Dir: dir})
+	m := get(t, "http://"+addr+"/metrics")
+	for _, want := range []string{
+		`carve_tenant_tpcs{claim="",class="",command="train",gpu="` + gpu0 + `",pid="` + itoa(pid) + `"} 4`,
+		`carve_tenant_tpcs{claim="",class="",command="train",gpu="` + gpu1 + `",pid="` + itoa(pid) + `"} 8`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s:\n%s", want, m)
+		}
+	}
 }

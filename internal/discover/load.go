@@ -170,3 +170,37 @@ func Topology(ordinal int, refresh bool) (*topo.Topology, bool, error) {
 	}
 	return Load(LoadOptions{Ordinal: ordinal, Refresh: refresh, Discover: ChildDiscoverer(exe, DiscoverCommand)})
 }
+
+// Count is how many GPUs CUDA sees: 1 without loading the driver where
+// the machine has one GPU and CUDA_VISIBLE_DEVICES is unset (cuda.SoleGPU).
+func Count() (int, error) {
+	if cuda.SoleGPU() != "" {
+		return 1, nil
+	}
+	if err := cuda.Load(); err != nil {
+		return 0, err
+	}
+	return cuda.DeviceCount()
+}
+
+// Topologies returns the topology of each GPU CUDA sees, by ordinal, as
+// Topology does, and whether each came from the cache.
+func Topologies(refresh bool) ([]*topo.Topology, []bool, error) {
+	n, err := Count()
+	if err != nil {
+		return nil, nil, err
+	}
+	if n == 0 {
+		return nil, nil, fmt.Errorf("CUDA sees no GPU")
+	}
+	var out []*topo.Topology
+	var cached []bool
+	for i := range n {
+		t, c, err := Topology(i, refresh)
+		if err != nil {
+			return nil, nil, fmt.Errorf("GPU %d: %w", i, err)
+		}
+		out, cached = append(out, t), append(cached, c)
+	}
+	return out, cached, nil
+}

@@ -55,13 +55,15 @@ func specName(uid string) string {
 	return cdi.GenerateTransientSpecName(CDIVendor, CDIClass, uid) + ".json"
 }
 
-// claimSpec is the CDI spec of a prepared claim on GPU g: the shim
-// preloaded from a read-only mount, the claim's directory (its
-// reservation, the node block, its processes' blocks) mounted where
+// claimSpec is the CDI spec of a prepared claim on its GPUs, gpus: the
+// shim preloaded from a read-only mount, the claim's directory (its
+// reservation, the node blocks, its processes' blocks) mounted where
 // CARVE_CTL_DIR says, and, with MPS, carve's MPS pipe directory (and its
-// /dev/shm) and the driver's limit of the claim's memory (s.Policy.Mem, in
-// bytes).
-func (p Paths) claimSpec(uid, claimDir string, s Settings, useMPS bool, g GPU) *cdispec.Spec {
+// /dev/shm) and the driver's limit of the claim's memory on each of its
+// GPUs (s.Policy.Mem, in bytes). These are the spec's edits, which a
+// container gets once whichever of the claim's requests it uses; its one
+// device, the claim's, adds CARVE_CLAIM, the claim's UID.
+func (p Paths) claimSpec(uid, claimDir string, s Settings, useMPS bool, gpus []GPU) *cdispec.Spec {
 	bind := func(host, ctr string, opts ...string) *cdispec.Mount {
 		return &cdispec.Mount{HostPath: host, ContainerPath: ctr, Type: "bind", Options: append([]string{"rbind"}, opts...)}
 	}
@@ -79,7 +81,7 @@ func (p Paths) claimSpec(uid, claimDir string, s Settings, useMPS bool, g GPU) *
 	if useMPS {
 		edits.Env = append(edits.Env, mps.VarPipeDir+"="+ContainerPipe, mps.VarConnections+"="+strconv.Itoa(s.Connections))
 		if s.Policy.Mem.Bytes > 0 {
-			edits.Env = append(edits.Env, mps.PinnedMemLimit(p.ordinal(g), s.Policy.Mem.Bytes))
+			edits.Env = append(edits.Env, mps.PinnedMemLimits(p.ordinals(gpus), s.Policy.Mem.Bytes))
 		}
 		edits.Mounts = append(edits.Mounts, bind(p.MPS.PipeDir(), ContainerPipe, "rw", "nosuid", "nodev"))
 		if p.MPSShm != "" {
@@ -90,20 +92,35 @@ func (p Paths) claimSpec(uid, claimDir string, s Settings, useMPS bool, g GPU) *
 		edits.Env = append(edits.Env, mps.VarPipeDir+"="+filepath.Join(ContainerDir, "no-mps"))
 	}
 	return &cdispec.Spec{
-		Version: cdispec.CurrentVersion,
-		Kind:    CDIKind,
-		Devices: []cdispec.Device{{Name: uid, ContainerEdits: edits}},
+		Version:        cdispec.CurrentVersion,
+		Kind:           CDIKind,
+		ContainerEdits: edits,
+		Devices:        []cdispec.Device{{Name: uid, ContainerEdits: cdispec.ContainerEdits{Env: []string{VarClaim + "=" + uid}}}},
 	}
 }
 
-// ordinal is g's device ordinal as the claim's containers see it: 0 where
-// the spec gives them the GPU's own CDI device (that GPU alone), else its
-// index on the node.
-func (p Paths) ordinal(g GPU) int {
-	if p.GPUDevice != "" {
-		return 0
+// VarClaim names the claim a container runs in, by UID.
+const VarClaim = "CARVE_CLAIM"
+
+// ordinals are the device ordinals of gpus as the claim's containers see
+// them: where the spec gives them each GPU's own CDI device, those GPUs
+// alone, in the order of their indexes on the node (the driver's, by PCI
+// bus); else their indexes on the node.
+func (p Paths) ordinals(gpus []GPU) []int {
+	out := make([]int, len(gpus))
+	for i, g := range gpus {
+		out[i] = g.Index
+		if p.GPUDevice == "" {
+			continue
+		}
+		out[i] = 0
+		for _, o := range gpus {
+			if o.Index < g.Index {
+				out[i]++
+			}
+		}
 	}
-	return g.Index
+	return out
 }
 
 // gpuDeviceID is the NVIDIA CDI device of g, or "".

@@ -2,7 +2,7 @@
 // plugin (built on k8s.io/dynamic-resource-allocation/kubeletplugin) that
 // publishes each GPU with its TPCs as a consumable capacity, and prepares
 // the claims the scheduler allocated from them: it reserves each claim's
-// TPCs on the node (internal/place, atomic with every other placement),
+// TPCs on the node (on each GPU of a claim of several) (internal/place, atomic with every other placement),
 // and writes a CDI spec that puts libcarve.so, the claim's directory and
 // carve's MPS into the claim's containers.
 //
@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -64,7 +65,8 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 	return out, nil
 }
 
-// prepare prepares one claim.
+// prepare prepares one claim: a partition on the GPU of each of its
+// carve devices (one request a GPU), all reserved at once or none.
 func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResult {
 	fail := func(format string, args ...any) kubeletplugin.PrepareResult {
 		return kubeletplugin.PrepareResult{Err: fmt.Errorf("claim %s/%s: "+format, append([]any{c.Namespace, c.Name}, args...)...)}
@@ -72,51 +74,80 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 	if c.Status.Allocation == nil {
 		return fail("not allocated")
 	}
-	var mine []resourceapi.DeviceRequestAllocationResult
+	var reqs []request
 	for _, r := range c.Status.Allocation.Devices.Results {
-		if r.Driver == DriverName {
-			mine = append(mine, r)
+		if r.Driver != DriverName {
+			continue
 		}
+		if r.Pool != d.Node {
+			return fail("allocated from pool %q, and this node's is %q", r.Pool, d.Node)
+		}
+		g, err := d.gpu(r.Device)
+		if err != nil {
+			return fail("%v", err)
+		}
+		for _, q := range reqs {
+			if q.r.Device == r.Device {
+				return fail("its requests %s and %s are both on %s, and a claim has one partition on a GPU: ask for one request per GPU", q.r.Request, r.Request, r.Device)
+			}
+		}
+		configs, err := claimConfigs(c, r.Request)
+		if err != nil {
+			return fail("%v", err)
+		}
+		s, err := Resolve(configs)
+		if err != nil {
+			return fail("%v", err)
+		}
+		if len(reqs) > 0 && !reflect.DeepEqual(s, reqs[0].s) {
+			return fail("its requests %s and %s are configured differently: a claim's partitions on all its GPUs have one class and policy", reqs[0].r.Request, r.Request)
+		}
+		reqs = append(reqs, request{r: r, g: g, s: s})
 	}
-	if len(mine) != 1 {
-		return fail("a carve claim is one partition of one GPU, and %d of its devices are carve's; ask for one per claim", len(mine))
+	if len(reqs) == 0 {
+		return fail("none of its devices are carve's")
 	}
-	r := mine[0]
-	if r.Pool != d.Node {
-		return fail("allocated from pool %q, and this node's is %q", r.Pool, d.Node)
-	}
-	g, err := d.gpu(r.Device)
-	if err != nil {
-		return fail("%v", err)
-	}
-	configs, err := claimConfigs(c, r.Request)
-	if err != nil {
-		return fail("%v", err)
-	}
-	s, err := Resolve(configs)
-	if err != nil {
-		return fail("%v", err)
-	}
-	spec, err := partitionSpec(r, g, s)
-	if err != nil {
-		return fail("%v", err)
-	}
+	s := reqs[0].s
 	useMPS := s.MPS && d.Paths.MPS.Running()
 	flags := s.Flags()
 	if useMPS {
 		flags |= ctl.FlagMPS
 	}
-	if s.Policy.Mem, err = claimMemory(r, g, s.Policy.Mem, useMPS); err != nil {
-		return fail("%v", err)
+	// its processes' limit is one, counted on each GPU: where the requests
+	// consumed different memory, the least of them
+	config := s.Policy.Mem
+	for i, q := range reqs {
+		m, err := claimMemory(q.r, q.g, config, useMPS)
+		if err != nil {
+			return fail("%v", err)
+		}
+		if i == 0 || m.Bytes < s.Policy.Mem.Bytes && m.Bytes > 0 {
+			s.Policy.Mem = m
+		}
+		if (m.Bytes == 0) != (s.Policy.Mem.Bytes == 0) {
+			return fail("request %s asks for memory and request %s for none: a claim's processes have one limit, on all its GPUs; ask for memory in each or in none", reqs[0].r.Request, q.r.Request)
+		}
 	}
-	res, err := place.Place(d.Paths.RuntimeDir, g.Topology, place.Request{Claim: &place.Claim{UID: string(c.UID),
-		Name: c.Namespace + "/" + c.Name}, Spec: spec, Flags: flags, Policy: s.Policy})
+	var more []place.On
+	for _, q := range reqs {
+		spec, err := partitionSpec(q.r, q.g, s)
+		if err != nil {
+			return fail("%v", err)
+		}
+		more = append(more, place.On{Topo: q.g.Topology, Spec: spec, Name: q.r.Device})
+	}
+	res, err := place.Place(d.Paths.RuntimeDir, more[0].Topo, place.Request{Claim: &place.Claim{UID: string(c.UID),
+		Name: c.Namespace + "/" + c.Name}, Spec: more[0].Spec, Flags: flags, Policy: s.Policy, More: more[1:]})
 	if err != nil {
 		return fail("%v", err)
 	}
+	gpus := make([]GPU, len(reqs))
+	for i, q := range reqs {
+		gpus[i] = q.g
+	}
 	cache, err := d.Paths.specCache()
 	if err == nil {
-		err = cache.WriteSpec(d.Paths.claimSpec(string(c.UID), res.Dir, s, useMPS, g), specName(string(c.UID)))
+		err = cache.WriteSpec(d.Paths.claimSpec(string(c.UID), res.Dir, s, useMPS, gpus), specName(string(c.UID)))
 	}
 	if err != nil {
 		if !res.Again { // a claim prepared before may have containers running
@@ -124,13 +155,24 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 		}
 		return fail("writing its CDI spec: %v", err)
 	}
-	ids := []string{CDIDeviceID(string(c.UID))}
-	if id := d.Paths.gpuDeviceID(g); id != "" {
-		ids = append(ids, id)
+	var devices []kubeletplugin.Device
+	for _, q := range reqs {
+		ids := []string{CDIDeviceID(string(c.UID))}
+		if id := d.Paths.gpuDeviceID(q.g); id != "" {
+			ids = append(ids, id)
+		}
+		devices = append(devices, kubeletplugin.Device{Requests: []string{q.r.Request}, PoolName: q.r.Pool, DeviceName: q.r.Device,
+			CDIDeviceIDs: ids, ShareID: q.r.ShareID})
 	}
-	return kubeletplugin.PrepareResult{Devices: []kubeletplugin.Device{{
-		Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device, CDIDeviceIDs: ids, ShareID: r.ShareID,
-	}}}
+	return kubeletplugin.PrepareResult{Devices: devices}
+}
+
+// request is one of a claim's devices of carve's: its allocation, its GPU
+// and its settings.
+type request struct {
+	r resourceapi.DeviceRequestAllocationResult
+	g GPU
+	s Settings
 }
 
 // gpu is the GPU of a device name, if it is still on the node.

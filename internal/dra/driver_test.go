@@ -379,7 +379,7 @@ func TestGPUGone(t *testing.T) {
 	}
 	two := td.claim(t, "two", 4)
 	two.Status.Allocation.Devices.Results = append(two.Status.Allocation.Devices.Results, two.Status.Allocation.Devices.Results[0])
-	if r := td.prepare(t, two)["two"]; r.Err == nil || !strings.Contains(r.Err.Error(), "2 of its devices are carve's") {
+	if r := td.prepare(t, two)["two"]; r.Err == nil || !strings.Contains(r.Err.Error(), "its requests gpu and gpu are both on gpu-0") {
 		t.Errorf("two devices: %v", r.Err)
 	}
 	if len(td.reserved(t)) != 0 || len(td.specs(t)) != 0 {

@@ -61,7 +61,7 @@ func (d *Driver) writeStatus(ctx context.Context, c *resourceapi.ResourceClaim, 
 			Message: "partition reserved on the node", ObservedGeneration: c.Generation}
 		if r.Err != nil {
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonFailed, r.Err.Error()
-		} else if st, err := d.status(c); err == nil {
+		} else if st, err := d.status(c, res.Device); err == nil {
 			b, _ := json.Marshal(st)
 			e.Data = &runtime.RawExtension{Raw: b}
 		}
@@ -91,8 +91,9 @@ func (d *Driver) writeStatus(ctx context.Context, c *resourceapi.ResourceClaim, 
 	}
 }
 
-// status describes c's reservation on the node.
-func (d *Driver) status(c *resourceapi.ResourceClaim) (Status, error) {
+// status describes c's reservation on the node, its partition on the GPU
+// of device.
+func (d *Driver) status(c *resourceapi.ResourceClaim, device string) (Status, error) {
 	claims, _, err := ctl.Claims(d.Paths.RuntimeDir)
 	if err != nil {
 		return Status{}, err
@@ -102,11 +103,12 @@ func (d *Driver) status(c *resourceapi.ResourceClaim) (Status, error) {
 			continue
 		}
 		for _, g := range d.GPUs {
-			if !place.OnGPU(cl.Root, g.Topology) {
+			part, ok := place.PartOn(cl.Root, g.Topology)
+			if !ok || g.DeviceName() != device {
 				continue
 			}
-			set := partition.FromMask(g.Topology, cl.Root.Mask)
-			return Status{GPU: g.Topology.UUID, TPCs: set.String(), Count: len(set), SMs: cl.Root.SMs,
+			set := partition.FromMask(g.Topology, part.Mask)
+			return Status{GPU: g.Topology.UUID, TPCs: set.String(), Count: len(set), SMs: part.SMs,
 				Class: cmp.Or(ctl.ClassName(cl.Root.Class), "none"), MPS: cl.Root.Flags&ctl.FlagMPS != 0, Memory: cl.Root.Memory.Limit}, nil
 		}
 	}

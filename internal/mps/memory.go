@@ -18,11 +18,22 @@ const VarPinnedMemLimit = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
 // followed by G or M (powers of 1024), so it is in GiB where it is whole
 // ones, else in MiB, rounded up.
 func PinnedMemLimit(ordinal int, bytes uint64) string {
+	return PinnedMemLimits([]int{ordinal}, bytes)
+}
+
+// PinnedMemLimits is the setting that limits a client to bytes on each GPU
+// it sees as one of ordinals, ORDINAL=SIZE,ORDINAL=SIZE...: a tenant of
+// several GPUs may hold all of its limit on any one of them.
+func PinnedMemLimits(ordinals []int, bytes uint64) string {
 	size := strconv.FormatUint((bytes+1<<20-1)>>20, 10) + "M"
 	if bytes%(1<<30) == 0 {
 		size = strconv.FormatUint(bytes>>30, 10) + "G"
 	}
-	return fmt.Sprintf("%s=%d=%s", VarPinnedMemLimit, ordinal, size)
+	var each []string
+	for _, o := range ordinals {
+		each = append(each, fmt.Sprintf("%d=%s", o, size))
+	}
+	return VarPinnedMemLimit + "=" + strings.Join(each, ",")
 }
 
 // ParsePinnedMemLimit reads the value of VarPinnedMemLimit, a list of

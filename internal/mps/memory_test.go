@@ -28,6 +28,9 @@ func TestPinnedMemLimit(t *testing.T) {
 			t.Errorf("%q reads back as %d %v %v", v, b, ok, err)
 		}
 	}
+	if got := PinnedMemLimits([]int{0, 1}, 8<<30); got != "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=8G,1=8G" {
+		t.Errorf("a limit on two GPUs: %q", got)
+	}
 	for v, want := range map[string]uint64{"0=2G": 2 << 30, "0=1G,1=512MB": 512 << 20, "GPU-72602ec6=3G": 3 << 30, "0=4096m": 4 << 30} {
 		if b, ok, err := ParsePinnedMemLimit(v); err != nil || !ok || b != want {
 			t.Errorf("%q: %d %v %v, want %d", v, b, ok, err, want)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
-	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // Claim names the Kubernetes claim a partition is reserved for.
@@ -18,8 +17,9 @@ type Claim struct {
 }
 
 // again clears what interrupted reservations left in l and, if c is
-// reserved there already (on t, in its directory cd), is its partition.
-func (c *Claim) again(cd string, t *topo.Topology, l *listing) (*Placed, error) {
+// reserved there already (on the GPUs gpus, in its directory cd), is its
+// partitions.
+func (c *Claim) again(cd string, gpus []On, l *listing) (*Placed, error) {
 	for _, p := range l.pending {
 		os.RemoveAll(p)
 	}
@@ -28,17 +28,30 @@ func (c *Claim) again(cd string, t *topo.Topology, l *listing) (*Placed, error) 
 		if have.UID != c.UID {
 			continue
 		}
-		if !OnGPU(have.Root, t) {
-			return nil, fmt.Errorf("claim %s is reserved on another GPU", c.Name)
+		if n := len(have.Root.Parts()); n != len(gpus) {
+			return nil, fmt.Errorf("claim %s is reserved on %d GPUs, not %d", c.Name, n, len(gpus))
 		}
-		return &Placed{Set: partition.FromMask(t, have.Root.Mask), Mask: have.Root.Mask, Dir: cd, Again: true}, nil
+		p := &Placed{Dir: cd, Again: true}
+		for i, g := range gpus {
+			part, ok := PartOn(have.Root, g.Topo)
+			if !ok {
+				return nil, fmt.Errorf("claim %s is reserved on other GPUs than %s", c.Name, g.name())
+			}
+			set := partition.FromMask(g.Topo, part.Mask)
+			if i == 0 {
+				p.Set, p.Mask = set, part.Mask
+			} else {
+				p.More = append(p.More, PlacedOn{GPU: g.Topo.UUID, Set: set, Mask: part.Mask})
+			}
+		}
+		return p, nil
 	}
 	return nil, nil
 }
 
 // reserve makes c's directory cd in the runtime directory dir with its
-// reservation, in, and a link to the GPU's node block for an LS or BE
-// claim, and returns the reservation; on an error it leaves nothing.
+// reservation, in, and a link to each of its GPUs' node blocks for an LS
+// or BE claim, and returns the reservation; on an error it leaves nothing.
 func (c *Claim) reserve(dir, cd string, in ctl.Init) (ctl.Snapshot, error) {
 	in.Comm = []string{"claim", c.Name}
 	root, err := reserveIn(dir, cd, in)
@@ -59,12 +72,15 @@ func reserveIn(dir, cd string, in ctl.Init) (ctl.Snapshot, error) {
 	if err := openNode(dir, in); err != nil {
 		return ctl.Snapshot{}, err
 	}
-	if in.Class == ctl.ClassLS || in.Class == ctl.ClassBE {
-		node := filepath.Join(dir, in.Tide.Node)
+	for _, p := range nodes(in) {
+		if in.Class != ctl.ClassLS && in.Class != ctl.ClassBE {
+			break
+		}
+		node := filepath.Join(dir, p.Node)
 		if err := os.Chmod(node, 0o666); err != nil { // LS tenants of any user take slots
 			return ctl.Snapshot{}, fmt.Errorf("node block: %w", err)
 		}
-		if err := os.Link(node, filepath.Join(cd, in.Tide.Node)); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := os.Link(node, filepath.Join(cd, p.Node)); err != nil && !errors.Is(err, os.ErrExist) {
 			return ctl.Snapshot{}, fmt.Errorf("node block in the claim's directory: %w", err)
 		}
 	}

@@ -111,11 +111,12 @@ type Backstop func(pid int) (bytes uint64, ok bool, err error)
 // SetMemory gives the tenant of pid (its process and the child processes
 // that copied its block) the memory limit lim on t, under dir's lock: a
 // raise must fit the GPU's memory beside the other tenants' limits unless
-// share allows over-committing it. Under MPS the driver holds each process
+// share allows over-committing it, and so on each of more, the tenant's
+// other GPUs (where it may hold all of its limit too). Under MPS the driver holds each process
 // to the limit it started with (backstop), so a limit above that, or none,
 // is refused; a lower one is not, and the shim then refuses the tenant's
 // allocations until it is under it.
-func SetMemory(dir string, t *topo.Topology, pid int, lim ctl.MemLimit, share bool, backstop Backstop) (*MemChanged, error) {
+func SetMemory(dir string, t *topo.Topology, pid int, lim ctl.MemLimit, share bool, backstop Backstop, more ...*topo.Topology) (*MemChanged, error) {
 	limit, err := lim.Resolve(t.MemoryBytes)
 	if err != nil {
 		return nil, err
@@ -169,6 +170,14 @@ func SetMemory(dir string, t *topo.Topology, pid int, lim ctl.MemLimit, share bo
 	lower := limit > 0 && c.Before > 0 && limit <= c.Before // always allowed
 	if c.Memory, err = fitMemory(t, l.holders(t), snap.Tenant, limit, mps, share || lower, "ask for less, or add --share to over-commit it"); err != nil {
 		return nil, err
+	}
+	for _, o := range more {
+		if !OnGPU(snap, o) {
+			continue
+		}
+		if _, err := fitMemory(o, l.holders(o), snap.Tenant, limit, mps, share || lower, "ask for less, or add --share to over-commit it"); err != nil {
+			return nil, fmt.Errorf("GPU %s: %w", o.UUID, err)
+		}
 	}
 	for _, e := range mine {
 		b, err := ctl.Open(dir, e.PID)

@@ -1,7 +1,9 @@
-// Package place puts partitions on one GPU so that concurrent starts never
+// Package place puts partitions on GPUs so that concurrent starts never
 // overlap by accident: reading the live partitions, choosing TPCs and
 // registering the new partition's control block happen under one lock per
-// runtime directory. The lock is an flock, which the kernel lets go of when
+// runtime directory. A tenant may have a partition on several GPUs: each
+// is chosen on its GPU as a tenant of that GPU alone would be, and all are
+// registered in one block, or none is. The lock is an flock, which the kernel lets go of when
 // its holder dies, so a killed carve never keeps it.
 //
 // A partition overlaps another only when asked to (Share): a count that
@@ -85,14 +87,40 @@ type Holder struct {
 	MPS       bool          // a client of carve's MPS, whose driver limit holds its context too
 }
 
-// OnGPU says whether a block's partition is on GPU t: by the GPU's node
-// name, which carve records in every block it places, else (a block of an
-// older carve) by the live TPCs, which GPUs of one model often share.
-func OnGPU(s ctl.Snapshot, t *topo.Topology) bool {
-	if s.Tide.Node != "" {
-		return s.Tide.Node == ctl.NodeName(t.UUID)
+// PartOn is the partition a block holds on GPU t, if it holds one: by the
+// GPU's UUID, which carve records in every block it places, else (a block
+// of an older carve) by the GPU's node name, or by the live TPCs, which
+// GPUs of one model often share.
+func PartOn(s ctl.Snapshot, t *topo.Topology) (ctl.Part, bool) {
+	parts := s.Parts()
+	if s.GPU != "" {
+		for _, p := range parts {
+			if SameGPU(p.GPU, t.UUID) {
+				return p, true
+			}
+		}
+		return ctl.Part{}, false
 	}
-	return s.Live == t.Live()
+	if s.Tide.Node != "" {
+		return parts[0], s.Tide.Node == ctl.NodeName(t.UUID)
+	}
+	return parts[0], s.Live == t.Live()
+}
+
+// OnGPU says whether a block holds a partition on GPU t (PartOn).
+func OnGPU(s ctl.Snapshot, t *topo.Topology) bool {
+	_, ok := PartOn(s, t)
+	return ok
+}
+
+// SameGPU says whether two UUIDs name one GPU, as the driver's bytes do.
+func SameGPU(a, b string) bool {
+	ua, ea := ctl.ParseUUID(a)
+	ub, eb := ctl.ParseUUID(b)
+	if ea != nil || eb != nil {
+		return a == b
+	}
+	return ua == ub
 }
 
 // listBlocks and listClaims read the runtime directory: a placement reads
@@ -146,10 +174,11 @@ func (l *listing) holders(t *topo.Topology) []Holder {
 	var out []Holder
 	index := map[int]int{}
 	for _, e := range l.blocks {
-		if !OnGPU(e.Snapshot, t) {
+		part, ok := PartOn(e.Snapshot, t)
+		if !ok {
 			continue // another GPU's partition
 		}
-		set := partition.FromMask(t, e.Mask)
+		set := partition.FromMask(t, part.Mask)
 		i, ok := index[e.Tenant]
 		if !ok {
 			i = len(out)
@@ -159,7 +188,7 @@ func (l *listing) holders(t *topo.Topology) []Holder {
 		h := &out[i]
 		h.PIDs = append(h.PIDs, e.PID)
 		h.TPCs = h.TPCs.Union(set)
-		h.Floor = h.Floor.Union(partition.FromEnable(t, e.Floor))
+		h.Floor = h.Floor.Union(partition.FromEnable(t, part.Floor))
 		if e.PID == e.Tenant || h.Command == nil {
 			h.Command = e.Command
 		}
@@ -169,11 +198,12 @@ func (l *listing) holders(t *topo.Topology) []Holder {
 		h.MPS = h.MPS || e.Flags&ctl.FlagMPS != 0
 	}
 	for _, c := range l.claims {
-		if !OnGPU(c.Root, t) {
+		part, ok := PartOn(c.Root, t)
+		if !ok {
 			continue
 		}
-		h := Holder{Claim: c.UID, ClaimName: c.Name(), Command: c.Root.Command, TPCs: partition.FromMask(t, c.Root.Mask),
-			Class: c.Root.Class, Floor: partition.FromEnable(t, c.Root.Floor), Mem: c.Root.Memory.Limit, MPS: c.Root.Flags&ctl.FlagMPS != 0}
+		h := Holder{Claim: c.UID, ClaimName: c.Name(), Command: c.Root.Command, TPCs: partition.FromMask(t, part.Mask),
+			Class: c.Root.Class, Floor: partition.FromEnable(t, part.Floor), Mem: c.Root.Memory.Limit, MPS: c.Root.Flags&ctl.FlagMPS != 0}
 		for _, p := range c.Procs {
 			h.PIDs = append(h.PIDs, p.PID)
 		}
@@ -311,6 +341,18 @@ type Request struct {
 	Flags  uint32
 	Policy ctl.Policy // its class, tide policy and memory limit
 	Comm   []string   // the process's command line (a claim's records its name)
+	// More are the tenant's partitions on its other GPUs, each placed on
+	// its GPU as Spec is on the first: all of them, or none.
+	More []On
+}
+
+// On is a partition on one more GPU of a request: the GPU's topology and
+// what it names there, and how errors name the GPU ("GPU 1"; "": by its
+// UUID).
+type On struct {
+	Topo *topo.Topology
+	Spec partition.Spec
+	Name string
 }
 
 // advice is what the error of a count that does not fit says to do.
@@ -331,7 +373,8 @@ func DefaultSpec(p ctl.Policy) (partition.Spec, bool) {
 	return partition.Spec{}, false
 }
 
-// Placed is a partition placed and registered.
+// Placed is a partition placed and registered: on its first GPU, and
+// More on the others.
 type Placed struct {
 	Set      partition.Set
 	Mask     topo.Disable
@@ -342,17 +385,38 @@ type Placed struct {
 	// Again: the claim was reserved before (by this call's earlier attempt,
 	// or by a process since restarted); Set is what it got then.
 	Again bool
+	More  []PlacedOn // on the request's other GPUs, in its order
 }
 
-// Place chooses r's TPCs on t around the live partitions and claims in
-// dir, checks that its memory limit fits beside theirs, and registers
-// them, all under dir's lock: as r.PID's control block, or as r.Claim's
-// directory. A claim already reserved gets its partition back unchanged:
-// reserving is idempotent. What an interrupted reservation left is
-// cleared first.
+// PlacedOn is the partition placed on one more GPU.
+type PlacedOn struct {
+	GPU      string // its UUID
+	Set      partition.Set
+	Mask     topo.Disable
+	Overlaps []Overlap
+	Memory   Memory
+}
+
+// Place chooses r's TPCs on t (and on each GPU of r.More) around the live
+// partitions and claims in dir, checks that its memory limit fits beside
+// theirs on each GPU, and registers them, all under dir's lock: as
+// r.PID's control block, or as r.Claim's directory. A claim already
+// reserved gets its partitions back unchanged: reserving is idempotent.
+// What an interrupted reservation left is cleared first.
 func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	if err := r.Policy.Normalize(ctl.FieldNames); err != nil {
 		return nil, err
+	}
+	gpus := append([]On{{Topo: t, Spec: r.Spec}}, r.More...)
+	if len(gpus) > ctl.GPUs {
+		return nil, fmt.Errorf("partitions on %d GPUs: a tenant has them on %d at most", len(gpus), ctl.GPUs)
+	}
+	for i, g := range gpus {
+		for _, h := range gpus[:i] {
+			if SameGPU(g.Topo.UUID, h.Topo.UUID) {
+				return nil, fmt.Errorf("%s is named twice", g.name())
+			}
+		}
 	}
 	var claimDir string
 	if r.Claim != nil {
@@ -361,6 +425,18 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 			return nil, err
 		}
 		r.PID, r.Share = 0, false // a claim is no process's and shares no TPCs
+	}
+	// a share of memory is of the smallest GPU's: the tenant may hold
+	// all of its limit on any one
+	var limit uint64
+	for i, g := range gpus {
+		l, err := r.Policy.Mem.Resolve(g.Topo.MemoryBytes)
+		if err != nil {
+			return nil, g.wrap(err, len(gpus))
+		}
+		if i == 0 || l < limit {
+			limit = l
+		}
 	}
 	unlock, err := Lock(dir, Timeout)
 	if err != nil {
@@ -372,39 +448,31 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 		return nil, err
 	}
 	if r.Claim != nil {
-		if p, err := r.Claim.again(claimDir, t, l); p != nil || err != nil {
+		if p, err := r.Claim.again(claimDir, gpus, l); p != nil || err != nil {
 			return p, err
 		}
 	}
-	holders := l.holders(t)
-	set, overlaps, err := choose(t, r, holders)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := r.Policy.Mem.Resolve(t.MemoryBytes)
-	if err != nil {
-		return nil, err
-	}
-	mem, err := fitMemory(t, holders, r.PID, limit, r.Flags&ctl.FlagMPS != 0, r.Share, r.memAdvice())
-	if err != nil {
-		return nil, err
-	}
-	mask, err := partition.Mask(t, set)
-	if err != nil {
-		return nil, err
-	}
-	var floor topo.Enable // none
-	if r.Policy.Floor > 0 {
-		if floor, err = chooseFloor(t, r.Policy.Floor, set, holders, r.PID); err != nil {
-			return nil, err
-		}
-	}
-	node := ctl.NodeName(t.UUID) // names the GPU; LS and BE tenants meet in its block
-	in := ctl.Init{PID: r.PID, GPU: t.UUID, Mask: mask, Live: t.Live(), SMs: SMs(t, set), Flags: r.Flags, Tide: ctl.Tide{Node: node},
-		Floor: floor, Comm: r.Comm}
+	in := ctl.Init{PID: r.PID, Flags: r.Flags, Comm: r.Comm}
 	r.Policy.Apply(&in)
 	in.MemLimit = limit
-	p := &Placed{Set: set, Mask: mask, Overlaps: overlaps, Dir: claimDir, Memory: mem}
+	var placed []PlacedOn
+	for i, g := range gpus {
+		part, on, err := placeOn(g, r, l, limit)
+		if err != nil {
+			return nil, g.wrap(err, len(gpus))
+		}
+		placed = append(placed, on)
+		if i == 0 {
+			in.GPU, in.Mask, in.Live, in.SMs, in.Floor, in.Tide.Node = part.GPU, part.Mask, part.Live, part.SMs, part.Floor, part.Node
+		} else {
+			in.More = append(in.More, part)
+		}
+	}
+	p := &Placed{Set: placed[0].Set, Mask: placed[0].Mask, Overlaps: placed[0].Overlaps, Dir: claimDir, Memory: placed[0].Memory,
+		More: placed[1:]}
+	if len(p.More) == 0 {
+		p.More = nil
+	}
 	var made ctl.Snapshot
 	if r.Claim != nil {
 		made, err = r.Claim.reserve(dir, claimDir, in)
@@ -421,8 +489,53 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	return p, nil
 }
 
-// create makes the control block in describes in dir, and the GPU's node
-// block for an LS or BE tenant.
+// placeOn chooses r's partition on one GPU, g, around what l holds there:
+// its TPCs, its memory limit's fit, its mask and a BE tenant's floor.
+func placeOn(g On, r Request, l *listing, limit uint64) (ctl.Part, PlacedOn, error) {
+	t := g.Topo
+	holders := l.holders(t)
+	r.Spec = g.Spec
+	set, overlaps, err := choose(t, r, holders)
+	if err != nil {
+		return ctl.Part{}, PlacedOn{}, err
+	}
+	mem, err := fitMemory(t, holders, r.PID, limit, r.Flags&ctl.FlagMPS != 0, r.Share, r.memAdvice())
+	if err != nil {
+		return ctl.Part{}, PlacedOn{}, err
+	}
+	mask, err := partition.Mask(t, set)
+	if err != nil {
+		return ctl.Part{}, PlacedOn{}, err
+	}
+	var floor topo.Enable // none
+	if r.Policy.Floor > 0 {
+		if floor, err = chooseFloor(t, r.Policy.Floor, set, holders, r.PID); err != nil {
+			return ctl.Part{}, PlacedOn{}, err
+		}
+	}
+	// the node block names the GPU; LS and BE tenants meet in it
+	part := ctl.Part{GPU: t.UUID, Node: ctl.NodeName(t.UUID), Mask: mask, Live: t.Live(), SMs: SMs(t, set), Floor: floor}
+	return part, PlacedOn{GPU: t.UUID, Set: set, Mask: mask, Overlaps: overlaps, Memory: mem}, nil
+}
+
+// name is how errors name the GPU.
+func (g On) name() string {
+	if g.Name != "" {
+		return g.Name
+	}
+	return "GPU " + g.Topo.UUID
+}
+
+// wrap names the GPU in err where the request is of several.
+func (g On) wrap(err error, gpus int) error {
+	if gpus == 1 {
+		return err
+	}
+	return fmt.Errorf("%s: %w", g.name(), err)
+}
+
+// create makes the control block in describes in dir, and the node block
+// of each of its GPUs for an LS or BE tenant.
 func create(dir string, in ctl.Init) (*ctl.Handle, error) {
 	if err := openNode(dir, in); err != nil {
 		return nil, err
@@ -430,20 +543,33 @@ func create(dir string, in ctl.Init) (*ctl.Handle, error) {
 	return ctl.Create(dir, in)
 }
 
-// openNode makes the GPU's node block, where LS and BE tenants meet, if
-// in is an LS or BE tenant's and there is none, and frees the slots of
-// ended LS tenants.
+// openNode makes the node block of each of in's GPUs, where LS and BE
+// tenants meet, if in is an LS or BE tenant's and there is none, and
+// frees the slots of ended LS tenants.
 func openNode(dir string, in ctl.Init) error {
 	if in.Class != ctl.ClassLS && in.Class != ctl.ClassBE {
 		return nil
 	}
-	n, err := ctl.OpenNode(dir, in.Tide.Node, in.Live)
-	if err != nil {
-		return err
+	for _, p := range nodes(in) {
+		n, err := ctl.OpenNode(dir, p.Node, p.Live)
+		if err != nil {
+			return err
+		}
+		n.Reclaim()
+		n.Close()
 	}
-	n.Reclaim()
-	n.Close()
 	return nil
+}
+
+// nodes are the partitions of in that name a node block.
+func nodes(in ctl.Init) []ctl.Part {
+	var out []ctl.Part
+	for _, p := range append([]ctl.Part{{GPU: in.GPU, Node: in.Tide.Node, Live: in.Live}}, in.More...) {
+		if p.Node != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // SMs is the number of SMs of set on t.
@@ -464,8 +590,9 @@ type Moved struct {
 }
 
 // Move gives the tenant of pid (the process carve run started and the
-// child processes that copied its block) the partition s on t, under dir's
-// lock. It applies from each process's next kernel launch.
+// child processes that copied its block) the partition s on t, one of its
+// GPUs, under dir's lock. It applies from each process's next kernel
+// launch; its partitions on other GPUs stay.
 func Move(dir string, t *topo.Topology, pid int, s partition.Spec, share bool) (*Moved, error) {
 	unlock, err := Lock(dir, Timeout)
 	if err != nil {
@@ -481,8 +608,9 @@ func Move(dir string, t *topo.Topology, pid int, s partition.Spec, share bool) (
 	if !snap.Alive() {
 		return nil, fmt.Errorf("process %d has exited", pid)
 	}
-	if !OnGPU(snap, t) {
-		return nil, fmt.Errorf("process %d runs on another GPU than the topology given", pid)
+	part, ok := PartOn(snap, t)
+	if !ok {
+		return nil, fmt.Errorf("process %d has no partition on %s", pid, t.UUID)
 	}
 	l, err := list(dir)
 	if err != nil {
@@ -496,7 +624,7 @@ func Move(dir string, t *topo.Topology, pid int, s partition.Spec, share bool) (
 	if err != nil {
 		return nil, err
 	}
-	m := &Moved{Before: partition.FromMask(t, snap.Mask), After: set, Overlaps: overlaps}
+	m := &Moved{Before: partition.FromMask(t, part.Mask), After: set, Overlaps: overlaps}
 	for i, e := range l.blocks {
 		if e.Tenant != snap.Tenant || !OnGPU(e.Snapshot, t) {
 			continue
@@ -505,12 +633,19 @@ func Move(dir string, t *topo.Topology, pid int, s partition.Spec, share bool) (
 		if err != nil {
 			continue // ended since the listing
 		}
-		gen, err := b.SetMask(mask, SMs(t, set))
+		var gen uint64
+		if e.GPU == "" { // a block of one GPU, which it does not name
+			gen, err = b.SetMask(mask, SMs(t, set))
+		} else {
+			gen, err = b.SetPartMask(t.UUID, mask, SMs(t, set))
+		}
+		if err == nil {
+			l.blocks[i].Snapshot = b.Snapshot()
+		}
 		b.Close()
 		if err != nil {
 			return nil, err
 		}
-		l.blocks[i].Mask = mask
 		if e.PID == pid {
 			m.Generation = gen
 		}
@@ -553,14 +688,16 @@ func fence(dir string, parts []ctl.Snapshot) error {
 	for _, n := range nodes {
 		live := n.Live()
 		var fixed topo.Enable
-		for _, p := range parts {
-			onNode := p.Tide.Node == n.Name() || p.Tide.Node == "" && p.Live == live
-			switch {
-			case !onNode || p.Class == ctl.ClassLS: // an LS tenant's TPCs are its slot's reserved ones
-			case p.Class == ctl.ClassBE:
-				fixed = fixed.Or(p.Floor.And(live))
-			default:
-				fixed = fixed.Or(p.Mask.Enable().And(live))
+		for _, s := range parts {
+			for _, p := range s.Parts() {
+				onNode := p.Node == n.Name() || p.Node == "" && p.Live == live
+				switch {
+				case !onNode || s.Class == ctl.ClassLS: // an LS tenant's TPCs are its slot's reserved ones
+				case s.Class == ctl.ClassBE:
+					fixed = fixed.Or(p.Floor.And(live))
+				default:
+					fixed = fixed.Or(p.Mask.Enable().And(live))
+				}
 			}
 		}
 		n.SetFixed(fixed)

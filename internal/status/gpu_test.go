@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/topo"
+	"github.com/carve-gpu/carve/internal/topo/topotest"
 )
 
 // TestLaunchesElsewhere: a process whose launches on another GPU ran
@@ -37,5 +40,50 @@ func TestLaunchesElsewhere(t *testing.T) {
 	WriteTable(&ls, []Row{r}, time.Now(), nil)
 	if strings.Contains(ls.String(), "UNMASKED") {
 		t.Errorf("a process with no launch elsewhere:\n%s", ls.String())
+	}
+}
+
+// TestTenantOfTwoGPUs: a tenant with partitions on two GPUs shows each
+// GPU's TPCs, named on that GPU's cached topology: in the JSON rows, and
+// in carve ls and top on a line of each GPU.
+func TestTenantOfTwoGPUs(t *testing.T) {
+	a, b := topotest.H100(t), topotest.Second(t)
+	cache := t.TempDir()
+	t.Setenv("CARVE_CACHE_DIR", cache)
+	for _, top := range []*topo.Topology{a, b} {
+		if err := topo.WriteCache(topo.CachePath(cache, top.UUID, top.Driver), top); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mask := func(top *topo.Topology, s string) topo.Disable {
+		spec, _ := partition.ParseTPCs(s)
+		set, _ := spec.Resolve(top, nil)
+		m, _ := partition.Mask(top, set)
+		return m
+	}
+	e := ctl.Entry{Snapshot: ctl.Snapshot{PID: 7, Tenant: 7, State: ctl.StateHooked, GPU: a.UUID, Mask: mask(a, "0-15"), Live: a.Live(),
+		SMs: 32, Gen: 2, AppliedGen: 2, Command: []string{"train"},
+		More: []ctl.Part{{GPU: b.UUID, Mask: mask(b, "4-11"), Live: b.Live(), SMs: 16}}}}
+	r := row(e, false)
+	if r.GPU != a.UUID || r.TPCs != "0-15" || len(r.GPUs) != 2 || r.GPUs[1].GPU != b.UUID || r.GPUs[1].TPCs != "4-11" ||
+		r.GPUs[1].NumTPCs != 8 || r.GPUs[1].SMs != 16 {
+		t.Fatalf("row %+v", r)
+	}
+	var ls, top strings.Builder
+	WriteTable(&ls, []Row{r}, time.Now(), nil)
+	WriteTop(&top, []Row{r}, nil, time.Now(), time.Second)
+	for name, out := range map[string]string{"ls": ls.String(), "top": top.String()} {
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		last := strings.Fields(lines[len(lines)-1])
+		if !strings.Contains(out, "GPU-72602ec6  0-15") || len(last) < 3 || last[0] != "GPU-5d1e2b7a" || last[1] != "4-11" || last[2] != "8" {
+			t.Errorf("carve %s does not show each GPU's TPCs:\n%s", name, out)
+		}
+	}
+	js, _ := json.Marshal(r)
+	if !strings.Contains(string(js), `"gpus":[{"gpu":"`+a.UUID+`","tpcs":"0-15","num_tpcs":16,"sms":32},{"gpu":"`+b.UUID+`","tpcs":"4-11"`) {
+		t.Errorf("JSON row %s", js)
+	}
+	if one := row(ctl.Entry{Snapshot: ctl.Snapshot{PID: 8, GPU: a.UUID, Mask: mask(a, "0-3"), Live: a.Live()}}, false); one.GPUs != nil || one.TPCs != "0-3" {
+		t.Errorf("a tenant of one GPU: %+v", one)
 	}
 }

@@ -42,10 +42,41 @@ type Row struct {
 	Claim      string          `json:"claim,omitempty"` // the Kubernetes claim (namespace/name) it runs in; its pid is the container's
 
 	GPU string `json:"gpu,omitempty"` // the UUID of the GPU the partition is of ("": not recorded)
+	// GPUs are its partitions on each of its GPUs, where it has them on
+	// several: the fields above are those of its first
+	GPUs []GPUPart `json:"gpus,omitempty"`
 	// launches on another GPU, which ran on all its TPCs (allowed
 	// unpartitioned), and the last such GPU
 	OtherLaunches uint64 `json:"other_gpu_launches,omitempty"`
 	OtherGPU      string `json:"other_gpu,omitempty"`
+}
+
+// GPUPart is a tenant's partition on one of its GPUs.
+type GPUPart struct {
+	GPU     string `json:"gpu"`
+	TPCs    string `json:"tpcs"` // logical, or "mask:<hex>" when no topology is cached
+	NumTPCs int    `json:"num_tpcs"`
+	SMs     int    `json:"sms"` // reported to the program (0: the whole GPU's)
+	Floor   string `json:"floor,omitempty"`
+}
+
+// part names a partition's TPCs and floor on its GPU's cached topology.
+func part(p ctl.Part, allSMs bool) GPUPart {
+	g := GPUPart{GPU: p.GPU, SMs: p.SMs}
+	if allSMs {
+		g.SMs = 0
+	}
+	if t, _ := topo.FindCachedGPU(p.GPU, p.Live); t != nil {
+		set := partition.FromMask(t, p.Mask)
+		g.TPCs, g.NumTPCs = set.String(), len(set)
+		if f := partition.FromEnable(t, p.Floor); len(f) > 0 {
+			g.Floor = f.String()
+		}
+	} else {
+		g.TPCs = "mask:" + p.Mask.String()
+		g.NumTPCs = p.Mask.Enable().And(p.Live).Count()
+	}
+	return g
 }
 
 // Memory is what a row says of its tenant's GPU memory, in bytes.
@@ -108,17 +139,34 @@ func row(e ctl.Entry, ended bool) Row {
 	if f := e.Fault; f.Code != 0 {
 		r.Fault = &Fault{Code: int(f.Code), Name: f.Name(), Call: f.Call, At: f.At.UTC().Format(time.RFC3339Nano), Cause: "unknown"}
 	}
-	if t, _ := topo.FindCached(e.Live); t != nil {
-		set := partition.FromMask(t, e.Mask)
-		r.TPCs, r.NumTPCs = set.String(), len(set)
-		if f := partition.FromEnable(t, e.Floor); len(f) > 0 {
-			r.Floor = f.String()
-		}
-	} else {
-		r.TPCs = "mask:" + e.Mask.String()
-		r.NumTPCs = e.Mask.Enable().And(e.Live).Count()
+	for _, p := range e.Parts() {
+		r.GPUs = append(r.GPUs, part(p, e.Flags&ctl.FlagAllSMs != 0))
+	}
+	r.TPCs, r.NumTPCs, r.Floor = r.GPUs[0].TPCs, r.GPUs[0].NumTPCs, r.GPUs[0].Floor
+	if len(r.GPUs) == 1 {
+		r.GPUs = nil
 	}
 	return r
+}
+
+// Parts are a row's partitions on each of its GPUs.
+func Parts(r Row) []GPUPart {
+	if len(r.GPUs) > 0 {
+		return r.GPUs
+	}
+	return []GPUPart{{GPU: r.GPU, TPCs: r.TPCs, NumTPCs: r.NumTPCs, SMs: r.SMs, Floor: r.Floor}}
+}
+
+// ShortGPU is a GPU's UUID as the tables show it: its first group
+// ("GPU-72602ec6"), "-" where it is not known.
+func ShortGPU(uuid string) string {
+	if uuid == "" {
+		return "-"
+	}
+	if len(uuid) > 12 {
+		return uuid[:12]
+	}
+	return uuid
 }
 
 // List returns the rows of the blocks in dir: live processes by pid, then
@@ -203,7 +251,7 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, unreadable error) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tCLASS\tTPCS\tN\tSMS\tMEM\tCONTEXT\tLAUNCHES\tLAST LAUNCH\tSTATE\tTIDE\tCOMMAND")
+	fmt.Fprintln(tw, "PID\tCLASS\tGPU\tTPCS\tN\tSMS\tMEM\tCONTEXT\tLAUNCHES\tLAST LAUNCH\tSTATE\tTIDE\tCOMMAND")
 	var faulted []Row
 	for _, r := range rows {
 		if r.Fault != nil {
@@ -223,10 +271,7 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, unreadable error) {
 			state += " (new mask from next launch)"
 		}
 		state += Elsewhere(r) + Refused(r)
-		sms := fmt.Sprint(r.SMs)
-		if r.SMs == 0 {
-			sms = "all"
-		}
+		sms := SMsText(r.SMs)
 		pid, command := fmt.Sprint(r.PID), place.CommandLine(r.Command, 50)
 		if r.Claim != "" {
 			command = "claim " + r.Claim + ": " + command
@@ -234,11 +279,31 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, unreadable error) {
 				pid, command = "-", "claim "+r.Claim
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", pid, orDash(r.Class), r.TPCs, r.NumTPCs, sms, MemText(r),
-			context(r), r.Launches, last, state, TideText(r), command)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", pid, orDash(r.Class), ShortGPU(r.GPU), r.TPCs, r.NumTPCs, sms,
+			MemText(r), context(r), r.Launches, last, state, TideText(r), command)
+		for _, g := range MoreParts(r) {
+			fmt.Fprintf(tw, "\t\t%s\t%s\t%d\t%s\t\t\t\t\t\t\t\n", ShortGPU(g.GPU), g.TPCs, g.NumTPCs, SMsText(g.SMs))
+		}
 	}
 	tw.Flush()
 	writeFaults(w, faulted, now, unreadable)
+}
+
+// MoreParts are a row's partitions on its GPUs but the first, each shown
+// on a line of its own below the row.
+func MoreParts(r Row) []GPUPart {
+	if len(r.GPUs) < 2 {
+		return nil
+	}
+	return r.GPUs[1:]
+}
+
+// SMsText is an SM count told to a program: "all" for the whole GPU's.
+func SMsText(n int) string {
+	if n == 0 {
+		return "all"
+	}
+	return fmt.Sprint(n)
 }
 
 // Command is the row's command line, cut to width.

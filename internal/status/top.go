@@ -42,7 +42,7 @@ func Between(prev, cur []Row, dt time.Duration) map[int]Rates {
 func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt time.Duration) {
 	fmt.Fprintf(w, "carve top  %s  (rates over %v)\n\n", now.Format("15:04:05"), dt.Round(time.Millisecond))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tCLASS\tTPCS\tN\tMEM\tLAUNCHES/S\tLS BUSY\tBE HELD\tBE IN FLIGHT\tSTATE\tCOMMAND")
+	fmt.Fprintln(tw, "PID\tCLASS\tGPU\tTPCS\tN\tMEM\tLAUNCHES/S\tLS BUSY\tBE HELD\tBE IN FLIGHT\tSTATE\tCOMMAND")
 	n := 0
 	for _, r := range rows {
 		if r.Ended {
@@ -65,8 +65,11 @@ func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt ti
 			state = "FAULT " + r.Fault.Name
 		}
 		state += Elsewhere(r) + Refused(r)
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), r.TPCs, r.NumTPCs, MemText(r),
-			x.Launches, busy, held, infl, state, Command(r, 40))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), ShortGPU(r.GPU), r.TPCs, r.NumTPCs,
+			MemText(r), x.Launches, busy, held, infl, state, Command(r, 40))
+		for _, g := range MoreParts(r) {
+			fmt.Fprintf(tw, "\t\t%s\t%s\t%d\t\t\t\t\t\t\t\n", ShortGPU(g.GPU), g.TPCs, g.NumTPCs)
+		}
 	}
 	tw.Flush()
 	if n == 0 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 // CacheDir is where topologies are kept: $CARVE_CACHE_DIR, else the user's
@@ -59,6 +60,27 @@ func WriteCache(path string, t *Topology) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// FindCachedGPU returns the cached topology of the GPU of uuid, the GPU a
+// partition of a control block is on; with no UUID (a block of an older
+// carve), FindCached's of live. nil if none is cached.
+func FindCachedGPU(uuid string, live Enable) (*Topology, error) {
+	if uuid == "" {
+		return FindCached(live)
+	}
+	dir, err := CacheDir()
+	if err != nil {
+		return nil, err
+	}
+	paths, _ := filepath.Glob(filepath.Join(dir, "topo-*.json"))
+	for _, p := range paths {
+		t, err := ReadCache(p)
+		if err == nil && t != nil && strings.EqualFold(t.UUID, uuid) && t.Live() == live {
+			return t, nil
+		}
+	}
+	return nil, nil
 }
 
 // FindCached returns the cached topology whose live TPC bits are live, the

@@ -15,7 +15,8 @@
  *   - cuDeviceGetAttribute (132 SMs);
  *   - two devices with UUIDs of their own, a primary context on each, and
  *     contexts made and destroyed (cuCtxCreate, cuCtxDestroy), current
- *     per thread;
+ *     per thread, each with a default stream of its own; CUDA_VISIBLE_DEVICES
+ *     ("1,0", "1") orders and hides the devices, as the driver's does;
  *   - device memory (FAKECUDA_MEM_MB MiB, default 81079 as an H100's, or
  *     what fakecuda_mem_mb sets): plain, pitched and managed allocations
  *     and their 32-bit flavours of CUDA before 3.2, stream-ordered pools
@@ -34,6 +35,10 @@
  *     Compute's does, which subscribes to the launch callback through the
  *     cuGetExportTable the program would find (dlsym RTLD_DEFAULT); =2: it
  *     subscribes through the driver's own table, bypassing any shim.
+ *
+ * It also has every call carve's own Go code binds (internal/cuda), so that
+ * carve itself runs on it (CARVE_LIBCUDA): the devices, their names and
+ * UUIDs, and the rest refusing with CUDA_ERROR_NOT_SUPPORTED.
  *
  * Test entry points (fakecuda_*) let a test see what the shim did.
  * FAKECUDA_NO_TABLE=1 makes cuGetExportTable fail (a driver without the
@@ -231,7 +236,10 @@ static void mem_synced(void);
 static void mem_context_gone(int slot);
 static struct fgraph *graph_new(void);
 static int graph_memory(CUgraphExec g);
-static struct fstream default_stream;
+#define CTX_BASE 0xc0
+#define CTX_SLOTS 8
+static struct fstream default_streams[CTX_SLOTS]; /* each context's */
+static struct fstream *default_stream(void);
 #define MAX_STREAMS 256
 static struct fstream *streams[MAX_STREAMS];
 static int nstreams;
@@ -239,7 +247,7 @@ static int nstreams;
 static struct fstream *stream_of(CUstream s)
 {
 	if (s == 0 || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
-		return &default_stream;
+		return default_stream();
 	return (struct fstream *)s;
 }
 
@@ -274,17 +282,31 @@ void fakecuda_kernel_us(long long us)
 /* --- devices and contexts -------------------------------------------------- */
 
 /* Two GPUs with UUIDs of their own (the first is that of the topology in
- * internal/topo/testdata). A context is a slot, named (CUcontext)(0xc0 +
- * slot): 0xc0 and 0xc1 are the primary contexts of devices 0 and 1, the
- * rest made by cuCtxCreate, the lowest free slot first (so a handle
- * destroyed comes back). Each thread starts with 0xc0 current. */
+ * internal/topo/testdata, the second that of topotest's second one). A
+ * context is a slot, named (CUcontext)(0xc0 + slot): 0xc0 and 0xc1 are the
+ * primary contexts of devices 0 and 1, the rest made by cuCtxCreate, the
+ * lowest free slot first (so a handle destroyed comes back). Each thread
+ * starts with 0xc0 current. Devices are ordinals as the program sees them:
+ * with CUDA_VISIBLE_DEVICES, ordinal i is the GPU it names i-th. */
 static const unsigned char dev_uuid[2][16] = {
 	{0x72, 0x60, 0x2e, 0xc6, 0x31, 0x0b, 0x1a, 0xda, 0xb0, 0x2f, 0x5c, 0x7e, 0xc6, 0x0e, 0x17, 0xef},
 	{0x5d, 0x1e, 0x2b, 0x7a, 0x0c, 0x44, 0x4f, 0x0e, 0x9a, 0x31, 0x7b, 0xe0, 0xc2, 0xf4, 0xd6, 0xa1},
 };
-#define CTX_BASE 0xc0
-#define CTX_SLOTS 8
 static int ctx_dev[CTX_SLOTS] = {0, 1, -1, -1, -1, -1, -1, -1}; /* -1: free */
+
+/* visible is the GPU (index of dev_uuid) of ordinal dev, -1 if none. */
+static int visible(CUdevice dev)
+{
+	int order[2] = {0, 1}, n = 2;
+	const char *e = getenv("CUDA_VISIBLE_DEVICES");
+	if (e) {
+		n = 0;
+		for (const char *p = e; *p && n < 2; p++)
+			if (*p == '0' || *p == '1')
+				order[n++] = *p - '0';
+	}
+	return dev >= 0 && dev < n ? order[dev] : -1;
+}
 static __thread CUcontext current_ctx = (CUcontext)CTX_BASE;
 static int uuid_lookups;
 
@@ -324,7 +346,7 @@ int cuCtxGetDevice(CUdevice *d)
 int cuCtxCreate_v2(CUcontext *c, unsigned flags, CUdevice dev)
 {
 	(void)flags;
-	if (dev < 0 || dev > 1)
+	if (visible(dev) < 0)
 		return 101; /* CUDA_ERROR_INVALID_DEVICE */
 	pthread_mutex_lock(&mu);
 	int s = 2;
@@ -353,10 +375,11 @@ int cuCtxDestroy_v2(CUcontext c)
 
 int cuDeviceGetUuid_v2(unsigned char *uuid, CUdevice dev)
 {
-	if (dev < 0 || dev > 1)
+	int g = visible(dev);
+	if (g < 0)
 		return 101;
 	__atomic_add_fetch(&uuid_lookups, 1, __ATOMIC_RELAXED);
-	memcpy(uuid, dev_uuid[dev], 16);
+	memcpy(uuid, dev_uuid[g], 16);
 	return 0;
 }
 
@@ -439,9 +462,15 @@ int cuStreamSynchronize(CUstream s)
 	return error();
 }
 
+static struct fstream *default_stream(void)
+{
+	int s = ctx_slot(current_ctx);
+	return &default_streams[s < 0 ? 0 : s];
+}
+
 int cuCtxSynchronize(void)
 {
-	uint64_t t = default_stream.done_at;
+	uint64_t t = default_stream()->done_at;
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < nstreams; i++)
 		if (streams[i]->done_at > t)
@@ -471,10 +500,71 @@ int cuStreamEndCapture(CUstream s, CUgraph *g)
 
 int cuDeviceGetAttribute(int *v, int attr, CUdevice dev)
 {
-	(void)dev;
+	if (visible(dev) < 0)
+		return 101;
 	*v = attr == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 132 : 1;
 	return 0;
 }
+
+/* --- what carve's own Go code binds (internal/cuda) -------------------------- */
+
+int cuDriverGetVersion(int *v)
+{
+	*v = 13000;
+	return 0;
+}
+
+int cuDeviceGetCount(int *n)
+{
+	*n = 0;
+	while (*n < 2 && visible(*n) >= 0)
+		++*n;
+	return 0;
+}
+
+int cuDeviceGet(CUdevice *d, int ordinal)
+{
+	if (visible(ordinal) < 0)
+		return 101;
+	*d = ordinal;
+	return 0;
+}
+
+int cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+	if (visible(dev) < 0)
+		return 101;
+	snprintf(name, (size_t)len, "NVIDIA H100 80GB HBM3");
+	return 0;
+}
+
+int cuGetErrorName(int r, const char **s)
+{
+	(void)r;
+	*s = "CUDA_ERROR_FAKE";
+	return 0;
+}
+
+#define NOT_SUPPORTED(name) \
+	int name(void)      \
+	{                   \
+		return 801; \
+	}
+NOT_SUPPORTED(cuDevicePrimaryCtxRetain)
+NOT_SUPPORTED(cuDevicePrimaryCtxRelease_v2)
+NOT_SUPPORTED(cuModuleLoadData)
+NOT_SUPPORTED(cuModuleGetFunction)
+NOT_SUPPORTED(cuFuncSetAttribute)
+NOT_SUPPORTED(cuMemcpyDtoH_v2)
+NOT_SUPPORTED(cuMemcpyHtoD_v2)
+NOT_SUPPORTED(cuMemsetD32_v2)
+NOT_SUPPORTED(cuEventElapsedTime)
+NOT_SUPPORTED(cuMemHostAlloc)
+NOT_SUPPORTED(cuMemHostGetDevicePointer_v2)
+NOT_SUPPORTED(cuMemFreeHost)
+NOT_SUPPORTED(cuMemGetAllocationGranularity)
+NOT_SUPPORTED(cuStreamSetAttribute)
+NOT_SUPPORTED(cuCtxResetPersistingL2Cache)
 
 /* --- launches --------------------------------------------------------------- */
 

@@ -14,7 +14,8 @@
  *                      stream with ptds -> "mask ..." as above, or "rc N"
  *   direct             cuLaunchKernel called by its exported name, as a
  *                      program linked against libcuda does -> "mask ..."
- *   sms                cuDeviceGetAttribute(multiprocessor count) -> "sms N"
+ *   sms [DEV]          cuDeviceGetAttribute(multiprocessor count) of device
+ *                      DEV (default 0) -> "sms N rc R"
  *   sync               cuStreamSynchronize(0) -> "rc N"
  *   next               does dlsym(RTLD_NEXT, "dlsym") from here find the
  *                      next library's dlsym? -> "next same|different"
@@ -876,8 +877,9 @@ int main(void)
 				print_mask();
 		} else if (strncmp(line, "sms", 3) == 0) {
 			CUresult (*f)(int *, int, CUdevice) = proc("cuDeviceGetAttribute", 0);
-			int n = 0;
-			CUresult r = f(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0);
+			int n = 0, dev = 0;
+			sscanf(line, "sms %i", &dev);
+			CUresult r = f(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
 			printf("sms %d rc %d\n", n, r);
 		} else if (strncmp(line, "sync", 4) == 0) {
 			CUresult (*f)(CUstream) = proc("cuStreamSynchronize", 0);

@@ -22,10 +22,13 @@ int main(void)
 #define S(name) printf("slot.%s %zu %zu\n", #name, offsetof(struct carve_node_slot, name), sizeof(((struct carve_node_slot *)0)->name))
 	printf("node.sizeof %zu %zu\n", sizeof(struct carve_node), sizeof(struct carve_node));
 	printf("slot.sizeof %zu %zu\n", sizeof(struct carve_node_slot), sizeof(struct carve_node_slot));
+#define P(name) printf("part.%s %zu %zu\n", #name, offsetof(struct carve_gpu_part, name), sizeof(((struct carve_gpu_part *)0)->name))
+	printf("part.sizeof %zu %zu\n", sizeof(struct carve_gpu_part), sizeof(struct carve_gpu_part));
+	P(gpu); P(mask); P(live); P(floor); P(sms); P(pad); P(node); P(reserved);
 	N(magic); N(version); N(size); N(live); N(lease_ns); N(created_ns); N(fixed); N(gen); N(busy); N(beat_ns); N(pad); N(slots); N(rest);
 	S(pid); S(busy); S(start_ticks); S(beat_ns); S(busy_ns); S(busy_since_ns); S(reserved); S(requests);
 #define C(name, value) printf("const %s %llu\n", name, (unsigned long long)(value));
-	C("CARVE_CTL_MAGIC", CARVE_CTL_MAGIC); C("CARVE_CTL_VERSION", CARVE_CTL_VERSION); C("CARVE_CTL_SIZE", CARVE_CTL_SIZE);
+	C("CARVE_CTL_MAGIC", CARVE_CTL_MAGIC); C("CARVE_CTL_VERSION", CARVE_CTL_VERSION); C("CARVE_CTL_SIZE", CARVE_CTL_SIZE); C("CARVE_GPUS", CARVE_GPUS);
 	C("CARVE_NODE_MAGIC", CARVE_NODE_MAGIC); C("CARVE_NODE_VERSION", CARVE_NODE_VERSION);
 	C("CARVE_NODE_SIZE", CARVE_NODE_SIZE); C("CARVE_NODE_SLOTS", CARVE_NODE_SLOTS);
 	C("CARVE_NODE_LEASE_NS", CARVE_NODE_LEASE_NS); C("CARVE_NODE_QUIET_NS", CARVE_NODE_QUIET_NS); C("CARVE_NODE_NARROW_MIN", CARVE_NODE_NARROW_MIN); C("CARVE_NODE_SLOT_LOCK(5)", CARVE_NODE_SLOT_LOCK(5));
