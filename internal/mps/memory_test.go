@@ -1,6 +1,7 @@
 package mps
 
 import (
+	"bufio"
 	"os/exec"
 	"strings"
 	"testing"
@@ -50,9 +51,23 @@ func TestPinnedMemLimit(t *testing.T) {
 // its environment; none where it has none.
 func TestStartedLimit(t *testing.T) {
 	for env, want := range map[string]uint64{PinnedMemLimit(0, 3<<30): 3 << 30, "OTHER=1": 0} {
-		c := exec.Command("sleep", "10")
+		// the process says it runs, so that its exec is done: until then
+		// its /proc environ can read empty
+		c := exec.Command("sh", "-c", "echo up; read x")
 		c.Env = []string{env}
+		out, err := c.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := c.StdinPipe() // open until it is killed: read x waits
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
 		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
 			t.Fatal(err)
 		}
 		b, ok, err := StartedLimit(c.Process.Pid)
