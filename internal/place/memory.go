@@ -13,9 +13,10 @@ import (
 // for its CUDA context where the limit does not hold it: outside MPS the
 // shim's account holds only what the tenant allocates, while under MPS the
 // driver's limit (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT) counts the context in.
-// To be measured on the GPU: 768 MiB is what a PyTorch client's context
-// took under MPS on the H100 (a 2G limit left it 1280 MiB, a 3G one
-// 2304 MiB).
+// Measured on the H100 (results/h100-580.159.04-2026-11-24/memory): a
+// PyTorch context with cuBLAS loaded took 719 MiB of the GPU outside MPS
+// (801 MiB as an MPS client), and a BE under MPS with a 20 GiB limit got
+// 19,712 MiB of allocations, 768 MiB less.
 const ContextReserve = 768 << 20
 
 // ErrMemory is wrapped by the errors of placements refused because the
