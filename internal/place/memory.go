@@ -127,14 +127,9 @@ func SetMemory(dir string, t *topo.Topology, pid int, lim ctl.MemLimit, share bo
 		return nil, err
 	}
 	defer unlock()
-	h, err := ctl.Open(dir, pid)
+	snap, err := running(dir, pid)
 	if err != nil {
 		return nil, err
-	}
-	snap := h.Snapshot()
-	h.Close()
-	if !snap.Alive() {
-		return nil, fmt.Errorf("process %d has exited", pid)
 	}
 	if !OnGPU(snap, t) {
 		return nil, fmt.Errorf("process %d runs on another GPU than the topology given", pid)

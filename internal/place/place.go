@@ -589,6 +589,20 @@ type Moved struct {
 	Overlaps      []Overlap
 }
 
+// running is the block of pid, a process that still runs.
+func running(dir string, pid int) (ctl.Snapshot, error) {
+	h, err := ctl.Open(dir, pid)
+	if err != nil {
+		return ctl.Snapshot{}, err
+	}
+	snap := h.Snapshot()
+	h.Close()
+	if !snap.Alive() {
+		return ctl.Snapshot{}, fmt.Errorf("process %d has exited", pid)
+	}
+	return snap, nil
+}
+
 // Move gives the tenant of pid (the process carve run started and the
 // child processes that copied its block) the partition s on t, one of its
 // GPUs, under dir's lock. It applies from each process's next kernel
@@ -599,14 +613,9 @@ func Move(dir string, t *topo.Topology, pid int, s partition.Spec, share bool) (
 		return nil, err
 	}
 	defer unlock()
-	h, err := ctl.Open(dir, pid)
+	snap, err := running(dir, pid)
 	if err != nil {
 		return nil, err
-	}
-	snap := h.Snapshot()
-	h.Close()
-	if !snap.Alive() {
-		return nil, fmt.Errorf("process %d has exited", pid)
 	}
 	part, ok := PartOn(snap, t)
 	if !ok {
