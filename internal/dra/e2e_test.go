@@ -187,7 +187,9 @@ func (cp *controlPlane) create(t *testing.T, obj runtime.Object) {
 }
 
 // TestEndToEnd: against a real API server and scheduler (make kube),
-// deploy/kubernetes's objects are accepted; the plugin publishes the
+// deploy/kubernetes's objects are accepted; the plugin, with its own
+// rights (its service account's token bound to a pod on the node, under
+// rbac.yaml), publishes the
 // recorded H100 as a ResourceSlice the API validates, its TPCs and its
 // memory; the scheduler allocates TPCs and memory to the example claims
 // (an LS claim of 16 TPCs and 16Gi, a BE claim of 0 and 24Gi, a plain one
@@ -196,7 +198,7 @@ func (cp *controlPlane) create(t *testing.T, obj runtime.Object) {
 // since 83 TPCs are more than the GPU's 66, and that of a sixth (4 TPCs,
 // 32Gi) pending, since 89Gi are more than its 79.2Gi, while a seventh (4
 // TPCs, 16Gi) is allocated; carve-dra's service account may write its own
-// node's slices only; a fake kubelet then prepares the allocated claims
+// node's slices and claims' status only; a fake kubelet then prepares the allocated claims
 // over the plugin's socket, the plugin reads them from the API, gives
 // each its memory (less its context's reserve: there is no MPS here) as
 // its limit, and writes their status (the refused one's says why), and
@@ -236,8 +238,12 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// the plugin runs with its own rights: its service account's token
+	// bound to a pod on the node, as the DaemonSet's pods get, under
+	// rbac.yaml's roles and admission policy
+	plugin := pluginClient(ctx, t, cp)
 	td := newTestDriver(t)
-	td.Client = cp.client
+	td.Client = plugin
 	dir := t.TempDir()
 	s := Sockets{PluginDir: filepath.Join(dir, "plugin"), RegistrarDir: filepath.Join(dir, "registry")}
 	os.MkdirAll(s.RegistrarDir, 0o750)
@@ -323,7 +329,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 
-	ownNodeOnly(ctx, t, cp)
+	ownNodeOnly(ctx, t, cp, plugin)
 
 	refs := []*drapb.Claim{claimRef(badClaim)}
 	for _, c := range allocated {
@@ -366,11 +372,10 @@ func TestEndToEnd(t *testing.T) {
 	k.unprepare(ctx, t, td, allocated...)
 }
 
-// ownNodeOnly: a token of carve-dra's service account bound to a pod on
-// node-a (as the DaemonSet's pods get) may write node-a's ResourceSlices
-// and no other node's (rbac.yaml's admission policy), and may not read
-// what carve-dra never needs.
-func ownNodeOnly(ctx context.Context, t *testing.T, cp *controlPlane) {
+// pluginClient is a client of carve-dra's service account with a token
+// bound to a pod on node (as the DaemonSet's pods get): the token names the
+// node.
+func pluginClient(ctx context.Context, t *testing.T, cp *controlPlane) *kubernetes.Clientset {
 	t.Helper()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "carve-system", Name: "carve-dra-on-a"},
 		Spec: corev1.PodSpec{ServiceAccountName: "carve-dra", NodeName: node, Containers: []corev1.Container{{Name: "plugin", Image: "none"}}}}
@@ -390,6 +395,16 @@ func ownNodeOnly(ctx context.Context, t *testing.T, cp *controlPlane) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return plugin
+}
+
+// ownNodeOnly: carve-dra with its token bound to a pod on node-a (plugin)
+// may write node-a's ResourceSlices and no other node's (rbac.yaml's
+// admission policy), may not write the status of a claim allocated on
+// another node (the API server's associated-node check), and may not read
+// what carve-dra never needs.
+func ownNodeOnly(ctx context.Context, t *testing.T, cp *controlPlane, plugin *kubernetes.Clientset) {
+	t.Helper()
 	slice := func(nodeName string) *resourceapi.ResourceSlice {
 		return &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}, Spec: resourceapi.ResourceSliceSpec{
 			Driver: DriverName, NodeName: &nodeName, Pool: resourceapi.ResourcePool{Name: nodeName, ResourceSliceCount: 1}}}
@@ -403,6 +418,27 @@ func ownNodeOnly(ctx context.Context, t *testing.T, cp *controlPlane) {
 	if _, err := plugin.ResourceV1().ResourceSlices().Create(ctx, slice("node-b"), metav1.CreateOptions{}); err == nil ||
 		!strings.Contains(err.Error(), "may change only that node's ResourceSlices") {
 		t.Errorf("carve-dra on %s writing node-b's slice: %v", node, err)
+	}
+	// a claim allocated on node-b (by the admin, as a scheduler would)
+	other := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "on-b"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+			{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: DriverName}}}}}}
+	other, err = cp.client.ResourceV1().ResourceClaims("default").Create(ctx, other, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Status.Allocation = &resourceapi.AllocationResult{
+		Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+			{Request: "gpu", Driver: DriverName, Pool: "node-b", Device: "gpu-0"}}},
+		NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
+			{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"node-b"}}}}}}}
+	if other, err = cp.client.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, other, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other.Status.Devices = []resourceapi.AllocatedDeviceStatus{{Driver: DriverName, Pool: "node-b", Device: "gpu-0"}}
+	if _, err := plugin.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, other, metav1.UpdateOptions{}); err == nil ||
+		!strings.Contains(err.Error(), `cannot arbitrary-node:update resource "resourceclaims/driver"`) {
+		t.Errorf("carve-dra on %s writing the status of a claim on node-b: %v", node, err)
 	}
 	if _, err := plugin.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("carve-dra listing secrets: %v", err)

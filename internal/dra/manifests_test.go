@@ -68,25 +68,37 @@ func clusterRole(t *testing.T) *rbacv1.ClusterRole {
 	return one[*rbacv1.ClusterRole](t, objects(t, manifests))
 }
 
-// allowed checks that role lets carve-dra make every call it made.
+// allowed checks that role lets carve-dra make every call it made. A
+// write of a claim's status needs, besides resourceclaims/status, what the
+// API server checks since Kubernetes 1.36 for status.devices
+// (DRAResourceClaimGranularStatusAuthorization): associated-node:VERB on
+// resourceclaims/driver, named by the driver.
 func allowed(t *testing.T, role *rbacv1.ClusterRole, actions []k8stesting.Action) {
 	t.Helper()
 	if len(actions) == 0 {
 		t.Fatal("no API call to check")
 	}
+	grants := func(group, res, verb, name string) bool {
+		for _, r := range role.Rules {
+			if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, res) && slices.Contains(r.Verbs, verb) &&
+				(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, name)) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, a := range actions {
-		res := a.GetResource().Resource
+		group, res, verb := a.GetResource().Group, a.GetResource().Resource, a.GetVerb()
 		if a.GetSubresource() != "" {
 			res += "/" + a.GetSubresource()
 		}
-		ok := false
-		for _, r := range role.Rules {
-			if slices.Contains(r.APIGroups, a.GetResource().Group) && slices.Contains(r.Resources, res) && slices.Contains(r.Verbs, a.GetVerb()) {
-				ok = true
-			}
+		if !grants(group, res, verb, "") {
+			t.Errorf("carve-dra's ClusterRole does not allow %s %s (group %q)", verb, res, group)
 		}
-		if !ok {
-			t.Errorf("carve-dra's ClusterRole does not allow %s %s (group %q)", a.GetVerb(), res, a.GetResource().Group)
+		if group == resourceapi.GroupName && res == "resourceclaims/status" &&
+			!grants(group, "resourceclaims/driver", resourceapi.VerbPrefixAssociatedNode+verb, DriverName) {
+			t.Errorf("carve-dra's ClusterRole does not allow %s%s resourceclaims/driver %s, which writing status.devices needs",
+				resourceapi.VerbPrefixAssociatedNode, verb, DriverName)
 		}
 	}
 }
