@@ -609,6 +609,12 @@ func serveTable(tw io.Writer, r *report.Result) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\n", p.pair, rate, p.mech, lat, ratio, slo, met, p.be, be)
 	}
 	fmt.Fprintln(tw, "latency in ms from the request's arrival, queueing included; SLO: 2 x the LS's p99 alone on the whole GPU at the same rate")
+	for _, p := range points {
+		if strings.HasSuffix(p.mech, beFirstSuffix) {
+			fmt.Fprintln(tw, "(BE first): the BE started and ran before the LS started, warmed up and captured its graph; its throughput is over the LS's serving only; otherwise the LS was ready first")
+			break
+		}
+	}
 	if over, ok := r.Params["over_half_capacity"].([]any); ok {
 		for _, o := range over {
 			fmt.Fprintf(tw, "rate %v: the LS is overloaded by its own requests; such points say little of sharing\n", o)

@@ -185,7 +185,7 @@ func TestServeRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"MPS 25%/75%", "67.00%", "90%", "carve tide, 8 in flight, 300µs queued, share 0.05", "4.00", "1.25x",
-		"share 0.05 (BE first)", "65%"} {
+		"share 0.05 (BE first)", "65%", "its throughput is over the LS's serving only"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
