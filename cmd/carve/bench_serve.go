@@ -30,9 +30,14 @@ each pair and rate it measures each alone on the whole GPU, then together
 under time slicing, MPS without limits, MPS percentages, carve's static
 partitions and carve tide (each setting a point), and reports the LS's
 p50/p99/p99.9, its SLO attainment (SLO = 2 x its p99 alone at the same rate)
-and the BE's throughput, with a plot of LS p99 against BE throughput.`,
+and the BE's throughput, with a plot of LS p99 against BE throughput.
+
+--orders be-first also measures each setup with the BE started first: the
+LS starts, warms up and captures its graph while the BE runs, then serves,
+and the BE's throughput is taken over the LS's serving only.`,
 		Example: `  carve bench serve --ls resnet50:graph --be densenet161 --rates 200,400
-  carve bench serve --ls bert:graph,resnet50:eager --be resnet50-train --mechanisms mps-split,tide`,
+  carve bench serve --ls bert:graph,resnet50:eager --be resnet50-train --mechanisms mps-split,tide
+  carve bench serve --mechanisms mps-split,tide --orders ls-first,be-first`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -57,6 +62,7 @@ and the BE's throughput, with a plot of LS p99 against BE throughput.`,
 	c.Flags().StringSliceVar(&tide, "tide", []string{"8:300us:0.05", "2:0s:0"}, "carve tide settings, "+tideForm+" (see carve run --inflight, --queue, --be-share, -n, --own, --be-floor)")
 	c.Flags().BoolVar(&o.Idle, "idle", true, "also measure each tide setting's BE beside an LS tenant that gets no request")
 	c.Flags().StringSliceVar(&o.Mechanisms, "mechanisms", bench.ServeMechanisms, "what to compare: "+strings.Join(bench.ServeMechanisms, ", "))
+	c.Flags().StringSliceVar(&o.Orders, "orders", []string{"ls-first"}, "the start orders each setup is measured in: ls-first (the LS ready, its CUDA graph captured, before the BE starts), be-first (the LS starts while the BE runs; the BE is measured over the LS's serving only; named \"(BE first)\")")
 	c.Flags().StringVar(&o.Python, "python", "python3", "the Python with PyTorch and torchvision (and transformers for bert)")
 	f.add(c)
 	return c

@@ -72,6 +72,7 @@ type ServeOptions struct {
 	Tide         []TideSetting
 	Idle         bool     // also each tide setting's BE beside an LS tenant that gets no request
 	Mechanisms   []string // timeslice, mps, mps-split, static, tide
+	Orders       []string // ls-first, be-first: which program of a setup with both starts first (none: ls-first)
 	Python       string
 	Progress     Progress
 	Log          io.Writer // each run's outcome as it comes, for a person watching
@@ -79,6 +80,15 @@ type ServeOptions struct {
 
 // ServeMechanisms are the ways of sharing serve can compare.
 var ServeMechanisms = []string{"timeslice", "mps", "mps-split", "static", "tide"}
+
+// ServeOrders are the orders in which serve can start a setup's two
+// programs: the LS first, ready (its CUDA graph captured) before the BE
+// starts; or the BE first, running while the LS starts, warms up and
+// captures its graph.
+var ServeOrders = []string{"ls-first", "be-first"}
+
+// beFirstSuffix names, after its mechanism, a setup whose BE started first.
+const beFirstSuffix = " (BE first)"
 
 // Check rejects options that cannot run, before the GPU is asked.
 func (o ServeOptions) Check() error {
@@ -99,6 +109,14 @@ func (o ServeOptions) Check() error {
 	for _, m := range o.Mechanisms {
 		if !oneOf(m, ServeMechanisms...) {
 			return fmt.Errorf("mechanism %q: want one of %s", m, strings.Join(ServeMechanisms, ", "))
+		}
+	}
+	for i, x := range o.Orders {
+		if !oneOf(x, ServeOrders...) {
+			return fmt.Errorf("order %q: want %s", x, strings.Join(ServeOrders, " or "))
+		}
+		if oneOf(x, o.Orders[:i]...) {
+			return fmt.Errorf("order %q given twice", x)
 		}
 	}
 	for _, r := range o.Rates {
@@ -140,6 +158,7 @@ type setup struct {
 	lsPre, bePre   []string
 	lsEnv, beEnv   []string
 	withLS, withBE bool
+	beFirst        bool    // the BE starts and runs before the LS starts; it is measured over the LS's serving
 	lsRate         float64 // 0: the rate of the point; -1: an LS that gets no request (run at the first rate only)
 }
 
@@ -177,6 +196,25 @@ func (e *Env) serveSetups(o ServeOptions) []setup {
 						lsPre: e.Run(t.lsFlags(o.LSTPCs)...), bePre: e.Run(t.beFlags()...), lsEnv: mps, beEnv: mps})
 				}
 			}
+		}
+	}
+	return inOrders(out, o.Orders)
+}
+
+// inOrders is each setup in each order, the orders of a setup one after
+// another; a setup whose BE starts first is named so.
+func inOrders(setups []setup, orders []string) []setup {
+	if len(orders) == 0 {
+		orders = ServeOrders[:1]
+	}
+	var out []setup
+	for _, s := range setups {
+		for _, o := range orders {
+			t := s
+			if o == "be-first" {
+				t.beFirst, t.name = true, s.name+beFirstSuffix
+			}
+			out = append(out, t)
 		}
 	}
 	return out
@@ -231,19 +269,33 @@ func (p *serveProc) stop() {
 // finishes would otherwise hold the run, and the GPU, for good).
 var serveGrace = 90 * time.Second
 
-// runServe runs one setup at one rate: starts the programs it has, starts
-// both at once when both are ready, and collects what they print.
+// serveLine is the one line a serve program prints when it is done.
+type serveLine struct {
+	Latencies []float64 `json:"latencies_ms"` // the LS's
+	Requests  int       `json:"requests"`
+	Images    int       `json:"images"` // the BE's
+	Seconds   float64   `json:"seconds"`
+}
+
+// runServe runs one setup at one rate and collects what its programs
+// print. LS first: it starts the LS, then, once the LS is ready, the BE,
+// and tells both to go when both are ready. BE first: it starts the BE and
+// tells it to go, then starts the LS while the BE runs, and once the LS is
+// ready tells it to go and marks the start of the BE's window, which it
+// ends when the LS has reported: the BE is measured over the LS's serving.
 func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Duration) (served, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+4*time.Minute)
 	defer cancel()
-	var procs []*serveProc
+	var lsProc, beProc *serveProc
 	var r served
 	defer func() {
-		for _, p := range procs {
-			p.stop()
+		for _, p := range []*serveProc{lsProc, beProc} {
+			if p != nil {
+				p.stop()
+			}
 		}
 	}()
-	if s.withLS {
+	startLS := func() error {
 		rate := lsRate
 		if s.lsRate < 0 {
 			rate = 0
@@ -251,44 +303,82 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		argv := append(append([]string{}, ls...), fmt.Sprintf("--rate=%g", rate))
 		p, err := w.startServe(ctx, s.lsPre, s.lsEnv, argv...)
 		if err != nil {
-			return r, fmt.Errorf("LS: %w", err)
+			return fmt.Errorf("LS: %w", err)
 		}
-		procs = append(procs, p)
+		lsProc = p
+		return nil
 	}
-	if s.withBE {
-		p, err := w.startServe(ctx, s.bePre, s.beEnv, be...)
+	beFirst := s.beFirst && s.withLS && s.withBE
+	startBE := func() error {
+		argv := be
+		if beFirst {
+			argv = append(append([]string{}, be...), "--marks")
+		}
+		p, err := w.startServe(ctx, s.bePre, s.beEnv, argv...)
 		if err != nil {
-			return r, fmt.Errorf("BE: %w", err)
+			return fmt.Errorf("BE: %w", err)
 		}
-		procs = append(procs, p)
+		beProc = p
+		return nil
 	}
-	for _, p := range procs {
-		fmt.Fprintln(p.in, "go")
+	if beFirst {
+		if err := startBE(); err != nil {
+			return r, err
+		}
+		fmt.Fprintln(beProc.in, "go")
+		if err := startLS(); err != nil {
+			return r, err
+		}
+		fmt.Fprintln(lsProc.in, "go")
+		fmt.Fprintln(beProc.in, "start") // the window's start
+	} else {
+		if s.withLS {
+			if err := startLS(); err != nil {
+				return r, err
+			}
+		}
+		if s.withBE {
+			if err := startBE(); err != nil {
+				return r, err
+			}
+		}
+		for _, p := range []*serveProc{lsProc, beProc} {
+			if p != nil {
+				fmt.Fprintln(p.in, "go")
+			}
+		}
 	}
 	late := time.AfterFunc(d+serveGrace, cancel)
 	defer late.Stop()
-	for i, p := range procs {
+	var v serveLine
+	result := func(p *serveProc, which string) error {
+		v = serveLine{}
 		line, err := p.out.ReadString('\n')
 		if err != nil && ctx.Err() != nil {
-			return r, fmt.Errorf("%s gave no result within %v of its start (stopped; hung?)", p.cmd.Args[0], d+serveGrace)
+			return fmt.Errorf("%s gave no result within %v of its start (stopped; hung?)", p.cmd.Args[0], d+serveGrace)
 		}
 		if err != nil {
-			return r, fmt.Errorf("%s ended without its results: %w", p.cmd.Args[0], err)
-		}
-		var v struct {
-			Latencies []float64 `json:"latencies_ms"`
-			Requests  int       `json:"requests"`
-			Images    int       `json:"images"`
-			Seconds   float64   `json:"seconds"`
+			return fmt.Errorf("%s ended without its results: %w", p.cmd.Args[0], err)
 		}
 		if err := json.Unmarshal([]byte(line), &v); err != nil {
-			return r, fmt.Errorf("program %d printed %q: %w", i, line, err)
+			return fmt.Errorf("the %s printed %q: %w", which, line, err)
 		}
-		if s.withLS && i == 0 {
-			r.latencies, r.requests = v.Latencies, v.Requests
-		} else {
-			r.images, r.seconds = v.Images, v.Seconds
+		return nil
+	}
+	if lsProc != nil {
+		if err := result(lsProc, "LS"); err != nil {
+			return r, err
 		}
+		r.latencies, r.requests = v.Latencies, v.Requests
+		if beFirst {
+			fmt.Fprintln(beProc.in, "stop") // the window's end
+		}
+	}
+	if beProc != nil {
+		if err := result(beProc, "BE"); err != nil {
+			return r, err
+		}
+		r.images, r.seconds = v.Images, v.Seconds
 	}
 	return r, nil
 }
@@ -297,7 +387,8 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 // LS model, BE job and request rate, the LS's latency from arrival
 // (queueing included) and the BE's throughput, each alone on the whole GPU
 // and together under time slicing, MPS, MPS percentages, carve's static
-// partitions and carve tide.
+// partitions and carve tide, each in each of o.Orders (a setup whose BE
+// started first named so).
 func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
@@ -316,6 +407,14 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 	none := []string{"CUDA_MPS_PIPE_DIRECTORY=" + filepath.Join(e.MPS.Root, "none")}
 	r := newResult("serve", e.Topo, map[string]any{"duration_s": o.Duration.Seconds(), "pattern": o.Pattern, "ls_tpcs": o.LSTPCs, "static_splits": o.StaticSplits,
 		"be_batch": o.BEBatch, "slo_rule": "2 x the LS's p99 alone on the whole GPU at the same rate"})
+	orders := []any{} // as a saved result reads back
+	for _, x := range o.Orders {
+		orders = append(orders, x)
+	}
+	if len(orders) == 0 {
+		orders = append(orders, ServeOrders[0])
+	}
+	r.Params["orders"] = orders
 	slo := map[string]float64{}
 	sloParam := map[string]any{} // as a saved result reads back
 	var over, failed []any       // []any: the form a saved result reads back
@@ -510,6 +609,12 @@ func serveTable(tw io.Writer, r *report.Result) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\n", p.pair, rate, p.mech, lat, ratio, slo, met, p.be, be)
 	}
 	fmt.Fprintln(tw, "latency in ms from the request's arrival, queueing included; SLO: 2 x the LS's p99 alone on the whole GPU at the same rate")
+	for _, p := range points {
+		if strings.HasSuffix(p.mech, beFirstSuffix) {
+			fmt.Fprintln(tw, "(BE first): the BE started and ran before the LS started, warmed up and captured its graph; its throughput is over the LS's serving only; otherwise the LS was ready first")
+			break
+		}
+	}
 	if over, ok := r.Params["over_half_capacity"].([]any); ok {
 		for _, o := range over {
 			fmt.Fprintf(tw, "rate %v: the LS is overloaded by its own requests; such points say little of sharing\n", o)

@@ -2,9 +2,11 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -55,6 +57,90 @@ func TestRunServe(t *testing.T) {
 	}
 }
 
+// TestRunServeOrders: LS first, the LS is ready before the BE starts and
+// both are told to go then; BE first, the BE starts and goes, the LS
+// starts while it runs, and the BE is measured from the LS's go to its
+// result, its start-up left out.
+func TestRunServeOrders(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	// the LS waits (up to 5 s) for the BE to have gone, if it is to, so the
+	// log's order does not hang on how fast the BE reads its go
+	ls := filepath.Join(dir, "ls")
+	os.WriteFile(ls, []byte(`#!/bin/sh
+for i in $(seq 50); do grep -q "be go" `+log+` 2>/dev/null && break; [ -n "$BE_FIRST" ] || break; sleep 0.1; done
+echo "ls start" >>`+log+`
+sleep 1 # its warm-up and graph capture, outside the BE's window
+echo "ls ready" >>`+log+`
+echo ready; read go; echo "ls go" >>`+log+`
+sleep 0.5 # serving
+echo "ls done" >>`+log+`
+echo '{"latencies_ms": [1, 2], "requests": 2}'
+`), 0o755)
+	be := filepath.Join(dir, "be")
+	os.WriteFile(be, []byte(`#!/bin/sh
+echo "be start $*" >>`+log+`
+echo ready; read go; echo "be go" >>`+log+`
+if [ "$1" != --marks ]; then echo '{"images": 640, "seconds": 8}'; exit; fi
+read start; t0=$(date +%s%N); echo "be window start" >>`+log+`
+read stop; t1=$(date +%s%N); echo "be window end" >>`+log+`
+echo "{\"images\": 64, \"seconds\": $(( (t1 - t0) / 1000000 ))e-3}"
+`), 0o755)
+	events := func() []string {
+		b, _ := os.ReadFile(log)
+		os.Remove(log)
+		return strings.Split(strings.TrimSpace(string(b)), "\n")
+	}
+	before := func(ev []string, a, b string) bool {
+		i, j := slices.Index(ev, a), slices.Index(ev, b)
+		return i >= 0 && j >= 0 && i < j
+	}
+	w := Workers{}
+	m, err := w.runServe(setup{withLS: true, withBE: true}, []string{ls}, []string{be}, 100, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := events()
+	if !before(ev, "ls ready", "be start ") || !before(ev, "be start ", "ls go") || !before(ev, "be start ", "be go") || m.images != 640 || m.seconds != 8 {
+		t.Errorf("LS first: %q, served %+v", ev, m)
+	}
+	t.Setenv("BE_FIRST", "1")
+	m, err = w.runServe(setup{withLS: true, withBE: true, beFirst: true}, []string{ls}, []string{be}, 100, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev = events()
+	for _, o := range [][2]string{{"be start --marks", "be go"}, {"be go", "ls start"}, {"ls ready", "ls go"}, {"ls ready", "be window start"},
+		{"ls done", "be window end"}} {
+		if !before(ev, o[0], o[1]) {
+			t.Errorf("BE first: %q before %q? %q", o[0], o[1], ev)
+		}
+	}
+	if len(m.latencies) != 2 || m.images != 64 || m.seconds < 0.45 || m.seconds > 1.2 {
+		t.Errorf("BE first: served %+v, want the BE over the LS's 0.5 s of serving, not its 1 s start", m)
+	}
+	// an order asks for both programs: one alone runs as it always did
+	m, err = w.runServe(setup{withBE: true, beFirst: true}, nil, []string{be}, 0, time.Second)
+	if err != nil || m.images != 640 {
+		t.Errorf("BE alone, BE first: %+v %v", m, err)
+	}
+}
+
+func TestInOrders(t *testing.T) {
+	s := []setup{{name: "MPS", withLS: true, withBE: true}, {name: "carve tide, x", withLS: true, withBE: true}}
+	var got []string
+	for _, x := range inOrders(s, []string{"be-first", "ls-first"}) {
+		got = append(got, fmt.Sprintf("%s/%v", x.name, x.beFirst))
+	}
+	want := []string{"MPS (BE first)/true", "MPS/false", "carve tide, x (BE first)/true", "carve tide, x/false"}
+	if !slices.Equal(got, want) {
+		t.Errorf("setups in orders: %q, want %q", got, want)
+	}
+	if got := inOrders(s, nil); len(got) != 2 || got[0].beFirst || got[1].name != "carve tide, x" {
+		t.Errorf("no order: %+v, want LS first, as before", got)
+	}
+}
+
 func TestAttainmentAndQuantile(t *testing.T) {
 	lat := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 100}
 	if a := Attainment(lat, 9); a != 0.9 {
@@ -92,12 +178,14 @@ func TestServeRender(t *testing.T) {
 			series("LS alone, whole GPU", []float64{1, 1.2, 2}, 0, 1),
 			series("MPS 25%/75%", []float64{2, 3, 12}, 900, 0.67),
 			series("carve tide, 8 in flight, 300µs queued, share 0.05", []float64{1.1, 1.3, 2.5}, 700, 1),
+			series("carve tide, 8 in flight, 300µs queued, share 0.05 (BE first)", []float64{1.2, 1.5, 3.5}, 650, 0.99),
 		}}
 	var b bytes.Buffer
 	if err := WriteTable(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"MPS 25%/75%", "67.00%", "90%", "carve tide, 8 in flight, 300µs queued, share 0.05", "4.00", "1.25x"} {
+	for _, want := range []string{"MPS 25%/75%", "67.00%", "90%", "carve tide, 8 in flight, 300µs queued, share 0.05", "4.00", "1.25x",
+		"share 0.05 (BE first)", "65%", "its throughput is over the LS's serving only"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
@@ -106,7 +194,7 @@ func TestServeRender(t *testing.T) {
 	if err := Plot(r, dir); err != nil {
 		t.Fatal(err)
 	}
-	if svg, err := os.ReadFile(filepath.Join(dir, "serve.svg")); err != nil || !bytes.Contains(svg, []byte("carve tide")) {
+	if svg, err := os.ReadFile(filepath.Join(dir, "serve.svg")); err != nil || !bytes.Contains(svg, []byte("carve tide")) || !bytes.Contains(svg, []byte("(BE first)")) {
 		t.Errorf("plot: %v", err)
 	}
 }
@@ -125,6 +213,8 @@ func TestServeOptionsCheck(t *testing.T) {
 		{func(o *ServeOptions) { o.MPSSplits = []int{100} }, "MPS split 100%"},
 		{func(o *ServeOptions) { o.StaticSplits = []int{0} }, "static split 0 TPCs"},
 		{func(o *ServeOptions) { o.Pattern = "burst" }, `pattern "burst"`},
+		{func(o *ServeOptions) { o.Orders = []string{"ls-first", "lsfirst"} }, `order "lsfirst": want ls-first or be-first`},
+		{func(o *ServeOptions) { o.Orders = []string{"ls-first", "ls-first"} }, `order "ls-first" given twice`},
 		{func(o *ServeOptions) {}, "no such file"},
 	} {
 		o := good

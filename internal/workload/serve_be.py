@@ -5,13 +5,19 @@ densenet161 inference at --batch (fp16, no grad), or resnet50 training at
 "ready" after a warm-up, waits for a line on stdin, runs for --duration
 seconds (synchronizing after each step, as a job reading its loss does), and
 prints one JSON line: images processed and the seconds it took.
+
+With --marks it runs from that line on until told to stop, and measures
+between the next two lines on stdin (the start and the end of the window it
+is to be measured over, e.g. an LS's serving beside it): the images of the
+steps that finished in the window, and the window's seconds.
 """
-import argparse, json, sys, time
+import argparse, json, sys, threading, time
 
 p = argparse.ArgumentParser()
 p.add_argument("--model", default="densenet161", choices=["densenet161", "resnet50-train"])
 p.add_argument("--batch", type=int, default=64)
 p.add_argument("--duration", type=float, default=8)
+p.add_argument("--marks", action="store_true")
 a = p.parse_args()
 
 import torch
@@ -45,6 +51,24 @@ for _ in range(5):
 torch.cuda.synchronize()
 print("ready", flush=True)
 sys.stdin.readline()
+if a.marks:
+    marks = []  # the window's start and end, as read
+
+    def read_marks():
+        for _ in range(2):
+            sys.stdin.readline()
+            marks.append(time.perf_counter())
+
+    threading.Thread(target=read_marks, daemon=True).start()
+    n = 0
+    while len(marks) < 2:
+        step()
+        torch.cuda.synchronize()
+        done = time.perf_counter()
+        if marks and marks[0] <= done and (len(marks) < 2 or done <= marks[1]):
+            n += a.batch
+    print(json.dumps({"images": n, "seconds": marks[1] - marks[0]}), flush=True)
+    sys.exit(0)
 n, t0 = 0, time.perf_counter()
 while time.perf_counter() - t0 < a.duration:
     step()
