@@ -261,7 +261,10 @@ func (h *Health) Resources(node string) resourceslice.DriverResources {
 	for _, p := range r.Pools {
 		for _, s := range p.Slices {
 			for i := range s.Devices {
-				s.Devices[i].Taints = slices.Clone(h.taints[s.Devices[i].Name])
+				// copies: the slice controller rounds their times in place
+				for _, t := range h.taints[s.Devices[i].Name] {
+					s.Devices[i].Taints = append(s.Devices[i].Taints, *t.DeepCopy())
+				}
 			}
 		}
 	}
