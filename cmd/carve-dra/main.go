@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -37,6 +38,8 @@ type options struct {
 	node, kubeconfig, shim, carve string
 	paths                         dra.Paths
 	sockets                       dra.Sockets
+	health                        bool
+	healthConfig                  dra.HealthConfig
 }
 
 func newRootCmd() *cobra.Command {
@@ -80,6 +83,11 @@ be restarted at any time.`,
 		"CDI device of the NVIDIA Container Toolkit that gives a container the GPU ({index}, {uuid}); empty for none")
 	f.StringVar(&o.sockets.PluginDir, "plugin-dir", "/var/lib/kubelet/plugins/"+dra.DriverName, "directory of the plugin's socket")
 	f.StringVar(&o.sockets.RegistrarDir, "registrar-dir", "/var/lib/kubelet/plugins_registry", "the kubelet's plugin registry")
+	f.BoolVar(&o.health, "health", true, "watch the GPUs' health: taint (NoSchedule) a GPU the NVIDIA driver no longer lists or that reported a fatal Xid, and report it to the kubelet")
+	f.StringVar(&o.healthConfig.ProcRoot, "proc", "/proc", "where the NVIDIA driver's driver/nvidia/gpus is")
+	f.IntSliceVar(&o.healthConfig.Fatal, "fatal-xids", dra.FatalXids, "the Xids that taint a GPU")
+	f.DurationVar(&o.healthConfig.XidHold, "xid-taint-for", 0, "how long a fatal Xid taints its GPU after the report (0: until carve-dra restarts)")
+	f.DurationVar(&o.healthConfig.Interval, "health-interval", 5*time.Second, "how often the GPUs' health is checked")
 	return c
 }
 
@@ -115,6 +123,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	d := &dra.Driver{Node: o.node, GPUs: gpus, Paths: o.paths, Client: client}
+	if o.health {
+		d.Health = dra.NewHealth(gpus, o.healthConfig)
+	}
 	h, err := dra.Serve(ctx, d, o.sockets)
 	if err != nil {
 		return err

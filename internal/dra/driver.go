@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
@@ -45,6 +46,18 @@ type Driver struct {
 	// Present reports an error if a GPU (by UUID) has left the node
 	// (default: the NVIDIA driver's list).
 	Present func(uuid string) error
+	// Health watches the GPUs' health: unhealthy ones are tainted in the
+	// ResourceSlice and reported to the kubelet (nil: not watched).
+	Health *Health
+}
+
+// resources is what the driver publishes now: its GPUs, tainted where
+// they are unhealthy.
+func (d *Driver) resources() resourceslice.DriverResources {
+	if d.Health == nil {
+		return Resources(d.Node, d.GPUs)
+	}
+	return d.Health.Resources(d.Node)
 }
 
 var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
@@ -313,8 +326,11 @@ func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
 	klog.FromContext(ctx).Error(err, msg)
 }
 
-// WatchHealthStatus: device health is not reported (the HealthService is
-// turned off where the driver starts).
-func (d *Driver) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceHealthReport) error {
-	return kubeletplugin.ErrHealthNotSupported
+// WatchHealthStatus reports the GPUs' health to the kubelet, where the
+// driver watches it (Health).
+func (d *Driver) WatchHealthStatus(ctx context.Context, reports chan<- kubeletplugin.DeviceHealthReport) error {
+	if d.Health == nil {
+		return kubeletplugin.ErrHealthNotSupported
+	}
+	return d.Health.Watch(ctx, d.Node, reports)
 }

@@ -21,7 +21,9 @@ type Sockets struct {
 
 // Serve registers d with the kubelet, answers its calls, and publishes the
 // node's GPUs, until ctx ends or the returned helper is stopped. It first
-// removes what an earlier plugin may have left half done (Sweep).
+// removes what an earlier plugin may have left half done (Sweep). Where d
+// watches its GPUs' health, it republishes them on each change, until ctx
+// ends.
 func Serve(ctx context.Context, d *Driver, s Sockets) (*kubeletplugin.Helper, error) {
 	if err := d.Sweep(); err != nil {
 		return nil, err
@@ -38,14 +40,20 @@ func Serve(ctx context.Context, d *Driver, s Sockets) (*kubeletplugin.Helper, er
 		kubeletplugin.NodeName(d.Node),
 		kubeletplugin.PluginDataDirectoryPath(s.PluginDir),
 		kubeletplugin.RegistrarDirectoryPath(s.RegistrarDir),
-		kubeletplugin.HealthService(false),
+		kubeletplugin.HealthService(d.Health != nil),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("starting the kubelet plugin: %w", err)
 	}
-	if err := h.PublishResources(ctx, Resources(d.Node, d.GPUs)); err != nil {
+	if d.Health != nil {
+		d.Health.Check(ctx)
+	}
+	if err := h.PublishResources(ctx, d.resources()); err != nil {
 		h.Stop()
 		return nil, fmt.Errorf("publishing the node's GPUs: %w", err)
+	}
+	if d.Health != nil {
+		go d.Health.Run(ctx, func(ctx context.Context) error { return h.PublishResources(ctx, d.resources()) })
 	}
 	return h, nil
 }

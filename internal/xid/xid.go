@@ -24,6 +24,7 @@ import (
 // Event is one Xid report.
 type Event struct {
 	At      time.Time // from the kernel's clock, related to the wall clock when read
+	Device  string    // the GPU the driver names: "PCI:0000:00:06" (its PCI bus and device)
 	Xid     int       // 31: MMU fault, 13: SM exception, 43: a channel stopped...
 	PID     int       // 0 where the driver did not know it
 	Name    string    // the process's command name
@@ -53,7 +54,7 @@ func Parse(r io.Reader, boot time.Time) []Event {
 		}
 		x, _ := strconv.Atoi(m[2])
 		pid, _ := strconv.Atoi(m[3])
-		out = append(out, Event{At: boot.Add(time.Duration(usec) * time.Microsecond), Xid: x, PID: pid,
+		out = append(out, Event{At: boot.Add(time.Duration(usec) * time.Microsecond), Device: strings.TrimSpace(m[1]), Xid: x, PID: pid,
 			Name: strings.TrimSpace(m[4]), Message: strings.TrimSpace(m[5])})
 	}
 	return out

@@ -23,7 +23,7 @@ func TestParse(t *testing.T) {
 		t.Fatalf("%d events, want 2: %+v", len(ev), ev)
 	}
 	e := ev[0]
-	if e.Xid != 31 || e.PID != 1651 || e.Name != "fault" || !strings.HasPrefix(e.Message, "channel 0x00000043") ||
+	if e.Xid != 31 || e.Device != "PCI:0000:00:06" || e.PID != 1651 || e.Name != "fault" || !strings.HasPrefix(e.Message, "channel 0x00000043") ||
 		!e.At.Equal(boot.Add(283982435*time.Microsecond)) {
 		t.Errorf("first event %+v", e)
 	}
