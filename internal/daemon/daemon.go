@@ -5,7 +5,9 @@
 // JSON (/status).
 //
 // It is not on any launch's path: the shims of LS and BE tenants meet in
-// the node block, and a tenant runs on with the daemon gone. Nor does it
+// the node block, and a tenant runs on with the daemon gone. MPS too runs
+// on when the daemon ends (unless told to stop it), so that a restart, a
+// rolling upgrade, takes no tenant off MPS; the next daemon adopts it. Nor does it
 // keep state of its own: everything it serves is read from the control
 // and node blocks when asked, so a restarted daemon serves the same.
 package daemon
@@ -36,9 +38,13 @@ type Options struct {
 	Dir      string        // the runtime directory of control and node blocks
 	Listen   string        // address of /metrics and /status, e.g. 127.0.0.1:9400
 	Interval time.Duration // how often dead tenants' slots are freed
-	MPS      *mps.Daemon   // carve's MPS daemon to run while this runs; nil: none
-	Log      *slog.Logger
-	Ready    func(addr string) // called with the address once it listens
+	MPS      *mps.Daemon   // carve's MPS daemon: started, or adopted where it runs; nil: none
+	// StopMPS stops MPS when Run returns, started or adopted. Without it
+	// MPS runs on for its clients: a restarted daemon adopts it, and only
+	// carve mps stop ends it.
+	StopMPS bool
+	Log     *slog.Logger
+	Ready   func(addr string) // called with the address once it listens
 }
 
 // Run serves until ctx ends.
@@ -58,16 +64,19 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("serving /metrics and /status: %w", err)
 	}
 	defer ln.Close()
-	if o.MPS != nil && !o.MPS.Running() {
-		if err := o.MPS.Start(); err != nil {
-			return fmt.Errorf("starting MPS: %w", err)
+	if o.MPS != nil {
+		if err := runMPS(o.MPS, o.Log); err != nil {
+			return err
 		}
-		o.Log.Info("MPS started", "pipe", o.MPS.PipeDir(), "pid", o.MPS.PID())
-		defer func() {
-			if err := o.MPS.Stop(); err != nil {
-				o.Log.Warn("stopping MPS", "err", err)
-			}
-		}()
+		if o.StopMPS {
+			defer func() {
+				if err := o.MPS.Stop(); err != nil {
+					o.Log.Warn("stopping MPS", "err", err)
+				} else {
+					o.Log.Info("MPS stopped", "pipe", o.MPS.PipeDir())
+				}
+			}()
+		}
 	}
 	c := &collector{dir: o.Dir}
 	reg := prometheus.NewRegistry()
@@ -109,6 +118,26 @@ func Run(ctx context.Context, o Options) error {
 		case <-t.C:
 		}
 	}
+}
+
+// runMPS adopts the MPS control daemon running in d's pipe directory (its
+// pid file names a live process), as a restarted daemon finds the one it
+// left to its clients, or else starts one. One that another daemon started
+// meanwhile is adopted too.
+func runMPS(d *mps.Daemon, log *slog.Logger) error {
+	if pid := d.PID(); pid != 0 {
+		log.Info("MPS adopted: it runs already", "pipe", d.PipeDir(), "pid", pid)
+		return nil
+	}
+	if err := d.Start(); err != nil {
+		if pid := d.PID(); pid != 0 {
+			log.Info("MPS adopted: it was started meanwhile", "pipe", d.PipeDir(), "pid", pid)
+			return nil
+		}
+		return fmt.Errorf("starting MPS: %w", err)
+	}
+	log.Info("MPS started", "pipe", d.PipeDir(), "pid", d.PID())
+	return nil
 }
 
 // collector reads the blocks at each scrape.

@@ -180,7 +180,8 @@ func TestDaemon(t *testing.T) {
 	takeSlot(t, node, 0, slotHolder(t, node, 0), false)
 	takeSlot(t, node, 3, deadPID(t), true) // died while busy
 
-	d := &mps.Daemon{Root: filepath.Join(t.TempDir(), "mps"), Control: mpstest.Control(t)}
+	d, starts := countedMPS(t)
+	t.Cleanup(func() { d.Stop() })
 	addr, stop := start(t, Options{Dir: dir, MPS: d})
 	if !d.Running() {
 		t.Error("MPS is not running under the daemon")
@@ -220,14 +221,96 @@ func TestDaemon(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Errorf("stopping: %v", err)
 	}
-	if d.Running() {
-		t.Error("MPS outlived the daemon that started it")
+	// MPS runs on for its clients: a restart takes no tenant off it
+	pid := d.PID()
+	if pid == 0 {
+		t.Fatal("MPS ended with the daemon that started it")
+	}
+	if _, err := os.Stat(filepath.Join(d.PipeDir(), "nvidia-cuda-mps-control.pid")); err != nil {
+		t.Errorf("the clients' pipe directory is gone: %v", err)
 	}
 
-	// restarted, it serves the same tenants
-	addr, _ = start(t, Options{Dir: dir})
-	if m := get(t, "http://"+addr+"/metrics"); !strings.Contains(m, `carve_tenant_tpcs{claim="",class="ls",command="python3 serve.py",gpu="",pid="`+itoa(ls)+`"} 4`) {
-		t.Errorf("after a restart the metrics lack the LS tenant:\n%s", m)
+	// restarted, it adopts MPS, starting no second one, serves the same
+	// tenants and frees the slots of the dead
+	takeSlot(t, node, 5, deadPID(t), true)
+	addr, stop = start(t, Options{Dir: dir, MPS: d})
+	if got := d.PID(); got != pid {
+		t.Errorf("MPS pid %d after the restart, want %d, the one adopted", got, pid)
+	}
+	if n := starts(); n != 1 {
+		t.Errorf("MPS started %d times over a restart, want once", n)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if m = get(t, "http://"+addr+"/metrics"); strings.Contains(m, "carve_daemon_reclaimed_slots_total 1") {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, want := range []string{
+		"carve_daemon_reclaimed_slots_total 1",
+		`carve_tenant_tpcs{claim="",class="ls",command="python3 serve.py",gpu="",pid="` + itoa(ls) + `"} 4`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("after a restart the metrics lack %q:\n%s", want, m)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Errorf("stopping: %v", err)
+	}
+	if d.PID() != pid {
+		t.Error("MPS ended with the daemon that adopted it")
+	}
+	// only carve mps stop ends it
+	if err := d.Stop(); err != nil {
+		t.Fatalf("carve mps stop: %v", err)
+	}
+	if d.Running() || syscall.Kill(pid, 0) == nil {
+		t.Errorf("MPS (pid %d) runs on after carve mps stop", pid)
+	}
+}
+
+// countedMPS is carve's MPS daemon run by the stand-in control program,
+// with a count of the times it was started.
+func countedMPS(t *testing.T) (*mps.Daemon, func() int) {
+	t.Helper()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "starts")
+	prog := filepath.Join(dir, "nvidia-cuda-mps-control")
+	script := "#!/bin/sh\n[ \"$1\" = -d ] && echo start >>" + log + "\nexec " + mpstest.Control(t) + " \"$@\"\n"
+	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := &mps.Daemon{Root: filepath.Join(dir, "mps"), Control: prog}
+	return d, func() int {
+		b, _ := os.ReadFile(log)
+		return strings.Count(string(b), "start")
+	}
+}
+
+// TestDaemonStopMPS: a daemon told to stop MPS when it ends does, the MPS
+// it started and the MPS it adopted alike.
+func TestDaemonStopMPS(t *testing.T) {
+	for _, adopt := range []bool{false, true} {
+		d, starts := countedMPS(t)
+		if adopt {
+			if err := d.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pid := d.PID()
+		_, stop := start(t, Options{Dir: t.TempDir(), MPS: d, StopMPS: true})
+		if !d.Running() || (adopt && d.PID() != pid) || starts() != 1 {
+			t.Fatalf("adopt %v: MPS runs %v, pid %d (was %d), started %d times", adopt, d.Running(), d.PID(), pid, starts())
+		}
+		pid = d.PID()
+		if err := stop(); err != nil {
+			t.Errorf("stopping: %v", err)
+		}
+		if d.Running() || syscall.Kill(pid, 0) == nil {
+			t.Errorf("adopt %v: MPS (pid %d) outlived a daemon told to stop it", adopt, pid)
+			d.Stop()
+		}
 	}
 }
 
