@@ -25,9 +25,15 @@ func newDaemonCmd() *cobra.Command {
 		Use:   "daemon",
 		Short: "Run the node's controller: carve's MPS daemon, cleanup of ended tenants, metrics",
 		Long: `daemon runs until stopped (SIGINT or SIGTERM): it starts carve's MPS daemon if
-it is not running (and stops it when it ends), frees the node-block slots of
-LS tenants that died, and serves what the partitioned processes are doing:
-Prometheus metrics on /metrics and the rows of carve ls as JSON on /status.
+it is not running, frees the node-block slots of LS tenants that died, and
+serves what the partitioned processes are doing: Prometheus metrics on
+/metrics and the rows of carve ls as JSON on /status.
+
+When it stops, MPS runs on, so that a restart or a rolling upgrade takes no
+running tenant off MPS; the next daemon adopts the MPS daemon it finds in
+carve's pipe directory instead of starting another. carve mps stop ends MPS
+(its clients must have exited); --stop-mps-on-exit makes the daemon stop MPS,
+the one it started or adopted, when it ends.
 
 It is not on any kernel launch's path: LS and BE tenants share the GPU
 through the node block, placements are atomic without it, and tenants run on
@@ -40,6 +46,9 @@ if it stops. It keeps no state of its own, so a restart serves the same.`,
 			}
 			o.Dir = dir
 			o.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			if noMPS && o.StopMPS {
+				return errors.New("--no-mps and --stop-mps-on-exit exclude each other")
+			}
 			if !noMPS {
 				d := mps.Default()
 				o.MPS = &d
@@ -52,6 +61,7 @@ if it stops. It keeps no state of its own, so a restart serves the same.`,
 	c.Flags().StringVar(&o.Listen, "listen", "127.0.0.1:9400", "address of /metrics and /status")
 	c.Flags().DurationVar(&o.Interval, "interval", time.Second, "how often ended tenants are cleaned up")
 	c.Flags().BoolVar(&noMPS, "no-mps", false, "leave MPS alone")
+	c.Flags().BoolVar(&o.StopMPS, "stop-mps-on-exit", false, "stop MPS when the daemon ends (default: MPS runs on for its clients)")
 	return c
 }
 
