@@ -102,7 +102,26 @@ func (d Daemon) PID() int {
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return 0
 	}
+	if !d.isControl(pid) {
+		return 0 // a pid file left behind (another PID namespace, a reboot), its pid reused
+	}
 	return pid
+}
+
+// isControl says whether process pid runs the control program, by the
+// name the kernel keeps for it (its first 15 bytes); a process whose name
+// cannot be read is taken to be it.
+func (d Daemon) isControl(pid int) bool {
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	path, perr := d.ControlPath()
+	if err != nil || perr != nil {
+		return true
+	}
+	name := filepath.Base(path)
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	return strings.TrimSpace(string(comm)) == name
 }
 
 // Running reports whether the daemon runs.

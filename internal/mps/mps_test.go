@@ -1,7 +1,9 @@
 package mps
 
 import (
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,5 +60,29 @@ func TestMissingControl(t *testing.T) {
 	defer func() { searchDirs = old }()
 	if err := (Daemon{Root: t.TempDir()}).Start(); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("start without the binary: %v", err)
+	}
+}
+
+// TestStalePidFile: a pid file left behind that names a live process of
+// another program (its pid reused, as after a pod was replaced) is no
+// running MPS, so a new daemon starts one instead of adopting nothing.
+func TestStalePidFile(t *testing.T) {
+	d := Daemon{Root: filepath.Join(t.TempDir(), "mps"), Control: mpstest.Control(t)}
+	if err := os.MkdirAll(d.PipeDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(d.PipeDir(), "nvidia-cuda-mps-control.pid")
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d.Running() {
+		t.Fatalf("the pid file names this test (pid %d), not MPS, and Running says it runs", os.Getpid())
+	}
+	if err := d.Start(); err != nil {
+		t.Fatalf("start beside a stale pid file: %v", err)
+	}
+	defer d.Stop()
+	if !d.Running() {
+		t.Error("not running after start")
 	}
 }

@@ -8,14 +8,20 @@ import (
 )
 
 // script is a stand-in for nvidia-cuda-mps-control: -d starts a
-// background "daemon" and writes its pid where the real one does; on stdin it
+// background "daemon" (itself, so that it has the control program's name)
+// and writes its pid where the real one does; on stdin it
 // answers get_server_list and quits on quit.
 const script = `#!/bin/sh
 set -e
 [ -n "$CUDA_MPS_PIPE_DIRECTORY" ] || { echo "no pipe directory" >&2; exit 1; }
 if [ "$1" = "-d" ]; then
-	sleep 300 </dev/null >/dev/null 2>&1 &
+	"$0" serve </dev/null >/dev/null 2>&1 &
 	echo $! >"$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid"
+	exit 0
+fi
+if [ "$1" = serve ]; then # the daemon: a process of the control program's name, as the real one is
+	i=0
+	while [ $i -lt 300 ]; do sleep 1; i=$((i + 1)); done
 	exit 0
 fi
 read cmd
