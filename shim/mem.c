@@ -439,6 +439,31 @@ static void keep(uint32_t kind, uint64_t key, uint64_t size)
 	put(&e);
 }
 
+/* allocated settles an allocation of n bytes charged before the driver's
+ * call, which returned r and, if got, the address p: kept, or credited. */
+static CUresult allocated(CUresult r, int got, uint64_t p, uint64_t n)
+{
+	if (r != CUDA_SUCCESS || !got) {
+		credit(n);
+		return r;
+	}
+	keep(K_PTR, p, n);
+	return r;
+}
+
+/* freed settles a free the driver answered with r, of the entry taken
+ * from the table (if kept) before the call: credited, or put back. */
+static CUresult freed(CUresult r, int kept, const struct entry *e)
+{
+	if (kept) {
+		if (r == CUDA_SUCCESS)
+			credit(e->size);
+		else
+			put(e);
+	}
+	return r;
+}
+
 CUresult carve_mem_alloc(void *real, CUdeviceptr *p, size_t n)
 {
 	if (!counting())
@@ -446,12 +471,7 @@ CUresult carve_mem_alloc(void *real, CUdeviceptr *p, size_t n)
 	if (!charge_or_refuse(n))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	CUresult r = ((alloc_fn)real)(p, n);
-	if (r != CUDA_SUCCESS || !p) {
-		credit(n);
-		return r;
-	}
-	keep(K_PTR, *p, n);
-	return r;
+	return allocated(r, p != NULL, p ? *p : 0, n);
 }
 
 CUresult carve_mem_alloc_v1(void *real, unsigned *p, unsigned n)
@@ -461,12 +481,7 @@ CUresult carve_mem_alloc_v1(void *real, unsigned *p, unsigned n)
 	if (!charge_or_refuse(n))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	CUresult r = ((alloc_v1_fn)real)(p, n);
-	if (r != CUDA_SUCCESS || !p) {
-		credit(n);
-		return r;
-	}
-	keep(K_PTR, *p, n);
-	return r;
+	return allocated(r, p != NULL, p ? *p : 0, n);
 }
 
 CUresult carve_mem_alloc_managed(void *real, CUdeviceptr *p, size_t n, unsigned flags)
@@ -476,24 +491,24 @@ CUresult carve_mem_alloc_managed(void *real, CUdeviceptr *p, size_t n, unsigned 
 	if (!charge_or_refuse(n))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	CUresult r = ((managed_fn)real)(p, n, flags);
-	if (r != CUDA_SUCCESS || !p) {
-		credit(n);
-		return r;
-	}
-	keep(K_PTR, *p, n);
-	return r;
+	return allocated(r, p != NULL, p ? *p : 0, n);
 }
 
 /* A pitched allocation is charged with rows rounded up to 512 bytes, the
  * pitch the driver picks on the GPUs carve knows, and trued up to the pitch
- * it did pick; one that then passes the limit is freed again. */
+ * it did pick (pitch_trued, or credited if the driver made none); one that
+ * then passes the limit is freed again. */
 static uint64_t pitch_guess(uint64_t w, uint64_t h)
 {
 	return ((w + 511) & ~511ull) * h;
 }
 
-static CUresult pitch_trued(CUdeviceptr p, uint64_t guess, uint64_t actual)
+static CUresult pitch_trued(CUresult r, int got, CUdeviceptr p, uint64_t guess, uint64_t actual)
 {
+	if (r != CUDA_SUCCESS || !got) {
+		credit(guess);
+		return r;
+	}
 	if (actual < guess) {
 		credit(guess - actual);
 	} else if (actual > guess && !charge_or_refuse(actual - guess)) {
@@ -514,11 +529,8 @@ CUresult carve_mem_alloc_pitch(void *real, CUdeviceptr *p, size_t *pitch, size_t
 	if (!charge_or_refuse(guess))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	CUresult r = ((pitch_fn)real)(p, pitch, w, h, elem);
-	if (r != CUDA_SUCCESS || !p || !pitch) {
-		credit(guess);
-		return r;
-	}
-	return pitch_trued(*p, guess, (uint64_t)*pitch * h);
+	int got = p && pitch;
+	return pitch_trued(r, got, got ? *p : 0, guess, got ? (uint64_t)*pitch * h : 0);
 }
 
 CUresult carve_mem_alloc_pitch_v1(void *real, unsigned *p, unsigned *pitch, unsigned w, unsigned h, unsigned elem)
@@ -529,11 +541,8 @@ CUresult carve_mem_alloc_pitch_v1(void *real, unsigned *p, unsigned *pitch, unsi
 	if (!charge_or_refuse(guess))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	CUresult r = ((pitch_v1_fn)real)(p, pitch, w, h, elem);
-	if (r != CUDA_SUCCESS || !p || !pitch) {
-		credit(guess);
-		return r;
-	}
-	return pitch_trued(*p, guess, (uint64_t)*pitch * h);
+	int got = p && pitch;
+	return pitch_trued(r, got, got ? *p : 0, guess, got ? (uint64_t)*pitch * h : 0);
 }
 
 /* A free is credited once the driver has freed; the address leaves the
@@ -545,14 +554,7 @@ CUresult carve_mem_free(void *real, CUdeviceptr p)
 		return ((free_fn)real)(p);
 	struct entry e;
 	int kept = take(K_PTR, p, &e);
-	CUresult r = ((free_fn)real)(p);
-	if (kept) {
-		if (r == CUDA_SUCCESS)
-			credit(e.size);
-		else
-			put(&e);
-	}
-	return r;
+	return freed(((free_fn)real)(p), kept, &e);
 }
 
 CUresult carve_mem_free_v1(void *real, unsigned p)
@@ -561,14 +563,7 @@ CUresult carve_mem_free_v1(void *real, unsigned p)
 		return ((free_v1_fn)real)(p);
 	struct entry e;
 	int kept = take(K_PTR, p, &e);
-	CUresult r = ((free_v1_fn)real)(p);
-	if (kept) {
-		if (r == CUDA_SUCCESS)
-			credit(e.size);
-		else
-			put(&e);
-	}
-	return r;
+	return freed(((free_v1_fn)real)(p), kept, &e);
 }
 
 /* --- what the program is told ----------------------------------------------------- */
@@ -823,14 +818,7 @@ CUresult carve_mem_free_async(void *real, CUdeviceptr d, CUstream s)
 		return ((free_async_fn)real)(d, s);
 	struct entry e;
 	int kept = take(K_PTR, d, &e);
-	CUresult r = ((free_async_fn)real)(d, s);
-	if (kept) {
-		if (r == CUDA_SUCCESS)
-			credit(e.size);
-		else
-			put(&e);
-	}
-	return r;
+	return freed(((free_async_fn)real)(d, s), kept, &e);
 }
 
 /* carve_mem_synced: after a synchronization, pools holding more than their
@@ -1213,14 +1201,7 @@ static CUresult array_gone(void *real, void *a, uint32_t kind)
 		return ((destroy_fn)real)(a);
 	struct entry e;
 	int kept = take(kind, (uint64_t)(uintptr_t)a, &e);
-	CUresult r = ((destroy_fn)real)(a);
-	if (kept) {
-		if (r == CUDA_SUCCESS)
-			credit(e.size);
-		else
-			put(&e);
-	}
-	return r;
+	return freed(((destroy_fn)real)(a), kept, &e);
 }
 
 CUresult carve_mem_array_destroy(void *real, CUarray a)
