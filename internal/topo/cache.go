@@ -69,23 +69,17 @@ func FindCachedGPU(uuid string, live Enable) (*Topology, error) {
 	if uuid == "" {
 		return FindCached(live)
 	}
-	dir, err := CacheDir()
-	if err != nil {
-		return nil, err
-	}
-	paths, _ := filepath.Glob(filepath.Join(dir, "topo-*.json"))
-	for _, p := range paths {
-		t, err := ReadCache(p)
-		if err == nil && t != nil && strings.EqualFold(t.UUID, uuid) && t.Live() == live {
-			return t, nil
-		}
-	}
-	return nil, nil
+	return findCached(func(t *Topology) bool { return strings.EqualFold(t.UUID, uuid) && t.Live() == live })
 }
 
 // FindCached returns the cached topology whose live TPC bits are live, the
 // GPU a control block was made for; nil if none is cached.
 func FindCached(live Enable) (*Topology, error) {
+	return findCached(func(t *Topology) bool { return t.Live() == live })
+}
+
+// findCached returns the first cached topology that matches; nil if none.
+func findCached(match func(*Topology) bool) (*Topology, error) {
 	dir, err := CacheDir()
 	if err != nil {
 		return nil, err
@@ -93,7 +87,7 @@ func FindCached(live Enable) (*Topology, error) {
 	paths, _ := filepath.Glob(filepath.Join(dir, "topo-*.json"))
 	for _, p := range paths {
 		t, err := ReadCache(p)
-		if err == nil && t != nil && t.Live() == live {
+		if err == nil && t != nil && match(t) {
 			return t, nil
 		}
 	}
