@@ -229,15 +229,10 @@ static int storm(int n)
 	return ((int (*)(void))dlsym(h, "fakecuda_bare"))();
 }
 
-/* spawn runs this program as a child with cmds (separated by ';') on its
- * stdin, and says what became of it. */
-static void spawn(const char *cmds)
+/* start_child runs this program as a child reading the pipe in and
+ * writing the pipe out, and keeps the ends the parent uses (in[1], out[0]). */
+static pid_t start_child(int in[2], int out[2])
 {
-	int in[2], out[2];
-	if (pipe(in) != 0 || pipe(out) != 0) {
-		printf("error pipe\n");
-		return;
-	}
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -248,6 +243,19 @@ static void spawn(const char *cmds)
 		_exit(127);
 	}
 	close(in[0]), close(out[1]);
+	return pid;
+}
+
+/* spawn runs this program as a child with cmds (separated by ';') on its
+ * stdin, and says what became of it. */
+static void spawn(const char *cmds)
+{
+	int in[2], out[2];
+	if (pipe(in) != 0 || pipe(out) != 0) {
+		printf("error pipe\n");
+		return;
+	}
+	pid_t pid = start_child(in, out);
 	for (const char *c = cmds; *c; c++) {
 		char ch = *c == ';' ? '\n' : *c;
 		if (write(in[1], &ch, 1) != 1)
@@ -596,16 +604,7 @@ static void hold(const char *cmds)
 		printf("error hold\n");
 		return;
 	}
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		close(in[0]), close(in[1]), close(out[0]), close(out[1]);
-		execl("/proc/self/exe", "driver", (char *)NULL);
-		_exit(127);
-	}
-	close(in[0]), close(out[1]);
+	pid_t pid = start_child(in, out);
 	held = pid;
 	held_in = fdopen(in[1], "w");
 	held_out = fdopen(out[0], "r");
