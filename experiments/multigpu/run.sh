@@ -57,7 +57,7 @@ echo "partitions on both GPUs held: exit $? (0: every check passed)" | tee -a "$
 cat "$OUT/smid-check.jsonl"
 
 step "(c) DDP on both GPUs beside an LS on GPU 0: alone, plain, under carve"
-LS=(python3 "$E/ls.py" --rate "$RATE")
+LS=(python3 "$ROOT/experiments/ls.py" --rate "$RATE")
 DDP=(python3 -m torch.distributed.run --standalone --nproc_per_node 2 "$E/ddp.py" --steps "$STEPS")
 T "${LS[@]}" --seconds 12 --label "LS alone, plain" 2>"$OUT/ls-alone.err" | grep '^{' | tee "$OUT/ls-alone.json"
 SLO=$(python3 -c 'import json,sys; print(round(2*json.load(open(sys.argv[1]))["p99_ms"], 3))' "$OUT/ls-alone.json" 2>/dev/null || echo 20)

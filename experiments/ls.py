@@ -1,4 +1,4 @@
-"""The LS service of the multi-GPU experiment: resnet50 at batch 1 (fp16,
+"""An LS service for the experiments (memory, multigpu): resnet50 at batch 1 (fp16,
 random weights, from a CUDA graph) on cuda:0, requests arriving open-loop
 (Poisson) at --rate per second. It serves from when --wait-file exists (at
 once without one) until --done-file exists or --seconds have passed, and
