@@ -6,7 +6,6 @@ package ctl_test
 // tenant's limit, and the counts hold under many threads.
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -647,21 +646,7 @@ func BenchmarkAllocCost(b *testing.B) {
 		name  string
 		start func(b *testing.B, dir string) *proc
 	}{
-		{"no shim", func(b *testing.B, dir string) *proc {
-			a := artifacts(b)
-			cmd := exec.Command(a.Driver)
-			cmd.Env = []string{"PATH=/usr/bin:/bin", "CARVE_LIBCUDA=" + a.Fake}
-			p := &proc{cmd: cmd, stderr: &strings.Builder{}}
-			p.in, _ = cmd.StdinPipe()
-			stdout, _ := cmd.StdoutPipe()
-			cmd.Stderr = p.stderr
-			p.out = bufio.NewReader(stdout)
-			if err := cmd.Start(); err != nil {
-				b.Fatal(err)
-			}
-			p.ready(b)
-			return p
-		}},
+		{"no shim", func(b *testing.B, dir string) *proc { return startNoShim(b) }},
 		{"shim, no limit", func(b *testing.B, dir string) *proc { p, _ := memProc(b, dir, 0); return p }},
 		{"shim, limit", func(b *testing.B, dir string) *proc { p, _ := memProc(b, dir, 1<<30); return p }},
 	} {

@@ -217,6 +217,25 @@ func startExec(t testing.TB, dir string, in ctl.Init, env ...string) (*proc, *ct
 	return p, h
 }
 
+// startNoShim starts the driver program on the fake driver without the
+// shim, the baseline of the cost benchmarks.
+func startNoShim(t testing.TB) *proc {
+	t.Helper()
+	a := artifacts(t)
+	cmd := exec.Command(a.Driver)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "CARVE_LIBCUDA=" + a.Fake}
+	p := &proc{cmd: cmd, stderr: &strings.Builder{}}
+	p.in, _ = cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = p.stderr
+	p.out = bufio.NewReader(stdout)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.ready(t)
+	return p
+}
+
 func (p *proc) ready(t testing.TB) {
 	t.Helper()
 	line, err := p.out.ReadString('\n')

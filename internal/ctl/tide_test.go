@@ -1,10 +1,8 @@
 package ctl_test
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -505,21 +503,7 @@ func BenchmarkLaunchCost(b *testing.B) {
 		name  string
 		start func(b *testing.B, dir string) *proc
 	}{
-		{"no shim", func(b *testing.B, dir string) *proc {
-			a := artifacts(b)
-			cmd := exec.Command(a.Driver)
-			cmd.Env = []string{"PATH=/usr/bin:/bin", "CARVE_LIBCUDA=" + a.Fake}
-			p := &proc{cmd: cmd, stderr: &strings.Builder{}}
-			p.in, _ = cmd.StdinPipe()
-			stdout, _ := cmd.StdoutPipe()
-			cmd.Stderr = p.stderr
-			p.out = bufio.NewReader(stdout)
-			if err := cmd.Start(); err != nil {
-				b.Fatal(err)
-			}
-			p.ready(b)
-			return p
-		}},
+		{"no shim", func(b *testing.B, dir string) *proc { return startNoShim(b) }},
 		{"partition", func(b *testing.B, dir string) *proc {
 			p, _ := startExec(b, dir, ctl.Init{Mask: allLive, Live: live})
 			p.ready(b)
