@@ -156,15 +156,10 @@ func (c *collector) reclaim() int {
 		n += nd.Reclaim()
 		nd.Close()
 	}
+	// the sweeps of the runtime directory and of each claim's credit what
+	// ended processes held back to their memory accounts
 	ctl.Scan(c.dir)
-	// memory accounts get back what their ended processes held, the
-	// runtime directory's tenants' and each claim's
-	ctl.CreditEnded(c.dir)
-	if claims, _, err := ctl.Claims(c.dir); err == nil {
-		for _, cl := range claims {
-			ctl.CreditEnded(cl.Dir)
-		}
-	}
+	ctl.Claims(c.dir)
 	place.Fence(c.dir)
 	c.reclaimed.Add(int64(n))
 	return n
