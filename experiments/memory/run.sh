@@ -83,10 +83,17 @@ for r in $(seq "$ROUNDS"); do
 done | tee "$OUT/cost-alloc.jsonl" | tail -3
 fi
 if has firststep; then
-step the account\'s cost: a model\'s first training step, alternating with no shim, $ROUNDS rounds
+step the account\'s cost: a model\'s first training steps, alternating no shim, carve run without a limit and with one, $ROUNDS rounds
+# each round runs the three setups in an order of its own (shuf), so that
+# no setup always follows the same one
 for r in $(seq "$ROUNDS"); do
-	T python3 "$E/firststep.py" "no shim"
-	T "$C" run -q --no-mps -n 66 --mem 20G -- python3 "$E/firststep.py" "carve run --mem 20G"
+	for s in $(shuf -e none nolimit limit); do
+		case $s in
+		none) T python3 "$E/firststep.py" "no shim" ;;
+		nolimit) T "$C" run -q --no-mps -n 66 -- python3 "$E/firststep.py" "carve run, no limit" ;;
+		limit) T "$C" run -q --no-mps -n 66 --mem 20G -- python3 "$E/firststep.py" "carve run --mem 20G" ;;
+		esac
+	done
 done 2>&1 | grep --line-buffered '^{' | tee "$OUT/cost-firststep.jsonl" | tail -2
 fi
 "$C" mps stop
