@@ -17,7 +17,7 @@ app.kubernetes.io/name: carve
 app.kubernetes.io/component: {{ . }}
 {{- end }}
 
-{{/* The GPU nodes' scheduling: node selection, affinity, tolerations. */}}
+{{/* A GPU node pod's placement: node selection, affinity, tolerations, priority, runtime class, pull secrets. */}}
 {{- define "carve.nodes" -}}
 {{- with .Values.nodeSelector }}
 nodeSelector:
