@@ -1,5 +1,5 @@
 // carve-dra is carve's DRA kubelet plugin: it runs on each GPU node (see
-// deploy/kubernetes), publishes the node's GPUs with their TPCs, and
+// deploy/helm/carve-dra), publishes the node's GPUs with their TPCs, and
 // prepares the claims the scheduler allocates from them.
 package main
 
@@ -56,7 +56,8 @@ the node) and writes a CDI spec that preloads libcarve.so into the claim's
 containers, mounts the claim's directory of control blocks, and joins them
 to carve's MPS daemon where it runs. A claim's opaque config (apiVersion
 gpu.carve.dev/v1alpha1, kind ClaimConfig) sets its class (ls, be, none) and
-policy; see deploy/kubernetes/README.md.
+policy; see deploy/kubernetes/README.md. carve-dra webhook checks those
+configs when claims are created.
 
 It keeps its state in carve's runtime directory (claims/UID/), so it can
 be restarted at any time.`,
@@ -88,6 +89,7 @@ be restarted at any time.`,
 	f.IntSliceVar(&o.healthConfig.Fatal, "fatal-xids", dra.FatalXids, "the Xids that taint a GPU")
 	f.DurationVar(&o.healthConfig.XidHold, "xid-taint-for", 0, "how long a fatal Xid taints its GPU after the report (0: until carve-dra restarts)")
 	f.DurationVar(&o.healthConfig.Interval, "health-interval", 5*time.Second, "how often the GPUs' health is checked")
+	c.AddCommand(newWebhookCmd())
 	return c
 }
 

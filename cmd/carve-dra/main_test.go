@@ -1,41 +1,55 @@
 package main
 
 import (
-	"os"
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/carve-gpu/carve/internal/chart"
 )
 
-// TestDaemonSetFlags: the DaemonSet in deploy/kubernetes starts carve-dra
-// with flags carve-dra has.
-func TestDaemonSetFlags(t *testing.T) {
-	b, err := os.ReadFile("../../deploy/kubernetes/daemonset.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ds appsv1.DaemonSet
-	if err := yaml.UnmarshalStrict(b, &ds); err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, c := range ds.Spec.Template.Spec.Containers {
-		if len(c.Command) == 0 || c.Command[0] != "carve-dra" {
-			continue
+// TestChartFlags: every container of the chart (deploy/helm/carve-dra)
+// that runs carve-dra, the plugin or its webhook, with the chart's defaults
+// and with MPS off, starts it with flags it has.
+func TestChartFlags(t *testing.T) {
+	found := map[string]bool{}
+	for _, values := range []map[string]any{nil, {"mps": map[string]any{"enabled": false}}} {
+		ms, err := chart.Render("../../deploy/helm/carve-dra", chart.Release{Name: "carve-dra", Namespace: "carve-system", KubeVersion: "v1.37.2"}, values)
+		if err != nil {
+			t.Fatal(err)
 		}
-		found = true
-		cmd := newRootCmd()
-		if err := cmd.ParseFlags(append(c.Command[1:], c.Args...)); err != nil {
-			t.Errorf("container %s: %v", c.Name, err)
-		}
-		if cmd.Flags().NArg() != 0 {
-			t.Errorf("container %s passes arguments %q", c.Name, strings.Join(cmd.Flags().Args(), " "))
+		for _, m := range ms {
+			var obj struct {
+				Kind string `json:"kind"`
+				Spec struct {
+					Template corev1.PodTemplateSpec `json:"template"`
+				} `json:"spec"`
+			}
+			if err := yaml.Unmarshal([]byte(m.YAML), &obj); err != nil {
+				t.Fatalf("%s: %v", m.Template, err)
+			}
+			for _, c := range obj.Spec.Template.Spec.Containers {
+				if len(c.Command) == 0 || c.Command[0] != "carve-dra" {
+					continue
+				}
+				found[c.Name] = true
+				root := newRootCmd()
+				cmd, args, err := root.Find(append(c.Command[1:], c.Args...))
+				if err == nil {
+					err = cmd.ParseFlags(args)
+				}
+				if err != nil {
+					t.Errorf("%s, container %s: %v", m.Template, c.Name, err)
+				} else if cmd.Flags().NArg() != 0 {
+					t.Errorf("%s, container %s passes arguments %q", m.Template, c.Name, strings.Join(cmd.Flags().Args(), " "))
+				}
+			}
 		}
 	}
-	if !found {
-		t.Error("no container runs carve-dra")
+	if !found["plugin"] || !found["webhook"] {
+		t.Errorf("containers that run carve-dra: %v, want the plugin and the webhook", found)
 	}
 }
 

@@ -149,27 +149,30 @@ func (s Settings) Flags() uint32 {
 	return f
 }
 
-// claimConfigs are the opaque configurations for carve's driver that apply
-// to request, in the order Resolve takes them: the DeviceClass's, then the
-// claim's.
-func claimConfigs(claim *resourceapi.ResourceClaim, request string) ([]*Config, error) {
+// RequestSettings are the settings of a claim's request from its
+// configs (an allocation's, or the claim's spec and its classes' made into
+// one at admission): those for carve's driver that apply to request, the
+// DeviceClass's first, then the claim's, parsed strictly and resolved.
+// Prepare and the admission webhook both call it, so a config is refused
+// by the one rule, with the one message.
+func RequestSettings(configs []resourceapi.DeviceAllocationConfiguration, request string) (Settings, error) {
 	var out []*Config
 	for _, src := range []struct {
 		source resourceapi.AllocationConfigSource
 		name   string
 	}{{resourceapi.AllocationConfigSourceClass, "DeviceClass"}, {resourceapi.AllocationConfigSourceClaim, "claim"}} {
-		for _, c := range claim.Status.Allocation.Devices.Config {
+		for _, c := range configs {
 			if c.Source != src.source || c.Opaque == nil || c.Opaque.Driver != DriverName || !appliesTo(c.Requests, request) {
 				continue
 			}
 			cfg, err := ParseConfig(c.Opaque.Parameters.Raw)
 			if err != nil {
-				return nil, fmt.Errorf("the %s's config: %w", src.name, err)
+				return Settings{}, fmt.Errorf("the %s's config: %w", src.name, err)
 			}
 			out = append(out, cfg)
 		}
 	}
-	return out, nil
+	return Resolve(out)
 }
 
 // appliesTo reports whether a config for requests (all when empty) applies

@@ -82,7 +82,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 // carve devices (one request a GPU), all reserved at once or none.
 func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResult {
 	fail := func(format string, args ...any) kubeletplugin.PrepareResult {
-		return kubeletplugin.PrepareResult{Err: fmt.Errorf("claim %s/%s: "+format, append([]any{c.Namespace, c.Name}, args...)...)}
+		return kubeletplugin.PrepareResult{Err: claimError(c.Namespace, c.Name, fmt.Errorf(format, args...))}
 	}
 	if c.Status.Allocation == nil {
 		return fail("not allocated")
@@ -104,11 +104,7 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 				return fail("its requests %s and %s are both on %s, and a claim has one partition on a GPU: ask for one request per GPU", q.r.Request, r.Request, r.Device)
 			}
 		}
-		configs, err := claimConfigs(c, r.Request)
-		if err != nil {
-			return fail("%v", err)
-		}
-		s, err := Resolve(configs)
+		s, err := RequestSettings(c.Status.Allocation.Devices.Config, r.Request)
 		if err != nil {
 			return fail("%v", err)
 		}

@@ -19,6 +19,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
+// manifests holds the example claims and pods (examples/); carve-dra
+// itself installs from its chart.
 const manifests = "../../deploy/kubernetes"
 
 // objects decodes every document of the YAML files in dir strictly (an
@@ -29,7 +31,6 @@ func objects(t *testing.T, dir string) []runtime.Object {
 	if len(files) == 0 {
 		t.Fatalf("no manifests in %s", dir)
 	}
-	s := serjson.NewSerializerWithOptions(serjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, serjson.SerializerOptions{Yaml: true, Strict: true})
 	var out []runtime.Object
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -37,7 +38,7 @@ func objects(t *testing.T, dir string) []runtime.Object {
 			t.Fatal(err)
 		}
 		for i, doc := range bytes.Split(b, []byte("\n---\n")) {
-			obj, _, err := s.Decode(doc, nil, nil)
+			obj, err := decodeStrict(doc)
 			if err != nil {
 				t.Errorf("%s, document %d: %v", f, i+1, err)
 				continue
@@ -48,14 +49,28 @@ func objects(t *testing.T, dir string) []runtime.Object {
 	return out
 }
 
-func one[T runtime.Object](t *testing.T, objs []runtime.Object) T {
-	t.Helper()
+var strict = serjson.NewSerializerWithOptions(serjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, serjson.SerializerOptions{Yaml: true, Strict: true})
+
+// decodeStrict decodes one YAML document of a kind client-go knows,
+// strictly.
+func decodeStrict(doc []byte) (runtime.Object, error) {
+	obj, _, err := strict.Decode(doc, nil, nil)
+	return obj, err
+}
+
+func all[T runtime.Object](objs []runtime.Object) []T {
 	var found []T
 	for _, o := range objs {
 		if x, ok := o.(T); ok {
 			found = append(found, x)
 		}
 	}
+	return found
+}
+
+func one[T runtime.Object](t *testing.T, objs []runtime.Object) T {
+	t.Helper()
+	found := all[T](objs)
 	if len(found) != 1 {
 		var zero T
 		t.Fatalf("%d objects of type %T, want one", len(found), zero)
@@ -63,9 +78,25 @@ func one[T runtime.Object](t *testing.T, objs []runtime.Object) T {
 	return found[0]
 }
 
-// clusterRole is carve-dra's ClusterRole in deploy/kubernetes.
+// named is the object of type T named name.
+func named[T interface {
+	runtime.Object
+	GetName() string
+}](t *testing.T, objs []runtime.Object, name string) T {
+	t.Helper()
+	for _, x := range all[T](objs) {
+		if x.GetName() == name {
+			return x
+		}
+	}
+	var zero T
+	t.Fatalf("no %T named %s", zero, name)
+	return zero
+}
+
+// clusterRole is carve-dra's ClusterRole, as the chart renders it.
 func clusterRole(t *testing.T) *rbacv1.ClusterRole {
-	return one[*rbacv1.ClusterRole](t, objects(t, manifests))
+	return named[*rbacv1.ClusterRole](t, chartObjects(t, nil), "carve-dra")
 }
 
 // allowed checks that role lets carve-dra make every call it made. A
@@ -103,19 +134,20 @@ func allowed(t *testing.T, role *rbacv1.ClusterRole, actions []k8stesting.Action
 	}
 }
 
-// TestManifests: deploy/kubernetes and its examples decode strictly; the
-// DeviceClass selects carve's driver; the DaemonSet runs as the service
-// account the RBAC binds and the admission policy names, privileged only
-// in its init container; every example claim asks carve's class for TPCs
-// with configs carve-dra accepts.
+// TestManifests: the chart's objects decode strictly; the DeviceClass
+// selects carve's driver; the plugin runs as the service account the RBAC
+// binds and the admission policy names; no container is privileged but the
+// init container that mounts MPS's tmpfs; the plugin sees the MPS daemon's
+// pid; every example claim asks carve's class for TPCs with configs
+// carve-dra accepts.
 func TestManifests(t *testing.T) {
-	objs := objects(t, manifests)
+	objs := chartObjects(t, nil)
 	class := one[*resourceapi.DeviceClass](t, objs)
 	if len(class.Spec.Selectors) != 1 || !strings.Contains(class.Spec.Selectors[0].CEL.Expression, `"`+DriverName+`"`) {
 		t.Errorf("DeviceClass selectors %+v", class.Spec.Selectors)
 	}
-	ds := one[*appsv1.DaemonSet](t, objs)
-	sa := one[*corev1.ServiceAccount](t, objs)
+	ds := named[*appsv1.DaemonSet](t, objs, "carve-dra")
+	sa := named[*corev1.ServiceAccount](t, objs, "carve-dra")
 	pod := ds.Spec.Template.Spec
 	if pod.ServiceAccountName != sa.Name || ds.Namespace != sa.Namespace {
 		t.Errorf("DaemonSet runs as %s/%s, the service account is %s/%s", ds.Namespace, pod.ServiceAccountName, sa.Namespace, sa.Name)
@@ -128,13 +160,15 @@ func TestManifests(t *testing.T) {
 	if !strings.Contains(vap.Spec.MatchConditions[0].Expression, `"`+user+`"`) {
 		t.Errorf("the admission policy matches %q, not %s", vap.Spec.MatchConditions[0].Expression, user)
 	}
-	for _, c := range pod.Containers {
-		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
-			t.Errorf("container %s is privileged", c.Name)
+	for _, d := range all[*appsv1.DaemonSet](objs) {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+				t.Errorf("container %s of %s is privileged", c.Name, d.Name)
+			}
 		}
 	}
-	if pod.ShareProcessNamespace == nil || !*pod.ShareProcessNamespace {
-		t.Error("the plugin must see the MPS daemon's pid: shareProcessNamespace")
+	if mps := named[*appsv1.DaemonSet](t, objs, "carve-daemon"); !pod.HostPID || !mps.Spec.Template.Spec.HostPID {
+		t.Error("the plugin must see the MPS daemon's pid: hostPID in both DaemonSets")
 	}
 
 	templates := 0

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/carve-gpu/carve/internal/chart"
+)
+
+// TestChartDaemonFlags: the chart's carve daemon container (with MPS on,
+// off, and stopped on exit) starts carve daemon with flags it has.
+func TestChartDaemonFlags(t *testing.T) {
+	runs := 0
+	for _, mps := range []map[string]any{{"enabled": true}, {"enabled": false}, {"stopOnExit": true}} {
+		ms, err := chart.Render("../../deploy/helm/carve-dra", chart.Release{Name: "carve-dra", Namespace: "carve-system", KubeVersion: "v1.37.2"},
+			map[string]any{"mps": mps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			var obj struct {
+				Spec struct {
+					Template corev1.PodTemplateSpec `json:"template"`
+				} `json:"spec"`
+			}
+			if err := yaml.Unmarshal([]byte(m.YAML), &obj); err != nil {
+				t.Fatalf("%s: %v", m.Template, err)
+			}
+			for _, c := range obj.Spec.Template.Spec.Containers {
+				if len(c.Command) < 2 || c.Command[0] != "carve" {
+					continue
+				}
+				runs++
+				cmd, args, err := newRoot().Find(append(c.Command[1:], c.Args...))
+				if err == nil {
+					err = cmd.ParseFlags(args)
+				}
+				if err != nil || cmd.Name() != "daemon" || cmd.Flags().NArg() != 0 {
+					t.Errorf("%s with mps %v, container %s runs %q: %v", m.Template, mps, c.Name, c.Command, err)
+				}
+			}
+		}
+	}
+	if runs != 3 {
+		t.Errorf("%d containers run carve, want carve daemon once for each of 3 settings", runs)
+	}
+}
