@@ -1,0 +1,164 @@
+// A kernel recorder for an unchanged CUDA program: the driver loads it by
+// CUDA_INJECTION64_PATH and calls InitializeInjection, which turns on CUPTI's
+// concurrent-kernel activity records and writes one line per kernel run to
+// CARVE_KERNELS_OUT ("%p" in it becomes the process id, so that children
+// write files of their own). carve bench kernels reads the lines.
+//
+// The format, one kernel a line, tab-separated, the name last (demangled; it
+// has spaces but no tab); lines starting with # are comments:
+//
+//   start_ns end_ns gx,gy,gz bx,by,bz cx,cy,cz launch regs static_smem dynamic_smem device stream name
+//
+// launch is regular, coop-single or coop-multi (cooperative launches on one
+// or on several devices), or launch-N for a launch type this file does not
+// know; cx,cy,cz are the cluster's dimensions (0 or 1: no cluster).
+//
+// Built against the toolkit's CUPTI, with CARVE_KERNEL_RECORD the newest
+// CUpti_ActivityKernelN its cupti_activity.h declares (run.sh finds it):
+//   cc -shared -fPIC -O2 -DCARVE_KERNEL_RECORD=CUpti_ActivityKernel9 -I$CUPTI/include
+//      recorder.c -L$CUPTI/lib64 -lcupti -lstdc++ -Wl,-rpath,$CUPTI/lib64 -o libkrec.so
+#include <cupti.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef CARVE_KERNEL_RECORD
+#define CARVE_KERNEL_RECORD CUpti_ActivityKernel9
+#endif
+
+// the C++ runtime's demangler (extern "C" in libstdc++)
+char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+enum { bufferSize = 1 << 20, flushPeriodMs = 1000 };
+
+static FILE *out;
+static pthread_mutex_t outLock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long long kernels;
+
+static void warn(const char *what, CUptiResult r) {
+	const char *s = "";
+	cuptiGetResultString(r, &s);
+	fprintf(stderr, "carve kernel recorder: %s: %s\n", what, s);
+}
+
+static const char *launchName(unsigned t, char *buf, size_t n) {
+	switch (t) {
+	case CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR:
+		return "regular";
+	case CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE:
+		return "coop-single";
+	case CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_MULTI_DEVICE:
+		return "coop-multi";
+	}
+	snprintf(buf, n, "launch-%u", t);
+	return buf;
+}
+
+static void writeKernel(const CARVE_KERNEL_RECORD *k) {
+	int status = -1;
+	char *name = k->name ? __cxa_demangle(k->name, NULL, NULL, &status) : NULL;
+	const char *shown = status == 0 && name ? name : (k->name ? k->name : "?");
+	char lbuf[32];
+	fprintf(out, "%llu\t%llu\t%d,%d,%d\t%d,%d,%d\t%u,%u,%u\t%s\t%u\t%d\t%d\t%u\t%u\t",
+	        (unsigned long long)k->start, (unsigned long long)k->end, k->gridX, k->gridY, k->gridZ, k->blockX,
+	        k->blockY, k->blockZ, (unsigned)k->clusterX, (unsigned)k->clusterY, (unsigned)k->clusterZ,
+	        launchName(k->launchType, lbuf, sizeof lbuf), (unsigned)k->registersPerThread, k->staticSharedMemory,
+	        k->dynamicSharedMemory, k->deviceId, k->streamId);
+	for (const char *c = shown; *c; c++) // one line, one field: no tab or newline in it
+		fputc(*c == '\t' || *c == '\n' ? ' ' : *c, out);
+	fputc('\n', out);
+	free(name);
+	kernels++;
+}
+
+static void CUPTIAPI bufferRequested(uint8_t **buffer, size_t *size, size_t *maxRecords) {
+	*buffer = aligned_alloc(8, bufferSize);
+	*size = *buffer ? bufferSize : 0;
+	*maxRecords = 0;
+}
+
+static void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
+	(void)ctx;
+	(void)stream;
+	(void)size;
+	CUpti_Activity *rec = NULL;
+	pthread_mutex_lock(&outLock);
+	while (out && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+		if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL)
+			writeKernel((const CARVE_KERNEL_RECORD *)rec);
+	if (out)
+		fflush(out);
+	pthread_mutex_unlock(&outLock);
+	free(buffer);
+}
+
+static void atExit(void) {
+	CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	if (r != CUPTI_SUCCESS)
+		warn("flushing at exit", r);
+	size_t dropped = 0;
+	cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped);
+	pthread_mutex_lock(&outLock);
+	if (out) {
+		fprintf(out, "# end: %llu kernels, %zu records dropped by CUPTI\n", kernels, dropped);
+		fclose(out);
+		out = NULL;
+	}
+	pthread_mutex_unlock(&outLock);
+}
+
+// openOut opens CARVE_KERNELS_OUT, "%p" in it the process id.
+static FILE *openOut(void) {
+	const char *path = getenv("CARVE_KERNELS_OUT");
+	if (!path || !*path) {
+		fprintf(stderr, "carve kernel recorder: set CARVE_KERNELS_OUT to the file to write; recording nothing\n");
+		return NULL;
+	}
+	char name[4096];
+	size_t n = 0;
+	for (const char *c = path; *c && n < sizeof name - 24; c++) {
+		if (c[0] == '%' && c[1] == 'p') {
+			n += snprintf(name + n, sizeof name - n, "%d", (int)getpid());
+			c++;
+		} else {
+			name[n++] = *c;
+		}
+	}
+	name[n] = 0;
+	FILE *f = fopen(name, "w");
+	if (!f)
+		perror(name);
+	return f;
+}
+
+int InitializeInjection(void) {
+	out = openOut();
+	if (!out)
+		return 0;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	uint64_t ts = 0;
+	cuptiGetTimestamp(&ts);
+	fprintf(out, "# carve kernel records 1: pid %d, realtime %lld.%09ld s at CUPTI time %llu ns\n", (int)getpid(),
+	        (long long)now.tv_sec, now.tv_nsec, (unsigned long long)ts);
+	fprintf(out, "# start_ns\tend_ns\tgrid\tblock\tcluster\tlaunch\tregs\tstatic_smem\tdynamic_smem\tdevice\tstream\tname\n");
+	fflush(out);
+	CUptiResult r = cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
+	if (r == CUPTI_SUCCESS)
+		r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	if (r != CUPTI_SUCCESS) {
+		warn("enabling kernel records", r);
+		fprintf(out, "# not recording: CUPTI refused (%d)\n", (int)r);
+		fclose(out);
+		out = NULL;
+		return 0;
+	}
+	if ((r = cuptiActivityFlushPeriod(flushPeriodMs)) != CUPTI_SUCCESS)
+		warn("periodic flush (records reach the file at exit only)", r);
+	atexit(atExit);
+	return 1;
+}
