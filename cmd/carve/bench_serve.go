@@ -23,7 +23,7 @@ func newServeCmd() *cobra.Command {
 		Short: "LS services beside BE jobs: latency and throughput under each way of sharing the GPU",
 		Long: `serve runs a latency-sensitive service (PyTorch, random weights, batch 1,
 from CUDA graphs or eagerly: resnet50, mobilenet_v3_large, bert-base at
-sequence 128, or llm, a Llama-shaped causal LM of about 370M parameters that
+sequence 128, or llm, a Llama-shaped causal LM of about 440M parameters that
 answers each request with a 32-token prefill and 16 greedily decoded tokens
 through a static KV cache) with requests arriving open-loop (Poisson, or on/off
 bursts) and its latency counted from arrival to its result (llm: its last

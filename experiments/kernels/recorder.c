@@ -13,11 +13,18 @@
 // or on several devices), or launch-N for a launch type this file does not
 // know; cx,cy,cz are the cluster's dimensions (0 or 1: no cluster).
 //
-// Built against the toolkit's CUPTI, with CARVE_KERNEL_RECORD the newest
-// CUpti_ActivityKernelN its cupti_activity.h declares (run.sh finds it):
-//   cc -shared -fPIC -O2 -DCARVE_KERNEL_RECORD=CUpti_ActivityKernel9 -I$CUPTI/include
-//      recorder.c -L$CUPTI/lib64 -lcupti -lstdc++ -Wl,-rpath,$CUPTI/lib64 -o libkrec.so
+// Built against the toolkit's CUPTI headers, with CARVE_KERNEL_RECORD the
+// newest CUpti_ActivityKernelN its cupti_activity.h declares and
+// CARVE_CUPTI_LIB the path of its libcupti.so (run.sh finds both):
+//   cc -shared -fPIC -O2 -DCARVE_KERNEL_RECORD=CUpti_ActivityKernel9
+//      -DCARVE_CUPTI_LIB='"/usr/local/cuda/extras/CUPTI/lib64/libcupti.so"'
+//      -I$CUPTI/include -I$CUDA/include recorder.c -ldl -lstdc++ -o libkrec.so
+// It opens that libcupti itself, privately, and calls it through pointers
+// found there: PyTorch loads its own CUPTI (of its CUDA version) into the
+// global namespace, and a recorder linked against the toolkit's would bind
+// to that one, whose records may be laid out differently.
 #include <cupti.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +37,39 @@
 #define CARVE_KERNEL_RECORD CUpti_ActivityKernel9
 #endif
 
+#ifndef CARVE_CUPTI_LIB
+#define CARVE_CUPTI_LIB "libcupti.so"
+#endif
+
+// the CUPTI functions used, each through a pointer p_NAME into CARVE_CUPTI_LIB
+#define CUPTI_FUNCTIONS(X)                                                                                             \
+	X(cuptiGetResultString)                                                                                        \
+	X(cuptiGetTimestamp)                                                                                           \
+	X(cuptiActivityRegisterCallbacks)                                                                              \
+	X(cuptiActivityEnable)                                                                                         \
+	X(cuptiActivityGetNextRecord)                                                                                  \
+	X(cuptiActivityFlushAll)                                                                                       \
+	X(cuptiActivityFlushPeriod)                                                                                    \
+	X(cuptiActivityGetNumDroppedRecords)
+#define DECLARE(f) static __typeof__(f) *p_##f;
+CUPTI_FUNCTIONS(DECLARE)
+
+// loadCupti opens CARVE_CUPTI_LIB privately and finds the functions in it.
+static int loadCupti(void) {
+	void *h = dlopen(CARVE_CUPTI_LIB, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr, "carve kernel recorder: %s; recording nothing\n", dlerror());
+		return 0;
+	}
+#define FIND(f)                                                                                                        \
+	if (!(p_##f = (__typeof__(f) *)dlsym(h, #f))) {                                                                \
+		fprintf(stderr, "carve kernel recorder: %s has no %s; recording nothing\n", CARVE_CUPTI_LIB, #f);      \
+		return 0;                                                                                              \
+	}
+	CUPTI_FUNCTIONS(FIND)
+	return 1;
+}
+
 // the C++ runtime's demangler (extern "C" in libstdc++)
 char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 
@@ -41,7 +81,7 @@ static unsigned long long kernels;
 
 static void warn(const char *what, CUptiResult r) {
 	const char *s = "";
-	cuptiGetResultString(r, &s);
+	p_cuptiGetResultString(r, &s);
 	fprintf(stderr, "carve kernel recorder: %s: %s\n", what, s);
 }
 
@@ -87,7 +127,7 @@ static void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t stream, uint8_t *bu
 	(void)size;
 	CUpti_Activity *rec = NULL;
 	pthread_mutex_lock(&outLock);
-	while (out && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+	while (out && p_cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
 		if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL)
 			writeKernel((const CARVE_KERNEL_RECORD *)rec);
 	if (out)
@@ -97,11 +137,11 @@ static void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t stream, uint8_t *bu
 }
 
 static void atExit(void) {
-	CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	CUptiResult r = p_cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	if (r != CUPTI_SUCCESS)
 		warn("flushing at exit", r);
 	size_t dropped = 0;
-	cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped);
+	p_cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped);
 	pthread_mutex_lock(&outLock);
 	if (out) {
 		fprintf(out, "# end: %llu kernels, %zu records dropped by CUPTI\n", kernels, dropped);
@@ -136,20 +176,22 @@ static FILE *openOut(void) {
 }
 
 int InitializeInjection(void) {
+	if (!loadCupti())
+		return 0;
 	out = openOut();
 	if (!out)
 		return 0;
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	uint64_t ts = 0;
-	cuptiGetTimestamp(&ts);
+	p_cuptiGetTimestamp(&ts);
 	fprintf(out, "# carve kernel records 1: pid %d, realtime %lld.%09ld s at CUPTI time %llu ns\n", (int)getpid(),
 	        (long long)now.tv_sec, now.tv_nsec, (unsigned long long)ts);
 	fprintf(out, "# start_ns\tend_ns\tgrid\tblock\tcluster\tlaunch\tregs\tstatic_smem\tdynamic_smem\tdevice\tstream\tname\n");
 	fflush(out);
-	CUptiResult r = cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
+	CUptiResult r = p_cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
 	if (r == CUPTI_SUCCESS)
-		r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+		r = p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 	if (r != CUPTI_SUCCESS) {
 		warn("enabling kernel records", r);
 		fprintf(out, "# not recording: CUPTI refused (%d)\n", (int)r);
@@ -157,7 +199,7 @@ int InitializeInjection(void) {
 		out = NULL;
 		return 0;
 	}
-	if ((r = cuptiActivityFlushPeriod(flushPeriodMs)) != CUPTI_SUCCESS)
+	if ((r = p_cuptiActivityFlushPeriod(flushPeriodMs)) != CUPTI_SUCCESS)
 		warn("periodic flush (records reach the file at exit only)", r);
 	atexit(atExit);
 	return 1;

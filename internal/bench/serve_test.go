@@ -195,7 +195,7 @@ func TestServeRender(t *testing.T) {
 	}
 	r.Series = append(r.Series, llm("BE alone, whole GPU", nil, 120), llm("LS alone, whole GPU", []float64{7, 7.5, 9}, 0),
 		llm("carve tide, 8 in flight, 300µs queued, share 0.05", []float64{8, 9, 12}, 90))
-	r.Params["models"] = map[string]any{"llm:graph": map[string]any{"params": 373.6e6, "prompt_tokens": 32.0, "new_tokens": 16.0},
+	r.Params["models"] = map[string]any{"llm:graph": map[string]any{"params": 439.4e6, "prompt_tokens": 32.0, "new_tokens": 16.0},
 		"transformer-train": map[string]any{"params": 218e6, "seq": 256.0, "batch": 64.0}}
 	var b bytes.Buffer
 	if err := WriteTable(&b, r); err != nil {
@@ -204,7 +204,7 @@ func TestServeRender(t *testing.T) {
 	for _, want := range []string{"MPS 25%/75%", "67.00%", "90%", "carve tide, 8 in flight, 300µs queued, share 0.05", "4.00", "1.25x",
 		"share 0.05 (BE first)", "65%", "its throughput is over the LS's serving only",
 		"llm:graph beside transformer-train  50/s", "75%", "BE /S: densenet161 in img/s, transformer-train in seq/s",
-		"models: llm:graph 374M parameters, prompt tokens 32, new tokens 16; transformer-train 218M parameters, seq 256, batch 64"} {
+		"models: llm:graph 439M parameters, prompt tokens 32, new tokens 16; transformer-train 218M parameters, seq 256, batch 64"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
