@@ -29,7 +29,8 @@ then its top kernels by time with their shape, grid, waves and occupancy.
 Tables in Markdown, or -o json.
 
 A job is JOB=FILE; FILE may be a glob (the recorder writes one file per
-process, "%p" in CARVE_KERNELS_OUT); a job named twice reads all its files.`,
+process, "%p" in CARVE_KERNELS_OUT); a job named twice reads all its files;
+a file whose name ends in .gz is read through gzip.`,
 		Example: `  carve bench kernels densenet161='out/densenet161.*.tsv' transformer-train='out/transformer-train.*.tsv'
   carve bench kernels --after-gap 1s -o json out/resnet50-train.1234.tsv`,
 		Args: cobra.ArbitraryArgs,

@@ -98,10 +98,45 @@ static const char *launchName(unsigned t, char *buf, size_t n) {
 	return buf;
 }
 
-static void writeKernel(const CARVE_KERNEL_RECORD *k) {
+// demangled names by CUPTI's name pointer, which all records of a kernel
+// share: a job runs a few hundred kernels many times over
+enum { nameSlots = 1 << 14 };
+static struct {
+	const char *mangled;
+	char *shown;
+} names[nameSlots];
+
+static char *demangle(const char *mangled) {
 	int status = -1;
-	char *name = k->name ? __cxa_demangle(k->name, NULL, NULL, &status) : NULL;
-	const char *shown = status == 0 && name ? name : (k->name ? k->name : "?");
+	char *d = __cxa_demangle(mangled, NULL, NULL, &status);
+	if (status == 0 && d)
+		return d;
+	free(d);
+	return strdup(mangled); // a C name, or one the demangler does not know
+}
+
+// shownName is a kernel's demangled name (under outLock).
+static const char *shownName(const char *mangled) {
+	static char *uncached;
+	if (!mangled)
+		return "?";
+	size_t h = ((uintptr_t)mangled >> 3) % nameSlots;
+	for (size_t i = 0; i < nameSlots; i++, h = (h + 1) % nameSlots) {
+		if (names[h].mangled == mangled)
+			return names[h].shown;
+		if (!names[h].mangled) {
+			names[h].mangled = mangled;
+			names[h].shown = demangle(mangled);
+			return names[h].shown ? names[h].shown : mangled;
+		}
+	}
+	free(uncached); // the table is full: demangle each time
+	uncached = demangle(mangled);
+	return uncached ? uncached : mangled;
+}
+
+static void writeKernel(const CARVE_KERNEL_RECORD *k) {
+	const char *shown = shownName(k->name);
 	char lbuf[32];
 	fprintf(out, "%llu\t%llu\t%d,%d,%d\t%d,%d,%d\t%u,%u,%u\t%s\t%u\t%d\t%d\t%u\t%u\t",
 	        (unsigned long long)k->start, (unsigned long long)k->end, k->gridX, k->gridY, k->gridZ, k->blockX,
@@ -111,7 +146,6 @@ static void writeKernel(const CARVE_KERNEL_RECORD *k) {
 	for (const char *c = shown; *c; c++) // one line, one field: no tab or newline in it
 		fputc(*c == '\t' || *c == '\n' ? ' ' : *c, out);
 	fputc('\n', out);
-	free(name);
 	kernels++;
 }
 

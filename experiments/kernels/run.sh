@@ -14,7 +14,7 @@
 set -u
 OUT=$(realpath "${1:?usage: run.sh OUT}")
 . "$(dirname "$(realpath "$0")")/../common.sh" kernels
-: "${TO:=150}"
+: "${TO:=90}"
 : "${MEASURE:=10}"
 : "${PAUSE:=3}"
 : "${RATE:=20}" # llm requests a second: a request is some 10-20 ms of decoding
@@ -43,13 +43,16 @@ for d in "$CUDA/extras/CUPTI/lib64" "$CUDA/targets/x86_64-linux/lib" "$CUDA/lib6
 	[ -e "$d/libcupti.so" ] && { lib=$d/libcupti.so; break; }
 done
 recorder=
-if [ -z "$inc" ] || [ -z "$lib" ]; then
+cc=$(command -v cc || command -v gcc)
+if [ -z "$cc" ]; then
+	fail "no C compiler (cc or gcc) to build the recorder"
+elif [ -z "$inc" ] || [ -z "$lib" ]; then
 	fail "no CUPTI under $CUDA (cupti_activity.h: ${inc:-none}, libcupti.so: ${lib:-none}); set CUDA_HOME"
 else
 	# the newest CUpti_ActivityKernelN first, older ones if it does not build
 	for rec in $(grep -ho 'CUpti_ActivityKernel[0-9]\+' "$inc"/cupti_activity*.h | sort -uV -r | head -4); do
 		echo "building against $inc, $lib, $rec"
-		if cc -shared -fPIC -O2 -Wall -DCARVE_KERNEL_RECORD="$rec" -DCARVE_CUPTI_LIB="\"$lib\"" -I"$inc" -I"$CUDA/include" \
+		if "$cc" -shared -fPIC -O2 -Wall -DCARVE_KERNEL_RECORD="$rec" -DCARVE_CUPTI_LIB="\"$lib\"" -I"$inc" -I"$CUDA/include" \
 			"$E/recorder.c" -ldl -lstdc++ -o "$W/libkrec.so"; then
 			recorder=$W/libkrec.so
 			echo "built with $rec" | tee "$OUT/recorder.txt"
@@ -107,6 +110,8 @@ if has record && [ -n "$recorder" ]; then
 		T "$C" bench kernels --after-gap "$gap" "${specs[@]}" >"$OUT/kernels.md" || fail "carve bench kernels"
 		T "$C" bench kernels --after-gap "$gap" --top 40 -o json "${specs[@]}" >"$OUT/kernels.json" || fail "carve bench kernels -o json"
 		cat "$OUT/kernels.md"
+		# the records again: carve bench kernels --after-gap GAP JOB='OUT/kernels/JOB.*.tsv.gz'
+		gzip -1 "$OUT"/kernels/*.tsv && du -ch "$OUT"/kernels/*.tsv.gz | tail -1
 	else
 		fail "no job left records to summarize"
 	fi
@@ -135,7 +140,7 @@ fi
 if has serve; then
 	for ls in llm:graph llm:eager; do
 		step "carve bench serve smoke: $ls beside transformer-train, $RATE/s, carve tide, 4 s"
-		TO=300 T "$C" bench serve --out "$OUT/serve-${ls/:/-}" --ls "$ls" --be transformer-train --rates "$RATE" \
+		TO=240 T "$C" bench serve --out "$OUT/serve-${ls/:/-}" --ls "$ls" --be transformer-train --rates "$RATE" \
 			--mechanisms tide --tide 8:300us:0.05 --idle=false --duration 4s >"$OUT/serve-${ls/:/-}.txt" 2>"$OUT/serve-${ls/:/-}.log"
 		rc=$?
 		cat "$OUT/serve-${ls/:/-}.txt"
@@ -145,6 +150,7 @@ if has serve; then
 		fi
 		fail "carve bench serve with $ls (exit $rc); its log ends:"
 		tail -5 "$OUT/serve-${ls/:/-}.log"
+		[ $rc = 124 ] && break # out of time: no second try
 	done
 fi
 

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"cmp"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,7 @@ func (k Kernel) Duration() time.Duration { return time.Duration(k.End - k.Start)
 // ReadKernels reads a recorder's lines (# lines are comments).
 func ReadKernels(r io.Reader) ([]Kernel, error) {
 	var out []Kernel
+	names := map[string]string{} // a job runs few kernels many times: one copy of each name
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20) // demangled template names run long
 	for n := 1; sc.Scan(); n++ {
@@ -49,6 +51,11 @@ func ReadKernels(r io.Reader) ([]Kernel, error) {
 		k, err := parseKernel(line)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w (want the recorder's start_ns end_ns grid block cluster launch regs static_smem dynamic_smem device stream name)", n, err)
+		}
+		if name, ok := names[k.Name]; ok {
+			k.Name = name
+		} else {
+			names[k.Name] = k.Name
 		}
 		out = append(out, k)
 	}
@@ -401,10 +408,30 @@ type KernelOptions struct {
 	Limits   SMLimits
 }
 
+// readKernelFile reads a recorder's file, gzipped if its name ends in .gz.
+func readKernelFile(path string) ([]Kernel, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, err
+		}
+		defer z.Close()
+		r = z
+	}
+	return ReadKernels(r)
+}
+
 // SummarizeKernelFiles reads each job's records and summarizes them. A
 // spec is JOB=PATH, or PATH for a job named by the file's name up to its
 // first dot; PATH may be a glob (one file per process, the recorder's %p),
-// and a job named twice reads all its files.
+// a job named twice reads all its files, and a file whose name ends in .gz
+// is read through gzip.
 func SummarizeKernelFiles(specs []string, o KernelOptions) ([]KernelSummary, error) {
 	if len(specs) == 0 {
 		return nil, errors.New("name the records to read: JOB=FILE (FILE may be a glob, e.g. densenet161='out/densenet161.*.tsv')")
@@ -435,12 +462,7 @@ func SummarizeKernelFiles(specs []string, o KernelOptions) ([]KernelSummary, err
 	for _, job := range jobs {
 		var ks []Kernel
 		for _, path := range files[job] {
-			f, err := os.Open(path)
-			if err != nil {
-				return nil, err
-			}
-			k, err := ReadKernels(f)
-			f.Close()
+			k, err := readKernelFile(path)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}

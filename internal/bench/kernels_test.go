@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"math"
 	"os"
@@ -166,11 +167,17 @@ func TestSummarizeKernelFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"bert.1.tsv", "bert.2.tsv", "resnet.7.tsv"} {
+	for _, name := range []string{"bert.1.tsv", "bert.2.tsv"} {
 		os.WriteFile(filepath.Join(dir, name), b, 0o644)
 	}
+	var z bytes.Buffer // resnet's records gzipped
+	zw := gzip.NewWriter(&z)
+	zw.Write(b)
+	zw.Close()
+	os.WriteFile(filepath.Join(dir, "resnet.7.tsv.gz"), z.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, "broken.tsv.gz"), b, 0o644)
 	o := KernelOptions{AfterGap: time.Second, Top: 5, Limits: H100}
-	sums, err := SummarizeKernelFiles([]string{"b=" + filepath.Join(dir, "bert.*.tsv"), filepath.Join(dir, "resnet.7.tsv"), "b=" + synthetic}, o)
+	sums, err := SummarizeKernelFiles([]string{"b=" + filepath.Join(dir, "bert.*.tsv"), filepath.Join(dir, "resnet.7.tsv.gz"), "b=" + synthetic}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,6 +197,7 @@ func TestSummarizeKernelFiles(t *testing.T) {
 		{[]string{"x=" + filepath.Join(dir, "none.*.tsv")}, "no such file (records of job x"},
 		{[]string{"=" + synthetic}, "want JOB=FILE"},
 		{[]string{"x=" + filepath.Join(dir, "[")}, "syntax error in pattern"},
+		{[]string{filepath.Join(dir, "broken.tsv.gz")}, "broken.tsv.gz: gzip: invalid header"},
 	} {
 		if _, err := SummarizeKernelFiles(tc.specs, o); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.specs, err, tc.want)
