@@ -28,7 +28,8 @@ span and how busy the GPU was over it, and the shares of its kernel time:
 then its top kernels by time with their shape, grid, waves and occupancy.
 Tables in Markdown, or -o json.
 
-A job is JOB=FILE; FILE may be a glob (the recorder writes one file per
+A job is JOB=FILE, or FILE for a job named by the file's name up to its
+first dot; FILE may be a glob (the recorder writes one file per
 process, "%p" in CARVE_KERNELS_OUT); a job named twice reads all its files;
 a file whose name ends in .gz is read through gzip.`,
 		Example: `  carve bench kernels densenet161='out/densenet161.*.tsv' transformer-train='out/transformer-train.*.tsv'
@@ -49,7 +50,7 @@ a file whose name ends in .gz is read through gzip.`,
 		},
 	}
 	c.Flags().DurationVar(&o.AfterGap, "after-gap", 0, "leave out each job's kernels up to its last idle gap of at least this (its warm-up, where the job pauses before it is measured); 0 keeps all")
-	c.Flags().IntVar(&o.Top, "top", 15, "top kernels shown per job")
+	c.Flags().IntVar(&o.Top, "top", 15, "top kernels shown per job (below 0: all)")
 	c.Flags().IntVar(&o.Limits.SMs, "sms", bench.H100.SMs, "the GPU's SMs (the other limits are an H100's)")
 	addOutputFlag(c, &out)
 	return c

@@ -98,6 +98,7 @@ func TestErrors(t *testing.T) {
 		{[]string{"bench", "kernels"}, "name the records to read: JOB=FILE"},
 		{[]string{"bench", "kernels", "bert=/nonexistent/bert.*.tsv"}, "no such file (records of job bert"},
 		{[]string{"bench", "kernels", "-o", "yaml", "x=y"}, "unknown output format"},
+		{[]string{"bench", "kernels", "--sms", "0", "x=y"}, "0 SMs: want at least 1"},
 		{[]string{"bench", "serve", "--ls", "llm:compiled"}, "MODEL one of resnet50, mobilenet_v3_large, bert, llm"},
 		{[]string{"bench", "serve", "--be", "gpt-train"}, "want one of densenet161, resnet50-train, transformer-train"},
 		{[]string{"bench", "serve", "--ls", "llm:graph", "--be", "transformer-train", "--python", "/nonexistent/python"}, "needs torch, torchvision, transformers"},

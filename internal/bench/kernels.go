@@ -436,6 +436,9 @@ func SummarizeKernelFiles(specs []string, o KernelOptions) ([]KernelSummary, err
 	if len(specs) == 0 {
 		return nil, errors.New("name the records to read: JOB=FILE (FILE may be a glob, e.g. densenet161='out/densenet161.*.tsv')")
 	}
+	if o.Limits.SMs < 1 {
+		return nil, fmt.Errorf("%d SMs: want at least 1 (an H100 has %d)", o.Limits.SMs, H100.SMs)
+	}
 	var jobs []string
 	files := map[string][]string{}
 	for _, spec := range specs {
