@@ -39,8 +39,9 @@ inc= lib=
 for d in "$CUDA/extras/CUPTI/include" "$CUDA/targets/x86_64-linux/include" "$CUDA/include"; do
 	[ -f "$d/cupti_activity.h" ] && { inc=$d; break; }
 done
-for d in "$CUDA/extras/CUPTI/lib64" "$CUDA/targets/x86_64-linux/lib" "$CUDA/lib64"; do
-	[ -e "$d/libcupti.so" ] && { lib=$d/libcupti.so; break; }
+for f in "$CUDA/extras/CUPTI/lib64/libcupti.so" "$CUDA/targets/x86_64-linux/lib/libcupti.so" "$CUDA/lib64/libcupti.so" \
+	"$CUDA"/extras/CUPTI/lib64/libcupti.so.[0-9]* "$CUDA"/targets/x86_64-linux/lib/libcupti.so.[0-9]*; do
+	[ -e "$f" ] && { lib=$f; break; }
 done
 recorder=
 cc=$(command -v cc || command -v gcc)
