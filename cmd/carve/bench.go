@@ -19,7 +19,7 @@ func newBenchCmd() *cobra.Command {
 with PNG and SVG plots, in --out (default carve-bench-DATE).`,
 	}
 	c.AddCommand(newOverheadCmd(), newEnforcementCmd(), newGranularityCmd(), newIsolationCmd(), newPredictBenchCmd(),
-		newFitCmd(), newColourCmd(), newReadersCmd(), newServeCmd(), newReportCmd())
+		newFitCmd(), newColourCmd(), newReadersCmd(), newServeCmd(), newKernelsCmd(), newReportCmd())
 	c.AddCommand(workerCmds()...)
 	return c
 }

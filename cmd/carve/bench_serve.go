@@ -21,22 +21,30 @@ func newServeCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "LS services beside BE jobs: latency and throughput under each way of sharing the GPU",
-		Long: `serve runs a latency-sensitive service (PyTorch, random weights, batch 1:
-resnet50 or mobilenet_v3_large from CUDA graphs or eagerly, bert-base at
-sequence 128) with requests arriving open-loop (Poisson, or on/off bursts) and
-its latency counted from arrival, queueing included, beside a best-effort job
-in a closed loop (densenet161 inference or resnet50 training, batch 64). For
-each pair and rate it measures each alone on the whole GPU, then together
-under time slicing, MPS without limits, MPS percentages, carve's static
-partitions and carve tide (each setting a point), and reports the LS's
+		Long: `serve runs a latency-sensitive service (PyTorch, random weights, batch 1,
+from CUDA graphs or eagerly: resnet50, mobilenet_v3_large, bert-base at
+sequence 128, or llm, a Llama-shaped causal LM of about 440M parameters that
+answers each request with a 32-token prefill and 16 greedily decoded tokens
+through a static KV cache) with requests arriving open-loop (Poisson, or on/off
+bursts) and its latency counted from arrival to its result (llm: its last
+token), queueing included, beside a best-effort job in a closed loop
+(densenet161 inference or resnet50 training, batch 64 images; or
+transformer-train, a 220M-parameter decoder trained with AdamW and bf16
+autocast on 64 sequences of 256 tokens a step). For each pair and rate it
+measures each alone on the whole GPU, then together under time slicing, MPS
+without limits, MPS percentages, carve's static partitions and carve tide
+(each setting a point), and reports the LS's
 p50/p99/p99.9, its SLO attainment (SLO = 2 x its p99 alone at the same rate)
-and the BE's throughput, with a plot of LS p99 against BE throughput.
+and the BE's throughput (img/s, or seq/s for transformer-train), with a plot
+of LS p99 against BE throughput. The result's params name each model's
+parameter count, as its program reported it.
 
 --orders be-first also measures each setup with the BE started first: the
 LS starts, warms up and captures its graph while the BE runs, then serves,
 and the BE's throughput is taken over the LS's serving only.`,
 		Example: `  carve bench serve --ls resnet50:graph --be densenet161 --rates 200,400
   carve bench serve --ls bert:graph,resnet50:eager --be resnet50-train --mechanisms mps-split,tide
+  carve bench serve --ls llm:graph --be transformer-train --rates 50
   carve bench serve --mechanisms mps-split,tide --orders ls-first,be-first`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -50,9 +58,9 @@ and the BE's throughput is taken over the LS's serving only.`,
 			return f.withEnv(cmd, o.Check, func(e *bench.Env) (*report.Result, error) { return bench.Serve(e, o) })
 		},
 	}
-	c.Flags().StringSliceVar(&o.LS, "ls", []string{"resnet50:graph"}, "LS services, MODEL:MODE (resnet50, mobilenet_v3_large, bert; graph or eager)")
-	c.Flags().StringSliceVar(&o.BE, "be", []string{"densenet161"}, "BE jobs: densenet161 (inference), resnet50-train")
-	c.Flags().IntVar(&o.BEBatch, "be-batch", 64, "images per BE step")
+	c.Flags().StringSliceVar(&o.LS, "ls", []string{"resnet50:graph"}, "LS services, MODEL:MODE, MODEL one of "+strings.Join(bench.ServeLSModels, ", ")+"; MODE graph (CUDA graphs) or eager")
+	c.Flags().StringSliceVar(&o.BE, "be", []string{"densenet161"}, "BE jobs: "+strings.Join(bench.ServeBEJobs, ", ")+" (densenet161 is inference, the others train)")
+	c.Flags().IntVar(&o.BEBatch, "be-batch", 64, "images per BE step (sequences of 256 tokens for transformer-train)")
 	c.Flags().StringSliceVar(&rates, "rates", []string{"200", "400"}, "LS requests per second")
 	c.Flags().StringVar(&o.Pattern, "pattern", "poisson", "arrivals: poisson, or onoff (100 ms at twice the rate, 100 ms idle)")
 	c.Flags().DurationVar(&o.Duration, "duration", 8*time.Second, "how long each setup is measured")
@@ -63,7 +71,7 @@ and the BE's throughput is taken over the LS's serving only.`,
 	c.Flags().BoolVar(&o.Idle, "idle", true, "also measure each tide setting's BE beside an LS tenant that gets no request")
 	c.Flags().StringSliceVar(&o.Mechanisms, "mechanisms", bench.ServeMechanisms, "what to compare: "+strings.Join(bench.ServeMechanisms, ", "))
 	c.Flags().StringSliceVar(&o.Orders, "orders", []string{"ls-first"}, "the start orders each setup is measured in: ls-first (the LS ready, its CUDA graph captured, before the BE starts), be-first (the LS starts while the BE runs; the BE is measured over the LS's serving only; named \"(BE first)\")")
-	c.Flags().StringVar(&o.Python, "python", "python3", "the Python with PyTorch and torchvision (and transformers for bert)")
+	c.Flags().StringVar(&o.Python, "python", "python3", "the Python with PyTorch and torchvision (and transformers for bert, llm and transformer-train)")
 	f.add(c)
 	return c
 }

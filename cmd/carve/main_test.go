@@ -95,6 +95,13 @@ func TestErrors(t *testing.T) {
 		{[]string{"run", "--ls", "--", "true"}, "name a partition"},
 		{[]string{"top", "--interval", "1ms"}, "--interval: at least 10ms"},
 		{[]string{"bench", "serve", "--ls", "vgg:graph"}, `LS "vgg:graph"`},
+		{[]string{"bench", "kernels"}, "name the records to read: JOB=FILE"},
+		{[]string{"bench", "kernels", "bert=/nonexistent/bert.*.tsv"}, "no such file (records of job bert"},
+		{[]string{"bench", "kernels", "-o", "yaml", "x=y"}, "unknown output format"},
+		{[]string{"bench", "kernels", "--sms", "0", "x=y"}, "0 SMs: want at least 1"},
+		{[]string{"bench", "serve", "--ls", "llm:compiled"}, "MODEL one of resnet50, mobilenet_v3_large, bert, llm"},
+		{[]string{"bench", "serve", "--be", "gpt-train"}, "want one of densenet161, resnet50-train, transformer-train"},
+		{[]string{"bench", "serve", "--ls", "llm:graph", "--be", "transformer-train", "--python", "/nonexistent/python"}, "needs torch, torchvision, transformers"},
 		{[]string{"bench", "serve", "--tide", "8:0.05"}, "want INFLIGHT:QUEUE:SHARE"},
 		{[]string{"bench", "serve", "--tide", "8:300us:1:50:mine"}, "want " + tideForm},
 		{[]string{"bench", "serve", "--tide", "8:300us:1:0"}, "want " + tideForm},
@@ -255,6 +262,33 @@ func TestBenchReport(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "enforcement."+ext)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestBenchKernels reads the synthetic records of internal/bench's tests
+// (hand-written, not measured) as two jobs, in Markdown and in JSON.
+func TestBenchKernels(t *testing.T) {
+	fixture := filepath.Join("..", "..", "internal", "bench", "testdata", "kernels-synthetic.tsv")
+	out, _, err := carve(t, "bench", "kernels", "--after-gap", "1s", "--top", "2", "a="+fixture, "b="+fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| a | 7 |", "| b | 7 |", "62.5%", "### b: top kernels by time", "| gemm_many<128> | many blocks | 2 |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kernels lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "| persistent_gemm_kernel |") != 2 || strings.Contains(out, "sm90_cluster_gemm_kernel") {
+		t.Errorf("--top 2: want the two top kernels a job:\n%s", out)
+	}
+	out, _, err = carve(t, "bench", "kernels", "-o", "json", "--sms", "66", fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sums []bench.KernelSummary
+	if err := json.Unmarshal([]byte(out), &sums); err != nil || len(sums) != 1 || sums[0].Job != "kernels-synthetic" || sums[0].Kernels != 9 ||
+		sums[0].Limits.SMs != 66 || len(sums[0].Top) != 6 { // on 66 SMs both persistent_gemm_kernel runs are many blocks: one row
+		t.Errorf("-o json: %v %+v", err, sums)
 	}
 }
 

@@ -60,9 +60,9 @@ func (t TideSetting) String() string {
 
 // ServeOptions are carve bench serve's flags.
 type ServeOptions struct {
-	LS           []string  // MODEL:MODE, e.g. resnet50:graph, mobilenet_v3_large:graph, resnet50:eager, bert:graph
-	BE           []string  // densenet161, resnet50-train
-	BEBatch      int       // images per BE step
+	LS           []string  // MODEL:MODE, MODEL one of ServeLSModels, MODE graph or eager, e.g. resnet50:graph, llm:graph
+	BE           []string  // ServeBEJobs
+	BEBatch      int       // images (sequences, for transformer-train) per BE step
 	Rates        []float64 // LS requests per second
 	Pattern      string    // poisson or onoff
 	Duration     time.Duration
@@ -77,6 +77,15 @@ type ServeOptions struct {
 	Progress     Progress
 	Log          io.Writer // each run's outcome as it comes, for a person watching
 }
+
+// ServeLSModels are the LS services serve_ls.py builds: torchvision's
+// resnet50 and mobilenet_v3_large, bert-base, and llm, a causal LM that
+// answers each request with a prefill and a greedy decode of 16 tokens.
+var ServeLSModels = []string{"resnet50", "mobilenet_v3_large", "bert", "llm"}
+
+// ServeBEJobs are the BE jobs serve_be.py runs: densenet161 inference,
+// resnet50 training and the training of a decoder-only transformer.
+var ServeBEJobs = []string{"densenet161", "resnet50-train", "transformer-train"}
 
 // ServeMechanisms are the ways of sharing serve can compare.
 var ServeMechanisms = []string{"timeslice", "mps", "mps-split", "static", "tide"}
@@ -95,15 +104,22 @@ func (o ServeOptions) Check() error {
 	if len(o.LS) == 0 || len(o.BE) == 0 || len(o.Rates) == 0 || len(o.Mechanisms) == 0 {
 		return errors.New("--ls, --be, --rates and --mechanisms: give at least one each")
 	}
+	imports := "torch, torchvision"
 	for _, l := range o.LS {
 		m, mode, _ := strings.Cut(l, ":")
-		if !oneOf(m, "resnet50", "mobilenet_v3_large", "bert") || !oneOf(mode, "graph", "eager") {
-			return fmt.Errorf("LS %q: want resnet50, mobilenet_v3_large or bert, then :graph or :eager", l)
+		if !oneOf(m, ServeLSModels...) || !oneOf(mode, "graph", "eager") {
+			return fmt.Errorf("LS %q: want MODEL:MODE, MODEL one of %s, MODE graph or eager (e.g. llm:graph)", l, strings.Join(ServeLSModels, ", "))
+		}
+		if oneOf(m, "bert", "llm") {
+			imports = "torch, torchvision, transformers"
 		}
 	}
 	for _, b := range o.BE {
-		if !oneOf(b, "densenet161", "resnet50-train") {
-			return fmt.Errorf("BE %q: want densenet161 or resnet50-train", b)
+		if !oneOf(b, ServeBEJobs...) {
+			return fmt.Errorf("BE %q: want one of %s", b, strings.Join(ServeBEJobs, ", "))
+		}
+		if b == "transformer-train" {
+			imports = "torch, torchvision, transformers"
 		}
 	}
 	for _, m := range o.Mechanisms {
@@ -140,7 +156,10 @@ func (o ServeOptions) Check() error {
 	if o.Duration < time.Second || o.LSTPCs < 1 || o.BEBatch < 1 {
 		return errors.New("--duration: at least 1s; --ls-tpcs, --be-batch: at least 1")
 	}
-	return exec.Command(o.Python, "-c", "import torch, torchvision; assert torch.cuda.is_available()").Run()
+	if out, err := exec.Command(o.Python, "-c", "import "+imports+"; assert torch.cuda.is_available()").CombinedOutput(); err != nil {
+		return fmt.Errorf("%s cannot run the models (it needs %s and a GPU; --python names another): %w\n%s", o.Python, imports, err, lastLines(out, 3))
+	}
+	return nil
 }
 
 func oneOf(s string, set ...string) bool {
@@ -224,8 +243,11 @@ func inOrders(setups []setup, orders []string) []setup {
 type served struct {
 	latencies []float64 // ms
 	requests  int
-	images    int
+	items     int    // the BE's, in unit
+	unit      string // images, or sequences
 	seconds   float64
+	lsInfo    map[string]any // each program's model: its parameters and shape
+	beInfo    map[string]any
 }
 
 // serveProc is one of the two programs of a run, started and ready.
@@ -271,10 +293,12 @@ var serveGrace = 90 * time.Second
 
 // serveLine is the one line a serve program prints when it is done.
 type serveLine struct {
-	Latencies []float64 `json:"latencies_ms"` // the LS's
-	Requests  int       `json:"requests"`
-	Images    int       `json:"images"` // the BE's
-	Seconds   float64   `json:"seconds"`
+	Latencies []float64      `json:"latencies_ms"` // the LS's
+	Requests  int            `json:"requests"`
+	Items     int            `json:"items"` // the BE's: images or sequences, as Unit says
+	Unit      string         `json:"unit"`
+	Seconds   float64        `json:"seconds"`
+	Info      map[string]any `json:"info"` // the model's parameter count and shape
 }
 
 // runServe runs one setup at one rate and collects what its programs
@@ -369,7 +393,7 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		if err := result(lsProc, "LS"); err != nil {
 			return r, err
 		}
-		r.latencies, r.requests = v.Latencies, v.Requests
+		r.latencies, r.requests, r.lsInfo = v.Latencies, v.Requests, v.Info
 		if beFirst {
 			fmt.Fprintln(beProc.in, "stop") // the window's end
 		}
@@ -378,7 +402,7 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		if err := result(beProc, "BE"); err != nil {
 			return r, err
 		}
-		r.images, r.seconds = v.Images, v.Seconds
+		r.items, r.unit, r.seconds, r.beInfo = v.Items, v.Unit, v.Seconds, v.Info
 	}
 	return r, nil
 }
@@ -419,6 +443,8 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 	sloParam := map[string]any{} // as a saved result reads back
 	var over, failed []any       // []any: the form a saved result reads back
 	r.Params["slo_ms"] = sloParam
+	models := map[string]any{} // each LS and BE's model, as its program described it
+	r.Params["models"] = models
 	idle := 0
 	for _, s := range setups {
 		if s.lsRate < 0 {
@@ -445,7 +471,13 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 					}
 				}
 				if m.seconds > 0 {
-					s.Points = append(s.Points, report.Point{Label: "BE throughput", Unit: "img/s", Stats: one(float64(m.images) / m.seconds)})
+					s.Points = append(s.Points, report.Point{Label: "BE throughput", Unit: perSecond(m.unit), Stats: one(float64(m.items) / m.seconds)})
+				}
+				if m.lsInfo != nil {
+					models[lsName] = m.lsInfo
+				}
+				if m.beInfo != nil {
+					models[beName] = m.beInfo
 				}
 				r.Series = append(r.Series, s)
 				if o.Log != nil {
@@ -502,9 +534,27 @@ func describeServed(m served) string {
 		parts = append(parts, fmt.Sprintf("LS p50 %.2f p99 %.2f ms (%d requests)", quantile(m.latencies, 0.5), quantile(m.latencies, 0.99), len(m.latencies)))
 	}
 	if m.seconds > 0 {
-		parts = append(parts, fmt.Sprintf("BE %.0f img/s", float64(m.images)/m.seconds))
+		parts = append(parts, fmt.Sprintf("BE %.0f %s", float64(m.items)/m.seconds, perSecond(m.unit)))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// perSecond is the unit of a BE's throughput in unit: img/s, as results
+// have always said for images, or seq/s.
+func perSecond(unit string) string {
+	switch unit {
+	case "images", "":
+		return "img/s"
+	case "sequences":
+		return "seq/s"
+	}
+	return unit + "/s"
+}
+
+// lastLines is the end of a program's output, for an error.
+func lastLines(out []byte, n int) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // quantile is the q-th quantile of xs by nearest rank.
@@ -531,6 +581,7 @@ type servePoint struct {
 	lat         stats.Stats
 	p999        float64
 	be          float64
+	beUnit      string  // img/s, seq/s
 	slo, attain float64 // the SLO and the share of requests that met it (NaN: no SLO)
 }
 
@@ -547,7 +598,7 @@ func servePoints(r *report.Result) []servePoint {
 			case pt.Label == "LS p99.9":
 				p.p999 = pt.Stats.P50
 			case pt.Label == "BE throughput":
-				p.be = pt.Stats.P50
+				p.be, p.beUnit = pt.Stats.P50, pt.Unit
 			case pt.Label == "SLO attainment":
 				p.attain = pt.Stats.P50
 			}
@@ -586,7 +637,7 @@ func serveTable(tw io.Writer, r *report.Result) {
 			lsAlone[fmt.Sprintf("%s@%g", p.pair, p.rate)] = p.lat.P99
 		}
 	}
-	fmt.Fprintln(tw, "PAIR\tRATE\tMECHANISM\tLS P50\tLS P99\tLS P99.9\tP99 VS ALONE\tSLO MS\tSLO MET\tBE IMG/S\tBE VS ALONE")
+	fmt.Fprintln(tw, "PAIR\tRATE\tMECHANISM\tLS P50\tLS P99\tLS P99.9\tP99 VS ALONE\tSLO MS\tSLO MET\tBE /S\tBE VS ALONE")
 	for _, p := range points {
 		ratio, slo, be, met := "-", "-", "-", "-"
 		if !math.IsNaN(p.attain) {
@@ -609,6 +660,10 @@ func serveTable(tw io.Writer, r *report.Result) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\n", p.pair, rate, p.mech, lat, ratio, slo, met, p.be, be)
 	}
 	fmt.Fprintln(tw, "latency in ms from the request's arrival, queueing included; SLO: 2 x the LS's p99 alone on the whole GPU at the same rate")
+	fmt.Fprintln(tw, "BE /S: "+beUnits(points))
+	if models, ok := r.Params["models"].(map[string]any); ok && len(models) > 0 {
+		fmt.Fprintln(tw, "models: "+describeModels(models))
+	}
 	for _, p := range points {
 		if strings.HasSuffix(p.mech, beFirstSuffix) {
 			fmt.Fprintln(tw, "(BE first): the BE started and ran before the LS started, warmed up and captured its graph; its throughput is over the LS's serving only; otherwise the LS was ready first")
@@ -648,7 +703,7 @@ func plotServe(r *report.Result, dir string) error {
 	for _, k := range keys {
 		pl := plot.New()
 		pl.Title.Text = k
-		pl.X.Label.Text = "BE throughput (img/s)"
+		pl.X.Label.Text = "BE throughput (" + cmp.Or(beUnitOf(byKey[k]), "img/s") + ")"
 		pl.Y.Label.Text = "LS p99 latency (ms, log)"
 		pl.Y.Scale = plot.LogScale{}
 		pl.Y.Tick.Marker = logTicks{}
@@ -699,6 +754,50 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return out
+}
+
+// beUnits says each BE's throughput unit, e.g. "densenet161 in img/s,
+// transformer-train in seq/s".
+func beUnits(points []servePoint) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range points {
+		if _, be, _ := strings.Cut(p.pair, " beside "); p.beUnit != "" && !seen[be] {
+			seen[be] = true
+			out = append(out, be+" in "+p.beUnit)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// describeModels says each model's parameters (and, for the language
+// models, tokens), sorted by name.
+func describeModels(models map[string]any) string {
+	var out []string
+	for name, v := range models {
+		info, _ := v.(map[string]any)
+		s := name
+		if n, ok := info["params"].(float64); ok {
+			s += fmt.Sprintf(" %.0fM parameters", n/1e6)
+		}
+		for _, k := range []string{"prompt_tokens", "new_tokens", "seq", "batch"} {
+			if n, ok := info[k].(float64); ok {
+				s += fmt.Sprintf(", %s %g", strings.ReplaceAll(k, "_", " "), n)
+			}
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ")
+}
+
+func beUnitOf(ps []servePoint) string {
+	for _, p := range ps {
+		if p.beUnit != "" {
+			return p.beUnit
+		}
+	}
+	return ""
 }
 
 func maxBE(ps []servePoint) float64 {

@@ -24,13 +24,13 @@ func TestRunServe(t *testing.T) {
 	ls := filepath.Join(dir, "ls")
 	os.WriteFile(ls, []byte("#!/bin/sh\necho ready; read go; echo '{\"latencies_ms\": [1.5, 2.5, 9], \"requests\": 3}'\n"), 0o755)
 	be := filepath.Join(dir, "be")
-	os.WriteFile(be, []byte("#!/bin/sh\necho ready; read go; echo '{\"images\": 640, \"seconds\": 2}'\n"), 0o755)
+	os.WriteFile(be, []byte("#!/bin/sh\necho ready; read go; echo '{\"items\": 640, \"unit\": \"images\", \"seconds\": 2, \"info\": {\"params\": 25e6}}'\n"), 0o755)
 	w := Workers{}
 	m, err := w.runServe(setup{withLS: true, withBE: true}, []string{ls}, []string{be}, 100, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.latencies) != 3 || m.requests != 3 || m.images != 640 || m.seconds != 2 {
+	if len(m.latencies) != 3 || m.requests != 3 || m.items != 640 || m.unit != "images" || m.seconds != 2 || m.beInfo["params"] != 25e6 {
 		t.Errorf("served %+v", m)
 	}
 	// a program that never reports is stopped, not waited on for good
@@ -81,10 +81,10 @@ echo '{"latencies_ms": [1, 2], "requests": 2}'
 	os.WriteFile(be, []byte(`#!/bin/sh
 echo "be start $*" >>`+log+`
 echo ready; read go; echo "be go" >>`+log+`
-if [ "$1" != --marks ]; then echo '{"images": 640, "seconds": 8}'; exit; fi
+if [ "$1" != --marks ]; then echo '{"items": 640, "seconds": 8}'; exit; fi
 read start; t0=$(date +%s%N); echo "be window start" >>`+log+`
 read stop; t1=$(date +%s%N); echo "be window end" >>`+log+`
-echo "{\"images\": 64, \"seconds\": $(( (t1 - t0) / 1000000 ))e-3}"
+echo "{\"items\": 64, \"seconds\": $(( (t1 - t0) / 1000000 ))e-3}"
 `), 0o755)
 	events := func() []string {
 		b, _ := os.ReadFile(log)
@@ -101,7 +101,7 @@ echo "{\"images\": 64, \"seconds\": $(( (t1 - t0) / 1000000 ))e-3}"
 		t.Fatal(err)
 	}
 	ev := events()
-	if !before(ev, "ls ready", "be start ") || !before(ev, "be start ", "ls go") || !before(ev, "be start ", "be go") || m.images != 640 || m.seconds != 8 {
+	if !before(ev, "ls ready", "be start ") || !before(ev, "be start ", "ls go") || !before(ev, "be start ", "be go") || m.items != 640 || m.seconds != 8 {
 		t.Errorf("LS first: %q, served %+v", ev, m)
 	}
 	t.Setenv("BE_FIRST", "1")
@@ -116,12 +116,12 @@ echo "{\"images\": 64, \"seconds\": $(( (t1 - t0) / 1000000 ))e-3}"
 			t.Errorf("BE first: %q before %q? %q", o[0], o[1], ev)
 		}
 	}
-	if len(m.latencies) != 2 || m.images != 64 || m.seconds < 0.45 || m.seconds > 1.2 {
+	if len(m.latencies) != 2 || m.items != 64 || m.seconds < 0.45 || m.seconds > 1.2 {
 		t.Errorf("BE first: served %+v, want the BE over the LS's 0.5 s of serving, not its 1 s start", m)
 	}
 	// an order asks for both programs: one alone runs as it always did
 	m, err = w.runServe(setup{withBE: true, beFirst: true}, nil, []string{be}, 0, time.Second)
-	if err != nil || m.images != 640 {
+	if err != nil || m.items != 640 {
 		t.Errorf("BE alone, BE first: %+v %v", m, err)
 	}
 }
@@ -180,12 +180,31 @@ func TestServeRender(t *testing.T) {
 			series("carve tide, 8 in flight, 300µs queued, share 0.05", []float64{1.1, 1.3, 2.5}, 700, 1),
 			series("carve tide, 8 in flight, 300µs queued, share 0.05 (BE first)", []float64{1.2, 1.5, 3.5}, 650, 0.99),
 		}}
+	// a language-model pair, its BE in sequences/s, and the models as the
+	// programs described them
+	llm := func(mech string, lat []float64, be float64) report.Series {
+		s := series(mech, lat, be, math.NaN())
+		s.Victim, s.Competitor = "llm:graph", "transformer-train"
+		if lat != nil {
+			s.Points[0].Label = "LS latency @50/s"
+		}
+		if be > 0 {
+			s.Points[len(s.Points)-1].Unit = "seq/s"
+		}
+		return s
+	}
+	r.Series = append(r.Series, llm("BE alone, whole GPU", nil, 120), llm("LS alone, whole GPU", []float64{7, 7.5, 9}, 0),
+		llm("carve tide, 8 in flight, 300µs queued, share 0.05", []float64{8, 9, 12}, 90))
+	r.Params["models"] = map[string]any{"llm:graph": map[string]any{"params": 439.4e6, "prompt_tokens": 32.0, "new_tokens": 16.0},
+		"transformer-train": map[string]any{"params": 218e6, "seq": 256.0, "batch": 64.0}}
 	var b bytes.Buffer
 	if err := WriteTable(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"MPS 25%/75%", "67.00%", "90%", "carve tide, 8 in flight, 300µs queued, share 0.05", "4.00", "1.25x",
-		"share 0.05 (BE first)", "65%", "its throughput is over the LS's serving only"} {
+		"share 0.05 (BE first)", "65%", "its throughput is over the LS's serving only",
+		"llm:graph beside transformer-train  50/s", "75%", "BE /S: densenet161 in img/s, transformer-train in seq/s",
+		"models: llm:graph 439M parameters, prompt tokens 32, new tokens 16; transformer-train 218M parameters, seq 256, batch 64"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
@@ -194,7 +213,8 @@ func TestServeRender(t *testing.T) {
 	if err := Plot(r, dir); err != nil {
 		t.Fatal(err)
 	}
-	if svg, err := os.ReadFile(filepath.Join(dir, "serve.svg")); err != nil || !bytes.Contains(svg, []byte("carve tide")) || !bytes.Contains(svg, []byte("(BE first)")) {
+	if svg, err := os.ReadFile(filepath.Join(dir, "serve.svg")); err != nil || !bytes.Contains(svg, []byte("carve tide")) || !bytes.Contains(svg, []byte("(BE first)")) ||
+		!bytes.Contains(svg, []byte("BE throughput (seq/s)")) || !bytes.Contains(svg, []byte("BE throughput (img/s)")) {
 		t.Errorf("plot: %v", err)
 	}
 }
@@ -207,7 +227,13 @@ func TestServeOptionsCheck(t *testing.T) {
 		want   string
 	}{
 		{func(o *ServeOptions) { o.LS = []string{"vgg:graph"} }, `LS "vgg:graph"`},
-		{func(o *ServeOptions) { o.BE = []string{"gpt"} }, `BE "gpt"`},
+		{func(o *ServeOptions) { o.LS = []string{"gpt:graph"} }, "bert, llm, MODE graph or eager"},
+		{func(o *ServeOptions) { o.LS = []string{"llm:compiled"} }, `LS "llm:compiled"`},
+		{func(o *ServeOptions) { o.BE = []string{"gpt"} }, `BE "gpt": want one of densenet161, resnet50-train, transformer-train`},
+		// the new models pass, and the Python must have transformers
+		{func(o *ServeOptions) { o.LS = []string{"llm:graph", "llm:eager"} }, "needs torch, torchvision, transformers"},
+		{func(o *ServeOptions) { o.BE = []string{"transformer-train"} }, "needs torch, torchvision, transformers"},
+		{func(o *ServeOptions) {}, "needs torch, torchvision and"},
 		{func(o *ServeOptions) { o.Rates = []float64{0} }, "rate 0"},
 		{func(o *ServeOptions) { o.Mechanisms = []string{"mig"} }, `mechanism "mig"`},
 		{func(o *ServeOptions) { o.MPSSplits = []int{100} }, "MPS split 100%"},
