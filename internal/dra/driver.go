@@ -68,21 +68,28 @@ var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	out := map[types.UID]kubeletplugin.PrepareResult{}
 	for _, c := range claims {
-		r := d.prepare(c)
+		r, m := d.prepare(c)
 		if r.Err != nil {
 			klog.FromContext(ctx).Error(r.Err, "Preparing a claim failed", "claim", klog.KObj(c))
 		}
-		d.writeStatus(ctx, c, r)
+		d.writeStatus(ctx, c, r, m)
 		out[c.UID] = r
 	}
 	return out, nil
 }
 
+// prepareStep is called at each step of a prepare after which a plugin
+// that stops leaves something on the node: "reserved" (the claim's
+// directory, no CDI spec yet) and "written" (its CDI spec too). Tests stop
+// the plugin there, as a kill would.
+var prepareStep = func(step string) {}
+
 // prepare prepares one claim: a partition on the GPU of each of its
-// carve devices (one request a GPU), all reserved at once or none.
-func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResult {
-	fail := func(format string, args ...any) kubeletplugin.PrepareResult {
-		return kubeletplugin.PrepareResult{Err: fmt.Errorf("claim %s/%s: "+format, append([]any{c.Namespace, c.Name}, args...)...)}
+// carve devices (one request a GPU), all reserved at once or none. It
+// also says whether the claim wanted MPS and got it (nil where it failed).
+func (d *Driver) prepare(c *resourceapi.ResourceClaim) (kubeletplugin.PrepareResult, *mpsChoice) {
+	fail := func(format string, args ...any) (kubeletplugin.PrepareResult, *mpsChoice) {
+		return kubeletplugin.PrepareResult{Err: fmt.Errorf("claim %s/%s: "+format, append([]any{c.Namespace, c.Name}, args...)...)}, nil
 	}
 	if c.Status.Allocation == nil {
 		return fail("not allocated")
@@ -122,6 +129,11 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 	}
 	s := reqs[0].s
 	useMPS := s.MPS && d.Paths.MPS.Running()
+	if prior, ok, err := d.reservation(string(c.UID)); err == nil && ok {
+		// prepared before (by a plugin since restarted): its containers
+		// keep what the first prepare gave them, whether MPS runs now or not
+		useMPS = prior.Root.Flags&ctl.FlagMPS != 0
+	}
 	flags := s.Flags()
 	if useMPS {
 		flags |= ctl.FlagMPS
@@ -154,6 +166,7 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 	if err != nil {
 		return fail("%v", err)
 	}
+	prepareStep("reserved")
 	gpus := make([]GPU, len(reqs))
 	for i, q := range reqs {
 		gpus[i] = q.g
@@ -168,6 +181,7 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 		}
 		return fail("writing its CDI spec: %v", err)
 	}
+	prepareStep("written")
 	var devices []kubeletplugin.Device
 	for _, q := range reqs {
 		ids := []string{CDIDeviceID(string(c.UID))}
@@ -177,7 +191,7 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 		devices = append(devices, kubeletplugin.Device{Requests: []string{q.r.Request}, PoolName: q.r.Pool, DeviceName: q.r.Device,
 			CDIDeviceIDs: ids, ShareID: q.r.ShareID})
 	}
-	return kubeletplugin.PrepareResult{Devices: devices}
+	return kubeletplugin.PrepareResult{Devices: devices}, &mpsChoice{wanted: s.MPS, joined: useMPS}
 }
 
 // request is one of a claim's devices of carve's: its allocation, its GPU
