@@ -153,6 +153,10 @@ func (d Daemon) Start() error {
 	if err != nil {
 		return err
 	}
+	// a session of its own: a signal to the starter's process group (^C at
+	// a terminal, timeout, a supervisor's) does not reach MPS, which runs
+	// on for its clients when the starter ends
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("starting MPS: %w: %s", err, bytes.TrimSpace(out))
 	}
