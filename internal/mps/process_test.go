@@ -3,9 +3,12 @@ package mps
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/carve-gpu/carve/internal/mps/mpstest"
 )
@@ -41,4 +44,36 @@ func groups(t *testing.T, pid int) [2]int {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// TestZombieIsNotRunning: a control daemon that was killed but not yet
+// reaped by its parent (a zombie: signals still reach it, its name is
+// still read) is not running, so that no daemon adopts it and no client is
+// sent to it.
+func TestZombieIsNotRunning(t *testing.T) {
+	d := Daemon{Root: filepath.Join(t.TempDir(), "mps"), Control: mpstest.Control(t)}
+	if err := os.MkdirAll(d.PipeDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// the stand-in, run without a pipe directory, exits at once: with the
+	// control program's name, and a child of this test, which reaps it last
+	c := exec.Command(d.Control)
+	c.Env = []string{}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ended(c.Process.Pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not end within 10 s", c.Process.Pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := os.WriteFile(filepath.Join(d.PipeDir(), "nvidia-cuda-mps-control.pid"), []byte(strconv.Itoa(c.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d.Running() {
+		t.Errorf("a zombie control daemon (pid %d) counts as running", c.Process.Pid)
+	}
 }
