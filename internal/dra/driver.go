@@ -12,6 +12,7 @@
 package dra
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -217,11 +218,12 @@ func (d *Driver) gpu(device string) (GPU, error) {
 		}
 		return g, nil
 	}
-	var have []string
+	var names []string
 	for _, g := range d.GPUs {
-		have = append(have, g.DeviceName())
+		names = append(names, g.DeviceName())
 	}
-	return GPU{}, fmt.Errorf("device %s is not on this node (it has %s)", device, strings.Join(have, ", "))
+	have := cmp.Or(strings.Join(names, ", "), "no GPU of carve's")
+	return GPU{}, fmt.Errorf("device %s is not on this node (it has %s)", device, have)
 }
 
 // partitionSpec is the partition a claim gets: as many TPCs as it consumed

@@ -308,3 +308,36 @@ func (td *testDriver) nothingLeft(t *testing.T) {
 	}
 	unlock()
 }
+
+// TestRestartGPUGone: a new plugin on a node whose GPU left while a claim
+// was prepared on it (its health check fails, or the node no longer lists
+// it): preparing the claim again fails, saying so, in its status too, and
+// keeps its reservation for its containers until the kubelet unprepares
+// it; unpreparing it then leaves nothing.
+func TestRestartGPUGone(t *testing.T) {
+	for _, listed := range []bool{true, false} {
+		td := newTestDriver(t)
+		c := td.claim(t, "c", 20)
+		if r := td.prepare(t, c)["c"]; r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		d := td.restarted(t)
+		want := "has gone"
+		if listed {
+			td.gone[td.GPUs[0].Topology.UUID] = true
+		} else {
+			d.GPUs, want = nil, "device gpu-0 is not on this node (it has no GPU of carve's)"
+		}
+		if r := d.prepareOne(t, c); r.Err == nil || !strings.Contains(r.Err.Error(), want) {
+			t.Errorf("listed %v: prepared again: %v, want an error saying %q", listed, r.Err, want)
+		}
+		if cond := td.condition(t, c, ConditionReady); cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, want) {
+			t.Errorf("listed %v: Ready %+v", listed, cond)
+		}
+		if len(td.reservedSet(t, "c")) != 20 || len(td.specs(t)) != 1 {
+			t.Errorf("listed %v: the claim's reservation (%s) or spec (%v) went before the kubelet unprepared it", listed, td.reservedSet(t, "c"), td.specs(t))
+		}
+		d.unprepareOK(t, c)
+		td.nothingLeft(t)
+	}
+}
