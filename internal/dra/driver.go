@@ -79,11 +79,12 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 	return out, nil
 }
 
-// prepareStep is called at each step of a prepare after which a plugin
-// that stops leaves something on the node: "reserved" (the claim's
-// directory, no CDI spec yet) and "written" (its CDI spec too). Tests stop
-// the plugin there, as a kill would.
-var prepareStep = func(step string) {}
+// stepDone is called after each step of a prepare or an unprepare after
+// which a plugin that stops leaves the node half done: "reserved" (the
+// claim's directory, no CDI spec yet), "written" (its CDI spec too) and
+// "released" (its directory removed, its spec not yet). Tests stop the
+// plugin there, as a kill would.
+var stepDone = func(step string) {}
 
 // prepare prepares one claim: a partition on the GPU of each of its
 // carve devices (one request a GPU), all reserved at once or none. It
@@ -167,7 +168,7 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) (kubeletplugin.PrepareRes
 	if err != nil {
 		return fail("%v", err)
 	}
-	prepareStep("reserved")
+	stepDone("reserved")
 	gpus := make([]GPU, len(reqs))
 	for i, q := range reqs {
 		gpus[i] = q.g
@@ -182,7 +183,7 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) (kubeletplugin.PrepareRes
 		}
 		return fail("writing its CDI spec: %v", err)
 	}
-	prepareStep("written")
+	stepDone("written")
 	var devices []kubeletplugin.Device
 	for _, q := range reqs {
 		ids := []string{CDIDeviceID(string(c.UID))}
@@ -299,6 +300,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 	for _, c := range claims {
 		_, err := place.Release(d.Paths.RuntimeDir, string(c.UID))
 		if err == nil {
+			stepDone("released")
 			err = cache.RemoveSpec(specName(string(c.UID)))
 		}
 		if err != nil {

@@ -25,7 +25,7 @@ import (
 	"github.com/carve-gpu/carve/internal/topo/topotest"
 )
 
-// The environment of the plugin that TestPluginKilledDuringPrepare runs as
+// The environment of the plugin that TestPluginKilled runs as
 // a child process (this test binary, in TestKilledPluginChild): the
 // directory with its paths and claim, and the step it is killed at.
 const (
@@ -38,34 +38,44 @@ const (
 // written (what place leaves between the two).
 const stepReserving = "reserving"
 
-// TestPluginKilledDuringPrepare: a plugin killed (SIGKILL) at each step of
+// TestPluginKilled: a plugin killed (SIGKILL) after each step of
 // a prepare that leaves something on the node, then a new plugin on the
 // same directories: the kubelet's retry prepares the claim cleanly (the
 // TPCs the dead plugin reserved, once; the placement lock free), or, the
 // pod gone, its unprepare leaves nothing: no reservation, no interrupted
-// one, no CDI spec, no claim directory, the lock free.
-func TestPluginKilledDuringPrepare(t *testing.T) {
+// one, no CDI spec, no claim directory, the lock free. A plugin killed in
+// the middle of an unprepare leaves nothing once the kubelet retries it.
+func TestPluginKilled(t *testing.T) {
 	for _, tc := range []struct {
-		step           string
-		reserved, spec bool // what the kill leaves
+		step                    string
+		reserved, pending, spec bool // what the kill leaves
 	}{
-		{stepReserving, false, false},
-		{"reserved", true, false},
-		{"written", true, true},
+		{stepReserving, false, true, false},
+		{"reserved", true, false, false},
+		{"written", true, false, true},
+		{"released", false, false, true}, // of an unprepare
 	} {
 		for _, then := range []string{"retried", "unprepared"} {
+			if tc.step == "released" && then == "retried" {
+				continue // the kubelet retries the unprepare
+			}
 			t.Run(tc.step+"/"+then, func(t *testing.T) {
 				td := newTestDriver(t)
 				c := td.claim(t, "c", 20, `{"apiVersion":"gpu.carve.dev/v1alpha1","kind":"ClaimConfig","class":"ls"}`)
+				if tc.step == "released" {
+					if r := td.prepare(t, c)["c"]; r.Err != nil {
+						t.Fatal(r.Err)
+					}
+				}
 				killPluginAt(t, td, c, tc.step)
 
 				claims, pending, err := ctl.Claims(td.Paths.RuntimeDir)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(claims) == 1 != tc.reserved || len(pending) == 1 != !tc.reserved || len(td.specs(t)) == 1 != tc.spec {
-					t.Fatalf("the killed plugin left claims %v, interrupted %v, specs %v; want reserved %v, spec %v",
-						claims, pending, td.specs(t), tc.reserved, tc.spec)
+				if len(claims) == 1 != tc.reserved || len(pending) == 1 != tc.pending || len(td.specs(t)) == 1 != tc.spec {
+					t.Fatalf("the killed plugin left claims %v, interrupted %v, specs %v; want reserved %v, interrupted %v, spec %v",
+						claims, pending, td.specs(t), tc.reserved, tc.pending, tc.spec)
 				}
 				left := td.reservedSet(t, "c")
 
@@ -99,9 +109,9 @@ func TestPluginKilledDuringPrepare(t *testing.T) {
 	}
 }
 
-// killPluginAt prepares c in a plugin of td's paths, a child process, that
-// kills itself (SIGKILL: no deferred function runs, no lock is let go of
-// but by the kernel) at step.
+// killPluginAt prepares c (unprepares it, for "released") in a plugin of
+// td's paths, a child process, that kills itself (SIGKILL: no deferred
+// function runs, no lock is let go of but by the kernel) at step.
 func killPluginAt(t *testing.T, td *testDriver, c *resourceapi.ResourceClaim, step string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -131,7 +141,7 @@ func killPluginAt(t *testing.T, td *testDriver, c *resourceapi.ResourceClaim, st
 func TestKilledPluginChild(t *testing.T) {
 	dir := os.Getenv(envChildDir)
 	if dir == "" {
-		t.Skip("the child process of TestPluginKilledDuringPrepare")
+		t.Skip("the child process of TestPluginKilled")
 	}
 	d := &Driver{Node: node, GPUs: []GPU{{Index: 0, Topology: topotest.H100(t)}}, Present: func(string) error { return nil }}
 	var c resourceapi.ResourceClaim
@@ -159,10 +169,14 @@ func TestKilledPluginChild(t *testing.T) {
 		}
 		kill()
 	}
-	prepareStep = func(s string) {
+	stepDone = func(s string) {
 		if s == step {
 			kill()
 		}
+	}
+	if step == "released" {
+		res, err := d.UnprepareResourceClaims(context.Background(), []kubeletplugin.NamespacedObject{{UID: c.UID}})
+		t.Fatalf("unprepared (%v, %v) without reaching step %q", res, err, step)
 	}
 	res, err := d.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{&c})
 	t.Fatalf("prepared (%v, %v) without reaching step %q", res, err, step)
