@@ -36,20 +36,28 @@ others' work too; one server serves a limited number of clients (about 15 with
 			}
 			d := mps.Default()
 			st := map[string]any{"running": d.Running(), "pid": d.PID(), "pipe_dir": d.PipeDir(), "log_dir": d.LogDir()}
+			var qerr error
 			if d.Running() {
-				if servers, err := d.Query("get_server_list"); err == nil {
+				var servers string
+				if servers, qerr = d.Query("get_server_list"); qerr == nil {
 					st["servers"] = servers
+				} else {
+					st["error"] = qerr.Error()
 				}
 			}
 			if out == "json" {
 				return writeJSON(cmd.OutOrStdout(), st)
 			}
-			if !d.Running() {
+			switch {
+			case !d.Running():
 				fmt.Fprintf(cmd.OutOrStdout(), "MPS is not running (pipe directory %s)\n", d.PipeDir())
-				return nil
+			case qerr != nil:
+				fmt.Fprintf(cmd.OutOrStdout(), "MPS runs (control daemon pid %d, pipe directory %s) but does not answer, so its clients cannot connect: %v\n"+
+					"Once none runs, stop it (carve mps stop, or kill %d) and start it again.\n", d.PID(), d.PipeDir(), qerr, d.PID())
+			default:
+				fmt.Fprintf(cmd.OutOrStdout(), "MPS runs: control daemon pid %d, pipe directory %s, servers [%v]\n",
+					d.PID(), d.PipeDir(), st["servers"])
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "MPS runs: control daemon pid %d, pipe directory %s, servers [%v]\n",
-				d.PID(), d.PipeDir(), st["servers"])
 			return nil
 		},
 	}

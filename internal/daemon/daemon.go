@@ -127,6 +127,7 @@ func Run(ctx context.Context, o Options) error {
 func runMPS(d *mps.Daemon, log *slog.Logger) error {
 	if pid := d.PID(); pid != 0 {
 		log.Info("MPS adopted: it runs already", "pipe", d.PipeDir(), "pid", pid)
+		answering(d, pid, log)
 		return nil
 	}
 	if err := d.Start(); err != nil {
@@ -138,6 +139,17 @@ func runMPS(d *mps.Daemon, log *slog.Logger) error {
 	}
 	log.Info("MPS started", "pipe", d.PipeDir(), "pid", d.PID())
 	return nil
+}
+
+// answering warns where the MPS control daemon adopted (pid) does not
+// answer a query: CUDA programs connect to it as the query does, so its
+// clients fail or wait. It is left running, since its clients may be
+// running; the warning says how to replace it.
+func answering(d *mps.Daemon, pid int, log *slog.Logger) {
+	if _, err := d.Query("get_server_list"); err != nil {
+		log.Warn("MPS runs but does not answer: its clients cannot connect; once none runs, stop it (carve mps stop, or kill its pid) and restart carve daemon",
+			"pipe", d.PipeDir(), "pid", pid, "err", err)
+	}
 }
 
 // collector reads the blocks at each scrape.

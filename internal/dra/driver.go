@@ -12,6 +12,7 @@
 package dra
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,21 +69,29 @@ var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	out := map[types.UID]kubeletplugin.PrepareResult{}
 	for _, c := range claims {
-		r := d.prepare(c)
+		r, m := d.prepare(c)
 		if r.Err != nil {
 			klog.FromContext(ctx).Error(r.Err, "Preparing a claim failed", "claim", klog.KObj(c))
 		}
-		d.writeStatus(ctx, c, r)
+		d.writeStatus(ctx, c, r, m)
 		out[c.UID] = r
 	}
 	return out, nil
 }
 
+// stepDone is called after each step of a prepare or an unprepare after
+// which a plugin that stops leaves the node half done: "reserved" (the
+// claim's directory, no CDI spec yet), "written" (its CDI spec too) and
+// "released" (its directory removed, its spec not yet). Tests stop the
+// plugin there, as a kill would.
+var stepDone = func(step string) {}
+
 // prepare prepares one claim: a partition on the GPU of each of its
-// carve devices (one request a GPU), all reserved at once or none.
-func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResult {
-	fail := func(format string, args ...any) kubeletplugin.PrepareResult {
-		return kubeletplugin.PrepareResult{Err: claimError(c.Namespace, c.Name, fmt.Errorf(format, args...))}
+// carve devices (one request a GPU), all reserved at once or none. It
+// also says whether the claim wanted MPS and got it (nil where it failed).
+func (d *Driver) prepare(c *resourceapi.ResourceClaim) (kubeletplugin.PrepareResult, *mpsChoice) {
+	fail := func(format string, args ...any) (kubeletplugin.PrepareResult, *mpsChoice) {
+		return kubeletplugin.PrepareResult{Err: claimError(c.Namespace, c.Name, fmt.Errorf(format, args...))}, nil
 	}
 	if c.Status.Allocation == nil {
 		return fail("not allocated")
@@ -118,6 +127,11 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 	}
 	s := reqs[0].s
 	useMPS := s.MPS && d.Paths.MPS.Running()
+	if prior, ok, err := d.reservation(string(c.UID)); err == nil && ok {
+		// prepared before (by a plugin since restarted): its containers
+		// keep what the first prepare gave them, whether MPS runs now or not
+		useMPS = prior.Root.Flags&ctl.FlagMPS != 0
+	}
 	flags := s.Flags()
 	if useMPS {
 		flags |= ctl.FlagMPS
@@ -150,6 +164,7 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 	if err != nil {
 		return fail("%v", err)
 	}
+	stepDone("reserved")
 	gpus := make([]GPU, len(reqs))
 	for i, q := range reqs {
 		gpus[i] = q.g
@@ -164,6 +179,7 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 		}
 		return fail("writing its CDI spec: %v", err)
 	}
+	stepDone("written")
 	var devices []kubeletplugin.Device
 	for _, q := range reqs {
 		ids := []string{CDIDeviceID(string(c.UID))}
@@ -173,7 +189,7 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 		devices = append(devices, kubeletplugin.Device{Requests: []string{q.r.Request}, PoolName: q.r.Pool, DeviceName: q.r.Device,
 			CDIDeviceIDs: ids, ShareID: q.r.ShareID})
 	}
-	return kubeletplugin.PrepareResult{Devices: devices}
+	return kubeletplugin.PrepareResult{Devices: devices}, &mpsChoice{wanted: s.MPS, joined: useMPS}
 }
 
 // request is one of a claim's devices of carve's: its allocation, its GPU
@@ -199,11 +215,12 @@ func (d *Driver) gpu(device string) (GPU, error) {
 		}
 		return g, nil
 	}
-	var have []string
+	var names []string
 	for _, g := range d.GPUs {
-		have = append(have, g.DeviceName())
+		names = append(names, g.DeviceName())
 	}
-	return GPU{}, fmt.Errorf("device %s is not on this node (it has %s)", device, strings.Join(have, ", "))
+	have := cmp.Or(strings.Join(names, ", "), "no GPU of carve's")
+	return GPU{}, fmt.Errorf("device %s is not on this node (it has %s)", device, have)
 }
 
 // partitionSpec is the partition a claim gets: as many TPCs as it consumed
@@ -279,6 +296,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 	for _, c := range claims {
 		_, err := place.Release(d.Paths.RuntimeDir, string(c.UID))
 		if err == nil {
+			stepDone("released")
 			err = cache.RemoveSpec(specName(string(c.UID)))
 		}
 		if err != nil {

@@ -42,9 +42,10 @@ const (
 )
 
 // writeStatus records the outcome of preparing c in the claim's status
-// (status.devices): a Ready condition and, once prepared, the partition.
+// (status.devices): a Ready condition and, once prepared, the partition
+// and the MPS condition (m: whether it wanted MPS and got it).
 // It is best-effort: a failure to write is logged, not returned.
-func (d *Driver) writeStatus(ctx context.Context, c *resourceapi.ResourceClaim, r kubeletplugin.PrepareResult) {
+func (d *Driver) writeStatus(ctx context.Context, c *resourceapi.ResourceClaim, r kubeletplugin.PrepareResult, m *mpsChoice) {
 	if d.Client == nil || c.Status.Allocation == nil {
 		return
 	}
@@ -66,6 +67,9 @@ func (d *Driver) writeStatus(ctx context.Context, c *resourceapi.ResourceClaim, 
 			e.Data = &runtime.RawExtension{Raw: b}
 		}
 		meta.SetStatusCondition(&e.Conditions, cond)
+		if r.Err == nil && m != nil {
+			meta.SetStatusCondition(&e.Conditions, m.condition(d.Paths.MPS.PipeDir(), c.Generation))
+		}
 		entries = append(entries, e)
 	}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -94,25 +98,35 @@ func (d *Driver) writeStatus(ctx context.Context, c *resourceapi.ResourceClaim, 
 // status describes c's reservation on the node, its partition on the GPU
 // of device.
 func (d *Driver) status(c *resourceapi.ResourceClaim, device string) (Status, error) {
-	claims, _, err := ctl.Claims(d.Paths.RuntimeDir)
-	if err != nil {
-		return Status{}, err
+	cl, ok, err := d.reservation(string(c.UID))
+	if err != nil || !ok {
+		return Status{}, cmp.Or(err, fmt.Errorf("claim %s is not reserved", c.UID))
 	}
-	for _, cl := range claims {
-		if cl.UID != string(c.UID) {
+	for _, g := range d.GPUs {
+		part, on := place.PartOn(cl.Root, g.Topology)
+		if !on || g.DeviceName() != device {
 			continue
 		}
-		for _, g := range d.GPUs {
-			part, ok := place.PartOn(cl.Root, g.Topology)
-			if !ok || g.DeviceName() != device {
-				continue
-			}
-			set := partition.FromMask(g.Topology, part.Mask)
-			return Status{GPU: g.Topology.UUID, TPCs: set.String(), Count: len(set), SMs: part.SMs,
-				Class: cmp.Or(ctl.ClassName(cl.Root.Class), "none"), MPS: cl.Root.Flags&ctl.FlagMPS != 0, Memory: cl.Root.Memory.Limit}, nil
+		set := partition.FromMask(g.Topology, part.Mask)
+		return Status{GPU: g.Topology.UUID, TPCs: set.String(), Count: len(set), SMs: part.SMs,
+			Class: cmp.Or(ctl.ClassName(cl.Root.Class), "none"), MPS: cl.Root.Flags&ctl.FlagMPS != 0, Memory: cl.Root.Memory.Limit}, nil
+	}
+	return Status{}, fmt.Errorf("claim %s has no partition on %s", c.UID, device)
+}
+
+// reservation is claim uid's reservation on the node (its checkpoint), if
+// it is reserved.
+func (d *Driver) reservation(uid string) (ctl.Claim, bool, error) {
+	claims, _, err := ctl.Claims(d.Paths.RuntimeDir)
+	if err != nil {
+		return ctl.Claim{}, false, err
+	}
+	for _, cl := range claims {
+		if cl.UID == uid {
+			return cl, true, nil
 		}
 	}
-	return Status{}, fmt.Errorf("claim %s is not reserved", c.UID)
+	return ctl.Claim{}, false, nil
 }
 
 func ptrString(s string) *string { return &s }

@@ -105,7 +105,23 @@ func (d Daemon) PID() int {
 	if !d.isControl(pid) {
 		return 0 // a pid file left behind (another PID namespace, a reboot), its pid reused
 	}
+	if ended(pid) {
+		return 0 // killed, and not yet reaped by its parent
+	}
 	return pid
+}
+
+// ended says whether process pid has ended and waits to be reaped (a
+// zombie, which signals still reach); one whose state cannot be read is
+// taken to run.
+func ended(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b) // "pid (comm) state ...", where comm may hold ") "
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && strings.HasPrefix(s[i+1:], " Z")
 }
 
 // isControl says whether process pid runs the control program, by the
@@ -153,6 +169,10 @@ func (d Daemon) Start() error {
 	if err != nil {
 		return err
 	}
+	// a session of its own: a signal to the starter's process group (^C at
+	// a terminal, timeout, a supervisor's) does not reach MPS, which runs
+	// on for its clients when the starter ends
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("starting MPS: %w: %s", err, bytes.TrimSpace(out))
 	}
@@ -194,7 +214,7 @@ func (d Daemon) Stop() error {
 		return err
 	}
 	deadline := time.Now().Add(15 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
+	for syscall.Kill(pid, 0) == nil && !ended(pid) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("MPS (pid %d) did not quit within 15 s: clients may still be attached", pid)
 		}

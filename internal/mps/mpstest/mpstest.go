@@ -10,7 +10,9 @@ import (
 // script is a stand-in for nvidia-cuda-mps-control: -d starts a
 // background "daemon" (itself, so that it has the control program's name)
 // and writes its pid where the real one does; on stdin it
-// answers get_server_list and quits on quit.
+// answers get_server_list and quits on quit. While the pipe directory
+// holds a file named RefuseFile it answers nothing, as a daemon that
+// refuses its clients (wedged, or full) does: the control program fails.
 const script = `#!/bin/sh
 set -e
 [ -n "$CUDA_MPS_PIPE_DIRECTORY" ] || { echo "no pipe directory" >&2; exit 1; }
@@ -24,6 +26,10 @@ if [ "$1" = serve ]; then # the daemon: a process of the control program's name,
 	while [ $i -lt 300 ]; do sleep 1; i=$((i + 1)); done
 	exit 0
 fi
+if [ -e "$CUDA_MPS_PIPE_DIRECTORY/` + RefuseFile + `" ]; then
+	echo "the control daemon refused the connection" >&2
+	exit 1
+fi
 read cmd
 case "$cmd" in
 get_server_list) echo 4242 ;;
@@ -31,6 +37,9 @@ quit) kill "$(cat "$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid")" ;;
 *) echo "unknown $cmd"; exit 1 ;;
 esac
 `
+
+// RefuseFile, in the pipe directory, makes the stand-in refuse its clients.
+const RefuseFile = "refuse"
 
 // Control writes the stand-in into a temporary directory and returns its
 // path, for mps.Daemon.Control.
