@@ -88,7 +88,7 @@ func TestDaemonKeepsMPS(t *testing.T) {
 	if out, _, err := carve(t, "mps", "stop"); err != nil || !strings.Contains(out, "MPS stopped") {
 		t.Fatalf("carve mps stop: %v %q", err, out)
 	}
-	if d.Running() || syscall.Kill(pid, 0) == nil {
+	if d.Running() || !mps.Gone(pid) {
 		t.Fatalf("MPS (pid %d) runs on after carve mps stop", pid)
 	}
 

@@ -265,7 +265,7 @@ func TestDaemon(t *testing.T) {
 	if err := d.Stop(); err != nil {
 		t.Fatalf("carve mps stop: %v", err)
 	}
-	if d.Running() || syscall.Kill(pid, 0) == nil {
+	if d.Running() || !mps.Gone(pid) {
 		t.Errorf("MPS (pid %d) runs on after carve mps stop", pid)
 	}
 }
@@ -307,7 +307,7 @@ func TestDaemonStopMPS(t *testing.T) {
 		if err := stop(); err != nil {
 			t.Errorf("stopping: %v", err)
 		}
-		if d.Running() || syscall.Kill(pid, 0) == nil {
+		if d.Running() || !mps.Gone(pid) {
 			t.Errorf("adopt %v: MPS (pid %d) outlived a daemon told to stop it", adopt, pid)
 			d.Stop()
 		}

@@ -111,9 +111,14 @@ func (d Daemon) PID() int {
 	return pid
 }
 
-// ended says whether process pid has ended and waits to be reaped (a
-// zombie, which signals still reach); one whose state cannot be read is
-// taken to run.
+// Gone says whether process pid has ended: no such process, or one that
+// waits to be reaped (a zombie, which signals still reach).
+func Gone(pid int) bool {
+	return syscall.Kill(pid, 0) != nil || ended(pid)
+}
+
+// ended says whether process pid has ended and waits to be reaped; one
+// whose state cannot be read is taken to run.
 func ended(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -214,7 +219,7 @@ func (d Daemon) Stop() error {
 		return err
 	}
 	deadline := time.Now().Add(15 * time.Second)
-	for syscall.Kill(pid, 0) == nil && !ended(pid) {
+	for !Gone(pid) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("MPS (pid %d) did not quit within 15 s: clients may still be attached", pid)
 		}
