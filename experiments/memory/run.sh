@@ -83,15 +83,27 @@ for r in $(seq "$ROUNDS"); do
 done | tee "$OUT/cost-alloc.jsonl" | tail -3
 fi
 if has firststep; then
+# FIRSTSTEP_MORE=nohook adds a setup whose shim registers no launch hook
+# (built here from shim/ with carve_register_hook returning before it
+# subscribes): the memory account and the interposed calls without the
+# launch callback, to tell their cost from the hook's
+if [[ " ${FIRSTSTEP_MORE:-} " == *" nohook "* ]]; then
+	mkdir -p "$W/nohook" && cp "$ROOT"/shim/*.c "$ROOT"/shim/*.h "$W/nohook/" &&
+		sed -i '0,/carve_gpu_init(cuda);/s//carve_gpu_init(cuda);\n\tif (cuda) return NULL;/' "$W/nohook/hook.c" &&
+		grep -q 'if (cuda) return NULL;' "$W/nohook/hook.c" &&
+		cc -O2 -fPIC -fvisibility=hidden -shared -o "$W/nohook/libcarve.so" "$W"/nohook/*.c -ldl -pthread || exit 1
+fi
 step the account\'s cost: a model\'s first training steps, alternating no shim, carve run without a limit and with one, $ROUNDS rounds
 # each round runs the three setups in an order of its own (shuf), so that
 # no setup always follows the same one
 for r in $(seq "$ROUNDS"); do
-	for s in $(shuf -e none nolimit limit); do
+	for s in $(shuf -e none nolimit limit $FIRSTSTEP_MORE); do
 		case $s in
 		none) T python3 "$E/firststep.py" "no shim" ;;
 		nolimit) T "$C" run -q --no-mps -n 66 -- python3 "$E/firststep.py" "carve run, no limit" ;;
 		limit) T "$C" run -q --no-mps -n 66 --mem 20G -- python3 "$E/firststep.py" "carve run --mem 20G" ;;
+		nohook) T "$C" run -q --no-mps -n 66 --mem 20G --shim "$W/nohook/libcarve.so" -- \
+			python3 "$E/firststep.py" "carve run --mem 20G, launch hook not registered" ;;
 		esac
 	done
 done 2>&1 | grep --line-buffered '^{' | tee "$OUT/cost-firststep.jsonl" | tail -2

@@ -43,6 +43,10 @@ def llm():
     # about 40 small kernels at batch 1, so depth sets a token's time
     cfg = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=6,
                       num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=L)
+    # cuDNN's attention fails at this shape under a static cache (torch 2.11,
+    # transformers 5.17 on an H100: "mha_graph.execute ... is_good()"); the
+    # other SDPA kernels serve it
+    torch.backends.cuda.enable_cudnn_sdp(False)
     with torch.device(dev):
         m = AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa").eval().half()
     kv = None
