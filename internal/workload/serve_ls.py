@@ -3,9 +3,10 @@
 Builds a model with random weights at batch 1 (torchvision resnet50 or
 mobilenet_v3_large, bert-base at sequence 128, or llm: a Llama-shaped causal
 LM of about 440M parameters that answers each request by a prefill of
---prompt tokens and a greedy decode of --tokens new ones through a static KV
-cache), in fp16, run eagerly or replayed from CUDA graphs (llm: one for the
-prefill, one for a decode step, replayed --tokens - 1 times); prints "ready",
+--prompt tokens and a greedy decode of --tokens new ones), in fp16, run
+eagerly or replayed from CUDA graphs (llm: through a static KV cache, one
+graph for the prefill and one for a decode step, replayed --tokens - 1
+times; eagerly, through the library's dynamic cache); prints "ready",
 waits for a line on stdin, then serves requests arriving open-loop (Poisson
 at --rate per second, or on/off: 100 ms at twice the rate, 100 ms idle) for
 --duration seconds, one at a time in arrival order, and prints one JSON
@@ -33,22 +34,37 @@ dev = "cuda"
 
 
 def llm():
-    """The decoder, its static KV cache and its two steps: prefill (the
-    prompt into the cache, the first new token out) and decode (one token
-    in, the next out); both keep their inputs and outputs in fixed tensors,
-    so that CUDA graphs can replay them."""
-    from transformers import AutoModelForCausalLM, LlamaConfig, StaticCache
+    """The decoder and a request's steps. From CUDA graphs: a static KV
+    cache and two steps, prefill (the prompt into the cache, the first new
+    token out) and decode (one token in, the next out), both keeping their
+    inputs and outputs in fixed tensors so that graphs can replay them.
+    Eagerly: one step, the request decoded with the library's default
+    (dynamic) cache, as a service without graphs runs it."""
+    from transformers import AutoModelForCausalLM, LlamaConfig
     P, L = a.prompt, a.prompt + a.tokens
     # wide and shallow (6 layers of 2048, 440M parameters): each layer is
     # about 40 small kernels at batch 1, so depth sets a token's time
     cfg = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=6,
                       num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=L)
-    # cuDNN's attention fails at this shape under a static cache (torch 2.11,
-    # transformers 5.17 on an H100: "mha_graph.execute ... is_good()"); the
-    # other SDPA kernels serve it
+    # cuDNN's attention fails at this shape (torch 2.11, transformers 5.17
+    # on an H100: "mha_graph.execute ... is_good()"); the other SDPA kernels
+    # serve it
     torch.backends.cuda.enable_cudnn_sdp(False)
     with torch.device(dev):
         m = AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa").eval().half()
+    prompt = torch.randint(0, cfg.vocab_size, (1, P), device=dev)
+    info = {"params": sum(x.numel() for x in m.parameters()), "layers": cfg.num_hidden_layers, "hidden": cfg.hidden_size,
+            "prompt_tokens": P, "new_tokens": a.tokens, "dtype": "fp16"}
+    if a.mode == "eager":
+        info["cache"] = "dynamic"
+
+        def request():
+            out = m(input_ids=prompt, use_cache=True)
+            for _ in range(a.tokens - 1):
+                out = m(input_ids=out.logits[:, -1:].argmax(-1), past_key_values=out.past_key_values, use_cache=True)
+
+        return [request], info
+    from transformers import StaticCache
     kv = None
     for kw in (dict(max_batch_size=1, max_cache_len=L, device=dev, dtype=torch.half),  # up to transformers 4.5x
                dict(batch_size=1, max_cache_len=L, device=dev, dtype=torch.half),
@@ -60,7 +76,6 @@ def llm():
             continue
     if kv is None:
         sys.exit("serve_ls: this transformers' StaticCache takes none of the known argument sets")
-    prompt = torch.randint(0, cfg.vocab_size, (1, P), device=dev)
     ppos = torch.arange(P, device=dev)
     tok = torch.zeros(1, 1, dtype=torch.long, device=dev)  # the last token out, the next one in
     pos = torch.zeros(1, dtype=torch.long, device=dev)  # its place in the cache
@@ -75,9 +90,8 @@ def llm():
         tok.copy_(out.logits[:, -1:].argmax(-1))
         pos.add_(1)
 
-    info = {"params": sum(x.numel() for x in m.parameters()), "layers": cfg.num_hidden_layers, "hidden": cfg.hidden_size,
-            "prompt_tokens": P, "new_tokens": a.tokens, "dtype": "fp16", "cache": "static"}
-    return prefill, decode, info
+    info["cache"] = "static"
+    return [prefill] + [decode] * (a.tokens - 1), info
 
 
 def capture(fn, pool=None):
@@ -89,8 +103,7 @@ def capture(fn, pool=None):
 
 with torch.no_grad():
     if a.model == "llm":
-        prefill, decode, info = llm()
-        steps = [prefill] + [decode] * (a.tokens - 1)
+        steps, info = llm()
     else:
         if a.model == "bert":
             from transformers import BertConfig, BertModel
