@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 .PHONY: build test lint clean kube soak
 build: bin/carve bin/carve-dra bin/libcarve.so
 
-GOSRC := $(shell find cmd internal -name '*.go' -o -name '*.ptx') go.mod go.sum
+GOSRC := $(shell find cmd internal -name '*.go' -o -name '*.ptx' -o -name '*.py') go.mod go.sum
 bin/carve: $(GOSRC)
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/carve
 
