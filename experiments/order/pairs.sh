@@ -28,7 +28,7 @@ if [ "$ALONE" = 1 ]; then
 fi
 # the llm LS from graphs where that served alone, else eagerly; RATES=auto:
 # half of what it serves alone (1000 / its fastest request in ms)
-llm=graph
+llm=${LLM:-graph} # LLM=eager chooses it
 if [ "$ALONE" = 1 ] && ! [ -s "$OUT/llm-graph.service" ]; then llm=eager; fi
 if [ "$RATES" = auto ]; then
 	svc=$(cat "$OUT/llm-$llm.service" 2>/dev/null) || { echo "RATES=auto needs ALONE=1 and an llm that served"; exit 1; }
