@@ -52,7 +52,8 @@ func nodeAvailable() error {
 // containerd is a containerd of its own (root, state and socket in dir)
 // with its CRI plugin for the kubelet: runc through the runc shim, the
 // cgroupfs driver, overlayfs, CDI specs from cdiDir, the pause image
-// sandbox, no CNI (the test's pods are on the host network).
+// sandbox, no CNI (the test's pods are on the host network; its
+// configuration directory is empty), runc's state in dir too.
 type containerd struct {
 	dir    string
 	socket string
@@ -84,14 +85,19 @@ state = %[2]q
   # (a sandboxed machine) runc fails to lower it
   restrict_oom_score_adj = true
   cdi_spec_dirs = [%[6]q]
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    conf_dir = %[8]q
+    bin_dirs = [%[8]q]
   [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = 'runc'
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
       runtime_type = 'io.containerd.runc.v2'
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
         BinaryName = %[7]q
+        Root = %[9]q
         SystemdCgroup = false
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), c.socket, filepath.Join(dir, "opt"), sandbox, cdiDir, runc)), 0o600)
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), c.socket, filepath.Join(dir, "opt"), sandbox, cdiDir, runc,
+		filepath.Join(dir, "cni"), filepath.Join(dir, "runc"))), 0o600)
 	bin, _ := filepath.Abs(nodeBin())
 	env := append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH")) // where containerd finds its shim
 	cp.startAt(t, dir, filepath.Join(bin, "containerd"), env, "--config", config)
@@ -195,7 +201,7 @@ imageGCLowThresholdPercent: 99
 registerNode: true
 `, c.socket, freePort(t), freePort(t), k.logs, filepath.Join(dir, "volume-plugins"))), 0o600)
 	cp.startAt(t, dir, filepath.Join(kubeBin(), "kubelet"), nil, "--config", config, "--kubeconfig", cp.kubeconfig,
-		"--root-dir", k.root, "--hostname-override", node, "--node-ip", "127.0.0.1", "--v", "2")
+		"--root-dir", k.root, "--cert-dir", filepath.Join(dir, "pki"), "--hostname-override", node, "--node-ip", "127.0.0.1", "--v", "2")
 	t.Cleanup(func() { mountsUnder(t, k.root) })
 	return k
 }
