@@ -1,14 +1,15 @@
 # carve: make builds bin/carve, bin/carve-dra and bin/libcarve.so; make test
 # runs every test that needs no GPU (the shim is tested against a fake
-# libcuda), carve-dra's end-to-end test against a control plane that make
-# kube builds from its Go modules (test/kube); make soak runs the tests of
+# libcuda), carve-dra's end-to-end tests against a control plane and a
+# kubelet that make kube builds from their Go modules (test/kube) and a
+# containerd that make node builds from its own (test/node); make soak runs the tests of
 # the packages tide's tenants go through 50 times beside a loaded CPU.
 GO      ?= go
 CC      ?= cc
 CFLAGS  ?= -O2 -Wall -Wextra -Werror
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build test lint clean kube soak
+.PHONY: build test lint clean kube node soak
 build: bin/carve bin/carve-dra bin/libcarve.so
 
 GOSRC := $(shell find cmd internal -name '*.go' -o -name '*.ptx' -o -name '*.py') go.mod go.sum
@@ -23,14 +24,27 @@ bin/libcarve.so: $(wildcard shim/*.c shim/*.h)
 	@mkdir -p bin
 	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -shared -o $@ $(wildcard shim/*.c) -ldl -pthread
 
-# kube-apiserver, kube-scheduler and etcd for internal/dra's TestEndToEnd
+# kube-apiserver, kube-scheduler and etcd for internal/dra's TestEndToEnd,
+# and the kubelet for its TestRealNode
 kube: build/kube/.built
 build/kube/.built: test/kube/go.mod test/kube/go.sum test/kube/etcd/main.go
 	cd test/kube && CGO_ENABLED=0 $(GO) build -o ../../build/kube/ \
-		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler ./etcd
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler \
+		k8s.io/kubernetes/cmd/kubelet ./etcd
 	touch $@
 
-test: kube
+# containerd, its runc shim and ctr for internal/dra's TestRealNode, static
+# (without the snapshotters that need cgo: btrfs, devmapper, zfs); the
+# test runs them with Debian's runc (apt-get install runc)
+node: build/node/.built
+build/node/.built: test/node/go.mod test/node/go.sum test/node/tools.go
+	cd test/node && CGO_ENABLED=0 $(GO) build -tags "no_btrfs no_devmapper no_zfs no_tracing" -o ../../build/node/ \
+		github.com/containerd/containerd/v2/cmd/containerd \
+		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
+		github.com/containerd/containerd/v2/cmd/ctr
+	touch $@
+
+test: kube node
 	CGO_ENABLED=0 $(GO) vet ./...
 	CGO_ENABLED=0 $(GO) test -count=1 ./...
 

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,9 +47,10 @@ func kubeBin() string {
 // controlPlane is etcd, kube-apiserver and kube-scheduler on loopback
 // ports, for one test.
 type controlPlane struct {
-	config *rest.Config
-	client *kubernetes.Clientset
-	logs   []string
+	config     *rest.Config
+	client     *kubernetes.Clientset
+	kubeconfig string // the admin's
+	logs       []string
 }
 
 func freePort(t *testing.T) int {
@@ -61,16 +63,26 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// start runs name from kubeBin with args until the test ends; its output
-// goes to a log file that a failing test prints.
+// start runs name from kubeBin with args until the test ends.
 func (cp *controlPlane) start(t *testing.T, dir, name string, args ...string) {
 	t.Helper()
+	cp.startAt(t, dir, filepath.Join(kubeBin(), name), nil, args...)
+}
+
+// startAt runs the program bin with args (and env, if not nil) until the
+// test ends; its output goes to a log file that a failing test prints.
+func (cp *controlPlane) startAt(t *testing.T, dir, bin string, env []string, args ...string) {
+	t.Helper()
+	name := filepath.Base(bin)
 	log := filepath.Join(dir, name+".log")
 	f, err := os.Create(log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(kubeBin(), name), args...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	// its own process group (signals to the test's are not its), ended with the test
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -137,7 +149,8 @@ func startControlPlane(t *testing.T) *controlPlane {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	kubeconfig := filepath.Join(dir, "kubeconfig")
+	cp.kubeconfig = filepath.Join(dir, "kubeconfig")
+	kubeconfig := cp.kubeconfig
 	os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters: [{name: e2e, cluster: {server: %q, insecure-skip-tls-verify: true}}]
@@ -186,6 +199,16 @@ func (cp *controlPlane) create(t *testing.T, obj runtime.Object) {
 	}
 }
 
+// deploy installs the chart, without its admission webhook, which no pod
+// serves here (a claim carve-dra refuses must get past admission to reach
+// it; webhook_test.go refuses it there), and the default namespace's
+// service account (no controller manager makes it).
+func (cp *controlPlane) deploy(t *testing.T) {
+	t.Helper()
+	cp.install(t, helmSet("webhook.enabled", false))
+	cp.create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "default"}})
+}
+
 // TestEndToEnd: against a real API server and scheduler (make kube),
 // the chart's objects are accepted; the plugin, with its own
 // rights (its service account's token bound to a pod on the node, under
@@ -207,12 +230,7 @@ func TestEndToEnd(t *testing.T) {
 	cp := startControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	// the chart, without its admission webhook, which no pod serves here:
-	// the claim below that carve-dra refuses must get past admission
-	// (webhook_test.go refuses it there)
-	cp.install(t, helmSet("webhook.enabled", false))
-	// no controller manager makes the namespace's default service account
-	cp.create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "default"}})
+	cp.deploy(t)
 
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
 	n, err := cp.client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
