@@ -27,7 +27,7 @@ bin/libcarve.so: $(wildcard shim/*.c shim/*.h)
 # kube-apiserver, kube-scheduler and etcd for internal/dra's TestEndToEnd,
 # and the kubelet for its TestRealNode
 kube: build/kube/.built
-build/kube/.built: test/kube/go.mod test/kube/go.sum test/kube/etcd/main.go
+build/kube/.built: test/kube/go.mod test/kube/go.sum test/kube/tools.go test/kube/etcd/main.go
 	cd test/kube && CGO_ENABLED=0 $(GO) build -o ../../build/kube/ \
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler \
 		k8s.io/kubernetes/cmd/kubelet ./etcd
