@@ -4,9 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
-
 	"github.com/carve-gpu/carve/internal/chart"
 )
 
@@ -20,31 +17,24 @@ func TestChartFlags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range ms {
-			var obj struct {
-				Kind string `json:"kind"`
-				Spec struct {
-					Template corev1.PodTemplateSpec `json:"template"`
-				} `json:"spec"`
+		cs, err := chart.Containers(ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			if len(c.Command) == 0 || c.Command[0] != "carve-dra" {
+				continue
 			}
-			if err := yaml.Unmarshal([]byte(m.YAML), &obj); err != nil {
-				t.Fatalf("%s: %v", m.Template, err)
+			found[c.Name] = true
+			root := newRootCmd()
+			cmd, args, err := root.Find(append(c.Command[1:], c.Args...))
+			if err == nil {
+				err = cmd.ParseFlags(args)
 			}
-			for _, c := range obj.Spec.Template.Spec.Containers {
-				if len(c.Command) == 0 || c.Command[0] != "carve-dra" {
-					continue
-				}
-				found[c.Name] = true
-				root := newRootCmd()
-				cmd, args, err := root.Find(append(c.Command[1:], c.Args...))
-				if err == nil {
-					err = cmd.ParseFlags(args)
-				}
-				if err != nil {
-					t.Errorf("%s, container %s: %v", m.Template, c.Name, err)
-				} else if cmd.Flags().NArg() != 0 {
-					t.Errorf("%s, container %s passes arguments %q", m.Template, c.Name, strings.Join(cmd.Flags().Args(), " "))
-				}
+			if err != nil {
+				t.Errorf("%s, container %s: %v", c.Template, c.Name, err)
+			} else if cmd.Flags().NArg() != 0 {
+				t.Errorf("%s, container %s passes arguments %q", c.Template, c.Name, strings.Join(cmd.Flags().Args(), " "))
 			}
 		}
 	}

@@ -3,9 +3,6 @@ package main
 import (
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
-
 	"github.com/carve-gpu/carve/internal/chart"
 )
 
@@ -19,27 +16,21 @@ func TestChartDaemonFlags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range ms {
-			var obj struct {
-				Spec struct {
-					Template corev1.PodTemplateSpec `json:"template"`
-				} `json:"spec"`
+		cs, err := chart.Containers(ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			if len(c.Command) < 2 || c.Command[0] != "carve" {
+				continue
 			}
-			if err := yaml.Unmarshal([]byte(m.YAML), &obj); err != nil {
-				t.Fatalf("%s: %v", m.Template, err)
+			runs++
+			cmd, args, err := newRoot().Find(append(c.Command[1:], c.Args...))
+			if err == nil {
+				err = cmd.ParseFlags(args)
 			}
-			for _, c := range obj.Spec.Template.Spec.Containers {
-				if len(c.Command) < 2 || c.Command[0] != "carve" {
-					continue
-				}
-				runs++
-				cmd, args, err := newRoot().Find(append(c.Command[1:], c.Args...))
-				if err == nil {
-					err = cmd.ParseFlags(args)
-				}
-				if err != nil || cmd.Name() != "daemon" || cmd.Flags().NArg() != 0 {
-					t.Errorf("%s with mps %v, container %s runs %q: %v", m.Template, mps, c.Name, c.Command, err)
-				}
+			if err != nil || cmd.Name() != "daemon" || cmd.Flags().NArg() != 0 {
+				t.Errorf("%s with mps %v, container %s runs %q: %v", c.Template, mps, c.Name, c.Command, err)
 			}
 		}
 	}

@@ -48,3 +48,28 @@ func TestHasContent(t *testing.T) {
 		}
 	}
 }
+
+// TestContainers: the containers of each pod template, with the template
+// each came from; objects without one give none; bad YAML is an error
+// that names its template.
+func TestContainers(t *testing.T) {
+	ms := []Manifest{
+		{Template: "a.yaml", YAML: "kind: DaemonSet\nspec:\n  template:\n    spec:\n      containers:\n      - name: x\n        command: [carve, daemon]\n      - name: w\n"},
+		{Template: "b.yaml", YAML: "kind: Service\nspec:\n  ports:\n  - port: 80\n"},
+		{Template: "c.yaml", YAML: "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n      - name: z\n"},
+	}
+	cs, err := Containers(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cs {
+		got = append(got, c.Template+":"+c.Name)
+	}
+	if strings.Join(got, " ") != "a.yaml:x a.yaml:w c.yaml:z" || len(cs[0].Command) != 2 {
+		t.Errorf("containers %v (first's command %q)", got, cs[0].Command)
+	}
+	if _, err := Containers([]Manifest{{Template: "bad.yaml", YAML: "spec: [1"}}); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
+		t.Errorf("bad YAML: %v", err)
+	}
+}
