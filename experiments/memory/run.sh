@@ -83,15 +83,21 @@ for r in $(seq "$ROUNDS"); do
 done | tee "$OUT/cost-alloc.jsonl" | tail -3
 fi
 if has firststep; then
-# FIRSTSTEP_MORE=nohook adds a setup whose shim registers no launch hook
-# (built here from shim/ with carve_register_hook returning before it
-# subscribes): the memory account and the interposed calls without the
-# launch callback, to tell their cost from the hook's
+# FIRSTSTEP_MORE adds setups, to tell the parts' costs apart: nohook, a
+# shim that registers no launch hook (built here from shim/ with
+# carve_register_hook returning before it subscribes): the memory account
+# and the interposed calls without the launch callback; preload, the shim
+# preloaded without carve run (its calls interposed, nothing enforced);
+# noshim, carve run with an empty library in the shim's place (carve run's
+# process and environment alone)
 if [[ " ${FIRSTSTEP_MORE:-} " == *" nohook "* ]]; then
 	mkdir -p "$W/nohook" && cp "$ROOT"/shim/*.c "$ROOT"/shim/*.h "$W/nohook/" &&
 		sed -i '0,/carve_gpu_init(cuda);/s//carve_gpu_init(cuda);\n\tif (cuda) return NULL;/' "$W/nohook/hook.c" &&
 		grep -q 'if (cuda) return NULL;' "$W/nohook/hook.c" &&
 		cc -O2 -fPIC -fvisibility=hidden -shared -o "$W/nohook/libcarve.so" "$W"/nohook/*.c -ldl -pthread || exit 1
+fi
+if [[ " ${FIRSTSTEP_MORE:-} " == *" noshim "* ]]; then
+	echo 'void carve_empty(void) {}' >"$W/empty.c" && cc -shared -fPIC -o "$W/empty.so" "$W/empty.c" || exit 1
 fi
 step the account\'s cost: a model\'s first training steps, alternating no shim, carve run without a limit and with one, $ROUNDS rounds
 # each round runs the three setups in an order of its own (shuf), so that
@@ -104,6 +110,8 @@ for r in $(seq "$ROUNDS"); do
 		limit) T "$C" run -q --no-mps -n 66 --mem 20G -- python3 "$E/firststep.py" "carve run --mem 20G" ;;
 		nohook) T "$C" run -q --no-mps -n 66 --mem 20G --shim "$W/nohook/libcarve.so" -- \
 			python3 "$E/firststep.py" "carve run --mem 20G, launch hook not registered" ;;
+		preload) LD_PRELOAD=$ROOT/bin/libcarve.so T python3 "$E/firststep.py" "the shim preloaded, no carve run (it enforces nothing)" ;;
+		noshim) T "$C" run -q --no-mps -n 66 --shim "$W/empty.so" -- python3 "$E/firststep.py" "carve run, an empty library for a shim" ;;
 		esac
 	done
 done 2>&1 | grep --line-buffered '^{' | tee "$OUT/cost-firststep.jsonl" | tail -2
