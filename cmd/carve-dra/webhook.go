@@ -73,13 +73,17 @@ func serveWebhook(ctx context.Context, o webhookOptions, ready chan<- net.Addr) 
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}}
+	// a review is one small object: a client that takes longer to send it
+	// only holds a connection
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second,
+		IdleTimeout: 2 * time.Minute, TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}}
+	shut := make(chan struct{})
 	go func() {
+		defer close(shut)
 		<-ctx.Done()
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		srv.Shutdown(shut)
+		srv.Shutdown(c) // the reviews under way are answered
 	}()
 	klog.InfoS("Serving the admission webhook", "address", l.Addr().String(), "path", dra.WebhookPath)
 	if ready != nil {
@@ -88,6 +92,7 @@ func serveWebhook(ctx context.Context, o webhookOptions, ready chan<- net.Addr) 
 	if err := srv.ServeTLS(l, "", ""); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	<-shut // ServeTLS returns as Shutdown begins: wait until it is done
 	return nil
 }
 

@@ -35,8 +35,11 @@ func TestWebhookServes(t *testing.T) {
 	}
 	o := webhookOptions{listen: "127.0.0.1:0", cert: filepath.Join(dir, "tls.crt"), key: filepath.Join(dir, "tls.key"),
 		kubeconfig: filepath.Join(dir, "kubeconfig")}
-	os.WriteFile(o.cert, cert, 0o600)
-	os.WriteFile(o.key, key, 0o600)
+	for f, b := range map[string][]byte{o.cert: cert, o.key: key} {
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
@@ -44,14 +47,18 @@ func TestWebhookServes(t *testing.T) {
 			Reason: metav1.StatusReasonNotFound, Code: http.StatusNotFound, Message: r.URL.Path + " not found"})
 	}))
 	defer api.Close()
-	os.WriteFile(o.kubeconfig, []byte(`apiVersion: v1
+	err = os.WriteFile(o.kubeconfig, []byte(`apiVersion: v1
 kind: Config
 clusters: [{name: api, cluster: {server: "`+api.URL+`"}}]
 contexts: [{name: api, context: {cluster: api}}]
 current-context: api
 `), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() { done <- serveWebhook(ctx, o, ready) }()

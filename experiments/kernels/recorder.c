@@ -26,6 +26,7 @@
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio_ext.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,7 +171,20 @@ static void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t stream, uint8_t *bu
 	free(buffer);
 }
 
+// owner is the process that opened out: a child forked without exec has
+// its FILE too, and must neither write to it nor flush the parent's
+// buffered lines again at its exit.
+static pid_t owner;
+
+static void inChild(void) {
+	if (out)
+		__fpurge(out);
+	out = NULL;
+}
+
 static void atExit(void) {
+	if (getpid() != owner)
+		return;
 	CUptiResult r = p_cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	if (r != CUPTI_SUCCESS)
 		warn("flushing at exit", r);
@@ -235,6 +249,8 @@ int InitializeInjection(void) {
 	}
 	if ((r = p_cuptiActivityFlushPeriod(flushPeriodMs)) != CUPTI_SUCCESS)
 		warn("periodic flush (records reach the file at exit only)", r);
+	owner = getpid();
+	pthread_atfork(NULL, NULL, inChild);
 	atexit(atExit);
 	return 1;
 }

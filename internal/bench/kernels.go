@@ -290,7 +290,12 @@ func SummarizeKernels(job string, ks []Kernel, l SMLimits, top int) KernelSummar
 	if s.Span > 0 {
 		s.Busy = busy.Seconds() / s.Span
 	}
-	frac := func(x float64) float64 { return x / s.Seconds }
+	frac := func(x float64) float64 {
+		if s.Seconds == 0 { // no kernel time: every share is none of it
+			return 0
+		}
+		return x / s.Seconds
+	}
 	for _, b := range DurationBuckets {
 		sh := Share{Name: b.Name}
 		if p := byDur[b.Name]; p != nil {

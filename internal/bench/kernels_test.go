@@ -253,3 +253,18 @@ func TestShortKernelName(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizeZeroTime: kernels that took no time (start = end, as a
+// clock of coarse resolution records very short ones) give shares of 0,
+// which JSON can carry, not NaN.
+func TestSummarizeZeroTime(t *testing.T) {
+	s := SummarizeKernels("j", []Kernel{{Start: 5, End: 5, Grid: [3]int{1, 1, 1}, Block: [3]int{32, 1, 1}, Name: "k"}}, H100, 3)
+	for _, sh := range append(s.ByDuration, s.ByShape...) {
+		if sh.Fraction != 0 {
+			t.Errorf("%s: %v of no time", sh.Name, sh.Fraction)
+		}
+	}
+	if _, err := json.Marshal(s); err != nil {
+		t.Errorf("-o json: %v", err)
+	}
+}

@@ -127,7 +127,11 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) (kubeletplugin.PrepareRes
 	}
 	s := reqs[0].s
 	useMPS := s.MPS && d.Paths.MPS.Running()
-	if prior, ok, err := d.reservation(string(c.UID)); err == nil && ok {
+	prior, ok, err := d.reservation(string(c.UID))
+	if err != nil {
+		return fail("reading its reservation: %v", err)
+	}
+	if ok {
 		// prepared before (by a plugin since restarted): its containers
 		// keep what the first prepare gave them, whether MPS runs now or not
 		useMPS = prior.Root.Flags&ctl.FlagMPS != 0

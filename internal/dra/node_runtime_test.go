@@ -2,9 +2,11 @@ package dra
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,7 +48,43 @@ func nodeAvailable() error {
 	if _, err := exec.LookPath("ldd"); err != nil {
 		return fmt.Errorf("no ldd, to find a program's libraries for its image: %w", err)
 	}
+	// the kubelet empties the device plugins' directory and takes its
+	// socket, which on a machine that is a node would be its own kubelet's
+	// (a socket nobody answers on is one an earlier test left)
+	if c, err := net.Dial("unix", kubeletSocket); err == nil {
+		c.Close()
+		return fmt.Errorf("a kubelet serves %s: this machine is a node, which this test's kubelet would disturb", kubeletSocket)
+	}
 	return nil
+}
+
+// kubeletSocket is where a kubelet serves device plugins: a path of the
+// host's, not of the test's root directory.
+const kubeletSocket = "/var/lib/kubelet/device-plugins/kubelet.sock"
+
+// kernelTunables are the sysctls a kubelet sets on its host at start
+// (protectKernelDefaults off): the test puts back what they were.
+var kernelTunables = []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
+	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
+
+// keepKernelTunables restores kernelTunables when the test ends.
+func keepKernelTunables(t *testing.T) {
+	t.Helper()
+	was := map[string][]byte{}
+	for _, k := range kernelTunables {
+		if b, err := os.ReadFile("/proc/sys/" + k); err == nil {
+			was[k] = b
+		}
+	}
+	t.Cleanup(func() {
+		for k, b := range was {
+			if now, _ := os.ReadFile("/proc/sys/" + k); !bytes.Equal(now, b) {
+				if err := os.WriteFile("/proc/sys/"+k, b, 0o644); err != nil {
+					t.Errorf("putting back %s: %v", k, err)
+				}
+			}
+		}
+	})
 }
 
 // containerd is a containerd of its own (root, state and socket in dir)
@@ -200,9 +238,12 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 registerNode: true
 `, c.socket, freePort(t), freePort(t), k.logs, filepath.Join(dir, "volume-plugins"))), 0o600)
+	keepKernelTunables(t)
+	// cleanups run last first: the mounts under its root go once the
+	// kubelet, stopped by startAt's cleanup, can make no more
+	t.Cleanup(func() { mountsUnder(t, k.root) })
 	cp.startAt(t, dir, filepath.Join(kubeBin(), "kubelet"), nil, "--config", config, "--kubeconfig", cp.kubeconfig,
 		"--root-dir", k.root, "--cert-dir", filepath.Join(dir, "pki"), "--hostname-override", node, "--node-ip", "127.0.0.1", "--v", "2")
-	t.Cleanup(func() { mountsUnder(t, k.root) })
 	return k
 }
 

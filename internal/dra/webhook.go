@@ -56,7 +56,9 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "want an admission.k8s.io/v1 AdmissionReview: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	// within the API server's timeout for the webhook (the chart's 5 s),
+	// so that it gets this answer, not its own timeout
+	ctx, cancel := context.WithTimeout(r.Context(), 4*time.Second)
 	defer cancel()
 	resp, err := w.Review(ctx, review.Request)
 	if err != nil { // the API server applies the webhook's failurePolicy

@@ -114,7 +114,8 @@ func (d Daemon) PID() int {
 // Gone says whether process pid has ended: no such process, or one that
 // waits to be reaped (a zombie, which signals still reach).
 func Gone(pid int) bool {
-	return syscall.Kill(pid, 0) != nil || ended(pid)
+	// EPERM: it runs, as another user
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) || ended(pid)
 }
 
 // ended says whether process pid has ended and waits to be reaped; one
