@@ -146,6 +146,7 @@ var nonDefault = helmSet(
 	"metrics.port", 9500, "metrics.serviceMonitor.enabled", true, "metrics.serviceMonitor.labels", map[string]any{"release": "prometheus"},
 	"deviceClass.config", map[string]any{"class": "ls", "connections": 4},
 	"webhook.failurePolicy", "Ignore", "webhook.replicas", 2, "webhook.certManager.enabled", true,
+	"health.xid", false,
 )
 
 // TestChart: the chart renders, with its defaults and with every option
