@@ -4,7 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
+
 	"github.com/carve-gpu/carve/internal/chart"
+	"github.com/carve-gpu/carve/internal/xid"
 )
 
 // TestChartFlags: every container of the chart (deploy/helm/carve-dra)
@@ -50,5 +54,83 @@ func TestNeedsNodeName(t *testing.T) {
 	cmd.SetArgs([]string{"--kubeconfig", "/nonexistent"})
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--node-name") {
 		t.Errorf("without a node name: %v", err)
+	}
+}
+
+// pathFlags are carve-dra's flags that name a place on the node it uses.
+var pathFlags = []string{"runtime-dir", "cdi-dir", "mps-dir", "mps-shm", "plugin-dir", "registrar-dir"}
+
+// TestChartMounts: the chart's plugin container mounts every place on the
+// node that carve-dra uses (its path flags, as the chart starts it), each
+// at its own path on the node, and nothing else: not the whole of the
+// kubelet's plugins directory, where other drivers' and CSI sockets are.
+// With health.xid (the default) it also mounts the kernel log that Xids
+// are read from, and is privileged, which opening it takes; without, it is
+// neither.
+func TestChartMounts(t *testing.T) {
+	for _, values := range []map[string]any{nil, {"mps": map[string]any{"enabled": false}}, {"health": map[string]any{"xid": false}}} {
+		ms, err := chart.Render("../../deploy/helm/carve-dra", chart.Release{Name: "carve-dra", Namespace: "carve-system", KubeVersion: "v1.37.2"}, values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ds appsv1.DaemonSet
+		for _, m := range ms {
+			if strings.Contains(m.YAML, "\nkind: DaemonSet\n") && strings.Contains(m.YAML, "\n  name: carve-dra\n") {
+				if err := yaml.UnmarshalStrict([]byte(m.YAML), &ds); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		pod := ds.Spec.Template.Spec
+		if len(pod.Containers) != 1 {
+			t.Fatalf("values %v: carve-dra's DaemonSet has %d containers, want its plugin", values, len(pod.Containers))
+		}
+		c := pod.Containers[0]
+		cmd, args, err := newRootCmd().Find(c.Command[1:])
+		if err == nil {
+			err = cmd.ParseFlags(args)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := map[string]string{} // path: the flag that names it
+		for _, f := range pathFlags {
+			if p := cmd.Flags().Lookup(f).Value.String(); p != "" {
+				used[p] = "--" + f
+			}
+		}
+		readsXids := values["health"] == nil
+		if readsXids {
+			used[xid.KernelLog] = "the kernel log"
+		}
+		hostPaths := map[string]string{}
+		for _, v := range pod.Volumes {
+			if v.HostPath != nil {
+				hostPaths[v.Name] = v.HostPath.Path
+			}
+		}
+		mounted := map[string]bool{}
+		for _, m := range c.VolumeMounts {
+			if used[m.MountPath] == "" {
+				t.Errorf("values %v: the plugin mounts %s, which carve-dra does not use", values, m.MountPath)
+			}
+			if hostPaths[m.Name] != m.MountPath {
+				t.Errorf("values %v: the plugin mounts the node's %q at %s: carve-dra's paths must be the node's", values, hostPaths[m.Name], m.MountPath)
+			}
+			mounted[m.MountPath] = true
+		}
+	used:
+		for p, what := range used {
+			for m := range mounted {
+				if p == m || strings.HasPrefix(p, m+"/") {
+					continue used
+				}
+			}
+			t.Errorf("values %v: %s (%s) is not mounted into the plugin", values, p, what)
+		}
+		privileged := c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
+		if privileged != readsXids {
+			t.Errorf("values %v: the plugin is privileged: %v; it must be exactly where it reads the kernel log (%v)", values, privileged, readsXids)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -145,15 +146,21 @@ var nonDefault = helmSet(
 	"mps.enabled", false,
 	"metrics.port", 9500, "metrics.serviceMonitor.enabled", true, "metrics.serviceMonitor.labels", map[string]any{"release": "prometheus"},
 	"deviceClass.config", map[string]any{"class": "ls", "connections": 4},
-	"webhook.failurePolicy", "Ignore", "webhook.replicas", 2, "webhook.certManager.enabled", true,
+	"webhook.failurePolicy", "Ignore", "webhook.replicas", 1, "webhook.certManager.enabled", true,
+	"webhook.affinity", map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+		"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}}}}}}},
+	"health.xid", false,
 )
 
 // TestChart: the chart renders, with its defaults and with every option
 // changed, objects that decode strictly and hang together: the webhook's
 // certificate is for its Service's name and signed by the CA the API server
-// is given; the metrics Service (and ServiceMonitor) select the daemons'
-// port; the DeviceClass's config is one carve-dra accepts; turning MPS off
-// takes the privileged init container, hostPID and MPS's flags away.
+// is given; the webhook's two replicas prefer different nodes and a
+// PodDisruptionBudget keeps one of them through a drain (none with one
+// replica, which it would keep from being drained); the metrics Service
+// (and ServiceMonitor) select the daemons' port; the DeviceClass's config
+// is one carve-dra accepts; turning MPS off takes the privileged init
+// container, hostPID and MPS's flags away.
 func TestChart(t *testing.T) {
 	objs := chartObjects(t, nil)
 	web := named[*admissionv1.ValidatingWebhookConfiguration](t, objs, "carve-dra-webhook")
@@ -184,6 +191,18 @@ func TestChart(t *testing.T) {
 	deploy := named[*appsv1.Deployment](t, objs, "carve-dra-webhook")
 	if v := deploy.Spec.Template.Spec.Volumes; len(v) != 1 || v[0].Secret == nil || v[0].Secret.SecretName != secret.Name {
 		t.Errorf("the webhook's volumes %+v", v)
+	}
+	// a drain leaves a webhook pod answering: two replicas, on different
+	// nodes where there are, and a budget that keeps one
+	pdb := named[*policyv1.PodDisruptionBudget](t, objs, "carve-dra-webhook")
+	if *deploy.Spec.Replicas != 2 || pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 ||
+		!selects(pdb.Spec.Selector.MatchLabels, deploy.Spec.Template.Labels) {
+		t.Errorf("the webhook's %d replicas, its PodDisruptionBudget %+v", *deploy.Spec.Replicas, pdb.Spec)
+	}
+	if a := deploy.Spec.Template.Spec.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
+		a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey != corev1.LabelHostname ||
+		!selects(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.LabelSelector.MatchLabels, deploy.Spec.Template.Labels) {
+		t.Errorf("the webhook's replicas are not spread over nodes: %+v", a)
 	}
 	metrics := named[*corev1.Service](t, objs, "carve-metrics")
 	daemon := named[*appsv1.DaemonSet](t, objs, "carve-daemon")
@@ -232,6 +251,12 @@ func TestChart(t *testing.T) {
 			}
 		}
 	}
+	if pdbs := all[*policyv1.PodDisruptionBudget](objs); len(pdbs) != 0 {
+		t.Errorf("with one webhook replica, a PodDisruptionBudget (it would block every drain of its node): %+v", pdbs[0].Spec)
+	}
+	if a := named[*appsv1.Deployment](t, objs, "carve-dra-webhook").Spec.Template.Spec.Affinity; a == nil || a.PodAntiAffinity != nil || a.NodeAffinity == nil {
+		t.Errorf("the webhook's affinity, set: %+v", a)
+	}
 	web = named[*admissionv1.ValidatingWebhookConfiguration](t, objs, "carve-dra-webhook")
 	if h := web.Webhooks[0]; *h.FailurePolicy != admissionv1.Ignore || len(h.ClientConfig.CABundle) != 0 ||
 		web.Annotations["cert-manager.io/inject-ca-from"] != releaseNamespace+"/carve-dra-webhook" {
@@ -260,18 +285,29 @@ func selects(selector, labels map[string]string) bool {
 // TestChartInstall: what the chart renders, with its defaults and then with
 // every option changed (as helm upgrade would apply it), is accepted by a
 // real API server (make kube); only the kinds of APIs it does not serve
-// (the Prometheus Operator's, cert-manager's) are left out.
+// (the Prometheus Operator's, cert-manager's) are left out. The webhook's
+// pod is one the restricted Pod Security Standard admits.
 func TestChartInstall(t *testing.T) {
 	cp := startControlPlane(t)
 	if skipped := cp.install(t, nil); len(skipped) != 0 {
 		t.Errorf("with its defaults, the chart's %q were not applied", skipped)
+	}
+	// the webhook's pod, as its Deployment makes it, in a namespace that
+	// enforces the restricted standard (a dry run: no kubelet runs it)
+	ctx := context.Background()
+	cp.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "restricted", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}})
+	deploy := named[*appsv1.Deployment](t, chartObjects(t, nil), "carve-dra-webhook")
+	cp.create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "restricted", Name: deploy.Spec.Template.Spec.ServiceAccountName}})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "restricted", Name: "webhook"}, Spec: deploy.Spec.Template.Spec}
+	if _, err := cp.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Errorf("the webhook's pod under the restricted Pod Security Standard: %v", err)
 	}
 	skipped := cp.install(t, nonDefault)
 	slices.Sort(skipped)
 	if want := []string{"Certificate", "Issuer", "ServiceMonitor"}; !slices.Equal(skipped, want) {
 		t.Errorf("with every option changed, %q were left out, want %q", skipped, want)
 	}
-	ds, err := cp.client.AppsV1().DaemonSets(releaseNamespace).Get(context.Background(), "carve-daemon", metav1.GetOptions{})
+	ds, err := cp.client.AppsV1().DaemonSets(releaseNamespace).Get(ctx, "carve-daemon", metav1.GetOptions{})
 	if err != nil || ds.Spec.Template.Spec.HostPID || ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType {
 		t.Errorf("carve daemon's DaemonSet after the second install: %v", err)
 	}

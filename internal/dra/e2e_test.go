@@ -410,10 +410,10 @@ func pluginClient(ctx context.Context, t *testing.T, cp *controlPlane) *kubernet
 }
 
 // ownNodeOnly: carve-dra with its token bound to a pod on node-a (plugin)
-// may write node-a's ResourceSlices and no other node's (rbac.yaml's
-// admission policy), may not write the status of a claim allocated on
-// another node (the API server's associated-node check), and may not read
-// what carve-dra never needs.
+// may write node-a's ResourceSlices and no other node's, nor another
+// driver's on node-a (rbac.yaml's admission policy), may not write the
+// status of a claim allocated on another node (the API server's
+// associated-node check), and may not read what carve-dra never needs.
 func ownNodeOnly(ctx context.Context, t *testing.T, cp *controlPlane, plugin *kubernetes.Clientset) {
 	t.Helper()
 	slice := func(nodeName string) *resourceapi.ResourceSlice {
@@ -431,24 +431,42 @@ func ownNodeOnly(ctx context.Context, t *testing.T, cp *controlPlane, plugin *ku
 		!strings.Contains(err.Error(), "may change only that node's ResourceSlices") {
 		t.Errorf("carve-dra on %s writing node-b's slice: %v", node, err)
 	}
-	// a claim allocated on node-b (by the admin, as a scheduler would)
-	other := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "on-b"},
-		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
-			{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: DriverName}}}}}}
-	other, err = cp.client.ResourceV1().ResourceClaims("default").Create(ctx, other, metav1.CreateOptions{})
+	// another driver's slice on carve-dra's node: neither written nor
+	// deleted (made by the admin, as that driver's plugin would)
+	foreign := slice(node)
+	foreign.Spec.Driver = "gpu.example.com"
+	notCarve := "may change only the ResourceSlices of driver " + DriverName
+	if _, err := plugin.ResourceV1().ResourceSlices().Create(ctx, foreign, metav1.CreateOptions{}); err == nil || !strings.Contains(err.Error(), notCarve) {
+		t.Errorf("carve-dra on %s writing another driver's slice on its node: %v", node, err)
+	}
+	foreign, err = cp.client.ResourceV1().ResourceSlices().Create(ctx, foreign, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other.Status.Allocation = &resourceapi.AllocationResult{
+	if err := plugin.ResourceV1().ResourceSlices().Delete(ctx, foreign.Name, metav1.DeleteOptions{}); err == nil || !strings.Contains(err.Error(), notCarve) {
+		t.Errorf("carve-dra on %s deleting another driver's slice on its node: %v", node, err)
+	}
+	if err := cp.client.ResourceV1().ResourceSlices().Delete(ctx, foreign.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// a claim allocated on node-b (by the admin, as a scheduler would)
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "on-b"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+			{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: DriverName}}}}}}
+	claim, err = cp.client.ResourceV1().ResourceClaims("default").Create(ctx, claim, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim.Status.Allocation = &resourceapi.AllocationResult{
 		Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
 			{Request: "gpu", Driver: DriverName, Pool: "node-b", Device: "gpu-0"}}},
 		NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
 			{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"node-b"}}}}}}}
-	if other, err = cp.client.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, other, metav1.UpdateOptions{}); err != nil {
+	if claim, err = cp.client.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	other.Status.Devices = []resourceapi.AllocatedDeviceStatus{{Driver: DriverName, Pool: "node-b", Device: "gpu-0"}}
-	if _, err := plugin.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, other, metav1.UpdateOptions{}); err == nil ||
+	claim.Status.Devices = []resourceapi.AllocatedDeviceStatus{{Driver: DriverName, Pool: "node-b", Device: "gpu-0"}}
+	if _, err := plugin.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err == nil ||
 		!strings.Contains(err.Error(), `cannot arbitrary-node:update resource "resourceclaims/driver"`) {
 		t.Errorf("carve-dra on %s writing the status of a claim on node-b: %v", node, err)
 	}

@@ -137,7 +137,8 @@ func allowed(t *testing.T, role *rbacv1.ClusterRole, actions []k8stesting.Action
 // TestManifests: the chart's objects decode strictly; the DeviceClass
 // selects carve's driver; the plugin runs as the service account the RBAC
 // binds and the admission policy names; no container is privileged but the
-// init container that mounts MPS's tmpfs; the plugin sees the MPS daemon's
+// init container that mounts MPS's tmpfs and, with health.xid (the
+// default: the kernel log), the plugin; the plugin sees the MPS daemon's
 // pid; every example claim asks carve's class for TPCs with configs
 // carve-dra accepts.
 func TestManifests(t *testing.T) {
@@ -160,10 +161,13 @@ func TestManifests(t *testing.T) {
 	if !strings.Contains(vap.Spec.MatchConditions[0].Expression, `"`+user+`"`) {
 		t.Errorf("the admission policy matches %q, not %s", vap.Spec.MatchConditions[0].Expression, user)
 	}
-	for _, d := range all[*appsv1.DaemonSet](objs) {
-		for _, c := range d.Spec.Template.Spec.Containers {
-			if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
-				t.Errorf("container %s of %s is privileged", c.Name, d.Name)
+	for _, values := range []map[string]any{nil, helmSet("health.xid", false)} {
+		for _, d := range all[*appsv1.DaemonSet](chartObjects(t, values)) {
+			for _, c := range d.Spec.Template.Spec.Containers {
+				if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged &&
+					(values == nil) != (d.Name == "carve-dra") {
+					t.Errorf("values %v: container %s of %s is privileged", values, c.Name, d.Name)
+				}
 			}
 		}
 	}

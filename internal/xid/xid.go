@@ -64,11 +64,16 @@ func Parse(r io.Reader, boot time.Time) []Event {
 var ErrUnreadable = errors.New("the kernel log is not readable here (kernel.dmesg_restrict is set; " +
 	"run carve as root or with CAP_SYSLOG): which tenant's kernel faulted cannot be told")
 
-// Read returns the Xid reports in the kernel log (/dev/kmsg) now.
+// KernelLog is the kernel log's device, which Read reads. In a container
+// it is there, and may be opened, only where the container is privileged
+// (its device cgroup refuses it otherwise).
+const KernelLog = "/dev/kmsg"
+
+// Read returns the Xid reports in the kernel log (KernelLog) now.
 func Read() ([]Event, error) {
 	// raw reads: Go's poller would wait for a record at the end instead of
 	// returning EAGAIN
-	fd, err := syscall.Open("/dev/kmsg", syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	fd, err := syscall.Open(KernelLog, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			return nil, ErrUnreadable
