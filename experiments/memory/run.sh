@@ -5,8 +5,10 @@
 # under a 10 GiB limit, and a training step in it; a BE taking memory until
 # its limit beside an LS serving requests, in MPS and outside it; the
 # account's cost on an allocation loop and on a model's first step, against
-# no shim, in alternation. Usage: [STEPS="context lookups frameworks
-# beside cost firststep"] run.sh OUT (bin/ built: carve, libcarve.so).
+# no shim, in alternation; firstprof (not among the default STEPS), the
+# first step's CUDA calls under torch.profiler. Usage: [STEPS="context
+# lookups frameworks beside cost firststep"] run.sh OUT (bin/ built:
+# carve, libcarve.so).
 set -u
 OUT=$(realpath "${1:?usage: run.sh OUT}")
 . "$(dirname "$(realpath "$0")")/../common.sh" memory
@@ -115,6 +117,13 @@ for r in $(seq "$ROUNDS"); do
 		esac
 	done
 done 2>&1 | grep --line-buffered '^{' | tee "$OUT/cost-firststep.jsonl" | tail -2
+fi
+if has firstprof; then
+step the first step under torch.profiler: CUDA calls\' CPU time, no shim and carve run --mem 20G, 3 rounds
+for r in 1 2 3; do
+	T python3 "$E/firstprof.py" "no shim"
+	T "$C" run -q --no-mps -n 66 --mem 20G -- python3 "$E/firstprof.py" "carve run --mem 20G"
+done 2>&1 | grep --line-buffered '^{' | tee "$OUT/firstprof.jsonl" | cut -c1-200
 fi
 "$C" mps stop
 step done
