@@ -12,6 +12,8 @@
 #include <set>
 #include <cuda_runtime.h>
 
+#include "../probe.cuh"
+
 __global__ void spin(long long ns, int *out)
 {
 	long long t0 = clock64();
@@ -22,17 +24,6 @@ __global__ void spin(long long ns, int *out)
 }
 
 __global__ void bad(int *p) { p[threadIdx.x] = 1; }
-
-__global__ void smid(unsigned *out)
-{
-	unsigned id;
-	asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
-	if (threadIdx.x == 0)
-		out[blockIdx.x] = id;
-	long long t0 = clock64();
-	while (clock64() - t0 < 20000) {
-	}
-}
 
 static double now()
 {

@@ -16,27 +16,7 @@
 #include <vector>
 #include <cuda_runtime.h>
 
-__global__ void smid(unsigned *out)
-{
-	unsigned id;
-	asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
-	if (threadIdx.x == 0)
-		out[blockIdx.x] = id;
-	long long t0 = clock64();
-	while (clock64() - t0 < 20000) {
-	}
-}
-
-__global__ void fma(float *out, int n)
-{
-	float a = threadIdx.x * 1e-3f, b = 0.999f, c = 1e-4f;
-	for (int i = 0; i < n; i++) {
-		a = fmaf(a, b, c);
-		b = fmaf(b, a, c);
-	}
-	if (a + b == 12345.f)
-		out[blockIdx.x] = a;
-}
+#include "../probe.cuh"
 
 #define CHECK(x)                                                                                   \
 	do {                                                                                       \
