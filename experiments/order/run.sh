@@ -5,12 +5,15 @@
 # difference? carve bench serve, resnet50 graphs at --rate beside densenet161,
 # alone and under tide, both start orders, ROUNDS times: once as bench serve
 # runs its LS, once with the LS's autotuning off (the BE's left as it is).
-# Usage: [ROUNDS=1 RATE=400] run.sh OUT (bin/carve built).
+# Usage: [ROUNDS=1 RATE=400 TIDE=8:300us:0.05 SPLITS= DURATION=8s] run.sh OUT
+# (bin/carve built; SPLITS=85 adds MPS at an 85%/15% split).
 set -u
 OUT=$(realpath "${1:?usage: run.sh OUT}")
 . "$(dirname "$(realpath "$0")")/../common.sh" order
 : "${ROUNDS:=1}"
-: "${RATE:=400}"
+: "${RATE:=400}" "${TIDE:=8:300us:0.05}" "${SPLITS:=}" "${DURATION:=8s}"
+mech=tide
+[ -n "$SPLITS" ] && mech=tide,mps-split
 device
 # python3 with the LS's cudnn.benchmark turned off: serve runs its scripts
 # as python -c SCRIPT, the LS's the one that says it is latency-sensitive
@@ -29,8 +32,9 @@ for r in $(seq "$ROUNDS"); do
 		py=python3
 		[ $v = noautotune ] && py=$W/python-noautotune
 		step "round $r, LS $v"
-		TO=300 T "$C" bench serve --ls resnet50:graph --be densenet161 --rates "$RATE" --mechanisms tide \
-			--tide 8:300us:0.05 --idle=false --orders ls-first,be-first --duration 8s --python "$py" \
+		TO=${SERVE_TO:-300} T "$C" bench serve --ls resnet50:graph --be densenet161 --rates "$RATE" --mechanisms $mech \
+			--tide "$TIDE" ${SPLITS:+--mps-splits "$SPLITS"} --idle=false --orders ls-first,be-first \
+			--duration "$DURATION" --python "$py" \
 			--out "$OUT/serve-$v-$r" >"$OUT/serve-$v-$r.txt" 2>"$OUT/serve-$v-$r.log"
 		echo "exit $?"
 		cat "$OUT/serve-$v-$r.txt"
