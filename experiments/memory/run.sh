@@ -91,7 +91,8 @@ if has firststep; then
 # and the interposed calls without the launch callback; preload, the shim
 # preloaded without carve run (its calls interposed, nothing enforced);
 # noshim, carve run with an empty library in the shim's place (carve run's
-# process and environment alone)
+# process and environment alone). SETUPS replaces the list of setups
+# (default: none nolimit limit, then FIRSTSTEP_MORE's).
 if [[ " ${FIRSTSTEP_MORE:-} " == *" nohook "* ]]; then
 	mkdir -p "$W/nohook" && cp "$ROOT"/shim/*.c "$ROOT"/shim/*.h "$W/nohook/" &&
 		sed -i '0,/carve_gpu_init(cuda);/s//carve_gpu_init(cuda);\n\tif (cuda) return NULL;/' "$W/nohook/hook.c" &&
@@ -105,7 +106,7 @@ step the account\'s cost: a model\'s first training steps, alternating no shim, 
 # each round runs the three setups in an order of its own (shuf), so that
 # no setup always follows the same one
 for r in $(seq "$ROUNDS"); do
-	for s in $(shuf -e none nolimit limit $FIRSTSTEP_MORE); do
+	for s in $(shuf -e ${SETUPS:-none nolimit limit ${FIRSTSTEP_MORE:-}}); do
 		case $s in
 		none) T python3 "$E/firststep.py" "no shim" ;;
 		nolimit) T "$C" run -q --no-mps -n 66 -- python3 "$E/firststep.py" "carve run, no limit" ;;
