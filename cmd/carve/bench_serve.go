@@ -24,8 +24,11 @@ func newServeCmd() *cobra.Command {
 		Long: `serve runs a latency-sensitive service (PyTorch, random weights, batch 1,
 from CUDA graphs or eagerly: resnet50, mobilenet_v3_large, bert-base at
 sequence 128, or llm, a Llama-shaped causal LM of about 440M parameters that
-answers each request with a 32-token prefill and 16 greedily decoded tokens
-through a static KV cache) with requests arriving open-loop (Poisson, or on/off
+answers each request with a 32-token prefill and 16 greedily decoded tokens:
+from CUDA graphs, by a decode loop of carve's own over the transformers
+model's layers through a static KV cache, checked at start against the
+library's generation; eagerly, by the library's generation through its
+dynamic cache) with requests arriving open-loop (Poisson, or on/off
 bursts) and its latency counted from arrival to its result (llm: its last
 token), queueing included, beside a best-effort job in a closed loop
 (densenet161 inference or resnet50 training, batch 64 images; or

@@ -4,15 +4,19 @@ Builds a model with random weights at batch 1 (torchvision resnet50 or
 mobilenet_v3_large, bert-base at sequence 128, or llm: a Llama-shaped causal
 LM of about 440M parameters that answers each request by a prefill of
 --prompt tokens and a greedy decode of --tokens new ones), in fp16, run
-eagerly or replayed from CUDA graphs (llm: through a static KV cache, one
-graph for the prefill and one for a decode step, replayed --tokens - 1
-times; eagerly, through the library's dynamic cache); prints "ready",
-waits for a line on stdin, then serves requests arriving open-loop (Poisson
-at --rate per second, or on/off: 100 ms at twice the rate, 100 ms idle) for
---duration seconds, one at a time in arrival order, and prints one JSON
-line: each request's latency from its arrival (queueing included) to its
-result (llm: its last token), in ms, and under "info" the model's parameter
-count and shape.
+eagerly or replayed from CUDA graphs (llm: a decode loop of our own over
+the transformers model's layers, through a static KV cache in our own
+tensors, one graph for the prefill and one for a decode step, replayed
+--tokens - 1 times, its first tokens checked once against the library's
+own generation; eagerly, the library's generation through its dynamic
+cache); prints "ready", waits for a line on stdin, then serves requests
+arriving open-loop (Poisson at --rate per second, or on/off: 100 ms at
+twice the rate, 100 ms idle) for --duration seconds, one at a time in
+arrival order, and prints one JSON line: each request's latency from its
+arrival (queueing included) to its result (llm: its last token), in ms,
+and under "info" the model's parameter count and shape (llm from graphs:
+and under "check" the check's tokens, ours and the library's, and how many
+agree before the first that differs).
 """
 import argparse, json, random, sys, time
 
@@ -34,12 +38,16 @@ dev = "cuda"
 
 
 def llm():
-    """The decoder and a request's steps. From CUDA graphs: a static KV
-    cache and two steps, prefill (the prompt into the cache, the first new
-    token out) and decode (one token in, the next out), both keeping their
-    inputs and outputs in fixed tensors so that graphs can replay them.
-    Eagerly: one step, the request decoded with the library's default
-    (dynamic) cache, as a service without graphs runs it."""
+    """The decoder and a request's steps. From CUDA graphs: two steps of a
+    decode loop of our own over the library model's modules (its
+    embedding, norms, projections and MLPs; the rotary embedding, the
+    static KV cache in our own tensors and the attention over it ours),
+    prefill (the prompt into the cache, the first new token out) and decode
+    (one token in, the next out), both reading and writing only fixed
+    tensors, the position included, so that graphs can replay them; checked
+    once, before capture, against the library's own generation. Eagerly:
+    one step, the request decoded by the library with its default (dynamic)
+    cache, as a service without graphs runs it."""
     from transformers import AutoModelForCausalLM, LlamaConfig
     P, L = a.prompt, a.prompt + a.tokens
     # wide and shallow (6 layers of 2048, 440M parameters): each layer is
@@ -55,42 +63,98 @@ def llm():
     prompt = torch.randint(0, cfg.vocab_size, (1, P), device=dev)
     info = {"params": sum(x.numel() for x in m.parameters()), "layers": cfg.num_hidden_layers, "hidden": cfg.hidden_size,
             "prompt_tokens": P, "new_tokens": a.tokens, "dtype": "fp16"}
+
+    def library(n):
+        """The prompt's first n greedy tokens (tensors [1, 1]), by the
+        library's model step by step through its dynamic cache."""
+        out = m(input_ids=prompt, use_cache=True)
+        toks = [out.logits[:, -1:].argmax(-1)]
+        for _ in range(n - 1):
+            out = m(input_ids=toks[-1], past_key_values=out.past_key_values, use_cache=True)
+            toks.append(out.logits[:, -1:].argmax(-1))
+        return toks
+
     if a.mode == "eager":
         info["cache"] = "dynamic"
+        return [lambda: library(a.tokens)], info
 
-        def request():
-            out = m(input_ids=prompt, use_cache=True)
-            for _ in range(a.tokens - 1):
-                out = m(input_ids=out.logits[:, -1:].argmax(-1), past_key_values=out.past_key_values, use_cache=True)
-
-        return [request], info
-    from transformers import StaticCache
-    kv = None
-    for kw in (dict(max_batch_size=1, max_cache_len=L, device=dev, dtype=torch.half),  # up to transformers 4.5x
-               dict(batch_size=1, max_cache_len=L, device=dev, dtype=torch.half),
-               dict(max_cache_len=L)):  # later: laid out at the first update
-        try:
-            kv = StaticCache(cfg, **kw)
-            break
-        except TypeError:
-            continue
-    if kv is None:
-        sys.exit("serve_ls: this transformers' StaticCache takes none of the known argument sets")
-    ppos = torch.arange(P, device=dev)
+    H, KV = cfg.num_attention_heads, cfg.num_key_value_heads
+    D = getattr(cfg, "head_dim", None) or cfg.hidden_size // H
+    # transformers 5 keeps rope_theta in rope_parameters, 4.x on the config
+    rope = getattr(cfg, "rope_parameters", None)
+    theta = (rope.get("rope_theta") if isinstance(rope, dict) else None) or getattr(cfg, "rope_theta", None) or 10000.0
+    # Llama's rotary embedding (rotate_half form): angle p / theta^(2i/D)
+    # for each position p < L, the D/2 frequencies twice over, computed in
+    # fp32 and kept in fp16 as the library does; a step gathers its rows
+    inv = 1.0 / theta ** (torch.arange(0, D, 2, device=dev, dtype=torch.float) / D)
+    ang = torch.outer(torch.arange(L, device=dev, dtype=torch.float), inv)
+    ang = torch.cat((ang, ang), -1)
+    cos, sin = ang.cos().half(), ang.sin().half()
+    # the cache, [1, KV heads, L, D] a layer for keys and for values; never
+    # reset: a step attends only to positions up to its own, all written by
+    # this request, so what an earlier request left beyond them never counts
+    kcache = [torch.zeros(1, KV, L, D, device=dev, dtype=torch.half) for _ in m.model.layers]
+    vcache = [torch.zeros_like(k) for k in kcache]
+    slots = torch.arange(L, device=dev)  # the cache's positions
+    ppos = torch.arange(P, device=dev)  # the prompt's positions
     tok = torch.zeros(1, 1, dtype=torch.long, device=dev)  # the last token out, the next one in
     pos = torch.zeros(1, dtype=torch.long, device=dev)  # its place in the cache
 
+    def rotate_half(x):
+        h = x.shape[-1] // 2
+        return torch.cat((-x[..., h:], x[..., :h]), -1)
+
+    def forward(ids, qpos):
+        """The model on ids [1, n] at positions qpos (a device tensor [n]):
+        their keys and values into the cache at qpos, each attending to the
+        cache up to its own position; the last one's next token, [1, 1]."""
+        n = ids.shape[1]
+        c, s = cos.index_select(0, qpos), sin.index_select(0, qpos)  # [n, D]
+        mask = (slots <= qpos[:, None]).view(1, 1, n, L)
+        x = m.model.embed_tokens(ids)  # [1, n, hidden]
+        for layer, kc, vc in zip(m.model.layers, kcache, vcache):
+            at = layer.self_attn
+            h = layer.input_layernorm(x)
+            q = at.q_proj(h).view(1, n, H, D).transpose(1, 2)  # [1, H, n, D]
+            k = at.k_proj(h).view(1, n, KV, D).transpose(1, 2)
+            v = at.v_proj(h).view(1, n, KV, D).transpose(1, 2)
+            q, k = q * c + rotate_half(q) * s, k * c + rotate_half(k) * s
+            kc.index_copy_(2, qpos, k)
+            vc.index_copy_(2, qpos, v)
+            kk, vv = kc, vc
+            if KV < H:  # grouped-query attention: each KV head serves H / KV query heads
+                kk, vv = kc.repeat_interleave(H // KV, 1), vc.repeat_interleave(H // KV, 1)
+            o = torch.nn.functional.scaled_dot_product_attention(q, kk, vv, attn_mask=mask)
+            x = x + at.o_proj(o.transpose(1, 2).reshape(1, n, H * D))
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        return m.lm_head(m.model.norm(x[:, -1:])).argmax(-1)
+
     def prefill():
-        out = m(input_ids=prompt, position_ids=ppos.view(1, -1), cache_position=ppos, past_key_values=kv, use_cache=True)
-        tok.copy_(out.logits[:, -1:].argmax(-1))
+        tok.copy_(forward(prompt, ppos))
         pos.fill_(P)
 
     def decode():
-        out = m(input_ids=tok, position_ids=pos.view(1, 1), cache_position=pos, past_key_values=kv, use_cache=True)
-        tok.copy_(out.logits[:, -1:].argmax(-1))
+        tok.copy_(forward(tok, pos))
         pos.add_(1)
 
-    info["cache"] = "static"
+    # ours against the library's: fp16 sums in another order can flip an
+    # argmax between near-equal logits, and a token differing feeds the
+    # rest different input, so the check counts the tokens that agree
+    # before the first that differs and fails only if none does
+    n = min(4, a.tokens)
+    prefill()
+    ours = [tok.item()]
+    for _ in range(n - 1):
+        decode()
+        ours.append(tok.item())
+    lib = [t.item() for t in library(n)]
+    agree = next((i for i, (x, y) in enumerate(zip(ours, lib)) if x != y), n)
+    info["check"] = {"ours": ours, "library": lib, "match": agree}
+    if agree == 0:
+        sys.exit(f"serve_ls: the llm's own decode loop disagrees with the library's generation from the first token "
+                 f"(ours {ours}, the library's {lib}): its layers, rotary embedding or attention no longer match "
+                 f"this transformers' Llama; run --mode eager, which uses the library's own")
+    info["cache"] = "static (own)"
     return [prefill] + [decode] * (a.tokens - 1), info
 
 
