@@ -10,7 +10,7 @@ E=$(dirname "$(realpath "$0")")
 ROOT=$(realpath "$(dirname "${BASH_SOURCE[0]}")/..")
 W=$(mktemp -d "/tmp/carve-${1:-exp}.XXXX")
 export CARVE_CACHE_DIR=$W/cache CARVE_RUNTIME_DIR=$W/rt CARVE_MPS_DIR=$W/mps PYTHONUNBUFFERED=1
-C=$ROOT/bin/carve
+C=${CARVE:-$ROOT/bin/carve} # CARVE: another build of carve, libcarve.so beside it
 exec > >(tee -a "$OUT/log.txt") 2>&1
 trap '"$C" mps stop 2>/dev/null; rm -rf "$W"' EXIT
 T() { timeout "${TO:-150}" "$@"; }

@@ -51,6 +51,13 @@
  * persistent and split-K kernels, a block per SM) never finished on 4 or 6
  * TPCs of an H100 and ran on a GPC of 8 */
 #define CARVE_NODE_NARROW_MIN 8
+/* an LS tenant that records an event made for timing (created without
+ * CU_EVENT_DISABLE_TIMING: cuDNN's benchmark mode, autotuners) stamps its
+ * slot's timing_ns; for CARVE_NODE_TIMING_NS after, while it is busy, BE
+ * tenants get no share of its busy time, so that what it times is its own
+ * work (a BE kernel beside it made cuDNN choose slower kernels: the LS then
+ * served slower for good, results/h100-580.159.04-2026-11-24/order/) */
+#define CARVE_NODE_TIMING_NS 50000000ull /* 50 ms */
 
 struct carve_node_slot {
 	uint32_t pid;            /*  0: the LS tenant's pid in its namespace, 0 = free */
@@ -78,7 +85,10 @@ struct carve_node {
 	uint64_t beat_ns;        /*  64: the latest heartbeat of any LS tenant */
 	uint8_t pad[56];         /*  72 .. 128 */
 	struct carve_node_slot slots[CARVE_NODE_SLOTS]; /* 128 .. 2176 */
-	uint8_t rest[1920];      /* 2176 .. 4096 */
+	/* slot i's tenant's latest record of a timing event (CLOCK_MONOTONIC;
+	 * 0: none), written by it, zeroed by whoever takes the slot */
+	uint64_t timing_ns[CARVE_NODE_SLOTS]; /* 2176 .. 2432 */
+	uint8_t rest[1664];      /* 2432 .. 4096 */
 };
 
 /* the byte of the file whose lock is slot i's */

@@ -236,6 +236,49 @@ EXPORT CUresult cuGetExportTable(const void **table, const void *uuid)
 	return r;
 }
 
+/* An LS tenant's events made for timing (timing.c). */
+typedef CUresult (*event_create_fn)(CUevent *, unsigned);
+typedef CUresult (*event_record_fn)(CUevent, CUstream);
+typedef CUresult (*event_record_flags_fn)(CUevent, CUstream, unsigned);
+static void *real_cuEventCreate;
+EXPORT CUresult cuEventCreate(CUevent *e, unsigned flags)
+{
+	CUresult r = REAL(cuEventCreate, event_create_fn)(e, flags);
+	if (r == CUDA_SUCCESS && e)
+		carve_event_created(*e, flags);
+	return r;
+}
+
+#define EVENT_DESTROY(name)                                           \
+	static void *real_##name;                                     \
+	EXPORT CUresult name(CUevent e)                               \
+	{                                                             \
+		carve_event_destroyed(e);                             \
+		return REAL(name, event_fn)(e);                       \
+	}
+EVENT_DESTROY(cuEventDestroy)
+EVENT_DESTROY(cuEventDestroy_v2)
+
+#define EVENT_RECORD(name)                                            \
+	static void *real_##name;                                     \
+	EXPORT CUresult name(CUevent e, CUstream s)                   \
+	{                                                             \
+		carve_event_recorded(e);                              \
+		return REAL(name, event_record_fn)(e, s);             \
+	}
+EVENT_RECORD(cuEventRecord)
+EVENT_RECORD(cuEventRecord_ptsz)
+
+#define EVENT_RECORD_FLAGS(name)                                      \
+	static void *real_##name;                                     \
+	EXPORT CUresult name(CUevent e, CUstream s, unsigned f)       \
+	{                                                             \
+		carve_event_recorded(e);                              \
+		return REAL(name, event_record_flags_fn)(e, s, f);    \
+	}
+EVENT_RECORD_FLAGS(cuEventRecordWithFlags)
+EVENT_RECORD_FLAGS(cuEventRecordWithFlags_ptsz)
+
 /* Stream capture: launches into a capturing stream are recorded into a
  * graph, not run; tide.c must know. Not exported: the names of these calls
  * changed with their versions, and only the runtime captures. */
@@ -416,6 +459,9 @@ static const struct sym syms[] = {
 	PTSZ(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, 10010),
 	ONE(cuStreamBeginCaptureToGraph), PTSZ(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph, 12030),
 	ONE(cuStreamEndCapture), PTSZ(cuStreamEndCapture_ptsz, cuStreamEndCapture, 10000),
+	ONE(cuEventCreate), ONE(cuEventDestroy), SYM(cuEventDestroy_v2, cuEventDestroy, 4000),
+	ONE(cuEventRecord), PTSZ(cuEventRecord_ptsz, cuEventRecord, 7000),
+	ONE(cuEventRecordWithFlags), PTSZ(cuEventRecordWithFlags_ptsz, cuEventRecordWithFlags, 11010),
 
 	/* device memory */
 	ONE(cuMemAlloc), SYM(cuMemAlloc_v2, cuMemAlloc, 3020),

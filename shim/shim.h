@@ -34,6 +34,13 @@ void carve_launch_after(CUstream s, CUresult r);
 /* carve_tide_mask changes the mask of this launch on the tenant's GPU gpu
  * for tide (within live). */
 void carve_tide_mask(int gpu, uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_MASK_WORDS]);
+int carve_tide_ls(void);       /* an LS tenant in tide */
+void carve_tide_timing(void);  /* an LS tenant recorded a timing event */
+
+/* timing.c: an LS tenant's events made for timing */
+void carve_event_created(CUevent ev, unsigned flags);
+void carve_event_destroyed(CUevent ev);
+void carve_event_recorded(CUevent ev);
 
 /* mem.c: each takes the driver's function (real) and its arguments */
 void carve_mem_init(void *cuda, const char *dir); /* at load, once the driver is loaded */

@@ -20,7 +20,8 @@
  * than the lease) the launch waits, except for the BE's share of the time
  * while LS work is in flight (a token bucket over the epoch, spent at the
  * BE's measured kernel time, so its DRAM traffic then is about share x its
- * rate), and it runs off the LS tenants' reserved TPCs, or on its floor if
+ * rate; no share while the LS tenant times its own work, timing.c), and it
+ * runs off the LS tenants' reserved TPCs, or on its floor if
  * it has one (TPCs that LS tenants keep off: its traffic then is what that
  * many TPCs draw, and it never holds an SM the LS tenants use). While some LS
  * tenant has been busy in the last CARVE_NODE_QUIET_NS, the BE keeps at
@@ -451,9 +452,11 @@ static int lease_ok(const struct carve_node *n, uint64_t beat, uint64_t now)
 
 /* ls_busy returns how many LS tenants have work in flight on GPU g now
  * (with a fresh heartbeat), ORing their reserved TPCs (enable bits) into
- * out if given. With none, *newest (if given) gets the latest heartbeat of
- * any (0: none has been busy); it is read only then. */
-static int ls_busy(int g, uint32_t out[4], uint64_t *newest)
+ * out if given, and counting in *timing (if given) those that recorded a
+ * timing event in the last CARVE_NODE_TIMING_NS. With none, *newest (if
+ * given) gets the latest heartbeat of any (0: none has been busy); it is
+ * read only then. */
+static int ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing)
 {
 	struct carve_node *node = gpus[g].node;
 	uint32_t bits = __atomic_load_n(&node->busy, __ATOMIC_ACQUIRE);
@@ -466,6 +469,9 @@ static int ls_busy(int g, uint32_t out[4], uint64_t *newest)
 			    !lease_ok(node, __atomic_load_n(&s->beat_ns, __ATOMIC_ACQUIRE), now))
 				continue;
 			busy++;
+			uint64_t timed = timing ? __atomic_load_n(&node->timing_ns[s - node->slots], __ATOMIC_ACQUIRE) : 0;
+			if (timed && (int64_t)(now - timed) < (int64_t)CARVE_NODE_TIMING_NS)
+				(*timing)++;
 			if (out)
 				for (int w = 0; w < 4; w++)
 					out[w] |= __atomic_load_n(&s->reserved[w], __ATOMIC_RELAXED);
@@ -621,7 +627,7 @@ static int narrow(int g, const uint32_t mask[4], const uint32_t live[4], uint32_
 		for (int w = 0; w < 4; w++)
 			off[w] = ~floor[w];
 	else
-		ls_busy(g, off, NULL);
+		ls_busy(g, off, NULL, NULL);
 	int n = 0;
 	for (int w = 0; w < 4; w++) {
 		m[w] = mask[w] | off[w];
@@ -647,15 +653,16 @@ static int narrow_ok(int g)
  * flight (under b->mu): the bucket fills at share_ppm of the time, up to
  * share x epoch, and a launch costs the BE's kernel time, going into debt
  * for a kernel longer than a full bucket, so that over time the BE runs for
- * about its share while LS work is in flight. */
-static int may_run_narrow(struct be *b, uint64_t now, uint32_t share_ppm, uint64_t epoch)
+ * about its share while LS work is in flight. While an LS tenant times its
+ * work (timing), the bucket is not spent. */
+static int may_run_narrow(struct be *b, uint64_t now, uint32_t share_ppm, uint64_t epoch, int timing)
 {
 	int64_t cap = (int64_t)(epoch * share_ppm / 1000000);
 	b->tokens_ns += (int64_t)((now - b->tokens_at) * share_ppm / 1000000);
 	b->tokens_at = now;
 	if (b->tokens_ns > cap)
 		b->tokens_ns = cap;
-	if (share_ppm == 0) /* no share: a launch after an epoch held */
+	if (share_ppm == 0 || timing) /* no share: a launch after an epoch held */
 		return b->held_since && now - b->held_since >= epoch;
 	if (share_ppm >= 1000000) /* all the time: never held */
 		return 1;
@@ -681,10 +688,11 @@ static void be_launch_before(int g)
 	int waited = 0;
 	tide_narrow = 0;
 	uint64_t newest = 0; /* the latest LS heartbeat, while none is busy */
-	int busy;
+	int busy, timing;
 	pthread_mutex_lock(&b->mu);
 	for (;;) {
-		if (!(busy = ls_busy(g, NULL, &newest))) {
+		timing = 0;
+		if (!(busy = ls_busy(g, NULL, &newest, &timing))) {
 			b->held_since = 0;
 			break;
 		}
@@ -693,7 +701,7 @@ static void be_launch_before(int g)
 		/* too few TPCs to narrow onto: no share, and the launch that
 		 * keeps it from starving runs on its whole partition */
 		int ok = narrow_ok(g);
-		if (may_run_narrow(b, now, ok ? share : 0, epoch)) {
+		if (may_run_narrow(b, now, ok ? share : 0, epoch, timing)) {
 			tide_narrow = ok;
 			b->held_since = 0;
 			__atomic_add_fetch(&carve_block->narrow_launches, 1, __ATOMIC_RELAXED);
@@ -767,6 +775,26 @@ static void be_launch_after(int g, CUstream s)
 	}
 	pthread_mutex_unlock(&b->mu);
 	__atomic_store_n(&carve_block->inflight, inflight_all(), __ATOMIC_RELAXED);
+}
+
+/* --- LS: timing its own work --------------------------------------------- */
+
+int carve_tide_ls(void)
+{
+	return cls == CARVE_CLASS_LS;
+}
+
+/* carve_tide_timing stamps our slot on the GPU of the current context: we
+ * just recorded an event made for timing (timing.c). */
+void carve_tide_timing(void)
+{
+	if (cls != CARVE_CLASS_LS)
+		return;
+	int g = carve_launch_gpu(NULL, NULL);
+	if (g < 0 || !gpus[g].slot)
+		return;
+	struct carve_node *node = gpus[g].node;
+	__atomic_store_n(&node->timing_ns[gpus[g].slot - node->slots], carve_mono_ns(), __ATOMIC_RELEASE);
 }
 
 /* --- what the wrappers and the callback call ------------------------------ */
@@ -881,6 +909,7 @@ static struct carve_node_slot *take_slot(int g)
 				continue;
 			__atomic_store_n(&s->busy, 0, __ATOMIC_RELAXED);
 			__atomic_and_fetch(&node->busy, ~(1u << i), __ATOMIC_RELEASE);
+			__atomic_store_n(&node->timing_ns[i], 0, __ATOMIC_RELAXED);
 			s->start_ticks = carve_block->start_ticks;
 			s->busy_ns = s->requests = 0;
 			__atomic_store_n(&s->pid, (uint32_t)getpid(), __ATOMIC_RELEASE);

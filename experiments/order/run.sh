@@ -5,8 +5,9 @@
 # difference? carve bench serve, resnet50 graphs at --rate beside densenet161,
 # alone and under tide, both start orders, ROUNDS times: once as bench serve
 # runs its LS, once with the LS's autotuning off (the BE's left as it is).
-# Usage: [ROUNDS=1 RATE=400 TIDE=8:300us:0.05 SPLITS= DURATION=8s] run.sh OUT
-# (bin/carve built; SPLITS=85 adds MPS at an 85%/15% split).
+# Usage: [ROUNDS=1 RATE=400 TIDE=8:300us:0.05 SPLITS= DURATION=8s
+# VARIANTS="autotune noautotune"] run.sh OUT (bin/carve built; SPLITS=85
+# adds MPS at an 85%/15% split; VARIANTS=autotune: only as serve runs it).
 set -u
 OUT=$(realpath "${1:?usage: run.sh OUT}")
 . "$(dirname "$(realpath "$0")")/../common.sh" order
@@ -28,7 +29,7 @@ exec python3 "$@"
 PY
 chmod +x "$W/python-noautotune"
 for r in $(seq "$ROUNDS"); do
-	for v in autotune noautotune; do
+	for v in ${VARIANTS:-autotune noautotune}; do
 		py=python3
 		[ $v = noautotune ] && py=$W/python-noautotune
 		step "round $r, LS $v"

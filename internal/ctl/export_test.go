@@ -51,3 +51,12 @@ func (n *Node) Lease() time.Duration { return time.Duration(atomic.LoadUint64(&n
 
 // BlockOf is the block h maps, for tests that play a shim's part.
 func BlockOf(h *Handle) *Block { return h.b }
+
+// PlayTiming stamps slot i as an LS tenant's shim does when it records an
+// event made for timing, at now.
+func (n *Node) PlayTiming(i int, now time.Duration) {
+	atomic.StoreUint64(&n.b.TimingNS[i], uint64(now))
+}
+
+// Timing is slot i's latest timing stamp (0: none).
+func (n *Node) Timing(i int) time.Duration { return time.Duration(atomic.LoadUint64(&n.b.TimingNS[i])) }

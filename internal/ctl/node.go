@@ -26,6 +26,9 @@ const (
 	// for the whole GPU never finished on 4 or 6 TPCs of an H100 and ran on
 	// a GPC of 8 (results/h100-580.159.04-2026-11-23/tide/small/).
 	NarrowMin = 8
+	// NodeTiming is how long after an LS tenant records an event made for
+	// timing BE tenants get no share of its busy time (CARVE_NODE_TIMING_NS).
+	NodeTiming = 50 * time.Millisecond
 )
 
 // NodeSlot mirrors struct carve_node_slot: one LS tenant's activity.
@@ -55,7 +58,8 @@ type NodeBlock struct {
 	BeatNS    uint64              `c:"beat_ns"`
 	Pad       [56]byte            `c:"pad"`
 	Slots     [NodeSlots]NodeSlot `c:"slots"`
-	Rest      [1920]byte          `c:"rest"`
+	TimingNS  [NodeSlots]uint64   `c:"timing_ns"`
+	Rest      [1664]byte          `c:"rest"`
 }
 
 var _ [NodeSize - unsafe.Sizeof(NodeBlock{})]byte

@@ -118,7 +118,7 @@ func TestConstantsMatchHeaders(t *testing.T) {
 	for name, goValue := range map[string]uint64{
 		"CARVE_CTL_MAGIC": ctl.Magic, "CARVE_CTL_VERSION": ctl.Version, "CARVE_CTL_SIZE": ctl.Size, "CARVE_GPUS": ctl.GPUs,
 		"CARVE_NODE_MAGIC": ctl.NodeMagic, "CARVE_NODE_VERSION": ctl.NodeVersion, "CARVE_NODE_SIZE": ctl.NodeSize,
-		"CARVE_NODE_SLOTS": ctl.NodeSlots, "CARVE_NODE_LEASE_NS": uint64(ctl.NodeLease), "CARVE_NODE_QUIET_NS": uint64(ctl.NodeQuiet),
+		"CARVE_NODE_SLOTS": ctl.NodeSlots, "CARVE_NODE_LEASE_NS": uint64(ctl.NodeLease), "CARVE_NODE_QUIET_NS": uint64(ctl.NodeQuiet), "CARVE_NODE_TIMING_NS": uint64(ctl.NodeTiming),
 		"CARVE_NODE_NARROW_MIN":          ctl.NarrowMin,
 		"CARVE_NODE_SLOT_LOCK(5)":        uint64(ctl.NodeSlotLock(5)),
 		"CARVE_FLAG_ALLOW_UNPARTITIONED": ctl.FlagAllowUnpartitioned, "CARVE_FLAG_ALL_SMS": ctl.FlagAllSMs,

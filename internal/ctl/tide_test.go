@@ -565,3 +565,74 @@ func TestNodeOfAnotherRelease(t *testing.T) {
 		t.Errorf("OpenNode of a version %d block: %v", ctl.NodeVersion-1, err)
 	}
 }
+
+// TestBENoShareWhileLSTimes: while a busy LS tenant times its own work (it
+// recorded an event made for timing in the last ctl.NodeTiming), a BE
+// tenant gets no share of the LS's busy time; then its share again. An
+// idle LS tenant holds nothing back, timing or not.
+func TestBENoShareWhileLSTimes(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+	ls := playLS(n, c, enableOnly(0, 1))
+	be, h := beOn(t, c, dir, ctl.Tide{Share: 0.5, Epoch: time.Second})
+	c.RunFor(time.Second) // the share's bucket full
+	ls.set(true)
+	n.PlayTiming(0, c.Now())
+	got, d := be.ask(t, "klaunch kernel")
+	if want := maskLine(enableOnly(2, 3, 9, 10, 11, 12, 13, 14, 15, 16)); got != want || d != ctl.NodeTiming {
+		t.Errorf("BE launch while the LS times: %q after %v, want %q (its share, off TPC bits 0-1) after %v",
+			got, d, want, ctl.NodeTiming)
+	}
+	if st := h.Snapshot().TideStatus; st.HeldLaunches != 1 || st.NarrowLaunch != 1 {
+		t.Errorf("BE status %+v, want one launch held, then run within its share", st)
+	}
+	ls.set(false)
+	n.PlayTiming(0, c.Now())
+	if got, d := be.ask(t, "klaunch kernel"); got != maskLine(allLive) || d != 0 {
+		t.Errorf("BE launch beside an idle LS that just timed: %q after %v, want its whole partition at once", got, d)
+	}
+}
+
+// TestLSStampsTimingEvents: an LS tenant's record of an event made for
+// timing stamps its slot, by every record entry point; a record of an
+// event made without timing, or of one destroyed, does not.
+func TestLSStampsTimingEvents(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+	p, _ := lsOn(t, c, dir)
+	s, ok := busyOf(n, p.pid)
+	if !ok {
+		t.Fatal("the LS tenant has no slot")
+	}
+	if got := p.say(t, "evnew 2"); got != "ev 0" {
+		t.Fatalf("evnew 2 (CU_EVENT_DISABLE_TIMING): %q", got)
+	}
+	if got := p.say(t, "evnew 0"); got != "ev 1" {
+		t.Fatalf("evnew 0: %q", got)
+	}
+	c.RunFor(ms)
+	if got := p.say(t, "evrecord 0"); got != "rc 0" || n.Timing(s.Slot) != 0 {
+		t.Errorf("record of an event without timing: %q, stamp %v, want rc 0 and none", got, n.Timing(s.Slot))
+	}
+	for _, how := range []string{"", " ptds", " flags"} {
+		c.RunFor(ms)
+		if got := p.say(t, "evrecord 1"+how); got != "rc 0" || n.Timing(s.Slot) != c.Now() {
+			t.Errorf("evrecord 1%s of a timing event: %q, stamp %v, want rc 0 and %v", how, got, n.Timing(s.Slot), c.Now())
+		}
+	}
+	stamp := n.Timing(s.Slot)
+	if got := p.say(t, "evdel 1"); got != "rc 0" {
+		t.Fatalf("evdel 1: %q", got)
+	}
+	// a new event without timing, likely at the destroyed one's address
+	if got := p.say(t, "evnew 2"); got != "ev 2" {
+		t.Fatalf("evnew 2: %q", got)
+	}
+	c.RunFor(ms)
+	if got := p.say(t, "evrecord 2"); got != "rc 0" || n.Timing(s.Slot) != stamp {
+		t.Errorf("record of an event without timing after a timing one was destroyed: %q, stamp %v, want %v",
+			got, n.Timing(s.Slot), stamp)
+	}
+}

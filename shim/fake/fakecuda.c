@@ -430,6 +430,12 @@ int cuEventRecord(CUevent e, CUstream s)
 	return error();
 }
 
+int cuEventRecordWithFlags(CUevent e, CUstream s, unsigned flags)
+{
+	(void)flags;
+	return cuEventRecord(e, s);
+}
+
 int cuEventQuery(CUevent e)
 {
 	if (error())
@@ -1650,6 +1656,7 @@ static const struct {
 	P("cuEventCreate", cuEventCreate),
 	P("cuEventDestroy", cuEventDestroy_v2),
 	P("cuEventRecord", cuEventRecord),
+	P("cuEventRecordWithFlags", cuEventRecordWithFlags),
 	P("cuEventQuery", cuEventQuery),
 	P("cuEventSynchronize", cuEventSynchronize),
 	P("cuStreamBeginCapture", cuStreamBeginCapture_v2),

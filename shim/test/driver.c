@@ -41,6 +41,13 @@
  *   ctxnew DEV         cuCtxCreate on device DEV, made current -> "ctx N"
  *   ctxdel             cuCtxDestroy of the current context -> "rc N"
  *   lookups            -> "lookups N": device UUIDs the fake was asked for
+ *   evnew FLAGS        cuEventCreate with FLAGS (2: CU_EVENT_DISABLE_TIMING)
+ *                      -> "ev N": the event's number here, or "rc N"
+ *   evrecord N [ptds|flags]
+ *                      cuEventRecord of event N on the default stream (its
+ *                      per-thread flavour; or cuEventRecordWithFlags)
+ *                      -> "rc N"
+ *   evdel N            cuEventDestroy of event N -> "rc N"
  *   spawn CMD[;CMD...] run this program again as a child process (fork and
  *                      exec: the shim loads in it as in any child of a
  *                      partitioned program), with the commands on its stdin
@@ -121,6 +128,11 @@
 typedef CUresult (*get_proc_fn)(const char *, void **, int, uint64_t, void *);
 static get_proc_fn get_proc;
 static void *h;
+
+/* events made by evnew */
+#define EVENTS_MAX 64
+static CUevent events[EVENTS_MAX];
+static int nevents;
 
 static void *proc(const char *name, int ptds)
 {
@@ -929,6 +941,23 @@ int main(void)
 			CUcontext c = NULL;
 			get(&c);
 			printf("rc %d\n", f(c));
+		} else if (sscanf(line, "evnew %i", &v) == 1) {
+			CUevent e = NULL;
+			int r = ((int (*)(CUevent *, unsigned))proc("cuEventCreate", 0))(&e, (unsigned)v);
+			if (r != 0 || nevents == EVENTS_MAX)
+				printf("rc %d\n", r ? r : 1);
+			else
+				printf("ev %d\n", nevents), events[nevents++] = e;
+		} else if (sscanf(line, "evrecord %i %15s", &v, flavour) >= 1) {
+			int r = 1;
+			if (v >= 0 && v < nevents && strcmp(flavour, "flags") == 0)
+				r = ((int (*)(CUevent, CUstream, unsigned))proc("cuEventRecordWithFlags", 0))(events[v], 0, 0);
+			else if (v >= 0 && v < nevents)
+				r = ((int (*)(CUevent, CUstream))proc("cuEventRecord", strcmp(flavour, "ptds") == 0))(events[v], 0);
+			printf("rc %d\n", r);
+		} else if (sscanf(line, "evdel %i", &v) == 1) {
+			int r = v >= 0 && v < nevents ? ((int (*)(CUevent))proc("cuEventDestroy", 0))(events[v]) : 1;
+			printf("rc %d\n", r);
 		} else if (strncmp(line, "lookups", 7) == 0) {
 			printf("lookups %d\n", ((int (*)(void))dlsym(h, "fakecuda_uuid_lookups"))());
 		} else if (strncmp(line, "spawn ", 6) == 0) {

@@ -25,13 +25,13 @@ int main(void)
 #define P(name) printf("part.%s %zu %zu\n", #name, offsetof(struct carve_gpu_part, name), sizeof(((struct carve_gpu_part *)0)->name))
 	printf("part.sizeof %zu %zu\n", sizeof(struct carve_gpu_part), sizeof(struct carve_gpu_part));
 	P(gpu); P(mask); P(live); P(floor); P(sms); P(pad); P(node); P(reserved);
-	N(magic); N(version); N(size); N(live); N(lease_ns); N(created_ns); N(fixed); N(gen); N(busy); N(beat_ns); N(pad); N(slots); N(rest);
+	N(magic); N(version); N(size); N(live); N(lease_ns); N(created_ns); N(fixed); N(gen); N(busy); N(beat_ns); N(pad); N(slots); N(timing_ns); N(rest);
 	S(pid); S(busy); S(start_ticks); S(beat_ns); S(busy_ns); S(busy_since_ns); S(reserved); S(requests);
 #define C(name, value) printf("const %s %llu\n", name, (unsigned long long)(value));
 	C("CARVE_CTL_MAGIC", CARVE_CTL_MAGIC); C("CARVE_CTL_VERSION", CARVE_CTL_VERSION); C("CARVE_CTL_SIZE", CARVE_CTL_SIZE); C("CARVE_GPUS", CARVE_GPUS);
 	C("CARVE_NODE_MAGIC", CARVE_NODE_MAGIC); C("CARVE_NODE_VERSION", CARVE_NODE_VERSION);
 	C("CARVE_NODE_SIZE", CARVE_NODE_SIZE); C("CARVE_NODE_SLOTS", CARVE_NODE_SLOTS);
-	C("CARVE_NODE_LEASE_NS", CARVE_NODE_LEASE_NS); C("CARVE_NODE_QUIET_NS", CARVE_NODE_QUIET_NS); C("CARVE_NODE_NARROW_MIN", CARVE_NODE_NARROW_MIN); C("CARVE_NODE_SLOT_LOCK(5)", CARVE_NODE_SLOT_LOCK(5));
+	C("CARVE_NODE_LEASE_NS", CARVE_NODE_LEASE_NS); C("CARVE_NODE_QUIET_NS", CARVE_NODE_QUIET_NS); C("CARVE_NODE_TIMING_NS", CARVE_NODE_TIMING_NS); C("CARVE_NODE_NARROW_MIN", CARVE_NODE_NARROW_MIN); C("CARVE_NODE_SLOT_LOCK(5)", CARVE_NODE_SLOT_LOCK(5));
 	C("CARVE_FLAG_ALLOW_UNPARTITIONED", CARVE_FLAG_ALLOW_UNPARTITIONED); C("CARVE_FLAG_ALL_SMS", CARVE_FLAG_ALL_SMS);
 	C("CARVE_FLAG_MPS", CARVE_FLAG_MPS); C("CARVE_FLAG_LS_OWN", CARVE_FLAG_LS_OWN);
 	C("CARVE_STATE_NEW", CARVE_STATE_NEW); C("CARVE_STATE_HOOKED", CARVE_STATE_HOOKED);
