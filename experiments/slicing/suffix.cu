@@ -828,6 +828,7 @@ static void mode_copy(const char *kind, bool devsrc)
 	}
 	// a copy that passes proves nothing if the driver ignored the edit and
 	// ran its own code: a copy behind the prologue for S = N must run no block
+	// (without a prologue that cannot be told: then the copies alone count)
 	Prologue p;
 	if (all && find_prologue(&p)) {
 		Kernel &k = K[0];
@@ -835,6 +836,7 @@ static void mode_copy(const char *kind, bool devsrc)
 		bool none = one_sliced(&k, put_sliced(&a, p, k, GRID, devsrc), GRID, &res);
 		jraw("address_honored", none ? "true" : "false");
 		jraw("exit_all_run", res);
+		all &= none;
 	} else {
 		jraw("address_honored", "null");
 	}
