@@ -164,6 +164,38 @@ int carve_launch_gpu(unsigned char uuid[16], CUcontext *current)
 	return t_gpu;
 }
 
+/* The launch under way on this thread: the wrappers look its GPU up
+ * before the driver's call (carve_launch_begin), so that the launch
+ * callback asks the driver nothing. A driver call made from inside the
+ * callback is, to CUPTI, an API call nested in the launch: under carve run
+ * torch.profiler then recorded no kernel, and CUPTI's worker thread
+ * crashed after a model's training step. A launch that passed no wrapper
+ * is looked up in the callback, as before. */
+static __thread __attribute__((tls_model("initial-exec"))) int t_pending; /* 2 + its GPU; 0: none */
+static __thread __attribute__((tls_model("initial-exec"))) unsigned char t_pending_uuid[16];
+
+int carve_launch_begin(CUcontext *ctx)
+{
+	int g = carve_launch_gpu(t_pending_uuid, ctx);
+	t_pending = g + 2;
+	return g;
+}
+
+void carve_launch_end(void)
+{
+	t_pending = 0;
+}
+
+int carve_callback_gpu(unsigned char uuid[16])
+{
+	int p = t_pending;
+	if (!p)
+		return carve_launch_gpu(uuid, NULL);
+	if (p - 2 == CARVE_GPU_NONE && uuid)
+		memcpy(uuid, t_pending_uuid, 16);
+	return p - 2;
+}
+
 int carve_device_gpu(CUdevice dev)
 {
 	if (!checking)

@@ -4,8 +4,9 @@
  * TPC-disable mask into the descriptor (carve_tmd.h), and the hardware keeps
  * the kernel's blocks on the enabled TPCs. It costs one atomic load per
  * launch while the partition is unchanged, and where the block names its
- * GPU one cuCtxGetCurrent, to write no mask into a launch on another GPU
- * (gpu.c). The check is here, not in the launch wrappers, because this is
+ * GPU one cuCtxGetCurrent, made by the launch wrapper before the driver's
+ * call, never in the callback, to write no mask into a launch on another
+ * GPU (gpu.c). The check is here, not in the launch wrappers, because this is
  * where the mask is written: the callback also sees launches that never
  * pass a wrapper.
  */
@@ -69,7 +70,7 @@ static void on_launch(void *user, int domain, int cbid, const void *params)
 	if (!tmd)
 		return;
 	unsigned char other[16];
-	int gpu = carve_launch_gpu(other, NULL);
+	int gpu = carve_callback_gpu(other);
 	if (gpu == CARVE_GPU_NONE) {
 		elsewhere(tmd, other);
 		return;

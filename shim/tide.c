@@ -801,10 +801,10 @@ void carve_tide_timing(void)
 
 void carve_launch_before(CUstream s)
 {
+	CUcontext ctx = NULL;
+	int g = carve_launch_begin(cls ? &ctx : NULL);
 	if (!cls)
 		return;
-	CUcontext ctx = NULL;
-	int g = carve_launch_gpu(NULL, &ctx);
 	if (g < 0 || !gpus[g].node) {
 		launch_gpu = CARVE_GPU_NONE; /* a GPU outside tide */
 		return;
@@ -818,6 +818,7 @@ void carve_launch_before(CUstream s)
 
 void carve_launch_after(CUstream s, CUresult r)
 {
+	carve_launch_end();
 	if (!cls)
 		return;
 	if (cls == CARVE_CLASS_LS)

@@ -305,3 +305,35 @@ func TestBlockParts(t *testing.T) {
 		}
 	}
 }
+
+// TestCallbackAsksTheDriverNothing: the launch callback of a launch made
+// through the shim's wrappers calls no driver function (a call nested in
+// the launch cost CUPTI its kernel records): the wrapper found the
+// launch's GPU before the driver's call. A launch no wrapper saw is looked
+// up in the callback.
+func TestCallbackAsksTheDriverNothing(t *testing.T) {
+	p, _ := startExec(t, t.TempDir(), twoGPUs(0))
+	p.ready(t)
+	if got := p.ask(t, "profiler"); got != "rc 0" {
+		t.Fatalf("the profiler's subscription: %q", got)
+	}
+	on := []string{maskLine(enableOnly(0, 1)), maskLine(enableOnly(17, 18, 19))}
+	for ctx := range on {
+		p.ask(t, fmt.Sprintf("ctx %d", ctx))
+		for _, via := range []string{"klaunch kernel", "klaunch kernel ptds", "klaunch ex", "klaunch coop", "klaunch graph"} {
+			if got := p.ask(t, via); got != on[ctx] {
+				t.Errorf("%s on GPU %d: %q, want %q", via, ctx, got, on[ctx])
+			}
+		}
+	}
+	if got := p.ask(t, "incb"); got != "incb 0" {
+		t.Errorf("driver calls from inside the launch callbacks: %q, want none", got)
+	}
+	if got := p.ask(t, "launch 0x40"); got != on[1] {
+		t.Errorf("a launch no wrapper saw, on GPU 1: %q, want %q", got, on[1])
+	}
+	if got := p.ask(t, "incb"); got == "incb 0" {
+		t.Errorf("a launch no wrapper saw was not looked up in its callback: %q", got)
+	}
+	p.wait(t)
+}

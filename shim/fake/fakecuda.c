@@ -319,8 +319,28 @@ static int ctx_slot(CUcontext c)
 	return __atomic_load_n(&ctx_dev[s], __ATOMIC_ACQUIRE) >= 0 ? s : -1;
 }
 
+/* driver calls made from inside a launch callback (on its thread): a
+ * profiler counts them as calls nested in the launch (CUPTI lost its
+ * kernel records), so the shim must make none */
+static __thread int in_callback;
+static int called_in_callback;
+
+static void asked(void)
+{
+	if (in_callback)
+		__atomic_add_fetch(&called_in_callback, 1, __ATOMIC_RELAXED);
+}
+
+/* fakecuda_called_in_callback is how many driver calls were made from
+ * inside launch callbacks. */
+int fakecuda_called_in_callback(void)
+{
+	return __atomic_load_n(&called_in_callback, __ATOMIC_RELAXED);
+}
+
 int cuCtxGetCurrent(CUcontext *c)
 {
+	asked();
 	*c = current_ctx;
 	return 0;
 }
@@ -335,6 +355,7 @@ int cuCtxSetCurrent(CUcontext c)
 
 int cuCtxGetDevice(CUdevice *d)
 {
+	asked();
 	int s = ctx_slot(current_ctx);
 	if (s < 0)
 		return 201;
@@ -375,6 +396,7 @@ int cuCtxDestroy_v2(CUcontext c)
 
 int cuDeviceGetUuid_v2(unsigned char *uuid, CUdevice dev)
 {
+	asked();
 	int g = visible(dev);
 	if (g < 0)
 		return 101;
@@ -385,6 +407,7 @@ int cuDeviceGetUuid_v2(unsigned char *uuid, CUdevice dev)
 
 int cuDeviceGetUuid(unsigned char *uuid, CUdevice dev)
 {
+	asked();
 	return cuDeviceGetUuid_v2(uuid, dev);
 }
 
@@ -593,7 +616,9 @@ static int fake_launch(int version, CUstream s)
 	int called = 0;
 	launch_cb now_cb = __atomic_load_n(&cb, __ATOMIC_ACQUIRE);
 	if (now_cb && enabled[0xb][1]) {
+		in_callback = 1;
 		now_cb(cb_user, 0xb, 1, &params);
+		in_callback = 0;
 		called = 1;
 	} else {
 		__atomic_add_fetch(&bare, 1, __ATOMIC_RELAXED);

@@ -41,6 +41,8 @@
  *   ctxnew DEV         cuCtxCreate on device DEV, made current -> "ctx N"
  *   ctxdel             cuCtxDestroy of the current context -> "rc N"
  *   lookups            -> "lookups N": device UUIDs the fake was asked for
+ *   incb               -> "incb N": driver calls made from inside launch
+ *                      callbacks
  *   evnew FLAGS        cuEventCreate with FLAGS (2: CU_EVENT_DISABLE_TIMING)
  *                      -> "ev N": the event's number here, or "rc N"
  *   evrecord N [ptds|flags]
@@ -958,6 +960,8 @@ int main(void)
 		} else if (sscanf(line, "evdel %i", &v) == 1) {
 			int r = v >= 0 && v < nevents ? ((int (*)(CUevent))proc("cuEventDestroy", 0))(events[v]) : 1;
 			printf("rc %d\n", r);
+		} else if (strncmp(line, "incb", 4) == 0) {
+			printf("incb %d\n", ((int (*)(void))dlsym(h, "fakecuda_called_in_callback"))());
 		} else if (strncmp(line, "lookups", 7) == 0) {
 			printf("lookups %d\n", ((int (*)(void))dlsym(h, "fakecuda_uuid_lookups"))());
 		} else if (strncmp(line, "spawn ", 6) == 0) {
