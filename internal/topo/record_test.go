@@ -6,9 +6,13 @@ import (
 )
 
 // loadRecorded is the topology carve discovered on the lent H100.
-func loadRecorded(t *testing.T) *Topology {
+func loadRecorded(t *testing.T) *Topology { return loadRecording(t, "h100.json") }
+
+// loadRecording is a topology carve discovered on a lent GPU (testdata:
+// h100.json, h200.json).
+func loadRecording(t *testing.T, name string) *Topology {
 	t.Helper()
-	b, err := os.ReadFile("testdata/h100.json")
+	b, err := os.ReadFile("testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,11 +11,17 @@ import (
 	"testing"
 )
 
-// TestDiscoverReproducesH100 plays the recorded H100 back through the fake
-// prober: discovery must find the same TPCs, SMs and GPC grouping, in the
-// same logical order, without ever launching a mask that would hang.
-func TestDiscoverReproducesH100(t *testing.T) {
-	want := loadRecorded(t)
+// TestDiscoverReproducesRecorded plays each recorded GPU (the H100, the
+// H200) back through the fake prober: discovery must find the same TPCs,
+// SMs and GPC grouping, in the same logical order, without ever launching
+// a mask that would hang.
+func TestDiscoverReproducesRecorded(t *testing.T) {
+	for _, name := range []string{"h100.json", "h200.json"} {
+		t.Run(name, func(t *testing.T) { discoverReproduces(t, loadRecording(t, name)) })
+	}
+}
+
+func discoverReproduces(t *testing.T, want *Topology) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		f := &Fake{Top: want, Rand: rand.New(rand.NewPCG(seed, 0))}
 		lay, err := Discover(f, Options{})
