@@ -12,6 +12,7 @@
 
 #define CARVE_PARAMS_MIN_SIZE 40   /* callback params: uint32 size first */
 #define CARVE_PARAMS_TMD_OFFSET 32 /* pointer to the descriptor */
+#define CARVE_PARAMS_CTX_OFFSET 8  /* the launch's context (seen on driver 580: experiments/fit/cbparams.cu) */
 #define CARVE_TMD_VERSION_OFFSET 72
 #define CARVE_TMD_V_HOPPER 0x40     /* >= : four mask words, enable bit */
 #define CARVE_TMD_V_VOLTA 0x16      /* >= : two mask words (Volta to Ada) */
@@ -29,6 +30,20 @@ static inline uint8_t *carve_params_tmd(const void *params)
 	uint8_t *tmd;
 	memcpy(&tmd, (const uint8_t *)params + CARVE_PARAMS_TMD_OFFSET, sizeof tmd);
 	return tmd;
+}
+
+/* carve_params_ctx: the launch's context, as the callback's params give it
+ * (NULL if they are too short); trust it only as a key to contexts known
+ * otherwise. */
+static inline void *carve_params_ctx(const void *params)
+{
+	uint32_t size;
+	memcpy(&size, params, sizeof size);
+	if (size < CARVE_PARAMS_MIN_SIZE)
+		return 0;
+	void *ctx;
+	memcpy(&ctx, (const uint8_t *)params + CARVE_PARAMS_CTX_OFFSET, sizeof ctx);
+	return ctx;
 }
 
 static inline int carve_tmd_version(const uint8_t *tmd)

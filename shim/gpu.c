@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "carve_tmd.h"
 #include "shim.h"
 
 typedef CUresult (*ctx_current_fn)(CUcontext *);
@@ -168,9 +169,7 @@ int carve_launch_gpu(unsigned char uuid[16], CUcontext *current)
  * before the driver's call (carve_launch_begin), so that the launch
  * callback asks the driver nothing. A driver call made from inside the
  * callback is, to CUPTI, an API call nested in the launch: under carve run
- * torch.profiler then recorded no kernel, and CUPTI's worker thread
- * crashed after a model's training step. A launch that passed no wrapper
- * is looked up in the callback, as before. */
+ * torch.profiler then recorded no kernel. */
 static __thread __attribute__((tls_model("initial-exec"))) int t_pending; /* 2 + its GPU; 0: none */
 static __thread __attribute__((tls_model("initial-exec"))) unsigned char t_pending_uuid[16];
 
@@ -186,14 +185,40 @@ void carve_launch_end(void)
 	t_pending = 0;
 }
 
-int carve_callback_gpu(unsigned char uuid[16])
+/* A launch no wrapper began (the driver's own, or through a function a
+ * program held from before the shim) is found by the context the
+ * callback's params name, among those already looked up; only a context
+ * never seen before is asked of the driver there. */
+
+/* known_gpu: the GPU of a context looked up before (a GPU the block names
+ * none on: its UUID into uuid), or -2 if it is not known; no driver call. */
+static int known_gpu(CUcontext ctx, unsigned char uuid[16])
+{
+	int gpu = -2;
+	pthread_mutex_lock(&known_mu);
+	for (int i = 0; i < nknown; i++) {
+		if (known[i].ctx == ctx) {
+			gpu = known[i].gpu;
+			if (gpu == CARVE_GPU_NONE && uuid)
+				memcpy(uuid, known[i].uuid, 16);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&known_mu);
+	return gpu;
+}
+
+int carve_callback_gpu(const void *params, unsigned char uuid[16])
 {
 	int p = t_pending;
-	if (!p)
-		return carve_launch_gpu(uuid, NULL);
-	if (p - 2 == CARVE_GPU_NONE && uuid)
-		memcpy(uuid, t_pending_uuid, 16);
-	return p - 2;
+	if (p) {
+		if (p - 2 == CARVE_GPU_NONE && uuid)
+			memcpy(uuid, t_pending_uuid, 16);
+		return p - 2;
+	}
+	CUcontext ctx = checking ? (CUcontext)carve_params_ctx(params) : NULL;
+	int g = ctx ? known_gpu(ctx, uuid) : -2;
+	return g != -2 ? g : carve_launch_gpu(uuid, NULL);
 }
 
 int carve_device_gpu(CUdevice dev)

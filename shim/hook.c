@@ -70,7 +70,7 @@ static void on_launch(void *user, int domain, int cbid, const void *params)
 	if (!tmd)
 		return;
 	unsigned char other[16];
-	int gpu = carve_callback_gpu(other);
+	int gpu = carve_callback_gpu(params, other);
 	if (gpu == CARVE_GPU_NONE) {
 		elsewhere(tmd, other);
 		return;

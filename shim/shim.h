@@ -118,10 +118,10 @@ int carve_launch_gpu(unsigned char uuid[16], CUcontext *ctx);
 /* carve_launch_begin: carve_launch_gpu for the launch the thread is about
  * to make, kept until carve_launch_end for carve_callback_gpu, which
  * answers the launch callback without asking the driver (it looks the
- * launch up itself if no wrapper began one). */
+ * launch up by the context its params name if no wrapper began one). */
 int carve_launch_begin(CUcontext *ctx);
 void carve_launch_end(void);
-int carve_callback_gpu(unsigned char uuid[16]);
+int carve_callback_gpu(const void *params, unsigned char uuid[16]);
 /* carve_device_gpu: which of the tenant's GPUs device dev is, as
  * carve_launch_gpu says. */
 int carve_device_gpu(CUdevice dev);

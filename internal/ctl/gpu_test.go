@@ -306,11 +306,11 @@ func TestBlockParts(t *testing.T) {
 	}
 }
 
-// TestCallbackAsksTheDriverNothing: the launch callback of a launch made
-// through the shim's wrappers calls no driver function (a call nested in
-// the launch cost CUPTI its kernel records): the wrapper found the
-// launch's GPU before the driver's call. A launch no wrapper saw is looked
-// up in the callback.
+// TestCallbackAsksTheDriverNothing: the launch callback calls no driver
+// function (a call nested in the launch cost CUPTI its kernel records):
+// the wrapper found the launch's GPU before the driver's call, and a launch
+// no wrapper saw is found by its context among those seen before; only a
+// new context is looked up there.
 func TestCallbackAsksTheDriverNothing(t *testing.T) {
 	p, _ := startExec(t, t.TempDir(), twoGPUs(0))
 	p.ready(t)
@@ -329,11 +329,26 @@ func TestCallbackAsksTheDriverNothing(t *testing.T) {
 	if got := p.ask(t, "incb"); got != "incb 0" {
 		t.Errorf("driver calls from inside the launch callbacks: %q, want none", got)
 	}
+	// launches no wrapper saw: found by the context the callback's params
+	// name, asking the driver only of a context never seen before
 	if got := p.ask(t, "launch 0x40"); got != on[1] {
 		t.Errorf("a launch no wrapper saw, on GPU 1: %q, want %q", got, on[1])
 	}
-	if got := p.ask(t, "incb"); got == "incb 0" {
-		t.Errorf("a launch no wrapper saw was not looked up in its callback: %q", got)
+	if got := p.ask(t, "incb"); got != "incb 0" {
+		t.Errorf("a launch no wrapper saw, on a context seen before: %q, want no driver call", got)
+	}
+	if got := p.ask(t, "ctxnew 0"); !strings.HasPrefix(got, "ctx ") {
+		t.Fatalf("ctxnew 0: %q", got)
+	}
+	if got := p.ask(t, "launch 0x40"); got != on[0] {
+		t.Errorf("a launch no wrapper saw, on a new context of GPU 0: %q, want %q", got, on[0])
+	}
+	asked := p.ask(t, "incb")
+	if asked == "incb 0" {
+		t.Errorf("a new context's launch no wrapper saw was not looked up: %q", asked)
+	}
+	if got := p.ask(t, "launch 0x40"); got != on[0] || p.ask(t, "incb") != asked {
+		t.Errorf("the new context again: %q, driver calls %q, want %q and still %q", got, p.ask(t, "incb"), on[0], asked)
 	}
 	p.wait(t)
 }

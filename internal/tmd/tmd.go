@@ -14,6 +14,7 @@ import (
 const (
 	ParamsMinSize       = 40
 	ParamsTMDOffset     = 32
+	ParamsCtxOffset     = 8 // the launch's context
 	VersionOffset       = 72
 	VHopper             = 0x40
 	VVolta              = 0x16

@@ -24,6 +24,7 @@ func TestMirrorsHeader(t *testing.T) {
 	want := map[string]int{
 		"PARAMS_MIN_SIZE":          ParamsMinSize,
 		"PARAMS_TMD_OFFSET":        ParamsTMDOffset,
+		"PARAMS_CTX_OFFSET":        ParamsCtxOffset,
 		"TMD_VERSION_OFFSET":       VersionOffset,
 		"TMD_V_HOPPER":             VHopper,
 		"TMD_V_VOLTA":              VVolta,

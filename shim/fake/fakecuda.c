@@ -609,10 +609,13 @@ static int fake_launch(int version, CUstream s)
 	tmd[CARVE_TMD_VERSION_OFFSET] = (uint8_t)version;
 	struct {
 		uint32_t size;
-		uint8_t pad[CARVE_PARAMS_TMD_OFFSET - 4];
+		uint8_t pad[CARVE_PARAMS_CTX_OFFSET - 4];
+		CUcontext ctx; /* as the driver's: the launch's context */
+		uint8_t pad2[CARVE_PARAMS_TMD_OFFSET - CARVE_PARAMS_CTX_OFFSET - sizeof(CUcontext)];
 		void *tmd;
 		uint64_t more;
-	} params = {.size = sizeof params, .tmd = tmd};
+	} params = {.size = sizeof params, .ctx = current_ctx, .tmd = tmd};
+	_Static_assert(__builtin_offsetof(__typeof__(params), tmd) == CARVE_PARAMS_TMD_OFFSET, "params' descriptor");
 	int called = 0;
 	launch_cb now_cb = __atomic_load_n(&cb, __ATOMIC_ACQUIRE);
 	if (now_cb && enabled[0xb][1]) {
