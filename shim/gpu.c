@@ -185,11 +185,6 @@ void carve_launch_end(void)
 	t_pending = 0;
 }
 
-/* A launch no wrapper began (the driver's own, or through a function a
- * program held from before the shim) is found by the context the
- * callback's params name, among those already looked up; only a context
- * never seen before is asked of the driver there. */
-
 /* known_gpu: the GPU of a context looked up before (a GPU the block names
  * none on: its UUID into uuid), or -2 if it is not known; no driver call. */
 static int known_gpu(CUcontext ctx, unsigned char uuid[16])
@@ -208,6 +203,11 @@ static int known_gpu(CUcontext ctx, unsigned char uuid[16])
 	return gpu;
 }
 
+/* carve_callback_gpu: the launch the wrapper began; a launch no wrapper
+ * began (the driver's own, or through a function a program held from
+ * before the shim) is found by the context the callback's params name,
+ * among those already looked up; only a context never seen before is asked
+ * of the driver there. */
 int carve_callback_gpu(const void *params, unsigned char uuid[16])
 {
 	int p = t_pending;
