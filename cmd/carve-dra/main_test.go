@@ -7,7 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/carve-gpu/carve/internal/chart"
+	"github.com/carve-gpu/carve/internal/chart/charttest"
 	"github.com/carve-gpu/carve/internal/xid"
 )
 
@@ -17,15 +17,7 @@ import (
 func TestChartFlags(t *testing.T) {
 	found := map[string]bool{}
 	for _, values := range []map[string]any{nil, {"mps": map[string]any{"enabled": false}}} {
-		ms, err := chart.Render("../../deploy/helm/carve-dra", chart.Release{Name: "carve-dra", Namespace: "carve-system", KubeVersion: "v1.37.2"}, values)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs, err := chart.Containers(ms)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range cs {
+		for _, c := range charttest.Containers(t, values) {
 			if len(c.Command) == 0 || c.Command[0] != "carve-dra" {
 				continue
 			}
@@ -69,12 +61,8 @@ var pathFlags = []string{"runtime-dir", "cdi-dir", "mps-dir", "mps-shm", "plugin
 // neither.
 func TestChartMounts(t *testing.T) {
 	for _, values := range []map[string]any{nil, {"mps": map[string]any{"enabled": false}}, {"health": map[string]any{"xid": false}}} {
-		ms, err := chart.Render("../../deploy/helm/carve-dra", chart.Release{Name: "carve-dra", Namespace: "carve-system", KubeVersion: "v1.37.2"}, values)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var ds appsv1.DaemonSet
-		for _, m := range ms {
+		for _, m := range charttest.Render(t, values) {
 			if strings.Contains(m.YAML, "\nkind: DaemonSet\n") && strings.Contains(m.YAML, "\n  name: carve-dra\n") {
 				if err := yaml.UnmarshalStrict([]byte(m.YAML), &ds); err != nil {
 					t.Fatal(err)

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/carve-gpu/carve/internal/chart"
+	"github.com/carve-gpu/carve/internal/chart/charttest"
 )
 
 // TestChartDaemonFlags: the chart's carve daemon container (with MPS on,
@@ -11,16 +11,7 @@ import (
 func TestChartDaemonFlags(t *testing.T) {
 	runs := 0
 	for _, mps := range []map[string]any{{"enabled": true}, {"enabled": false}, {"stopOnExit": true}} {
-		ms, err := chart.Render("../../deploy/helm/carve-dra", chart.Release{Name: "carve-dra", Namespace: "carve-system", KubeVersion: "v1.37.2"},
-			map[string]any{"mps": mps})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs, err := chart.Containers(ms)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range cs {
+		for _, c := range charttest.Containers(t, map[string]any{"mps": mps}) {
 			if len(c.Command) < 2 || c.Command[0] != "carve" {
 				continue
 			}

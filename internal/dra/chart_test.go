@@ -22,28 +22,12 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
-	"github.com/carve-gpu/carve/internal/chart"
+	"github.com/carve-gpu/carve/internal/chart/charttest"
 	"github.com/carve-gpu/carve/internal/ctl"
 )
 
-const (
-	chartDir         = "../../deploy/helm/carve-dra"
-	releaseNamespace = "carve-system"
-)
-
-// release is how the tests install the chart: as the README says, in
-// carve-system, on the e2e API server's version.
-var release = chart.Release{Name: "carve-dra", Namespace: releaseNamespace, KubeVersion: "v1.37.2"}
-
-// chartManifests renders the chart with values over its defaults.
-func chartManifests(t *testing.T, values map[string]any) []chart.Manifest {
-	t.Helper()
-	ms, err := chart.Render(chartDir, release, values)
-	if err != nil {
-		t.Fatalf("rendering the chart: %v", err)
-	}
-	return ms
-}
+// releaseNamespace is where the tests install the chart (charttest.Release).
+var releaseNamespace = charttest.Release.Namespace
 
 // chartObjects are the chart's objects rendered with values, decoded
 // strictly (an unknown field is an error) where client-go knows their kind;
@@ -51,7 +35,7 @@ func chartManifests(t *testing.T, values map[string]any) []chart.Manifest {
 func chartObjects(t *testing.T, values map[string]any) []runtime.Object {
 	t.Helper()
 	var out []runtime.Object
-	for _, m := range chartManifests(t, values) {
+	for _, m := range charttest.Render(t, values) {
 		obj, err := decodeStrict([]byte(m.YAML))
 		if runtime.IsNotRegisteredError(err) {
 			u := &unstructured.Unstructured{}
@@ -106,7 +90,7 @@ func (cp *controlPlane) install(t *testing.T, values map[string]any) (skipped []
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range chartManifests(t, values) {
+	for _, m := range charttest.Render(t, values) {
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal([]byte(m.YAML), &u.Object); err != nil {
 			t.Fatalf("%s: %v", m.Template, err)
