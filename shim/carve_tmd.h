@@ -21,29 +21,29 @@
 #define CARVE_TMD_HOPPER_ENABLE_BIT 31
 #define CARVE_TMD_VOLTA_MASK_OFFSET 84 /* 2 x uint32: TPC bits 0-63 */
 
-static inline uint8_t *carve_params_tmd(const void *params)
+/* carve_params_ptr: the pointer at offset of the callback's params, NULL
+ * if they are too short to hold the descriptor's. */
+static inline void *carve_params_ptr(const void *params, unsigned offset)
 {
 	uint32_t size;
 	memcpy(&size, params, sizeof size);
 	if (size < CARVE_PARAMS_MIN_SIZE)
 		return 0;
-	uint8_t *tmd;
-	memcpy(&tmd, (const uint8_t *)params + CARVE_PARAMS_TMD_OFFSET, sizeof tmd);
-	return tmd;
+	void *p;
+	memcpy(&p, (const uint8_t *)params + offset, sizeof p);
+	return p;
 }
 
-/* carve_params_ctx: the launch's context, as the callback's params give it
- * (NULL if they are too short); trust it only as a key to contexts known
- * otherwise. */
+static inline uint8_t *carve_params_tmd(const void *params)
+{
+	return (uint8_t *)carve_params_ptr(params, CARVE_PARAMS_TMD_OFFSET);
+}
+
+/* carve_params_ctx: the launch's context, as the callback's params give it;
+ * trust it only as a key to contexts known otherwise. */
 static inline void *carve_params_ctx(const void *params)
 {
-	uint32_t size;
-	memcpy(&size, params, sizeof size);
-	if (size < CARVE_PARAMS_MIN_SIZE)
-		return 0;
-	void *ctx;
-	memcpy(&ctx, (const uint8_t *)params + CARVE_PARAMS_CTX_OFFSET, sizeof ctx);
-	return ctx;
+	return carve_params_ptr(params, CARVE_PARAMS_CTX_OFFSET);
 }
 
 static inline int carve_tmd_version(const uint8_t *tmd)
