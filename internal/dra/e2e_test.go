@@ -37,11 +37,15 @@ import (
 )
 
 // kubeBin is where make kube puts kube-apiserver, kube-scheduler and etcd.
-func kubeBin() string {
-	if d := os.Getenv("CARVE_KUBE_BIN"); d != "" {
+func kubeBin() string { return buildDir("CARVE_KUBE_BIN", "kube") }
+
+// buildDir is the folder of build/ that make fills with name, or the one
+// the environment variable env names.
+func buildDir(env, name string) string {
+	if d := os.Getenv(env); d != "" {
 		return d
 	}
-	return "../../build/kube"
+	return "../../build/" + name
 }
 
 // controlPlane is etcd, kube-apiserver and kube-scheduler on loopback

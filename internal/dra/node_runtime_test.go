@@ -18,12 +18,7 @@ import (
 )
 
 // nodeBin is where make node puts containerd, its runc shim and ctr.
-func nodeBin() string {
-	if d := os.Getenv("CARVE_NODE_BIN"); d != "" {
-		return d
-	}
-	return "../../build/node"
-}
+func nodeBin() string { return buildDir("CARVE_NODE_BIN", "node") }
 
 // runc is Debian's runc (apt-get install runc), the runtime containerd's
 // shim runs the containers with.
