@@ -23,7 +23,7 @@ OUT=$(realpath "${1:?usage: run.sh OUT}")
 . "$(dirname "$(realpath "$0")")/../common.sh" multigpu
 : "${TO:=90}" "${RATE:=200}" "${STEPS:=100}"
 unset CUDA_VISIBLE_DEVICES
-export NCCL_NVLS_ENABLE=0 # always: NVLink SHARP stays off on these machines
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 # always: NVLink multicast stays off on these machines
 
 device
 T "$C" topo -o json >"$OUT/topo.json" || { echo "carve topo failed"; exit 1; }
