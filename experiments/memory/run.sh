@@ -52,8 +52,9 @@ serve() { # $1: label, $2: carve run flags of the BE ("" for none), $3: LS's car
 	if [ -n "$2" ]; then
 		(sleep 3; T "$C" run -q $2 -- python3 "$E/alloc.py" --hold 10 --label "$1 BE") &
 	fi
+	local be=$!
 	T "$C" run -q $3 -- python3 "$ROOT/experiments/ls.py" --rate 200 --seconds 12 --label "$1" | grep '^{'
-	wait
+	[ -n "$2" ] && wait $be # by pid: a bare wait also waits for the log's tee
 }
 if has beside; then
 step BE taking memory until its limit beside an LS, in MPS

@@ -43,8 +43,9 @@ done
 step "(b) two programs partitioned on both GPUs, outside MPS"
 T nvcc -O2 -o "$W/probe" "$E/probe.cu" || exit 1
 T "$C" run --no-mps -t 0-15 --device 0,1 -- "$W/probe" smid 30 >"$OUT/smid-a.jsonl" 2>"$OUT/smid-a.err" &
+a=$!
 T "$C" run --no-mps -t 16-31 --device 0,1 -- "$W/probe" smid 30 >"$OUT/smid-b.jsonl" 2>"$OUT/smid-b.err" &
-wait
+wait $a $! # by pid: a bare wait also waits for the log's tee, which never ends
 # the GPUs in the other order: its device 0 is GPU 1 of carve topo's list
 CUDA_VISIBLE_DEVICES=1,0 T "$C" run --no-mps --device 0:t=32-39 --device 1:t=40-47 -- "$W/probe" smid 30 \
 	>"$OUT/smid-c.jsonl" 2>"$OUT/smid-c.err"
@@ -69,11 +70,13 @@ together() {
 	rm -f "$W/ready" "$W/done"
 	(T $3 "${DDP[@]}" --ready-file "$W/ready" --done-file "$W/done" --label "DDP beside LS, $1" 2>"$OUT/ddp-$1.err" |
 		grep -o '{"label.*}' >"$OUT/ddp-$1.json"; touch "$W/done") &
+	local ddp=$! lsof=""
 	[ -n "$2" ] && (while [ ! -e "$W/ready" ] && [ ! -e "$W/done" ]; do sleep 0.2; done
 		[ -e "$W/ready" ] && { "$C" ls; "$C" ls -o json; } >"$OUT/carve-ls-$1.txt" 2>&1) &
+	[ -n "$2" ] && lsof=$!
 	T $2 "${LS[@]}" --seconds 90 --slo-ms "$SLO" --wait-file "$W/ready" --done-file "$W/done" --label "LS beside DDP, $1" \
 		2>"$OUT/ls-$1.err" | grep '^{' >"$OUT/ls-$1.json"
-	wait
+	wait $ddp $lsof
 	cat "$OUT/ls-$1.json" "$OUT/ddp-$1.json"
 }
 together plain "" ""
@@ -92,14 +95,17 @@ step "(d) one MPS control daemon for both GPUs"
 for g in 0 1; do
 	T "$C" run -q -n 50% --device "$g" -- "$W/probe" spin "$g" 3000 | tee -a "$OUT/mps-alone.jsonl"
 done
+pids=()
 for g in 0 0 1; do # two clients in disjoint halves of GPU 0, one on GPU 1, at once
 	T "$C" run -q -n 50% --device "$g" -- "$W/probe" spin "$g" 3000 >>"$OUT/mps-together.jsonl" &
+	pids+=($!)
 done
 T "$C" run -q --share -n 8 --device 0,1 -- "$W/probe" smid 5 >"$OUT/mps-both.jsonl" 2>&1 & # one client on both
+pids+=($!)
 sleep 1.5
 "$C" mps status >"$OUT/mps-status.txt" 2>&1
 nvidia-smi --query-compute-apps=pid,process_name,gpu_uuid,used_memory --format=csv >>"$OUT/mps-status.txt" 2>&1
-wait
+wait "${pids[@]}"
 "$C" mps stop
 cat "$OUT/mps-status.txt" "$OUT/mps-together.jsonl" "$OUT/mps-both.jsonl"
 
