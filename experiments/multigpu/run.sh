@@ -100,9 +100,10 @@ for g in 0 0 1; do # two clients in disjoint halves of GPU 0, one on GPU 1, at o
 	T "$C" run -q -n 50% --device "$g" -- "$W/probe" spin "$g" 3000 >>"$OUT/mps-together.jsonl" &
 	pids+=($!)
 done
+sleep 0.5 # placed first: a --share client takes free TPCs before busy ones, and would split GPU 0's halves
 T "$C" run -q --share -n 8 --device 0,1 -- "$W/probe" smid 5 >"$OUT/mps-both.jsonl" 2>&1 & # one client on both
 pids+=($!)
-sleep 1.5
+sleep 1
 "$C" mps status >"$OUT/mps-status.txt" 2>&1
 nvidia-smi --query-compute-apps=pid,process_name,gpu_uuid,used_memory --format=csv >>"$OUT/mps-status.txt" 2>&1
 wait "${pids[@]}"
