@@ -145,10 +145,15 @@ func gpus(values []string, base partition.Spec, baseErr error) ([]place.On, []in
 }
 
 // placedText says where a tenant was placed: its TPCs, on each of its GPUs
-// where it has several.
+// where it has several; a tenant on one GPU other than GPU 0, the default,
+// is told which.
 func placedText(p *place.Placed, on []place.On, ords []int) string {
 	if len(on) == 1 {
-		return fmt.Sprintf("TPCs %s (%d of %d)", p.Set, len(p.Set), len(on[0].Topo.TPCs))
+		text := fmt.Sprintf("TPCs %s (%d of %d)", p.Set, len(p.Set), len(on[0].Topo.TPCs))
+		if ords[0] != 0 {
+			text = fmt.Sprintf("GPU %d %s", ords[0], text)
+		}
+		return text
 	}
 	sets := []partition.Set{p.Set}
 	for _, m := range p.More {

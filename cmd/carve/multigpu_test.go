@@ -93,7 +93,8 @@ func TestRunOnTwoGPUs(t *testing.T) {
 	}
 	cmd = exec.Command(carveBin, "run", "-n", "4", "--device", "1", "--", driver)
 	cmd.Stdin = strings.NewReader("klaunch kernel\n")
-	if got := stderr(cmd); !strings.HasPrefix(got, "exit 86: ") || !strings.Contains(got, "launched on "+tops[0].UUID+", but the partition is of "+tops[1].UUID) {
+	if got := stderr(cmd); !strings.HasPrefix(got, "exit 86: ") || !strings.Contains(got, "on GPU 1 TPCs ") ||
+		!strings.Contains(got, "launched on "+tops[0].UUID+", but the partition is of "+tops[1].UUID) {
 		t.Errorf("a launch on GPU 0 of a partition on GPU 1: %s", got)
 	}
 	cmd = exec.Command(carveBin, "run", "-n", "64", "--device", "0,1", "--", "true")
