@@ -6,7 +6,9 @@
 # its limit beside an LS serving requests, in MPS and outside it; the
 # account's cost on an allocation loop and on a model's first step, against
 # no shim, in alternation; firstprof (not among the default STEPS), the
-# first step's CUDA calls under torch.profiler. Usage: [STEPS="context
+# first step's CUDA calls under torch.profiler; firstcalls (not among the
+# default STEPS either), the time inside each driver call in the first
+# step (calltime.c). Usage: [STEPS="context
 # lookups frameworks beside cost firststep"] run.sh OUT (bin/ built:
 # carve, libcarve.so).
 set -u
@@ -126,6 +128,17 @@ for r in 1 2 3; do
 	T python3 "$E/firstprof.py" "no shim"
 	T "$C" run -q --no-mps -n 66 --mem 20G -- python3 "$E/firstprof.py" "carve run --mem 20G"
 done 2>&1 | grep --line-buffered '^{' | tee "$OUT/firstprof.jsonl" | cut -c1-200
+fi
+if has firstcalls; then
+step the first step\'s time inside each driver call, CUPTI\'s callbacks, no shim and carve run, 3 rounds
+cupti=$(dirname "$(find /usr/local/cuda/ /usr/local/cuda/extras/CUPTI -name cupti.h 2>/dev/null | head -1)")/..
+cc -O2 -shared -fPIC -o "$W/calltime.so" "$E/calltime.c" -I"$cupti/include" -L"$cupti/lib64" -L"$cupti/lib" -lcupti || exit 1
+export LD_LIBRARY_PATH=$cupti/lib64:$cupti/lib:${LD_LIBRARY_PATH:-}
+for r in 1 2 3; do
+	CUDA_INJECTION64_PATH=$W/calltime.so CALLTIME=$W/calltime.so T python3 "$E/firststep.py" "no shim"
+	T "$C" run -q --no-mps -n 66 -- env CUDA_INJECTION64_PATH="$W/calltime.so" CALLTIME="$W/calltime.so" \
+		python3 "$E/firststep.py" "carve run, no limit"
+done 2>&1 | grep --line-buffered '^{' | tee "$OUT/firstcalls.jsonl" | cut -c1-300
 fi
 "$C" mps stop
 step done
