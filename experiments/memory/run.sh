@@ -8,7 +8,8 @@
 # no shim, in alternation; firstprof (not among the default STEPS), the
 # first step's CUDA calls under torch.profiler; firstcalls (not among the
 # default STEPS either), the time inside each driver call in the first
-# step (calltime.c). Usage: [STEPS="context
+# step (calltime.c); firstgemm (not among the defaults), the first use of
+# cuBLAS in a process (firstgemm.cu) in each setup. Usage: [STEPS="context
 # lookups frameworks beside cost firststep"] run.sh OUT (bin/ built:
 # carve, libcarve.so).
 set -u
@@ -87,40 +88,54 @@ for r in $(seq "$ROUNDS"); do
 	echo "{\"setup\":\"carve run --mem 20G\",\"r\":$(T "$C" run -q --no-mps -n 66 --mem 20G -- "$W/allocloop" 5000 1048576)}"
 done | tee "$OUT/cost-alloc.jsonl" | tail -3
 fi
-if has firststep; then
-# FIRSTSTEP_MORE adds setups, to tell the parts' costs apart: nohook, a
-# shim that registers no launch hook (built here from shim/ with
-# carve_register_hook returning before it subscribes): the memory account
-# and the interposed calls without the launch callback; preload, the shim
-# preloaded without carve run (its calls interposed, nothing enforced);
-# noshim, carve run with an empty library in the shim's place (carve run's
-# process and environment alone). SETUPS replaces the list of setups
-# (default: none nolimit limit, then FIRSTSTEP_MORE's).
-if [[ " ${FIRSTSTEP_MORE:-} " == *" nohook "* ]]; then
+# The setups the first-use steps (firststep, firstgemm) alternate: none, no
+# shim; nolimit and limit, carve run without and with --mem 20G; and, to
+# tell the parts' costs apart: nohook, a shim that registers no launch hook
+# (built here from shim/ with carve_register_hook returning before it
+# subscribes): the memory account and the interposed calls without the
+# launch callback; preload, the shim preloaded without carve run (its calls
+# interposed, nothing enforced); noshim, carve run with an empty library in
+# the shim's place (carve run's process and environment alone).
+# setup NAME PROGRAM [ARGS...] runs the program in that setup, labelled.
+setup() {
+	local s=$1
+	shift
+	case $s in
+	none) T "$@" "no shim" ;;
+	nolimit) T "$C" run -q --no-mps -n 66 -- "$@" "carve run, no limit" ;;
+	limit) T "$C" run -q --no-mps -n 66 --mem 20G -- "$@" "carve run --mem 20G" ;;
+	nohook) T "$C" run -q --no-mps -n 66 --mem 20G --shim "$W/nohook/libcarve.so" -- "$@" \
+		"carve run --mem 20G, launch hook not registered" ;;
+	preload) LD_PRELOAD=$ROOT/bin/libcarve.so T "$@" "the shim preloaded, no carve run (it enforces nothing)" ;;
+	noshim) T "$C" run -q --no-mps -n 66 --shim "$W/empty.so" -- "$@" "carve run, an empty library for a shim" ;;
+	esac
+}
+if has firststep || has firstgemm; then
 	mkdir -p "$W/nohook" && cp "$ROOT"/shim/*.c "$ROOT"/shim/*.h "$W/nohook/" &&
 		sed -i '0,/carve_gpu_init(cuda);/s//carve_gpu_init(cuda);\n\tif (cuda) return NULL;/' "$W/nohook/hook.c" &&
 		grep -q 'if (cuda) return NULL;' "$W/nohook/hook.c" &&
 		cc -O2 -fPIC -fvisibility=hidden -shared -o "$W/nohook/libcarve.so" "$W"/nohook/*.c -ldl -pthread || exit 1
-fi
-if [[ " ${FIRSTSTEP_MORE:-} " == *" noshim "* ]]; then
 	echo 'void carve_empty(void) {}' >"$W/empty.c" && cc -shared -fPIC -o "$W/empty.so" "$W/empty.c" || exit 1
 fi
-step the account\'s cost: a model\'s first training steps, alternating no shim, carve run without a limit and with one, $ROUNDS rounds
-# each round runs the three setups in an order of its own (shuf), so that
-# no setup always follows the same one
+# each round runs the setups in an order of its own (shuf), so that no
+# setup always follows the same one
+if has firststep; then
+step the account\'s cost: a model\'s first training steps, alternating setups, $ROUNDS rounds
+# SETUPS: the setups (default: none nolimit limit, then FIRSTSTEP_MORE's)
 for r in $(seq "$ROUNDS"); do
 	for s in $(shuf -e ${SETUPS:-none nolimit limit ${FIRSTSTEP_MORE:-}}); do
-		case $s in
-		none) T python3 "$E/firststep.py" "no shim" ;;
-		nolimit) T "$C" run -q --no-mps -n 66 -- python3 "$E/firststep.py" "carve run, no limit" ;;
-		limit) T "$C" run -q --no-mps -n 66 --mem 20G -- python3 "$E/firststep.py" "carve run --mem 20G" ;;
-		nohook) T "$C" run -q --no-mps -n 66 --mem 20G --shim "$W/nohook/libcarve.so" -- \
-			python3 "$E/firststep.py" "carve run --mem 20G, launch hook not registered" ;;
-		preload) LD_PRELOAD=$ROOT/bin/libcarve.so T python3 "$E/firststep.py" "the shim preloaded, no carve run (it enforces nothing)" ;;
-		noshim) T "$C" run -q --no-mps -n 66 --shim "$W/empty.so" -- python3 "$E/firststep.py" "carve run, an empty library for a shim" ;;
-		esac
+		setup "$s" python3 "$E/firststep.py"
 	done
 done 2>&1 | grep --line-buffered '^{' | tee "$OUT/cost-firststep.jsonl" | tail -2
+fi
+if has firstgemm; then
+step the first use of cuBLAS in a process, alternating setups, $ROUNDS rounds
+nvcc -O2 -o "$W/firstgemm" "$E/firstgemm.cu" -lcublas || exit 1
+for r in $(seq "$ROUNDS"); do
+	for s in $(shuf -e ${GEMM_SETUPS:-none nolimit nohook preload noshim}); do
+		setup "$s" "$W/firstgemm"
+	done
+done 2>&1 | grep --line-buffered '^{' | tee "$OUT/firstgemm.jsonl" | tail -2
 fi
 if has firstprof; then
 step the first step under torch.profiler: CUDA calls\' CPU time, no shim and carve run --mem 20G, 3 rounds
