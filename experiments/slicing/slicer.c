@@ -40,7 +40,10 @@
  * per function decision), SLICE_PDL=0 (launches allowed to overlap their
  * predecessor, programmatic stream serialization, go whole),
  * SLICE_INVALIDATE=1 (set the descriptor's INVALIDATE_INSTRUCTION_CACHE on
- * sliced pieces), SLICE_ARENA_MIB (copy memory per context, default 4096).
+ * sliced pieces), SLICE_ARENA_MIB (copy memory per context, default 4096);
+ * to find which kernel breaks a result: SLICE_MATCH=TEXT (slice only
+ * functions whose name has TEXT in it), SLICE_1D=1 (slice only grids with
+ * gridDim.y = gridDim.z = 1).
  * At exit: one JSON line on stderr, starting {"slicer":.
  *
  * Build: gcc -O2 -fPIC -shared -I shim -o slicer.so slicer.c -ldl -pthread
@@ -139,6 +142,9 @@ static struct {
 	CUresult (*memcpy_dtoh_async)(void *, CUdeviceptr, size_t, CUstream);
 	CUresult (*func_get_attribute)(int *, int, CUfunction);
 	CUresult (*func_get_name)(const char **, CUfunction);
+	CUresult (*kernel_get_attribute)(int *, int, CUfunction, CUdevice); /* a CUkernel passed as a CUfunction */
+	CUresult (*kernel_get_name)(const char **, CUfunction);
+	CUresult (*ctx_get_device)(CUdevice *);
 	CUresult (*event_create)(CUevent *, unsigned);
 	CUresult (*event_record[2])(CUevent, CUstream);
 	CUresult (*stream_wait_event[2])(CUstream, CUevent, unsigned);
@@ -190,16 +196,19 @@ enum whole {
 	W_COPY_FAILED,
 	W_EDIT_REFUSED,
 	W_ONE_PIECE,
+	W_NOT_MATCHED,
+	W_NOT_1D,
 	WHOLES
 };
 static const char *const whole_names[WHOLES] = {
 	"slicer_disabled", "first_launch", "first_launch_in_flight", "function_never_sliced", "grid_x_below_pieces",
 	"cooperative", "cluster", "event_attribute", "pdl", "stream_capturing", "reentrant", "no_context",
-	"context_setup_failed", "copy_memory_full", "copy_failed", "edit_refused", "one_piece"};
+	"context_setup_failed", "copy_memory_full", "copy_failed", "edit_refused", "one_piece", "name_not_matched",
+	"grid_not_1d"};
 
 static struct {
 	unsigned long seen, by_api[APIS], sliced, pieces, whole[WHOLES], copies, copy_bytes, scans, callbacks,
-		callbacks_unarmed, fn_mismatch, pdl_sliced, waits, late_edit_failures;
+		callbacks_outside, fn_mismatch, pdl_sliced, waits, late_edit_failures;
 } st;
 #define COUNT(x) __atomic_add_fetch(&(x), 1, __ATOMIC_RELAXED)
 
@@ -213,6 +222,8 @@ static uint8_t prologue[PRO_BYTES];
 static qmd_field imm;
 static long imm_delta;
 static const char *disabled; /* why nothing is sliced, or NULL */
+static const char *match;    /* SLICE_MATCH */
+static int only_1d;          /* SLICE_1D */
 
 #define say(...) fprintf(stderr, "slicer: " __VA_ARGS__)
 
@@ -237,7 +248,7 @@ struct fn {
 	uint64_t program; /* where the driver put the code */
 	uint32_t len;     /* the code's bytes, up to its end marker */
 	const char *why;  /* F_NEVER: why (a static string, counted by pointer) */
-	char name[112];
+	char name[256];
 	unsigned long launches, sliced;
 };
 #define FNS 16384
@@ -322,10 +333,10 @@ static void on_launch(void *user, int domain, int cbid, const void *params)
 	if (domain != LAUNCH_DOMAIN || cbid != LAUNCH_CBID || !params)
 		return;
 	COUNT(st.callbacks);
-	if (!tl.armed) {
-		COUNT(st.callbacks_unarmed); /* a launch not through a wrapper, or the slicer's own */
+	if (!busy)
+		COUNT(st.callbacks_outside); /* a launch that no wrapper of the slicer's saw */
+	if (!tl.armed)
 		return;
-	}
 	tl.armed = 0;
 	uint8_t *q = carve_params_tmd(params);
 	if (!q) {
@@ -513,6 +524,10 @@ static void start(void)
 		rng = seed * 0x9E3779B97F4A7C15ull + 1;
 	}
 	pdl_ok = env_uint("SLICE_PDL", 1) != 0;
+	match = getenv("SLICE_MATCH");
+	if (match && !*match)
+		match = NULL;
+	only_1d = env_uint("SLICE_1D", 0) == 1;
 	invalidate = env_uint("SLICE_INVALIDATE", 0) == 1;
 	scan_bytes = env_uint("SLICE_SCAN_KIB", 1024) << 10;
 	arena_cap = (size_t)env_uint("SLICE_ARENA_MIB", 4096) << 20;
@@ -534,6 +549,9 @@ static void start(void)
 	D.memcpy_dtoh_async = need(cuda, "cuMemcpyDtoHAsync_v2");
 	D.func_get_attribute = need(cuda, "cuFuncGetAttribute");
 	D.func_get_name = glibc_dlsym()(cuda, "cuFuncGetName"); /* CUDA 12.3: names in the log only */
+	D.kernel_get_name = glibc_dlsym()(cuda, "cuKernelGetName");
+	D.kernel_get_attribute = glibc_dlsym()(cuda, "cuKernelGetAttribute");
+	D.ctx_get_device = glibc_dlsym()(cuda, "cuCtxGetDevice");
 	D.event_create = need(cuda, "cuEventCreate");
 	D.event_record[0] = need(cuda, "cuEventRecord");
 	D.event_record[1] = need(cuda, "cuEventRecord_ptsz");
@@ -676,20 +694,32 @@ static CUdeviceptr slot(struct ctx *e, size_t len)
 static void name_of(int i, CUfunction f)
 {
 	const char *n = NULL;
-	if (!D.func_get_name || D.func_get_name(&n, f) != CUDA_SUCCESS || !n)
+	if ((!D.func_get_name || D.func_get_name(&n, f) != CUDA_SUCCESS || !n) &&
+	    (!D.kernel_get_name || D.kernel_get_name(&n, f) != CUDA_SUCCESS || !n))
 		n = "?";
 	snprintf(fns[i].name, sizeof fns[i].name, "%s (%p)", n, f);
+}
+
+/* attr reads a function's attribute, or a CUkernel's (CUDA 12 runtimes may
+ * launch with one in place of a CUfunction) */
+static CUresult attr(int *v, int a, CUfunction f)
+{
+	CUresult r = D.func_get_attribute(v, a, f);
+	CUdevice d;
+	if (r != CUDA_SUCCESS && D.kernel_get_attribute && D.ctx_get_device && D.ctx_get_device(&d) == CUDA_SUCCESS)
+		r = D.kernel_get_attribute(v, a, f, d);
+	return r;
 }
 
 /* compile_time_cluster: does f carry cluster dimensions of its own? -1: unknown */
 static int compile_time_cluster(CUfunction f)
 {
 	int w = 0, h = 0, d = 0, must = 0;
-	if (D.func_get_attribute(&w, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, f) != CUDA_SUCCESS ||
-	    D.func_get_attribute(&h, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, f) != CUDA_SUCCESS ||
-	    D.func_get_attribute(&d, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, f) != CUDA_SUCCESS)
+	if (attr(&w, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, f) != CUDA_SUCCESS ||
+	    attr(&h, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, f) != CUDA_SUCCESS ||
+	    attr(&d, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, f) != CUDA_SUCCESS)
 		return -1;
-	D.func_get_attribute(&must, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, f);
+	attr(&must, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, f);
 	return must || (w > 1 || h > 1 || d > 1);
 }
 
@@ -986,6 +1016,14 @@ static CUresult sliced(const struct launch *l)
 		r = whole(l, W_GRID);
 		goto out;
 	}
+	if (only_1d && (l->gy > 1 || l->gz > 1)) {
+		r = whole(l, W_NOT_1D);
+		goto out;
+	}
+	if (match && !strstr(fns[i].name, match)) {
+		r = whole(l, W_NOT_MATCHED);
+		goto out;
+	}
 	int capturing = 0;
 	if (D.stream_is_capturing[ptsz](l->s, &capturing) != CUDA_SUCCESS || capturing) {
 		r = whole(l, W_CAPTURING);
@@ -1246,9 +1284,9 @@ __attribute__((destructor)) static void report(void)
 	}
 	fprintf(o,
 		"},\"functions_seen\":%lu,\"functions_sliced\":%lu,\"functions_never\":%lu,\"copies_made\":%lu,"
-		"\"copy_bytes\":%lu,\"scans\":%lu,\"callbacks\":%lu,\"callbacks_unarmed\":%lu,"
+		"\"copy_bytes\":%lu,\"scans\":%lu,\"callbacks\":%lu,\"callbacks_outside_wrappers\":%lu,"
 		"\"event_waits\":%lu,\"pdl_sliced\":%lu,\"late_edit_failures\":%lu,\"cukernel_handles\":%lu",
-		fseen, fsliced, fnever, st.copies, st.copy_bytes, st.scans, st.callbacks, st.callbacks_unarmed, st.waits,
+		fseen, fsliced, fnever, st.copies, st.copy_bytes, st.scans, st.callbacks, st.callbacks_outside, st.waits,
 		st.pdl_sliced, st.late_edit_failures, st.fn_mismatch);
 	/* why functions are never sliced: the reasons are static strings */
 	const char *why[32];
