@@ -138,7 +138,6 @@ static struct {
 	CUresult (*mem_alloc)(CUdeviceptr *, size_t);
 	CUresult (*stream_create)(CUstream *, unsigned);
 	CUresult (*stream_synchronize)(CUstream);
-	CUresult (*memcpy_htod_async)(CUdeviceptr, const void *, size_t, CUstream);
 	CUresult (*memcpy_dtoh_async)(void *, CUdeviceptr, size_t, CUstream);
 	CUresult (*func_get_attribute)(int *, int, CUfunction);
 	CUresult (*func_get_name)(const char **, CUfunction);
@@ -490,11 +489,12 @@ static const char *load_prologue(const char *path)
 /* ---- start: the driver's functions, the callback, the settings ----------------------- */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static void *cuda; /* the driver's handle */
 static int started; /* start ran: the report at exit is printed */
 
-static void *need(void *cuda, const char *name)
+static void *need(void *lib, const char *name)
 {
-	void *f = glibc_dlsym()(cuda, name);
+	void *f = glibc_dlsym()(lib, name);
 	if (!f && !disabled)
 		disabled = "the driver lacks a call the slicer needs";
 	if (!f)
@@ -533,7 +533,7 @@ static void start(void)
 	arena_cap = (size_t)env_uint("SLICE_ARENA_MIB", 4096) << 20;
 	make_ptx();
 
-	void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+	cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
 	if (!cuda) {
 		disabled = "libcuda.so.1 cannot be opened";
 		return;
@@ -545,7 +545,6 @@ static void start(void)
 	D.mem_alloc = need(cuda, "cuMemAlloc_v2");
 	D.stream_create = need(cuda, "cuStreamCreate");
 	D.stream_synchronize = need(cuda, "cuStreamSynchronize");
-	D.memcpy_htod_async = need(cuda, "cuMemcpyHtoDAsync_v2");
 	D.memcpy_dtoh_async = need(cuda, "cuMemcpyDtoHAsync_v2");
 	D.func_get_attribute = need(cuda, "cuFuncGetAttribute");
 	D.func_get_name = glibc_dlsym()(cuda, "cuFuncGetName"); /* CUDA 12.3: names in the log only */
@@ -877,7 +876,11 @@ static CUresult call(const struct launch *l)
 {
 	void *f = __atomic_load_n(&real_launch[l->api], __ATOMIC_ACQUIRE);
 	if (!f) {
+		/* an exported wrapper called by name: the next library's, or the
+		 * driver's where that was opened locally */
 		f = glibc_dlsym()(RTLD_NEXT, real_names[l->api]);
+		if (!f && cuda)
+			f = glibc_dlsym()(cuda, real_names[l->api]);
 		__atomic_store_n(&real_launch[l->api], f, __ATOMIC_RELEASE);
 	}
 	if (!f)
