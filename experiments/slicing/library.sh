@@ -16,8 +16,9 @@ step build slicer
 gcc -O2 -Wall -fPIC -shared -I"$ROOT/shim" -I"$E" -o slicer.so "$E/slicer.c" -ldl -pthread &&
 	gcc -O2 -DSLICER_PTX_MAIN -I"$ROOT/shim" -I"$E" -o slicer-ptx "$E/slicer.c" -ldl -pthread || return 1
 ./slicer-ptx >"$OUT/slicer.ptx" 2>/dev/null
-if ! ptxas -arch=sm_90 -o slicer-ptx.cubin "$OUT/slicer.ptx" 2>&1 | tee "$OUT/slicer-ptxas.txt"; then
-	step "ptxas refused the slicer's PTX (OUT/slicer-ptxas.txt): its kernels would not load"
+if ! ptxas -arch=sm_90 -o slicer-ptx.cubin "$OUT/slicer.ptx" >"$OUT/slicer-ptxas.txt" 2>&1; then
+	cat "$OUT/slicer-ptxas.txt"
+	step "ptxas refused the slicer's PTX (OUT/slicer-ptxas.txt): its kernels will not load, nothing is sliced"
 fi
 [ -s slicer-ptx.cubin ] && cuobjdump -sass slicer-ptx.cubin >"$OUT/slicer-ptx.sass"
 

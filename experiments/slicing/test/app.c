@@ -59,7 +59,7 @@ int main(void)
 		unsigned fn, grid, n, ex, sliced;
 	} t[] = {
 		{1, 100, 10, 0, 1}, {2, 3, 10, 0, k <= 3}, {3, 64, 5, 2, 0}, {4, 257, 5, 1, 1}, {5, 80, 4, 0, 0},
-		{6, 80, 4, 0, 0},   {7, 1000, 3, 0, 1},
+		{6, 80, 4, 0, 0},   {7, 1000, 3, 0, 1}, {8, 90, 6, 0, 1},
 	};
 	int arg = 0;
 	void *args[] = {&arg};
@@ -72,8 +72,11 @@ int main(void)
 			memcpy(attr, &id, 4);
 			memcpy(attr + 8, dims, sizeof dims);
 			CUlaunchConfig c = {t[i].grid, 1, 1, 128, 1, 1, 0, NULL, t[i].ex == 2 ? attr : NULL, t[i].ex == 2};
+			/* function 8 alternates between two streams: a copy made on
+			 * one is waited for through its event on the other */
+			CUstream s = t[i].fn == 8 ? (CUstream)(uintptr_t)(0x10 + 0x10 * (n % 2)) : NULL;
 			CUresult r = t[i].ex ? launch_ex(&c, f, args, NULL)
-					     : (n % 2 ? direct : launch)(f, t[i].grid, 1, 1, 128, 1, 1, 0, NULL, args, NULL);
+					     : (n % 2 ? direct : launch)(f, t[i].grid, 1, 1, 128, 1, 1, 0, s, args, NULL);
 			check(r == CUDA_SUCCESS, "launch result", t[i].fn, (unsigned)r, 0);
 		}
 		unsigned wrong = 0;
