@@ -20,7 +20,11 @@
 # at the end (OUT/summary.txt). Usage: [PARTS=...] run.sh OUT (nvcc,
 # cuobjdump, ptxas; python3 with torch and torchvision for library).
 set -u
-OUT=$(realpath -m "${1:?usage: [PARTS="suffix library"] run.sh OUT}")
+if [ $# -ne 1 ]; then
+	echo "usage: [PARTS=\"suffix library\"] run.sh OUT" >&2
+	exit 2
+fi
+OUT=$(realpath -m "$1")
 . "$(dirname "$(realpath "$0")")/../common.sh" slicing
 R=$OUT/results.jsonl
 : >"$R"
