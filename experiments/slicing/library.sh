@@ -91,6 +91,10 @@ for r in runs:
         print(f"    never: {json.dumps(sl['never_by_reason'])}")
         if sl.get("disabled"):
             print(f"    slicer disabled: {sl['disabled']}")
+        if r["label"] == "k2":  # which kernels, once: the most launched
+            for f in sl.get("functions", [])[:15]:
+                print(f"      {f['launches']:>5} launches, {f['sliced']:>5} sliced, {f['code_bytes']:>7} B"
+                      f"{', never: ' + f['never'] if f['never'] else ''}  {f['name'][:110]}")
     elif "LD_PRELOAD" in r["env"]:
         print("    no slicer line (the process was killed, or slicer.so was not loaded)")
 if len(runs) >= 2 and runs[0]["step"] and runs[1]["step"]:
