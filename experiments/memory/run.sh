@@ -93,7 +93,9 @@ fi
 # tell the parts' costs apart: nohook, a shim that registers no launch hook
 # (built here from shim/ with carve_register_hook returning before it
 # subscribes): the memory account and the interposed calls without the
-# launch callback; preload, the shim preloaded without carve run (its calls
+# launch callback; dispatch, the shim with a launch hook that returns at
+# once (-DCARVE_MEASURE_DISPATCH): the driver's callback dispatch without
+# the hook's work; preload, the shim preloaded without carve run (its calls
 # interposed, nothing enforced); noshim, carve run with an empty library in
 # the shim's place (carve run's process and environment alone).
 # setup NAME PROGRAM [ARGS...] runs the program in that setup, labelled.
@@ -106,6 +108,8 @@ setup() {
 	limit) T "$C" run -q --no-mps -n 66 --mem 20G -- "$@" "carve run --mem 20G" ;;
 	nohook) T "$C" run -q --no-mps -n 66 --mem 20G --shim "$W/nohook/libcarve.so" -- "$@" \
 		"carve run --mem 20G, launch hook not registered" ;;
+	dispatch) T "$C" run -q --no-mps -n 66 --shim "$W/libcarve-dispatch.so" -- "$@" \
+		"carve run, a launch hook that returns at once" ;;
 	preload) LD_PRELOAD=$ROOT/bin/libcarve.so T "$@" "the shim preloaded, no carve run (it enforces nothing)" ;;
 	noshim) T "$C" run -q --no-mps -n 66 --shim "$W/empty.so" -- "$@" "carve run, an empty library for a shim" ;;
 	esac
@@ -115,6 +119,8 @@ if has firststep || has firstgemm; then
 		sed -i '0,/carve_gpu_init(cuda);/s//carve_gpu_init(cuda);\n\tif (cuda) return NULL;/' "$W/nohook/hook.c" &&
 		grep -q 'if (cuda) return NULL;' "$W/nohook/hook.c" &&
 		cc -O2 -fPIC -fvisibility=hidden -shared -o "$W/nohook/libcarve.so" "$W"/nohook/*.c -ldl -pthread || exit 1
+	(cd "$ROOT" && cc -O2 -DCARVE_MEASURE_DISPATCH -fPIC -shared -fvisibility=hidden -o "$W/libcarve-dispatch.so" \
+		shim/*.c -ldl -pthread) || exit 1
 	echo 'void carve_empty(void) {}' >"$W/empty.c" && cc -shared -fPIC -o "$W/empty.so" "$W/empty.c" || exit 1
 fi
 # each round runs the setups in an order of its own (shuf), so that no
@@ -132,7 +138,7 @@ if has firstgemm; then
 step the first use of cuBLAS in a process, alternating setups, $ROUNDS rounds
 nvcc -O2 -o "$W/firstgemm" "$E/firstgemm.cu" -lcublas || exit 1
 for r in $(seq "$ROUNDS"); do
-	for s in $(shuf -e ${GEMM_SETUPS:-none nolimit nohook preload noshim}); do
+	for s in $(shuf -e ${GEMM_SETUPS:-none nolimit nohook dispatch preload noshim}); do
 		setup "$s" "$W/firstgemm"
 	done
 done 2>&1 | grep --line-buffered '^{' | tee "$OUT/firstgemm.jsonl" | tail -2
