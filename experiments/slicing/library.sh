@@ -7,7 +7,10 @@
 # GPU queue ends only its run). One JSON line per run in results.jsonl
 # ("part":"library": the step's hashes and the slicer's counters), and
 # OUT/library-summary.txt: each run identical to the first plain run or not,
-# and what was sliced.
+# and what was sliced. Then where the GPU time goes, sliceable or not
+# (SLICE_TIME=1 SLICE_DRY=1): the step, and carve bench serve's BE jobs
+# (BE_MODELS, default densenet161 resnet50-train transformer-train), 3 s
+# each: OUT/time-summary.txt.
 
 STEP_TO=${STEP_TO:-60}
 PY=${PY:-python3}
@@ -60,6 +63,20 @@ same k2 || lib k2-1d $SL SLICE_PIECES=2 SLICE_1D=1 STEPS=3
 lib k4 $SL SLICE_PIECES=4 STEPS=3
 lib k3-seed1 $SL SLICE_PIECES=3 SLICE_SEED=1 STEPS=3
 lib k3-seed2 $SL SLICE_PIECES=3 SLICE_SEED=2 STEPS=3
+# where the GPU time goes (SLICE_TIME, everything launched whole: SLICE_DRY):
+# the step above, and carve bench serve's BE jobs for 3 s each
+lib time-step $SL SLICE_PIECES=2 SLICE_TIME=1 SLICE_DRY=1 STEPS=5
+for model in ${BE_MODELS:-densenet161 resnet50-train transformer-train}; do
+	step "library time-$model: serve_be.py --model $model, dry run, timed"
+	echo go | timeout -k 5 "$STEP_TO" env $SL SLICE_PIECES=2 SLICE_TIME=1 SLICE_DRY=1 \
+		"$PY" "$ROOT/internal/workload/serve_be.py" --model "$model" --duration 3 >"$OUT/time-$model.out" 2>"$OUT/time-$model.err"
+	rc=$?
+	job=$(grep '^{' "$OUT/time-$model.out" | tail -1)
+	sl=$(grep '^{"slicer"' "$OUT/time-$model.err" | tail -1)
+	sl=${sl#'{"slicer":'}
+	sl=${sl%'}'}
+	echo "{\"part\":\"time\",\"label\":\"time-$model\",\"rc\":$rc,\"job\":${job:-null},\"slicer\":${sl:-null}}" >>"$R"
+done
 
 step library summary
 "$PY" - "$R" <<'EOF' | tee "$OUT/library-summary.txt"
@@ -100,4 +117,30 @@ for r in runs:
 if len(runs) >= 2 and runs[0]["step"] and runs[1]["step"]:
     same = all(runs[0]["step"][k] == runs[1]["step"][k] for k in KEYS)
     print("baseline: plain-1 and plain-2 " + ("are identical" if same else "DIFFER: the step is not deterministic, no comparison means anything"))
+EOF
+
+step where the GPU time goes
+"$PY" - "$R" <<'EOF' | tee "$OUT/time-summary.txt"
+import json, sys
+runs = [r for r in map(json.loads, open(sys.argv[1])) if (r.get("slicer") or {}).get("time")]
+SLICEABLE = ("sliced", "sliceable_dry_run")
+for r in runs:
+    t = r["slicer"]["time"]
+    cls = t["by_class"]
+    ms = sum(c["ms"] for c in cls.values()) or 1e-9
+    long_ms = sum(c["long_ms"] for c in cls.values())
+    n_long = sum(c["long"] for c in cls.values())
+    share = lambda names, key="ms": sum(cls[c][key] for c in cls if c in names)
+    print(f"{r['label']}: {sum(c['launches'] for c in cls.values())} launches timed, {ms:.1f} ms of GPU time"
+          f" (dropped {t['dropped']}, unread {t['unread']}, pending {t['pending']})")
+    print(f"  sliceable: {100 * share(SLICEABLE) / ms:.1f}% of the time; launches over {t['long_us']} us:"
+          f" {n_long}, {100 * long_ms / ms:.1f}% of the time, of which sliceable"
+          f" {100 * share(SLICEABLE, 'long_ms') / (long_ms or 1e-9):.1f}%")
+    for name, c in sorted(cls.items(), key=lambda kv: -kv[1]["ms"]):
+        print(f"    {name:<24} {c['launches']:>6} launches {100 * c['ms'] / ms:5.1f}%  over {t['long_us']} us: {c['long']:>5}"
+              f" ({100 * c['long_ms'] / ms:5.1f}% of all the time)")
+    for f in r["slicer"].get("functions", [])[:10]:
+        print(f"      {100 * f['gpu_ms'] / ms:5.1f}% of the time, {100 * f['sliceable_ms'] / (f['gpu_ms'] or 1e-9):5.1f}% of it"
+              f" sliceable, {f['timed']:>5} launches ({f['timed_long']} long){', never: ' + f['never'] if f['never'] else ''}"
+              f"  {f['name'][:100]}")
 EOF

@@ -44,6 +44,12 @@
  * to find which kernel breaks a result: SLICE_MATCH=TEXT (slice only
  * functions whose name has TEXT in it), SLICE_1D=1 (slice only grids with
  * gridDim.y = gridDim.z = 1).
+ * Where the GPU time goes: SLICE_TIME=1 times each launch outside stream
+ * capture with an event pair on its stream and adds its GPU time to its
+ * class (sliced, or why it went whole) and its function; SLICE_DRY=1 with
+ * it launches whole what would be sliced (class "sliceable_dry_run"), to
+ * time it unsliced; SLICE_LONG_US (default 200) is the bound the report
+ * counts longer launches against.
  * At exit: one JSON line on stderr, starting {"slicer":.
  *
  * Build: gcc -O2 -fPIC -shared -I shim -o slicer.so slicer.c -ldl -pthread
@@ -145,6 +151,9 @@ static struct {
 	CUresult (*kernel_get_name)(const char **, CUfunction);
 	CUresult (*ctx_get_device)(CUdevice *);
 	CUresult (*event_create)(CUevent *, unsigned);
+	CUresult (*event_query)(CUevent);
+	CUresult (*event_synchronize)(CUevent);
+	CUresult (*event_elapsed)(float *, CUevent, CUevent);
 	CUresult (*event_record[2])(CUevent, CUstream);
 	CUresult (*stream_wait_event[2])(CUstream, CUevent, unsigned);
 	CUresult (*stream_is_capturing[2])(CUstream, int *);
@@ -197,13 +206,14 @@ enum whole {
 	W_ONE_PIECE,
 	W_NOT_MATCHED,
 	W_NOT_1D,
+	W_DRY,
 	WHOLES
 };
 static const char *const whole_names[WHOLES] = {
 	"slicer_disabled", "first_launch", "first_launch_in_flight", "function_never_sliced", "grid_x_below_pieces",
 	"cooperative", "cluster", "event_attribute", "pdl", "stream_capturing", "reentrant", "no_context",
 	"context_setup_failed", "copy_memory_full", "copy_failed", "edit_refused", "one_piece", "name_not_matched",
-	"grid_not_1d"};
+	"grid_not_1d", "sliceable_dry_run"};
 
 static struct {
 	unsigned long seen, by_api[APIS], sliced, pieces, whole[WHOLES], copies, copy_bytes, scans, callbacks,
@@ -215,6 +225,8 @@ static struct {
 
 static unsigned pieces = 2, scan_bytes = 1u << 20;
 static int seeded, log_on, pdl_ok = 1, invalidate;
+static int timing, dry;    /* SLICE_TIME, SLICE_DRY */
+static unsigned long_us;   /* SLICE_LONG_US */
 static unsigned long long seed, rng;
 static size_t arena_cap = 4096ull << 20;
 static uint8_t prologue[PRO_BYTES];
@@ -249,6 +261,8 @@ struct fn {
 	const char *why;  /* F_NEVER: why (a static string, counted by pointer) */
 	char name[256];
 	unsigned long launches, sliced;
+	double gpu_ms, sliceable_ms; /* SLICE_TIME: all its timed launches, and those sliced or sliceable */
+	unsigned long timed, timed_long;
 };
 #define FNS 16384
 static struct fn fns[FNS];
@@ -528,6 +542,9 @@ static void start(void)
 	if (match && !*match)
 		match = NULL;
 	only_1d = env_uint("SLICE_1D", 0) == 1;
+	timing = env_uint("SLICE_TIME", 0) == 1;
+	dry = env_uint("SLICE_DRY", 0) == 1;
+	long_us = env_uint("SLICE_LONG_US", 200);
 	invalidate = env_uint("SLICE_INVALIDATE", 0) == 1;
 	scan_bytes = env_uint("SLICE_SCAN_KIB", 1024) << 10;
 	arena_cap = (size_t)env_uint("SLICE_ARENA_MIB", 4096) << 20;
@@ -552,6 +569,13 @@ static void start(void)
 	D.kernel_get_attribute = glibc_dlsym()(cuda, "cuKernelGetAttribute");
 	D.ctx_get_device = glibc_dlsym()(cuda, "cuCtxGetDevice");
 	D.event_create = need(cuda, "cuEventCreate");
+	D.event_query = glibc_dlsym()(cuda, "cuEventQuery"); /* SLICE_TIME's only */
+	D.event_synchronize = glibc_dlsym()(cuda, "cuEventSynchronize");
+	D.event_elapsed = glibc_dlsym()(cuda, "cuEventElapsedTime");
+	if (timing && !(D.event_query && D.event_synchronize && D.event_elapsed)) {
+		say("the driver lacks event timing: SLICE_TIME is off\n");
+		timing = 0;
+	}
 	D.event_record[0] = need(cuda, "cuEventRecord");
 	D.event_record[1] = need(cuda, "cuEventRecord_ptsz");
 	D.stream_wait_event[0] = need(cuda, "cuStreamWaitEvent");
@@ -890,8 +914,11 @@ static CUresult call(const struct launch *l)
 	return ((launch_fn)f)(l->f, l->gx, l->gy, l->gz, l->bx, l->by, l->bz, l->sh, l->s, l->p, l->e);
 }
 
+static __thread int t_cls; /* the launch's class for SLICE_TIME: why it went whole, or WHOLES: sliced */
+
 static CUresult whole(const struct launch *l, enum whole why)
 {
+	t_cls = why;
 	COUNT(st.whole[why]);
 	return call(l);
 }
@@ -963,6 +990,96 @@ static CUresult first(const struct launch *l, int i)
 	return r;
 }
 
+/* ---- SLICE_TIME: each launch's GPU time, by what the slicer made of it -------------- */
+
+/* A launch timed gets a start and an end event on its stream, in a ring;
+ * the oldest pairs whose end is complete are read at later launches (in
+ * order: a pair still running holds back those after it) and at exit. */
+#define TIMED 8192
+struct timed {
+	CUevent a, b;
+	int fn, cls;
+	int ready; /* its end event is recorded */
+};
+static struct timed ring[TIMED];
+static unsigned ring_head, ring_tail;
+static pthread_mutex_t tmu = PTHREAD_MUTEX_INITIALIZER; /* the ring and the sums below */
+static struct {
+	unsigned long n, n_long;
+	double ms, ms_long;
+} by_cls[WHOLES + 1]; /* [WHOLES]: sliced */
+static unsigned long timed_dropped, timed_unread;
+
+static int sliceable_cls(int c)
+{
+	return c == WHOLES || c == W_DRY;
+}
+
+/* harvest reads the complete pairs at the ring's tail (tmu held); wait: at
+ * exit, wait for each */
+static void harvest(int wait)
+{
+	while (ring_tail != ring_head) {
+		struct timed *t = &ring[ring_tail % TIMED];
+		if (!__atomic_load_n(&t->ready, __ATOMIC_ACQUIRE))
+			break;
+		CUresult q = wait ? D.event_synchronize(t->b) : D.event_query(t->b);
+		if (q == CUDA_ERROR_NOT_READY)
+			break;
+		float ms = 0;
+		if (q == CUDA_SUCCESS && D.event_elapsed(&ms, t->a, t->b) == CUDA_SUCCESS) {
+			int c = t->cls, longer = ms * 1000.0f > (float)long_us;
+			by_cls[c].n++;
+			by_cls[c].ms += ms;
+			by_cls[c].n_long += longer;
+			by_cls[c].ms_long += longer ? ms : 0;
+			if (t->fn >= 0) {
+				struct fn *f = &fns[t->fn];
+				f->timed++;
+				f->timed_long += longer;
+				f->gpu_ms += ms;
+				f->sliceable_ms += sliceable_cls(c) ? ms : 0;
+			}
+		} else {
+			timed_unread++;
+		}
+		t->ready = 0;
+		ring_tail++;
+	}
+}
+
+/* time_begin records a launch's start event, or returns -1 (not timing, a
+ * capturing stream, no event, or the ring full) */
+static int time_begin(const struct launch *l, int ptsz)
+{
+	int capturing = 0;
+	if (!timing || D.stream_is_capturing[ptsz](l->s, &capturing) != CUDA_SUCCESS || capturing)
+		return -1;
+	pthread_mutex_lock(&tmu);
+	harvest(0);
+	int slot = -1;
+	if (ring_head - ring_tail < TIMED) {
+		struct timed *t = &ring[ring_head % TIMED];
+		if ((t->a || D.event_create(&t->a, 0) == CUDA_SUCCESS) && (t->b || D.event_create(&t->b, 0) == CUDA_SUCCESS))
+			slot = (int)(ring_head++ % TIMED);
+	} else {
+		timed_dropped++;
+	}
+	pthread_mutex_unlock(&tmu);
+	if (slot >= 0)
+		D.event_record[ptsz](ring[slot].a, l->s);
+	return slot;
+}
+
+static void time_end(int slot, const struct launch *l, int ptsz, int fn, int cls)
+{
+	struct timed *t = &ring[slot];
+	t->fn = fn;
+	t->cls = cls;
+	D.event_record[ptsz](t->b, l->s);
+	__atomic_store_n(&t->ready, 1, __ATOMIC_RELEASE);
+}
+
 static CUresult sliced(const struct launch *l)
 {
 	COUNT(st.seen);
@@ -978,12 +1095,15 @@ static CUresult sliced(const struct launch *l)
 	int pdl = 0;
 	enum whole w = attrs_say(l->c, &pdl);
 	CUcontext ctx = NULL;
+	int slot = -1, i = -1;
 	if (D.ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx) {
 		r = whole(l, W_NO_CONTEXT);
 		goto out;
 	}
+	slot = time_begin(l, ptsz);
+	t_cls = WHOLES;
 	pthread_mutex_lock(&mu);
-	int i = fn_find(ctx, l->f);
+	i = fn_find(ctx, l->f);
 	int state = i < 0 ? F_NEVER : fns[i].state;
 	if (state == F_EMPTY)
 		fns[i].state = F_RECORDING; /* this thread launches it first */
@@ -1054,6 +1174,10 @@ static CUresult sliced(const struct launch *l)
 			goto out;
 		}
 	}
+	if (dry) {
+		r = whole(l, W_DRY);
+		goto out;
+	}
 
 	/* the copies, all before the first piece */
 	unsigned c[MAX_PIECES + 1];
@@ -1108,6 +1232,7 @@ static CUresult sliced(const struct launch *l)
 			const char *why = p.why ? p.why : p.seen ? "not edited" : "the callback did not see the piece";
 			if (k == 0) {
 				/* it ran whole, unedited: nothing more to launch */
+				t_cls = W_EDIT_REFUSED;
 				COUNT(st.whole[W_EDIT_REFUSED]);
 				never(i, "the callback could not edit a piece", why);
 				goto out;
@@ -1128,6 +1253,8 @@ static CUresult sliced(const struct launch *l)
 		pthread_mutex_unlock(&mu);
 	}
 out:
+	if (slot >= 0)
+		time_end(slot, l, ptsz, i, t_cls);
 	busy = 0;
 	return r;
 }
@@ -1256,6 +1383,26 @@ static void jstr(FILE *o, const char *s)
 	fputc('"', o);
 }
 
+/* report_time: SLICE_TIME's sums, per class: launches timed and their GPU
+ * ms, and of them those longer than SLICE_LONG_US */
+static void report_time(FILE *o)
+{
+	pthread_mutex_lock(&tmu);
+	harvest(1);
+	fprintf(o, ",\"time\":{\"dry_run\":%s,\"long_us\":%u,\"dropped\":%lu,\"unread\":%lu,\"pending\":%u,\"by_class\":{",
+		dry ? "true" : "false", long_us, timed_dropped, timed_unread, ring_head - ring_tail);
+	int first_c = 1;
+	for (int c = 0; c <= WHOLES; c++) {
+		if (!by_cls[c].n)
+			continue;
+		fprintf(o, "%s\"%s\":{\"launches\":%lu,\"ms\":%.3f,\"long\":%lu,\"long_ms\":%.3f}", first_c ? "" : ",",
+			c == WHOLES ? "sliced" : whole_names[c], by_cls[c].n, by_cls[c].ms, by_cls[c].n_long, by_cls[c].ms_long);
+		first_c = 0;
+	}
+	fputs("}}", o);
+	pthread_mutex_unlock(&tmu);
+}
+
 __attribute__((destructor)) static void report(void)
 {
 	if (!started)
@@ -1314,13 +1461,17 @@ __attribute__((destructor)) static void report(void)
 		jstr(o, why[k]);
 		fprintf(o, ":%lu", n[k]);
 	}
-	/* the functions, most launched first, 40 at most */
-	fputs("},\"functions\":[", o);
+	fputc('}', o);
+	if (timing)
+		report_time(o);
+	/* the functions, most launched first (with SLICE_TIME: most GPU time first), 40 at most */
+	fputs(",\"functions\":[", o);
 	static uint8_t shown[FNS];
 	for (int m = 0; m < 40; m++) {
 		int best = -1;
 		for (int i = 0; i < FNS; i++)
-			if (fns[i].f && !shown[i] && (best < 0 || fns[i].launches > fns[best].launches))
+			if (fns[i].f && !shown[i] &&
+			    (best < 0 || (timing ? fns[i].gpu_ms > fns[best].gpu_ms : fns[i].launches > fns[best].launches)))
 				best = i;
 		if (best < 0)
 			break;
@@ -1328,8 +1479,12 @@ __attribute__((destructor)) static void report(void)
 		fputs(m ? "," : "", o);
 		fputs("{\"name\":", o);
 		jstr(o, fns[best].name[0] ? fns[best].name : "?");
-		fprintf(o, ",\"launches\":%lu,\"sliced\":%lu,\"code_bytes\":%u,\"never\":", fns[best].launches,
-			fns[best].sliced, fns[best].len);
+		fprintf(o, ",\"launches\":%lu,\"sliced\":%lu,\"code_bytes\":%u,", fns[best].launches, fns[best].sliced,
+			fns[best].len);
+		if (timing)
+			fprintf(o, "\"timed\":%lu,\"gpu_ms\":%.3f,\"sliceable_ms\":%.3f,\"timed_long\":%lu,", fns[best].timed,
+				fns[best].gpu_ms, fns[best].sliceable_ms, fns[best].timed_long);
+		fputs("\"never\":", o);
 		if (fns[best].state == F_NEVER && fns[best].why)
 			jstr(o, fns[best].why);
 		else

@@ -242,6 +242,19 @@ int cuEventRecord(CUevent e, CUstream s)
 	return 0;
 }
 int cuEventRecord_ptsz(CUevent e, CUstream s) { return cuEventRecord(e, s); }
+/* every event is complete; a pair took 0.25 ms (SLICE_TIME) */
+int cuEventQuery(CUevent e)
+{
+	(void)e;
+	return 0;
+}
+int cuEventSynchronize(CUevent e) { return cuEventQuery(e); }
+int cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+	(void)a, (void)b;
+	*ms = 0.25f;
+	return 0;
+}
 int cuStreamWaitEvent(CUstream s, CUevent e, unsigned f)
 {
 	(void)s, (void)e, (void)f;

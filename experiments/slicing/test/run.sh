@@ -32,5 +32,16 @@ one k2 SLICE_PIECES=2
 one k4 SLICE_PIECES=4
 one k3-random SLICE_PIECES=3 SLICE_SEED=1
 one k3-random-log SLICE_PIECES=3 SLICE_SEED=2 SLICE_LOG=1
+# SLICE_TIME with SLICE_DRY: everything runs whole; what would be sliced is
+# timed as sliceable, and each fake launch's 250 us counts as long
+one k2-time-dry SLICE_PIECES=2 SLICE_TIME=1 SLICE_DRY=1
+if grep -q '"time":{"dry_run":true,"long_us":200,.*"sliceable_dry_run":{"launches":[1-9][0-9]*,"ms":[0-9.]*,"long":[1-9]' "$B/err" &&
+	! grep -q '"sliced":[1-9]' "$B/err"; then
+	pass=$((pass + 1))
+	echo "k2-time-dry: the report times sliceable launches, and none was sliced"
+else
+	fail=$((fail + 1))
+	echo "k2-time-dry: FAILED: no sliceable launches timed, or some sliced"
+fi
 echo "slicer: $pass passed, $fail failed"
 [ $fail -eq 0 ]
