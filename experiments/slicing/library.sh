@@ -65,7 +65,7 @@ lib k3-seed1 $SL SLICE_PIECES=3 SLICE_SEED=1 STEPS=3
 lib k3-seed2 $SL SLICE_PIECES=3 SLICE_SEED=2 STEPS=3
 # where the GPU time goes (SLICE_TIME, everything launched whole: SLICE_DRY):
 # the step above, and carve bench serve's BE jobs for 3 s each
-lib time-step $SL SLICE_PIECES=2 SLICE_TIME=1 SLICE_DRY=1 STEPS=5
+lib time-step $SL SLICE_PIECES=2 SLICE_TIME=1 SLICE_DRY=1 STEPS=3
 for model in ${BE_MODELS:-densenet161 resnet50-train transformer-train}; do
 	step "library time-$model: serve_be.py --model $model, dry run, timed"
 	echo go | timeout -k 5 "$STEP_TO" env $SL SLICE_PIECES=2 SLICE_TIME=1 SLICE_DRY=1 \
