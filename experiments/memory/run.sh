@@ -124,16 +124,7 @@ if has firststep || has firstgemm; then
 	echo 'void carve_empty(void) {}' >"$W/empty.c" && cc -shared -fPIC -o "$W/empty.so" "$W/empty.c" || exit 1
 fi
 # each round runs the setups in an order of its own (shuf), so that no
-# setup always follows the same one
-if has firststep; then
-step the account\'s cost: a model\'s first training steps, alternating setups, $ROUNDS rounds
-# SETUPS: the setups (default: none nolimit limit, then FIRSTSTEP_MORE's)
-for r in $(seq "$ROUNDS"); do
-	for s in $(shuf -e ${SETUPS:-none nolimit limit ${FIRSTSTEP_MORE:-}}); do
-		setup "$s" python3 "$E/firststep.py"
-	done
-done 2>&1 | grep --line-buffered '^{' | tee "$OUT/cost-firststep.jsonl" | tail -2
-fi
+# setup always follows the same one; firstgemm first, being the shorter
 if has firstgemm; then
 step the first use of cuBLAS in a process, alternating setups, $ROUNDS rounds
 nvcc -O2 -o "$W/firstgemm" "$E/firstgemm.cu" -lcublas || exit 1
@@ -142,6 +133,15 @@ for r in $(seq "$ROUNDS"); do
 		setup "$s" "$W/firstgemm"
 	done
 done 2>&1 | grep --line-buffered '^{' | tee "$OUT/firstgemm.jsonl" | tail -2
+fi
+if has firststep; then
+step the account\'s cost: a model\'s first training steps, alternating setups, $ROUNDS rounds
+# SETUPS: the setups (default: none nolimit limit, then FIRSTSTEP_MORE's)
+for r in $(seq "$ROUNDS"); do
+	for s in $(shuf -e ${SETUPS:-none nolimit limit ${FIRSTSTEP_MORE:-}}); do
+		setup "$s" python3 "$E/firststep.py"
+	done
+done 2>&1 | grep --line-buffered '^{' | tee "$OUT/cost-firststep.jsonl" | tail -2
 fi
 if has firstprof; then
 step the first step under torch.profiler: CUDA calls\' CPU time, no shim and carve run --mem 20G, 3 rounds
