@@ -70,13 +70,13 @@ together() {
 	rm -f "$W/ready" "$W/done"
 	(T $3 "${DDP[@]}" --ready-file "$W/ready" --done-file "$W/done" --label "DDP beside LS, $1" 2>"$OUT/ddp-$1.err" |
 		grep -o '{"label.*}' >"$OUT/ddp-$1.json"; touch "$W/done") &
-	local ddp=$! lsof=""
+	local ddp=$! watch=""
 	[ -n "$2" ] && (while [ ! -e "$W/ready" ] && [ ! -e "$W/done" ]; do sleep 0.2; done
 		[ -e "$W/ready" ] && { "$C" ls; "$C" ls -o json; } >"$OUT/carve-ls-$1.txt" 2>&1) &
-	[ -n "$2" ] && lsof=$!
+	[ -n "$2" ] && watch=$!
 	T $2 "${LS[@]}" --seconds 90 --slo-ms "$SLO" --wait-file "$W/ready" --done-file "$W/done" --label "LS beside DDP, $1" \
 		2>"$OUT/ls-$1.err" | grep '^{' >"$OUT/ls-$1.json"
-	wait $ddp $lsof
+	wait $ddp $watch
 	cat "$OUT/ls-$1.json" "$OUT/ddp-$1.json"
 }
 together plain "" ""
