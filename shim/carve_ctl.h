@@ -179,7 +179,14 @@ struct carve_ctl {
 	uint64_t mem_peak;       /* 672: the account's: the most mem_total has been */
 	uint64_t mem_refused;    /* 680: allocations refused: the tenant's in the account, else this process's */
 	uint64_t mem_refused_ns; /* 688: CLOCK_REALTIME of the last, likewise */
-	uint64_t tide_reserved[41]; /* 696 .. 1024 */
+	/* BE slicing (slice.c): while an LS tenant is active on the GPU, a
+	 * launch whose function's measured time is over slice_us goes as
+	 * pieces of about slice_us, each through the BE's gate */
+	uint32_t slice_us;       /* 696: BE policy: the pieces' length, us, 0 = never cut */
+	uint32_t slice_fns;      /* 700: BE status: functions found sliceable */
+	uint64_t sliced;         /* 704: BE status: launches cut into pieces */
+	uint64_t slice_pieces;   /* 712: BE status: the pieces they went as */
+	uint64_t tide_reserved[38]; /* 720 .. 1024 */
 
 	/* the partitions on the tenant's other GPUs, written once by the
 	 * creator but their masks and SM counts (under the seqlock) */
@@ -254,6 +261,10 @@ struct carve_ctl {
 	X(mem_peak, STATUS) \
 	X(mem_refused, STATUS) \
 	X(mem_refused_ns, STATUS) \
+	X(slice_us, INHERIT) \
+	X(slice_fns, STATUS) \
+	X(sliced, STATUS) \
+	X(slice_pieces, STATUS) \
 	X(tide_reserved, UNUSED) \
 	X(more, INHERIT) \
 	X(more_reserved, UNUSED)

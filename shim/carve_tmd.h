@@ -21,6 +21,21 @@
 #define CARVE_TMD_HOPPER_ENABLE_BIT 31
 #define CARVE_TMD_VOLTA_MASK_OFFSET 84 /* 2 x uint32: TPC bits 0-63 */
 
+/* What slicing (slice.c) edits, in descriptor version 0x40 alone (QMD
+ * V04_00, NVIDIA open-gpu-doc clcbc0qmd.h; V05 moves every field): the
+ * grid's width, which ends the grid early when lowered, and the code's
+ * address, with the program prefetch address (that address shifted right
+ * by some k: 8 on driver 580) moved with it. Each is a 32-bit word and the
+ * low bits of the next (verified on an H100, experiments/slicing). */
+#define CARVE_PARAMS_FUNC_OFFSET 24 /* the launch's function (driver 580: experiments/fit/cbparams.cu) */
+#define CARVE_TMD_V_SLICE 0x40      /* == : the version slicing edits */
+#define CARVE_TMD_GRID_WIDTH_OFFSET 128
+#define CARVE_TMD_PROGRAM_OFFSET 152  /* 32 bits, then 25 in the next word */
+#define CARVE_TMD_PROGRAM_HI_BITS 25
+#define CARVE_TMD_PREFETCH_OFFSET 168 /* 32 bits, then 17 in the next word */
+#define CARVE_TMD_PREFETCH_HI_BITS 17
+#define CARVE_TMD_PREFETCH_SHIFT_MAX 12 /* the shifts k tried */
+
 /* carve_params_ptr: the pointer at offset of the callback's params, NULL
  * if they are too short to hold the descriptor's. */
 static inline void *carve_params_ptr(const void *params, unsigned offset)
@@ -66,6 +81,59 @@ static inline int carve_tmd_write_mask(uint8_t *tmd, const uint32_t mask[4])
 	if (v >= CARVE_TMD_V_VOLTA) {
 		memcpy(tmd + CARVE_TMD_VOLTA_MASK_OFFSET, mask, 2 * sizeof(uint32_t));
 		return 1;
+	}
+	return 0;
+}
+
+/* carve_tmd_get64/set64: a field of a 32-bit word at offset and hi_bits
+ * of the next, the rest of whose bits are kept. */
+static inline uint64_t carve_tmd_get64(const uint8_t *tmd, unsigned offset, unsigned hi_bits)
+{
+	uint32_t lo, hi;
+	memcpy(&lo, tmd + offset, 4);
+	memcpy(&hi, tmd + offset + 4, 4);
+	return (uint64_t)lo | (uint64_t)(hi & ((1u << hi_bits) - 1)) << 32;
+}
+
+static inline void carve_tmd_set64(uint8_t *tmd, unsigned offset, unsigned hi_bits, uint64_t v)
+{
+	uint32_t lo = (uint32_t)v, hi, keep = ~((1u << hi_bits) - 1);
+	memcpy(&hi, tmd + offset + 4, 4);
+	hi = (hi & keep) | ((uint32_t)(v >> 32) & ~keep);
+	memcpy(tmd + offset, &lo, 4);
+	memcpy(tmd + offset + 4, &hi, 4);
+}
+
+static inline uint64_t carve_tmd_program(const uint8_t *tmd)
+{
+	return carve_tmd_get64(tmd, CARVE_TMD_PROGRAM_OFFSET, CARVE_TMD_PROGRAM_HI_BITS);
+}
+
+static inline uint32_t carve_tmd_grid_width(const uint8_t *tmd)
+{
+	uint32_t w;
+	memcpy(&w, tmd + CARVE_TMD_GRID_WIDTH_OFFSET, 4);
+	return w;
+}
+
+static inline void carve_tmd_set_grid_width(uint8_t *tmd, uint32_t w)
+{
+	memcpy(tmd + CARVE_TMD_GRID_WIDTH_OFFSET, &w, 4);
+}
+
+/* carve_tmd_move_program points a version 0x40 descriptor at code at to,
+ * and its program prefetch with it where that is the old address shifted
+ * right by some k; 1 if the prefetch moved. */
+static inline int carve_tmd_move_program(uint8_t *tmd, uint64_t to)
+{
+	uint64_t old = carve_tmd_program(tmd);
+	uint64_t pf = carve_tmd_get64(tmd, CARVE_TMD_PREFETCH_OFFSET, CARVE_TMD_PREFETCH_HI_BITS);
+	carve_tmd_set64(tmd, CARVE_TMD_PROGRAM_OFFSET, CARVE_TMD_PROGRAM_HI_BITS, to);
+	for (int k = 0; k <= CARVE_TMD_PREFETCH_SHIFT_MAX; k++) {
+		if (pf && pf == old >> k) {
+			carve_tmd_set64(tmd, CARVE_TMD_PREFETCH_OFFSET, CARVE_TMD_PREFETCH_HI_BITS, to >> k);
+			return 1;
+		}
 	}
 	return 0;
 }

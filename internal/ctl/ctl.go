@@ -118,7 +118,11 @@ type Block struct {
 	MemPeak      uint64     `c:"mem_peak"`
 	MemRefused   uint64     `c:"mem_refused"`
 	MemRefusedNS uint64     `c:"mem_refused_ns"`
-	TideReserved [41]uint64 `c:"tide_reserved"`
+	SliceUS      uint32     `c:"slice_us"`
+	SliceFns     uint32     `c:"slice_fns"`
+	Sliced       uint64     `c:"sliced"`
+	SlicePieces  uint64     `c:"slice_pieces"`
+	TideReserved [38]uint64 `c:"tide_reserved"`
 
 	More         [GPUs - 1]BlockPart `c:"more"`
 	MoreReserved [128]byte           `c:"more_reserved"`
@@ -268,6 +272,7 @@ type Tide struct {
 	Share       float64       `json:"share"`
 	Epoch       time.Duration `json:"epoch"`
 	Floor       int           `json:"floor"` // TPCs
+	Slice       time.Duration `json:"slice"` // BE: pieces' length while an LS tenant is active (0: never cut)
 }
 
 // Create writes the block of in.PID into dir: filled under a temporary name,
@@ -322,6 +327,7 @@ func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
 	copy(b.Node[:len(b.Node)-1], in.Tide.Node)
 	b.InflightMax, b.SharePPM, b.EpochNS = uint32(in.Tide.InflightMax), uint32(in.Tide.Share*1e6), uint64(in.Tide.Epoch)
 	b.QueueUS = uint32(in.Tide.Queue.Microseconds())
+	b.SliceUS = uint32(in.Tide.Slice.Microseconds())
 	b.Floor = in.Floor
 	b.MemLimit = in.MemLimit
 	b.More = more
@@ -430,6 +436,7 @@ func (h *Handle) SetTide(t Tide) {
 	atomic.StoreUint32(&h.b.SharePPM, uint32(t.Share*1e6))
 	atomic.StoreUint64(&h.b.EpochNS, uint64(t.Epoch))
 	atomic.StoreUint32(&h.b.QueueUS, uint32(t.Queue.Microseconds()))
+	atomic.StoreUint32(&h.b.SliceUS, uint32(t.Slice.Microseconds()))
 }
 
 // SetMemLimit changes the bytes of GPU memory the tenant may allocate (0:
@@ -513,6 +520,8 @@ type TideStatus struct {
 	Busy         time.Duration `json:"busy"`            // LS: time with work in flight
 	Requests     uint64        `json:"requests"`        // LS: times it went from idle to busy
 	Kernel       time.Duration `json:"kernel"`          // BE: its kernels\' time, as measured
+	Sliced       uint64        `json:"sliced"`          // BE: launches cut into pieces
+	SlicePieces  uint64        `json:"slice_pieces"`    // BE: the pieces they went as
 }
 
 // FaultNames are the driver errors the shim records as faults (see
@@ -614,13 +623,15 @@ func (h *Handle) Snapshot() Snapshot {
 	node, _, _ := bytes.Cut(b.Node[:], []byte{0})
 	s.Tide = Tide{Node: string(node), InflightMax: int(atomic.LoadUint32(&b.InflightMax)),
 		Queue: time.Duration(atomic.LoadUint32(&b.QueueUS)) * time.Microsecond,
-		Share: float64(atomic.LoadUint32(&b.SharePPM)) / 1e6, Epoch: time.Duration(atomic.LoadUint64(&b.EpochNS))}
+		Share: float64(atomic.LoadUint32(&b.SharePPM)) / 1e6, Epoch: time.Duration(atomic.LoadUint64(&b.EpochNS)),
+		Slice: time.Duration(atomic.LoadUint32(&b.SliceUS)) * time.Microsecond}
 	s.Floor = b.Floor // written once, before the block is published
 	s.Tide.Floor = s.Floor.Count()
 	s.TideStatus = TideStatus{State: atomic.LoadUint32(&b.TideState), Inflight: int(atomic.LoadUint32(&b.Inflight)),
 		Held: time.Duration(atomic.LoadUint64(&b.HeldNS)), HeldLaunches: atomic.LoadUint64(&b.HeldLaunches),
 		NarrowLaunch: atomic.LoadUint64(&b.NarrowLaunch), Busy: time.Duration(atomic.LoadUint64(&b.BusyNS)),
-		Requests: atomic.LoadUint64(&b.Requests), Kernel: time.Duration(atomic.LoadUint32(&b.KernelUS)) * time.Microsecond}
+		Requests: atomic.LoadUint64(&b.Requests), Kernel: time.Duration(atomic.LoadUint32(&b.KernelUS)) * time.Microsecond,
+		Sliced: atomic.LoadUint64(&b.Sliced), SlicePieces: atomic.LoadUint64(&b.SlicePieces)}
 	s.Memory = Memory{Limit: atomic.LoadUint64(&b.MemLimit), Used: atomic.LoadUint64(&b.MemUsed),
 		Peak: atomic.LoadUint64(&b.MemPeak), Refused: atomic.LoadUint64(&b.MemRefused)}
 	if s.PID == 0 || s.PID == s.Tenant { // the account block

@@ -39,6 +39,11 @@ type Policy struct {
 	// tenants keep off (0: none; then all but the busy LS tenants'). Which
 	// TPCs they are is for placement to choose (Init.Floor).
 	Floor int `flag:"be-floor" config:"beFloor" for:"be"`
+	// BE: while an LS tenant is active on the GPU (it served a request in
+	// the last NodeQuiet), a sliceable kernel whose measured time is over
+	// this goes in pieces this long, each through the BE's gate, so that an
+	// LS request waits at most one piece (0: never cut).
+	Slice time.Duration `flag:"slice" config:"slice" for:"be"`
 	// Any class: the GPU memory its processes may allocate together (zero:
 	// no limit). A share of the GPU's memory is for placement to resolve
 	// (Init.MemLimit).
@@ -47,6 +52,9 @@ type Policy struct {
 
 // DefaultPolicy holds the values a BE tenant's policy has unless told
 // otherwise (its class is none).
+// SliceMin is the shortest piece Policy.Slice may ask for.
+const SliceMin = 20 * time.Microsecond
+
 var DefaultPolicy = Policy{Share: 0.05, Epoch: 10 * time.Millisecond, Inflight: 8, Queue: 300 * time.Microsecond}
 
 // Spelling is how Normalize's errors name a field: as the tag of that name
@@ -104,6 +112,8 @@ func (p *Policy) Normalize(spelled Spelling) error {
 		return fail("Inflight", ": kernels in flight %d: want 0 (no bound) to %d", p.Inflight, 1<<20)
 	case p.Queue < 0 || p.Queue > time.Hour:
 		return fail("Queue", ": queue %v: want 0 (no bound) to an hour", p.Queue)
+	case p.Slice != 0 && (p.Slice < SliceMin || p.Slice > time.Second):
+		return fail("Slice", ": pieces of %v: want 0 (never cut) or %v to 1s (a piece costs a launch)", p.Slice, SliceMin)
 	case p.Floor < 0 || p.Floor > topo.MaskBits:
 		return fail("Floor", ": floor %d TPCs: want 0 (none) to the GPU's TPCs", p.Floor)
 	case p.Floor > 0 && p.Floor < NarrowMin:
@@ -170,7 +180,8 @@ func (p Policy) Apply(in *Init) {
 	if p.Own {
 		in.Flags |= FlagLSOwn
 	}
-	in.Tide = Tide{Node: in.Tide.Node, InflightMax: p.Inflight, Queue: p.Queue, Share: p.Share, Epoch: p.Epoch}
+	in.Tide = Tide{Node: in.Tide.Node, InflightMax: p.Inflight, Queue: p.Queue, Share: p.Share, Epoch: p.Epoch,
+		Slice: p.Slice}
 	in.MemLimit = p.Mem.Bytes
 }
 
@@ -178,5 +189,5 @@ func (p Policy) Apply(in *Init) {
 // memory limit in bytes, as placement resolved it).
 func (s Snapshot) Policy() Policy {
 	return Policy{Class: s.Class, Own: s.Flags&FlagLSOwn != 0, Share: s.Tide.Share, Epoch: s.Tide.Epoch,
-		Inflight: s.Tide.InflightMax, Queue: s.Tide.Queue, Floor: s.Floor.Count(), Mem: MemLimit{Bytes: s.Memory.Limit}}
+		Inflight: s.Tide.InflightMax, Queue: s.Tide.Queue, Slice: s.Tide.Slice, Floor: s.Floor.Count(), Mem: MemLimit{Bytes: s.Memory.Limit}}
 }

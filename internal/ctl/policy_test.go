@@ -40,6 +40,10 @@ func TestPolicyNormalize(t *testing.T) {
 		{be(func(p *ctl.Policy) { p.Floor = 129 }), "floor: floor 129 TPCs", "--be-floor:", "beFloor:"},
 		{be(func(p *ctl.Policy) { p.Floor = 7 }), "floor: a BE floor of 7 TPCs: want at least 8", "--be-floor: a BE floor of 7", "beFloor: a BE floor of 7"},
 		{be(func(p *ctl.Policy) { p.Floor = 8 }), "", "", ""},
+		{be(func(p *ctl.Policy) { p.Slice = 200 * time.Microsecond }), "", "", ""},
+		{be(func(p *ctl.Policy) { p.Slice = 5 * time.Microsecond }), "slice: pieces of 5µs: want 0 (never cut) or 20µs to 1s", "--slice: pieces of 5µs", "slice: pieces of 5µs"},
+		{be(func(p *ctl.Policy) { p.Slice = 2 * time.Second }), "slice: pieces of 2s", "--slice:", "slice:"},
+		{ls(func(p *ctl.Policy) { p.Slice = time.Millisecond }), "slice is for BE tenants", "--slice is for BE", "slice is for BE"},
 		{be(func(p *ctl.Policy) { p.Own = true }), "own is for LS tenants", "--own is for LS tenants", "own is for LS tenants"},
 		{ls(func(p *ctl.Policy) { p.Own = true }), "", "", ""},
 		{ls(func(p *ctl.Policy) { p.Floor = 8 }), "floor is for BE tenants", "--be-floor is for BE tenants", "beFloor is for BE tenants"},
@@ -132,7 +136,9 @@ func TestRunArgs(t *testing.T) {
 		p    ctl.Policy
 		want []string
 	}{
-		{be, []string{"--be", "--be-share=0.05", "--epoch=10ms", "--inflight=8", "--queue=0s", "--be-floor=16"}},
+		{be, []string{"--be", "--be-share=0.05", "--epoch=10ms", "--inflight=8", "--queue=0s", "--be-floor=16", "--slice=0s"}},
+		{ctl.Policy{Class: ctl.ClassBE, Epoch: 10 * time.Millisecond, Slice: 200 * time.Microsecond},
+			[]string{"--be", "--be-share=0", "--epoch=10ms", "--inflight=0", "--queue=0s", "--be-floor=0", "--slice=200µs"}},
 		{ls, []string{"--ls", "--own"}},
 		{ctl.Policy{Class: ctl.ClassLS}, []string{"--ls"}},
 		{ctl.Policy{Class: ctl.ClassLS, Mem: ctl.MemLimit{Bytes: 3 << 29}}, []string{"--ls", "--mem=1536M"}},

@@ -54,6 +54,7 @@ type Config struct {
 	BEShare  *float64         `json:"beShare,omitempty"`
 	Epoch    *metav1.Duration `json:"epoch,omitempty"`
 	BEFloor  *int             `json:"beFloor,omitempty"`
+	Slice    *metav1.Duration `json:"slice,omitempty"`
 	// Own keeps an LS claim to its own TPCs (see carve run --own).
 	Own *bool `json:"own,omitempty"`
 	// Memory limits what the claim's processes may allocate together, a
@@ -103,6 +104,7 @@ func Resolve(configs []*Config) (Settings, error) {
 		set(&p.Share, c.BEShare)
 		setDuration(&p.Epoch, c.Epoch)
 		set(&p.Floor, c.BEFloor)
+		setDuration(&p.Slice, c.Slice)
 		set(&p.Own, c.Own)
 		if c.Memory != nil {
 			m, err := ctl.ParseMemLimit(*c.Memory)

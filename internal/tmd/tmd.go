@@ -25,6 +25,36 @@ const (
 	hopperDescriptorLen = HopperMaskOffset + 16
 )
 
+// What slicing edits, in descriptor version VSlice alone, as in
+// shim/carve_tmd.h: the grid's width and the code's address, with its
+// program prefetch address (the code's address shifted right by at most
+// PrefetchShiftMax). Each is a 32-bit word and the low HiBits of the next.
+const (
+	ParamsFuncOffset = 24 // the launch's function
+	VSlice           = 0x40
+	GridWidthOffset  = 128
+	ProgramOffset    = 152
+	ProgramHiBits    = 25
+	PrefetchOffset   = 168
+	PrefetchHiBits   = 17
+	PrefetchShiftMax = 12
+)
+
+// field64 reads a 32-bit word at off and hi bits of the next.
+func field64(d []byte, off, hi int) uint64 {
+	return uint64(binary.LittleEndian.Uint32(d[off:])) | uint64(binary.LittleEndian.Uint32(d[off+4:])&(1<<hi-1))<<32
+}
+
+// Program is the code's address in a version VSlice descriptor.
+func Program(d []byte) uint64 { return field64(d, ProgramOffset, ProgramHiBits) }
+
+// Prefetch is the program prefetch address (shifted) in a version VSlice
+// descriptor.
+func Prefetch(d []byte) uint64 { return field64(d, PrefetchOffset, PrefetchHiBits) }
+
+// GridWidth is the grid's width (gridDim.x, or less where it ends early).
+func GridWidth(d []byte) uint32 { return binary.LittleEndian.Uint32(d[GridWidthOffset:]) }
+
 // FromParams returns the descriptor the launch callback's params point to,
 // or nil when the params are too short to hold one.
 func FromParams(params unsafe.Pointer) []byte {

@@ -32,6 +32,14 @@ func TestMirrorsHeader(t *testing.T) {
 		"TMD_HOPPER_ENABLE_OFFSET": HopperEnableOffset,
 		"TMD_HOPPER_ENABLE_BIT":    HopperEnableBit,
 		"TMD_VOLTA_MASK_OFFSET":    VoltaMaskOffset,
+		"PARAMS_FUNC_OFFSET":       ParamsFuncOffset,
+		"TMD_V_SLICE":              VSlice,
+		"TMD_GRID_WIDTH_OFFSET":    GridWidthOffset,
+		"TMD_PROGRAM_OFFSET":       ProgramOffset,
+		"TMD_PROGRAM_HI_BITS":      ProgramHiBits,
+		"TMD_PREFETCH_OFFSET":      PrefetchOffset,
+		"TMD_PREFETCH_HI_BITS":     PrefetchHiBits,
+		"TMD_PREFETCH_SHIFT_MAX":   PrefetchShiftMax,
 	}
 	if len(defs) != len(want) {
 		t.Errorf("header defines %d constants, Go mirrors %d: %v", len(defs), len(want), defs)
@@ -78,5 +86,45 @@ func TestWriteMask(t *testing.T) {
 				t.Errorf("version %#x: word 0 touched", tc.version)
 			}
 		}
+	}
+}
+
+// TestSliceFieldsMatchQMD checks the slicing offsets against the bit
+// ranges of QMD V04 that experiments/slicing proved on an H100
+// (qmd_v04.h, from NVIDIA's clcbc0qmd.h).
+func TestSliceFieldsMatchQMD(t *testing.T) {
+	src, err := os.ReadFile("../../experiments/slicing/qmd_v04.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bits := map[string][2]int{}
+	for _, m := range regexp.MustCompile(`QMD_(\w+) = \{(\d+), (\d+)\}`).FindAllStringSubmatch(string(src), -1) {
+		lo, _ := strconv.Atoi(m[2])
+		hi, _ := strconv.Atoi(m[3])
+		bits[m[1]] = [2]int{lo, hi}
+	}
+	for _, c := range []struct {
+		field    string
+		lo, bits int
+	}{
+		{"GRID_WIDTH", GridWidthOffset * 8, 32},
+		{"PROGRAM_ADDRESS_LOWER", ProgramOffset * 8, 32},
+		{"PROGRAM_ADDRESS_UPPER", ProgramOffset*8 + 32, ProgramHiBits},
+		{"PROGRAM_PREFETCH_ADDR_LOWER_SHIFTED", PrefetchOffset * 8, 32},
+		{"PROGRAM_PREFETCH_ADDR_UPPER_SHIFTED", PrefetchOffset*8 + 32, PrefetchHiBits},
+	} {
+		b, ok := bits[c.field]
+		if !ok {
+			t.Errorf("qmd_v04.h has no %s", c.field)
+		} else if b != [2]int{c.lo, c.lo + c.bits - 1} {
+			t.Errorf("%s: qmd_v04.h bits %d-%d, carve_tmd.h %d-%d", c.field, b[0], b[1], c.lo, c.lo+c.bits-1)
+		}
+	}
+	d := make([]byte, hopperDescriptorLen)
+	for i := range d {
+		d[i] = 0xff
+	}
+	if Program(d) != 1<<(32+ProgramHiBits)-1 || GridWidth(d) != 0xffffffff || Prefetch(d) != 1<<(32+PrefetchHiBits)-1 {
+		t.Errorf("fields of a descriptor of ones: program %#x, width %#x, prefetch %#x", Program(d), GridWidth(d), Prefetch(d))
 	}
 }
