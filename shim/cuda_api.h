@@ -94,4 +94,21 @@ typedef struct {
 	unsigned int numAttrs;
 } CUlaunchConfig;
 
+/* Slicing (slice.c): modules, a non-blocking stream, the functions'
+ * cluster attributes (CUfunction_attribute), and launch attributes
+ * (CUlaunchAttribute: an id, 4 bytes of padding, a 64-byte value). */
+typedef void *CUmodule;
+#define CU_STREAM_NON_BLOCKING 0x1
+#define CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET 10
+#define CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH 11
+#define CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT 12
+#define CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH 13
+#define CU_LAUNCH_ATTRIBUTE_BYTES 72
+#define CU_LAUNCH_ATTRIBUTE_VALUE_OFFSET 8
+#define CU_LAUNCH_ATTRIBUTE_COOPERATIVE 2
+#define CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION 4
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT 7
+#define CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION 11
+#define CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT 12
+
 #endif

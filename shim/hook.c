@@ -97,6 +97,7 @@ static void on_launch(void *user, int domain, int cbid, const void *params)
 			__atomic_store_n(&carve_block->applied_gen, gen, __ATOMIC_RELAXED);
 		}
 	}
+	carve_slice_edit(tmd); /* a piece of a launch slice.c cuts: its grid and code */
 	__atomic_add_fetch(&carve_block->launches, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&carve_block->last_launch_ns, carve_now_ns(), __ATOMIC_RELAXED);
 }

@@ -82,17 +82,19 @@ static inline CUresult after(CUresult r, const char *call)
 	return r;
 }
 
+/* PTSZ_OF: is the call named name the per-thread default stream's flavour? */
+#define PTSZ_OF(name) (sizeof(#name) > 5 && __builtin_memcmp(#name + sizeof(#name) - 6, "_ptsz", 5) == 0)
+
+/* cuLaunchKernel and cuLaunchKernelEx go through slice.c, which makes the
+ * launch through tide's gate, whole or (a BE's, while an LS tenant is
+ * active) in pieces. */
 #define LAUNCH(name)                                                                                \
 	static void *real_##name;                                                                   \
 	EXPORT CUresult name(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,      \
 			     unsigned by, unsigned bz, unsigned sh, CUstream s, void **p, void **e) \
 	{                                                                                           \
-		carve_launch_before(s);                                                             \
-		carve_tools_hold(1);                                                                \
-		CUresult r = REAL(name, launch_fn)(f, gx, gy, gz, bx, by, bz, sh, s, p, e);         \
-		carve_tools_hold(0);                                                                \
-		carve_launch_after(s, r);                                                           \
-		return after(r, #name);                                                             \
+		struct carve_launch l = {DRIVER(name), NULL, PTSZ_OF(name), f, gx, gy, gz, bx, by, bz, sh, s, p, e}; \
+		return after(carve_slice_launch(&l), #name);                                        \
 	}
 LAUNCH(cuLaunchKernel)
 LAUNCH(cuLaunchKernel_ptsz)
@@ -101,13 +103,12 @@ LAUNCH(cuLaunchKernel_ptsz)
 	static void *real_##name;                                                                   \
 	EXPORT CUresult name(const CUlaunchConfig *c, CUfunction f, void **p, void **e)             \
 	{                                                                                           \
-		CUstream s = c ? c->hStream : 0;                                                    \
-		carve_launch_before(s);                                                             \
-		carve_tools_hold(1);                                                                \
-		CUresult r = REAL(name, launch_ex_fn)(c, f, p, e);                                  \
-		carve_tools_hold(0);                                                                \
-		carve_launch_after(s, r);                                                           \
-		return after(r, #name);                                                             \
+		if (!c)                                                                             \
+			return after(REAL(name, launch_ex_fn)(c, f, p, e), #name);                  \
+		struct carve_launch l = {DRIVER(name), c, PTSZ_OF(name), f, c->gridDimX, c->gridDimY, \
+					 c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,     \
+					 c->sharedMemBytes, c->hStream, p, e};                      \
+		return after(carve_slice_launch(&l), #name);                                        \
 	}
 LAUNCH_EX(cuLaunchKernelEx)
 LAUNCH_EX(cuLaunchKernelEx_ptsz)

@@ -26,6 +26,22 @@
 /* hook.c */
 const char *carve_register_hook(void *cuda); /* NULL, or why it failed */
 
+/* slice.c: a BE launch cut into pieces while an LS tenant is active */
+struct carve_launch { /* a cuLaunchKernel(Ex) call, as the wrapper got it */
+	void *real;           /* the driver's function */
+	const CUlaunchConfig *c; /* cuLaunchKernelEx's config (its grid, stream), else NULL */
+	int ptsz;             /* a per-thread default stream flavour */
+	CUfunction f;
+	unsigned gx, gy, gz, bx, by, bz, sh;
+	CUstream s;
+	void **p, **e;
+};
+void carve_slice_init(void *cuda);
+/* carve_slice_launch makes the launch through tide's gate (carve_launch_before
+ * and _after around each driver call), whole or in pieces. */
+CUresult carve_slice_launch(const struct carve_launch *l);
+void carve_slice_edit(uint8_t *tmd); /* in the launch callback, after the mask */
+
 /* tide.c */
 void carve_tide_init(void *cuda, const char *dir); /* LS or BE tenant with a node block: take part */
 void carve_capture(CUstream s, int begin);
@@ -35,6 +51,11 @@ void carve_launch_after(CUstream s, CUresult r);
  * for tide (within live). */
 void carve_tide_mask(int gpu, uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_MASK_WORDS]);
 int carve_tide_ls(void);       /* an LS tenant in tide */
+/* carve_tide_ls_active: for a BE tenant's launch this thread began
+ * (carve_launch_before), whether an LS tenant is active on its GPU: busy
+ * now, or it served a request in the last CARVE_NODE_QUIET_NS (what bounds
+ * the BE's queue); and the launch's context into *ctx. */
+int carve_tide_ls_active(CUcontext *ctx);
 void carve_tide_timing(void);  /* an LS tenant recorded a timing event */
 
 /* timing.c: an LS tenant's events made for timing */

@@ -83,6 +83,7 @@ static int capturing;                /* captures under way in the process */
 /* the GPU of this thread's launch, set by the wrapper before it (tide's
  * GPU index, CARVE_GPU_NONE: none in tide) */
 static __thread __attribute__((tls_model("initial-exec"))) int launch_gpu;
+static __thread __attribute__((tls_model("initial-exec"))) CUcontext launch_ctx; /* and its context */
 
 /* the driver's functions the shim calls itself */
 static CUresult (*ctx_set)(CUcontext);
@@ -777,6 +778,18 @@ static void be_launch_after(int g, CUstream s)
 	__atomic_store_n(&carve_block->inflight, inflight_all(), __ATOMIC_RELAXED);
 }
 
+int carve_tide_ls_active(CUcontext *ctx)
+{
+	*ctx = NULL;
+	if (cls != CARVE_CLASS_BE || launch_gpu < 0 || !gpus[launch_gpu].be)
+		return -1;
+	*ctx = launch_ctx;
+	uint64_t newest = 0;
+	if (ls_busy(launch_gpu, NULL, &newest, NULL))
+		return 1;
+	return newest && (int64_t)(carve_coarse_ns() - newest) < (int64_t)CARVE_NODE_QUIET_NS;
+}
+
 /* --- LS: timing its own work --------------------------------------------- */
 
 int carve_tide_ls(void)
@@ -810,6 +823,7 @@ void carve_launch_before(CUstream s)
 		return;
 	}
 	launch_gpu = g;
+	launch_ctx = ctx;
 	if (cls == CARVE_CLASS_LS)
 		ls_launch(g, s, ctx);
 	else

@@ -1,0 +1,798 @@
+/*
+ * slice.c: a BE tenant's kernel launch cut into pieces (issue 22, part 3),
+ * so that while an LS tenant is active on the GPU, an LS request waits
+ * behind at most one piece of a long BE kernel instead of the whole of it.
+ *
+ * When: the tenant is BE in tide with a slice_us (carve run --be --slice),
+ * an LS tenant is active on the launch's GPU (tide.c's notion: busy now,
+ * or it served a request in the last CARVE_NODE_QUIET_NS, the same that
+ * bounds the BE's queue), and the function's measured time is over
+ * slice_us. The launch then goes as P = ceil(time / slice_us) pieces (at
+ * most gridDim.x and SLICE_MAX_PIECES), piece i running blocks blockIdx.x
+ * in [S_i, E_i) of every row, and each piece passes the BE's gate (tide.c)
+ * on its own, so that a request that arrives mid-kernel holds back the
+ * pieces not yet launched.
+ *
+ * How a piece runs only its blocks (experiments/slicing, proven on an
+ * H100 with whole PyTorch steps bit-identical): the launch callback
+ * (hook.c, after the mask) lowers the descriptor's GRID_WIDTH to E_i and,
+ * for i > 0, points its PROGRAM_ADDRESS at a copy of the function's code
+ * behind a prologue that ends every block with blockIdx.x < S_i. The copy
+ * is made on the GPU by the shim's copy kernel (a kernel can read the code
+ * at PROGRAM_ADDRESS; cuMemcpy cannot), its length found by the shim's
+ * scan kernel (ptxas ends every function with a branch to itself and NOPs
+ * to a 128-byte boundary). One copy per (function, S), in 4 KiB-aligned
+ * slots never rewritten; an event recorded after it orders its use from
+ * another stream.
+ *
+ * Per function, in order: its first launch goes whole and the callback
+ * records its code's address and descriptor version (not 0x40, or
+ * compile-time cluster dimensions: never cut); its next launch scans the
+ * code (on the shim's own stream, waited for). Its time is measured by
+ * an event pair around some of its launches (its first few, then one in
+ * SLICE_TIME_EVERY), or around the first piece of a cut one (scaled by
+ * the share of the grid it ran), read without waiting at later launches:
+ * tide's own measure (tide.c's reap) is of all the BE's kernels together,
+ * by events every few launches, and cannot say which function took what.
+ *
+ * Always whole: cooperative launches (they never reach here),
+ * launches with cluster dimensions or a cooperative, programmatic or
+ * completion-event attribute, launches into a capturing stream, grids
+ * narrower than two pieces, and functions whose code has no end marker.
+ *
+ * The callback only reads the thread's plan that the wrapper armed and
+ * edits the descriptor: no driver call, no lock. The tables' lock is never
+ * held across a driver call. The copies' memory is allocated with the
+ * driver's cuMemAlloc, outside the tenant's memory account (mem.c).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "carve_tmd.h"
+#include "shim.h"
+
+#define SLICE_MAX_PIECES 64
+#define SLICE_TIME_FIRST 3  /* launches of a function timed first */
+#define SLICE_TIME_EVERY 32 /* then one in this many */
+
+/* ptxas' last instruction of every function, BRA to itself, and its NOP,
+ * as 64-bit words low first; the high word's top 23 bits are scheduling
+ * control, which is not compared. */
+#define END_MARK_LO 0xfffffffc00fc7947ull
+#define END_MARK_HI 0x000fc0000383ffffull
+#define NOP_LO 0x0000000000007918ull
+#define NOP_HI 0x000fc00000000000ull
+#define CONTROL_MASK ((1ull << 41) - 1)
+#define CODE_ALIGN 128
+#define SCAN_BYTES (1u << 20) /* no end marker within this: never cut */
+
+/* The prologue, sm_90 (descriptor version 0x40 is Hopper's): `if
+ * (blockIdx.x < S) return;` as nvcc compiles it, S2R R0, SR_CTAID.X;
+ * ISETP.GE.U32.AND P0, PT, R0, S, PT; @!P0 EXIT; then NOPs to 128 bytes,
+ * with S at bit PRO_IMM_BIT (experiments/slicing/prologue.py's output on
+ * the H100, results/h100-580.159.04-2026-11-24/slicing/prologue.txt). */
+#define PRO_BYTES 128
+#define PRO_WORDS (PRO_BYTES / 8)
+#define PRO_IMM_BIT 160
+static const char prologue_hex[] =
+	"19790000000000000025000000240e00" /* S2R R0, SR_CTAID.X */
+	"0c780000a5a505007060f00300da1f00" /* ISETP.GE.U32.AND P0, PT, R0, S, PT */
+	"4d890000000000000000800300ea0f00" /* @!P0 EXIT */
+	"18790000000000000000000000c00f00" "18790000000000000000000000c00f00" "18790000000000000000000000c00f00"
+	"18790000000000000000000000c00f00" "18790000000000000000000000c00f00";
+static uint8_t pro_bytes[PRO_BYTES];
+
+#define SLOT_ALIGN 4096
+#define CHUNK_BYTES (4u << 20)
+#define ARENA_BYTES (256u << 20) /* copies' memory per context at most */
+
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			      CUstream, void **, void **);
+typedef CUresult (*launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
+
+/* the driver's functions slicing calls itself (all of them found, or
+ * nothing is cut) */
+static struct {
+	CUresult (*module_load)(CUmodule *, const void *, unsigned, int *, void **);
+	CUresult (*module_function)(CUfunction *, CUmodule, const char *);
+	CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+	CUresult (*stream_create)(CUstream *, unsigned);
+	CUresult (*stream_sync)(CUstream);
+	CUresult (*dtoh)(void *, CUdeviceptr, size_t, CUstream);
+	CUresult (*func_attr)(int *, int, CUfunction);
+	CUresult (*event_create)(CUevent *, unsigned);
+	CUresult (*event_record)(CUevent, CUstream);
+	CUresult (*event_query)(CUevent);
+	CUresult (*elapsed)(float *, CUevent, CUevent);
+	CUresult (*stream_wait)(CUstream, CUevent, unsigned);
+	CUresult (*capturing)(CUstream, int *);
+	launch_fn launch;
+} D;
+static int usable; /* the driver has them all */
+
+/* --- what the wrapper tells the callback, per thread ------------------------ */
+
+static __thread __attribute__((tls_model("initial-exec"))) struct plan {
+	int armed;        /* the next callback on this thread is this launch's */
+	int seen;         /* the callback saw it */
+	int version;      /* its descriptor's version */
+	uint64_t program; /* and code address, as the driver made them */
+	int edit;         /* edit the descriptor, only if its code is at expect: */
+	uint64_t expect;
+	uint64_t to;    /* new PROGRAM_ADDRESS (0: unchanged) */
+	uint32_t width; /* new GRID_WIDTH (0: unchanged) */
+	int applied;    /* the callback made the edit */
+} plan;
+static __thread __attribute__((tls_model("initial-exec"))) int inside; /* slicing's own launches */
+
+void carve_slice_edit(uint8_t *tmd)
+{
+	if (__builtin_expect(!plan.armed, 1))
+		return;
+	plan.armed = 0;
+	plan.seen = 1;
+	plan.version = carve_tmd_version(tmd);
+	if (plan.version != CARVE_TMD_V_SLICE)
+		return;
+	plan.program = carve_tmd_program(tmd);
+	if (!plan.edit || plan.program != plan.expect)
+		return;
+	if (plan.width)
+		carve_tmd_set_grid_width(tmd, plan.width);
+	if (plan.to)
+		carve_tmd_move_program(tmd, plan.to);
+	plan.applied = 1;
+}
+
+/* --- the tables: functions, contexts, copies (under mu) ---------------------- */
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+enum fstate { F_EMPTY, F_RECORDING, F_KNOWN, F_SCANNING, F_READY, F_NEVER };
+
+struct fn {
+	CUcontext ctx;
+	CUfunction f;
+	int state;
+	uint64_t program; /* where the driver put the code */
+	uint32_t len;     /* the code's bytes, up to its end marker */
+	uint64_t est_ns;  /* its measured time (EWMA), 0: not yet */
+	uint64_t launches, timed;
+};
+#define FNS 4096
+static struct fn fns[FNS];
+static unsigned nfns;
+
+struct ctx {
+	CUcontext ctx;
+	int state; /* 0 none, 1 being set up, 2 ready, -1 failed */
+	CUfunction scan, copy;
+	CUstream own;       /* slicing's stream in this context */
+	CUdeviceptr result; /* the scan's two words */
+	CUdeviceptr chunk;  /* copies' memory */
+	size_t used, total;
+};
+#define CTXS 16
+static struct ctx ctxs[CTXS];
+
+struct copy {
+	unsigned fn; /* index in fns, +1: 0 is empty */
+	unsigned s;
+	CUdeviceptr at;
+	CUevent done;
+	CUstream stream; /* where it was made, of ctx */
+};
+#define COPIES 8192
+static struct copy copies[COPIES];
+static unsigned ncopies;
+
+static unsigned hash2(uint64_t a, uint64_t b)
+{
+	uint64_t h = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
+	return (unsigned)(h ^ h >> 29);
+}
+
+/* fn_find finds or makes (under mu) the entry of f in ctx; -1 if full */
+static int fn_find(CUcontext ctx, CUfunction f)
+{
+	unsigned i = hash2((uintptr_t)ctx, (uintptr_t)f) % FNS;
+	for (unsigned n = 0; n < FNS; n++, i = (i + 1) % FNS) {
+		if (fns[i].f == f && fns[i].ctx == ctx)
+			return (int)i;
+		if (!fns[i].f) {
+			if (nfns >= FNS * 3 / 4)
+				return -1;
+			nfns++;
+			fns[i] = (struct fn){.ctx = ctx, .f = f, .state = F_EMPTY};
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+static struct copy *copy_find(unsigned fn, unsigned s)
+{
+	unsigned i = hash2(fn, s) % COPIES;
+	for (unsigned n = 0; n < COPIES; n++, i = (i + 1) % COPIES)
+		if (!copies[i].fn || (copies[i].fn == fn + 1 && copies[i].s == s))
+			return &copies[i];
+	return NULL;
+}
+
+static void set_state(int i, int state)
+{
+	pthread_mutex_lock(&mu);
+	fns[i].state = state;
+	pthread_mutex_unlock(&mu);
+}
+
+static void never(int i, const char *why)
+{
+	set_state(i, F_NEVER);
+	CARVE_DEBUG("slice: function %p never cut: %s", fns[i].f, why);
+}
+
+/* --- the shim's kernels ----------------------------------------------------- */
+
+/* carve_slice_scan (one warp): the length of the code at src up to and with
+ * its end marker, out[0] (0: none within bound bytes), and out[1], how many
+ * instructions between the marker and the next 128-byte boundary are not
+ * NOPs. Reads go by 512-byte aligned chunks, so that no read leaves the
+ * page of the marker. carve_slice_copy: dst = the prologue (its words are
+ * parameters), then `words` 8-byte words of code from src. Made as text at
+ * load, so that the constants above are their only home. */
+static char ptx[8192];
+
+static void make_ptx(void)
+{
+	char *p = ptx, *end = ptx + sizeof ptx;
+#define P(...) (p += snprintf(p, (size_t)(end - p), __VA_ARGS__))
+	P(".version 7.0\n.target sm_70\n.address_size 64\n\n");
+	P(".visible .entry carve_slice_scan(.param .u64 p_src, .param .u64 p_out, .param .u32 p_bound,\n"
+	  "  .param .u64 p_mlo, .param .u64 p_mhi, .param .u64 p_mask, .param .u64 p_nlo, .param .u64 p_nhi)\n"
+	  "{\n"
+	  "  .reg .pred %%p<10>;\n  .reg .b32 %%r<12>;\n  .reg .b64 %%rd<20>;\n"
+	  "  ld.param.u64 %%rd1, [p_src];\n  ld.param.u64 %%rd2, [p_out];\n  ld.param.u32 %%r1, [p_bound];\n"
+	  "  ld.param.u64 %%rd13, [p_mlo];\n  ld.param.u64 %%rd14, [p_mhi];\n  ld.param.u64 %%rd15, [p_mask];\n"
+	  "  ld.param.u64 %%rd16, [p_nlo];\n  ld.param.u64 %%rd17, [p_nhi];\n"
+	  "  and.b64 %%rd14, %%rd14, %%rd15;\n  and.b64 %%rd17, %%rd17, %%rd15;\n"
+	  "  cvta.to.global.u64 %%rd2, %%rd2;\n"
+	  "  mov.u32 %%r2, %%tid.x;\n"
+	  "  shr.u64 %%rd3, %%rd1, 9;\n  shl.b64 %%rd3, %%rd3, 9;\n"
+	  "  cvt.u64.u32 %%rd4, %%r2;\n  shl.b64 %%rd4, %%rd4, 4;\n  add.u64 %%rd5, %%rd3, %%rd4;\n"
+	  "  cvt.u64.u32 %%rd6, %%r1;\n  add.u64 %%rd6, %%rd1, %%rd6;\n"
+	  "S_SCAN:\n"
+	  "  setp.ge.u64 %%p1, %%rd3, %%rd6;\n  @%%p1 bra S_NONE;\n"
+	  "  cvta.to.global.u64 %%rd18, %%rd5;\n"
+	  "  ld.global.u64 %%rd7, [%%rd18];\n  ld.global.u64 %%rd8, [%%rd18+8];\n"
+	  "  and.b64 %%rd9, %%rd8, %%rd15;\n"
+	  "  setp.eq.u64 %%p2, %%rd7, %%rd13;\n  setp.eq.and.u64 %%p2, %%rd9, %%rd14, %%p2;\n"
+	  "  setp.ge.and.u64 %%p2, %%rd5, %%rd1, %%p2;\n"
+	  "  vote.sync.ballot.b32 %%r3, %%p2, 0xffffffff;\n"
+	  "  setp.ne.u32 %%p3, %%r3, 0;\n  @%%p3 bra S_FOUND;\n"
+	  "  add.u64 %%rd3, %%rd3, 512;\n  add.u64 %%rd5, %%rd5, 512;\n  bra.uni S_SCAN;\n"
+	  "S_FOUND:\n"
+	  "  brev.b32 %%r4, %%r3;\n  clz.b32 %%r5, %%r4;\n"
+	  "  cvt.u64.u32 %%rd10, %%r5;\n  add.u64 %%rd10, %%rd10, 1;\n  shl.b64 %%rd10, %%rd10, 4;\n"
+	  "  add.u64 %%rd10, %%rd3, %%rd10;\n"
+	  "  add.u64 %%rd11, %%rd10, %u;\n  shr.u64 %%rd11, %%rd11, 7;\n  shl.b64 %%rd11, %%rd11, 7;\n"
+	  "  setp.ge.u64 %%p4, %%rd5, %%rd10;\n  setp.lt.and.u64 %%p4, %%rd5, %%rd11, %%p4;\n"
+	  "  setp.ne.u64 %%p5, %%rd7, %%rd16;\n  setp.ne.or.u64 %%p5, %%rd9, %%rd17, %%p5;\n"
+	  "  and.pred %%p5, %%p5, %%p4;\n"
+	  "  vote.sync.ballot.b32 %%r6, %%p5, 0xffffffff;\n"
+	  "  setp.ne.u32 %%p6, %%r2, 0;\n  @%%p6 bra S_DONE;\n"
+	  "  sub.u64 %%rd12, %%rd10, %%rd1;\n  cvt.u32.u64 %%r7, %%rd12;\n"
+	  "  popc.b32 %%r8, %%r6;\n"
+	  "  st.global.u32 [%%rd2], %%r7;\n  st.global.u32 [%%rd2+4], %%r8;\n  bra.uni S_DONE;\n"
+	  "S_NONE:\n"
+	  "  setp.ne.u32 %%p6, %%r2, 0;\n  @%%p6 bra S_DONE;\n"
+	  "  mov.u32 %%r7, 0;\n  st.global.u32 [%%rd2], %%r7;\n  st.global.u32 [%%rd2+4], %%r7;\n"
+	  "S_DONE:\n  ret;\n}\n\n",
+	  CODE_ALIGN - 1);
+	P(".visible .entry carve_slice_copy(.param .u64 p_src, .param .u64 p_dst, .param .u32 p_words");
+	for (int i = 0; i < PRO_WORDS; i++)
+		P(", .param .u64 p_pro%d", i);
+	P(")\n{\n"
+	  "  .reg .pred %%p<4>;\n  .reg .b32 %%r<12>;\n  .reg .b64 %%rd<12>;\n"
+	  "  ld.param.u64 %%rd1, [p_src];\n  ld.param.u64 %%rd2, [p_dst];\n  ld.param.u32 %%r1, [p_words];\n"
+	  "  cvta.to.global.u64 %%rd1, %%rd1;\n  cvta.to.global.u64 %%rd2, %%rd2;\n"
+	  "  mov.u32 %%r2, %%tid.x;\n  mov.u32 %%r3, %%ctaid.x;\n  mov.u32 %%r4, %%ntid.x;\n  mov.u32 %%r5, %%nctaid.x;\n"
+	  "  mad.lo.u32 %%r6, %%r3, %%r4, %%r2;\n  mul.lo.u32 %%r7, %%r4, %%r5;\n"
+	  "  setp.ne.u32 %%p1, %%r6, 0;\n  @%%p1 bra C_CODE;\n");
+	for (int i = 0; i < PRO_WORDS; i++)
+		P("  ld.param.u64 %%rd3, [p_pro%d];\n  st.global.u64 [%%rd2+%d], %%rd3;\n", i, i * 8);
+	P("C_CODE:\n"
+	  "  add.u64 %%rd4, %%rd2, %d;\n"
+	  "C_LOOP:\n"
+	  "  setp.ge.u32 %%p2, %%r6, %%r1;\n  @%%p2 bra C_DONE;\n"
+	  "  mul.wide.u32 %%rd5, %%r6, 8;\n"
+	  "  add.u64 %%rd6, %%rd1, %%rd5;\n  ld.global.u64 %%rd7, [%%rd6];\n"
+	  "  add.u64 %%rd8, %%rd4, %%rd5;\n  st.global.u64 [%%rd8], %%rd7;\n"
+	  "  add.u32 %%r6, %%r6, %%r7;\n  bra.uni C_LOOP;\n"
+	  "C_DONE:\n  ret;\n}\n",
+	  PRO_BYTES);
+#undef P
+}
+
+/* --- per context: the module, stream and memory ------------------------------ */
+
+/* ctx_ready returns the context's entry, set up on first use; NULL if it
+ * cannot be. No lock across the driver's calls: the entry is marked
+ * "being set up" meanwhile, and launches find it so and go whole. */
+static struct ctx *ctx_ready(CUcontext c)
+{
+	struct ctx *e = NULL;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < CTXS; i++) {
+		if (ctxs[i].ctx == c) {
+			e = &ctxs[i];
+			break;
+		}
+		if (!ctxs[i].ctx) {
+			e = &ctxs[i];
+			e->ctx = c;
+			break;
+		}
+	}
+	int go = e && e->state == 0;
+	if (go)
+		e->state = 1;
+	int state = e ? e->state : -1;
+	pthread_mutex_unlock(&mu);
+	if (!go)
+		return state == 2 ? e : NULL;
+	CUmodule m;
+	CUfunction scan = NULL, copy = NULL;
+	CUstream own = NULL;
+	CUdeviceptr result = 0;
+	const char *what = "loading its PTX";
+	CUresult r = D.module_load(&m, ptx, 0, NULL, NULL);
+	if (r == CUDA_SUCCESS && (what = "its scan kernel", r = D.module_function(&scan, m, "carve_slice_scan")) == CUDA_SUCCESS &&
+	    (what = "its copy kernel", r = D.module_function(&copy, m, "carve_slice_copy")) == CUDA_SUCCESS &&
+	    (what = "its stream", r = D.stream_create(&own, CU_STREAM_NON_BLOCKING)) == CUDA_SUCCESS)
+		what = "its scan buffer", r = D.mem_alloc(&result, 8);
+	pthread_mutex_lock(&mu);
+	if (r == CUDA_SUCCESS)
+		e->scan = scan, e->copy = copy, e->own = own, e->result = result, e->state = 2;
+	else
+		e->state = -1;
+	pthread_mutex_unlock(&mu);
+	if (r != CUDA_SUCCESS) {
+		carve_say("slicing in context %p: %s failed (%d); its kernels go whole", c, what, r);
+		return NULL;
+	}
+	return e;
+}
+
+/* slot reserves a copy's place in the context's memory, with a 4 KiB gap
+ * after it (code fetched ahead of a copy is no later copy's): a new chunk
+ * when the current one is full, allocated outside the lock. 0 if over
+ * ARENA_BYTES. */
+static CUdeviceptr slot(struct ctx *e, size_t len)
+{
+	size_t need = (len + 2 * SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN;
+	if (need > CHUNK_BYTES)
+		return 0;
+	for (;;) {
+		pthread_mutex_lock(&mu);
+		if (e->chunk && e->used + need <= CHUNK_BYTES) {
+			CUdeviceptr at = e->chunk + e->used;
+			e->used += need;
+			pthread_mutex_unlock(&mu);
+			return at;
+		}
+		int over = e->total + CHUNK_BYTES > ARENA_BYTES;
+		pthread_mutex_unlock(&mu);
+		CUdeviceptr c = 0;
+		if (over || D.mem_alloc(&c, CHUNK_BYTES) != CUDA_SUCCESS)
+			return 0;
+		pthread_mutex_lock(&mu);
+		e->chunk = c; /* the rest of the old chunk is left unused */
+		e->used = 0;
+		e->total += CHUNK_BYTES;
+		pthread_mutex_unlock(&mu);
+	}
+}
+
+/* --- a function's code: its address, its length, its copies -------------------- */
+
+/* compile_time_cluster: does f carry cluster dimensions of its own? -1:
+ * unknown */
+static int compile_time_cluster(CUfunction f)
+{
+	int w = 0, h = 0, d = 0, must = 0;
+	if (D.func_attr(&w, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, f) != CUDA_SUCCESS ||
+	    D.func_attr(&h, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, f) != CUDA_SUCCESS ||
+	    D.func_attr(&d, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, f) != CUDA_SUCCESS)
+		return -1;
+	D.func_attr(&must, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, f);
+	return must || w > 1 || h > 1 || d > 1;
+}
+
+/* scan measures function i's code on slicing's own stream and waits */
+static void scan(int i, struct ctx *e)
+{
+	CUdeviceptr src = fns[i].program;
+	unsigned bound = SCAN_BYTES;
+	unsigned long long mlo = END_MARK_LO, mhi = END_MARK_HI, mask = CONTROL_MASK, nlo = NOP_LO, nhi = NOP_HI;
+	void *args[] = {&src, &e->result, &bound, &mlo, &mhi, &mask, &nlo, &nhi};
+	uint32_t out[2] = {0, 0};
+	CUresult r = D.launch(e->scan, 1, 1, 1, 32, 1, 1, 0, e->own, args, NULL);
+	if (r == CUDA_SUCCESS)
+		r = D.dtoh(out, e->result, sizeof out, e->own);
+	if (r == CUDA_SUCCESS)
+		r = D.stream_sync(e->own);
+	if (r != CUDA_SUCCESS)
+		never(i, "the scan of its code failed");
+	else if (!out[0])
+		never(i, "no end marker in its code");
+	else if (out[1])
+		never(i, "the end marker is not followed by NOPs to a 128-byte boundary");
+	else if (out[0] % 16)
+		never(i, "its code's length is not whole instructions");
+	else {
+		pthread_mutex_lock(&mu);
+		fns[i].len = out[0];
+		fns[i].state = F_READY;
+		pthread_mutex_unlock(&mu);
+		__atomic_add_fetch(&carve_block->slice_fns, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* make_copy writes prologue(s) + function i's code into a new slot on
+ * stream s and records an event after it, into *out; 0 if it cannot. */
+static int make_copy(int i, struct ctx *e, unsigned s, CUstream stream, struct copy *out)
+{
+	uint32_t len = fns[i].len;
+	CUdeviceptr at = slot(e, PRO_BYTES + len);
+	if (!at)
+		return 0;
+	uint8_t pro[PRO_BYTES];
+	memcpy(pro, pro_bytes, sizeof pro);
+	memcpy(pro + PRO_IMM_BIT / 8, &s, sizeof s); /* a byte-aligned 32-bit immediate */
+	unsigned long long w[PRO_WORDS];
+	memcpy(w, pro, sizeof w);
+	CUdeviceptr src = fns[i].program;
+	unsigned words = len / 8;
+	void *args[3 + PRO_WORDS] = {&src, &at, &words};
+	for (int k = 0; k < PRO_WORDS; k++)
+		args[3 + k] = &w[k];
+	unsigned blocks = (words + 255) / 256;
+	CUevent ev = NULL;
+	CUresult r = D.launch(e->copy, blocks > 64 ? 64 : blocks ? blocks : 1, 1, 1, 256, 1, 1, 0, stream, args, NULL);
+	if (r == CUDA_SUCCESS)
+		r = D.event_create(&ev, CU_EVENT_DISABLE_TIMING);
+	if (r == CUDA_SUCCESS)
+		r = D.event_record(ev, stream);
+	if (r != CUDA_SUCCESS)
+		return 0;
+	*out = (struct copy){(unsigned)i + 1, s, at, ev, stream};
+	pthread_mutex_lock(&mu);
+	struct copy *c = copy_find((unsigned)i, s);
+	if (c && !c->fn && ncopies < COPIES * 3 / 4) {
+		ncopies++;
+		*c = *out;
+	}
+	pthread_mutex_unlock(&mu);
+	return 1;
+}
+
+/* --- each function's time --------------------------------------------------- */
+
+/* A launch timed gets a pair of events around it on its stream; the pair
+ * is read, without waiting, at a later launch. */
+#define TIMES 64
+static struct {
+	CUevent a, b;
+	int fn, busy;     /* busy: its pair is recorded, not read yet */
+	uint32_t part, of; /* it ran part of of the grid's columns */
+} times[TIMES];
+static int pending; /* pairs recorded, not read */
+static pthread_mutex_t tmu = PTHREAD_MUTEX_INITIALIZER;
+
+/* harvest reads the pairs whose end is done into their functions' time */
+static void harvest(void)
+{
+	if (!__atomic_load_n(&pending, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&tmu);
+	for (int k = 0; k < TIMES; k++) {
+		float ms = 0;
+		if (times[k].busy != 2 || D.event_query(times[k].b) == CUDA_ERROR_NOT_READY)
+			continue;
+		if (D.elapsed(&ms, times[k].a, times[k].b) == CUDA_SUCCESS && ms > 0) {
+			uint64_t ns = (uint64_t)((double)ms * 1e6 * times[k].of / times[k].part);
+			pthread_mutex_lock(&mu);
+			struct fn *f = &fns[times[k].fn];
+			f->est_ns = f->timed ? (3 * f->est_ns + ns) / 4 : ns;
+			f->timed++;
+			pthread_mutex_unlock(&mu);
+		}
+		times[k].busy = 0;
+		pending--;
+	}
+	pthread_mutex_unlock(&tmu);
+}
+
+/* time_begin records a pair's start before a launch of function i, or
+ * returns -1 (not due, or no room) */
+static int time_begin(int i, CUstream s)
+{
+	pthread_mutex_lock(&mu);
+	uint64_t n = fns[i].launches;
+	pthread_mutex_unlock(&mu);
+	if (n > SLICE_TIME_FIRST && n % SLICE_TIME_EVERY)
+		return -1;
+	pthread_mutex_lock(&tmu);
+	int k = 0;
+	while (k < TIMES && times[k].busy)
+		k++;
+	if (k < TIMES && ((times[k].a || D.event_create(&times[k].a, 0) == CUDA_SUCCESS) &&
+			  (times[k].b || D.event_create(&times[k].b, 0) == CUDA_SUCCESS)))
+		times[k].busy = 1;
+	else
+		k = -1;
+	pthread_mutex_unlock(&tmu);
+	if (k >= 0 && D.event_record(times[k].a, s) != CUDA_SUCCESS) {
+		times[k].busy = 0;
+		return -1;
+	}
+	return k;
+}
+
+static void time_end(int k, int i, CUstream s, uint32_t part, uint32_t of, CUresult r)
+{
+	if (k < 0)
+		return;
+	pthread_mutex_lock(&tmu);
+	times[k].fn = i, times[k].part = part, times[k].of = of;
+	if (r == CUDA_SUCCESS && D.event_record(times[k].b, s) == CUDA_SUCCESS) {
+		times[k].busy = 2;
+		pending++;
+	} else {
+		times[k].busy = 0;
+	}
+	pthread_mutex_unlock(&tmu);
+}
+
+/* --- the launch --------------------------------------------------------------- */
+
+/* drive makes one driver call of l, holding the callbacks (tools.c) */
+static CUresult drive(const struct carve_launch *l)
+{
+	carve_tools_hold(1);
+	CUresult r = l->c ? ((launch_ex_fn)l->real)(l->c, l->f, l->p, l->e)
+			  : ((launch_fn)l->real)(l->f, l->gx, l->gy, l->gz, l->bx, l->by, l->bz, l->sh, l->s, l->p, l->e);
+	carve_tools_hold(0);
+	return r;
+}
+
+/* whole launches l through tide as it is, already past its gate: timed
+ * as function i's (if i >= 0 and due), its code recorded if record */
+static CUresult whole(const struct carve_launch *l, CUstream s, int i, int record)
+{
+	int k = i >= 0 ? time_begin(i, s) : -1;
+	memset(&plan, 0, sizeof plan);
+	plan.armed = record;
+	CUresult r = drive(l);
+	plan.armed = 0;
+	time_end(k, i, s, 1, 1, r);
+	carve_launch_after(l->s, r);
+	return r;
+}
+
+/* attrs_whole: do l's launch attributes keep it whole? */
+static int attrs_whole(const CUlaunchConfig *c)
+{
+	if (!c || !c->attrs)
+		return 0;
+	for (unsigned i = 0; i < c->numAttrs; i++) {
+		const uint8_t *a = (const uint8_t *)c->attrs + (size_t)i * CU_LAUNCH_ATTRIBUTE_BYTES;
+		int id;
+		unsigned v[3];
+		memcpy(&id, a, sizeof id);
+		memcpy(v, a + CU_LAUNCH_ATTRIBUTE_VALUE_OFFSET, sizeof v);
+		switch (id) {
+		case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+			if (v[0])
+				return 1;
+			break;
+		case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+		case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+			if (v[0] > 1 || v[1] > 1 || v[2] > 1)
+				return 1;
+			break;
+		case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+		case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* first: function i's first launch, whole; the callback records its
+ * code's address and descriptor version */
+static CUresult first(const struct carve_launch *l, CUstream s, int i)
+{
+	int cl = compile_time_cluster(l->f);
+	CUresult r = whole(l, s, i, 1);
+	struct plan p = plan;
+	if (cl != 0)
+		never(i, cl < 0 ? "its cluster dimensions cannot be read" : "it has compile-time cluster dimensions");
+	else if (!p.seen)
+		never(i, "the launch callback did not see its first launch");
+	else if (p.version != CARVE_TMD_V_SLICE)
+		never(i, "its descriptor version is not 0x40");
+	else {
+		pthread_mutex_lock(&mu);
+		fns[i].program = p.program;
+		fns[i].state = F_KNOWN;
+		pthread_mutex_unlock(&mu);
+	}
+	return r;
+}
+
+/* pieces_for: how many pieces function i's launch of width gx goes as,
+ * pieces of bound_ns each; below 2: whole */
+static unsigned pieces_for(int i, unsigned gx, uint64_t bound_ns)
+{
+	pthread_mutex_lock(&mu);
+	uint64_t est = fns[i].est_ns;
+	pthread_mutex_unlock(&mu);
+	if (!est || est <= bound_ns)
+		return 1;
+	uint64_t n = (est + bound_ns - 1) / bound_ns;
+	if (n > SLICE_MAX_PIECES)
+		n = SLICE_MAX_PIECES;
+	return n > gx ? gx : (unsigned)n;
+}
+
+/* cut launches l as n pieces, the first already past its gate, each
+ * later one through it; function i is ready. 0 with *r unset if it went
+ * nowhere (the caller launches it whole); else 1, the result in *r. */
+static int cut(const struct carve_launch *l, CUstream s, CUcontext ctx, int i, unsigned n, CUresult *r)
+{
+	struct ctx *e = ctx_ready(ctx);
+	if (!e)
+		return 0;
+	unsigned c[SLICE_MAX_PIECES + 1];
+	struct copy use[SLICE_MAX_PIECES];
+	for (unsigned k = 0; k <= n; k++)
+		c[k] = (unsigned)((unsigned long long)l->gx * k / n);
+	/* the copies, all before the first piece; one made on another stream
+	 * (or the per-thread stream of another thread) is waited for */
+	for (unsigned k = 1; k < n; k++) {
+		pthread_mutex_lock(&mu);
+		struct copy *have = copy_find((unsigned)i, c[k]);
+		int found = have && have->fn;
+		if (found)
+			use[k] = *have;
+		pthread_mutex_unlock(&mu);
+		if (!found) {
+			if (!make_copy(i, e, c[k], s, &use[k]))
+				return 0;
+		} else if ((use[k].stream != s || s == CU_STREAM_PER_THREAD) &&
+			   D.stream_wait(s, use[k].done, 0) != CUDA_SUCCESS) {
+			return 0;
+		}
+	}
+	uint64_t program;
+	pthread_mutex_lock(&mu);
+	program = fns[i].program;
+	pthread_mutex_unlock(&mu);
+	for (unsigned k = 0; k < n; k++) {
+		if (k)
+			carve_launch_before(l->s); /* each piece through the gate */
+		int t = k == 0 ? time_begin(i, s) : -1;
+		memset(&plan, 0, sizeof plan);
+		plan = (struct plan){.armed = 1, .edit = 1, .expect = program, .to = k ? use[k].at : 0,
+				     .width = c[k + 1] < l->gx ? c[k + 1] : 0};
+		*r = drive(l);
+		struct plan p = plan;
+		plan.armed = 0;
+		time_end(t, i, s, c[1], l->gx, *r);
+		carve_launch_after(l->s, *r);
+		if (*r != CUDA_SUCCESS)
+			return 1;
+		if (!p.applied) {
+			/* piece 0 unedited ran the whole grid; a later one ran its
+			 * blocks twice, which nothing can undo: say so loudly */
+			if (k)
+				carve_say("slicing: piece %u of %u of function %p ran unedited: blocks ran twice", k, n, l->f);
+			never(i, "the callback could not edit a piece");
+			return 1;
+		}
+		__atomic_add_fetch(&carve_block->slice_pieces, 1, __ATOMIC_RELAXED);
+	}
+	__atomic_add_fetch(&carve_block->sliced, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+CUresult carve_slice_launch(const struct carve_launch *l)
+{
+	uint32_t us = usable && carve_block ? __atomic_load_n(&carve_block->slice_us, __ATOMIC_RELAXED) : 0;
+	if (!us || inside) {
+		carve_launch_before(l->s);
+		CUresult r = drive(l);
+		carve_launch_after(l->s, r);
+		return r;
+	}
+	inside = 1;
+	carve_launch_before(l->s); /* the whole launch's gate, or its first piece's */
+	CUcontext ctx = NULL;
+	int active = carve_tide_ls_active(&ctx);
+	if (active < 0) { /* no BE in tide on this GPU: nothing to cut for */
+		CUresult r = drive(l);
+		carve_launch_after(l->s, r);
+		inside = 0;
+		return r;
+	}
+	CUstream s = l->ptsz && !l->s ? CU_STREAM_PER_THREAD : l->s;
+	harvest();
+	int i = -1, state = F_NEVER;
+	if (ctx) {
+		pthread_mutex_lock(&mu);
+		if ((i = fn_find(ctx, l->f)) >= 0) {
+			state = fns[i].state;
+			if (state == F_EMPTY)
+				fns[i].state = F_RECORDING; /* this thread launches it first */
+			fns[i].launches++;
+		}
+		pthread_mutex_unlock(&mu);
+	}
+	CUresult r;
+	if (state == F_EMPTY) {
+		r = first(l, s, i);
+	} else if (state == F_NEVER || state == F_RECORDING || state == F_SCANNING || attrs_whole(l->c)) {
+		r = whole(l, s, -1, 0);
+	} else {
+		if (state == F_KNOWN) { /* one thread scans; others go whole meanwhile */
+			struct ctx *e = ctx_ready(ctx);
+			pthread_mutex_lock(&mu);
+			int mine = e && fns[i].state == F_KNOWN;
+			if (mine)
+				fns[i].state = F_SCANNING;
+			pthread_mutex_unlock(&mu);
+			if (mine)
+				scan(i, e);
+		}
+		pthread_mutex_lock(&mu);
+		state = fns[i].state;
+		pthread_mutex_unlock(&mu);
+		unsigned n = state == F_READY && active ? pieces_for(i, l->gx, (uint64_t)us * 1000) : 1;
+		int capturing = 0;
+		if (n >= 2 && (D.capturing(s, &capturing) != CUDA_SUCCESS || capturing))
+			n = 1;
+		if (n < 2 || !cut(l, s, ctx, i, n, &r))
+			r = whole(l, s, state == F_READY ? i : -1, 0);
+	}
+	inside = 0;
+	return r;
+}
+
+/* --- at load -------------------------------------------------------------------- */
+
+void carve_slice_init(void *cuda)
+{
+	for (int k = 0; k < PRO_BYTES; k++)
+		sscanf(prologue_hex + 2 * k, "%2hhx", &pro_bytes[k]);
+	make_ptx();
+	void **need[] = {(void **)&D.module_load, (void **)&D.module_function, (void **)&D.mem_alloc,
+			 (void **)&D.stream_create, (void **)&D.stream_sync, (void **)&D.dtoh, (void **)&D.func_attr,
+			 (void **)&D.event_create, (void **)&D.event_record, (void **)&D.event_query, (void **)&D.elapsed,
+			 (void **)&D.stream_wait, (void **)&D.capturing, (void **)&D.launch};
+	static const char *const names[] = {"cuModuleLoadDataEx", "cuModuleGetFunction", "cuMemAlloc_v2",
+					    "cuStreamCreate", "cuStreamSynchronize", "cuMemcpyDtoHAsync_v2",
+					    "cuFuncGetAttribute", "cuEventCreate", "cuEventRecord", "cuEventQuery",
+					    "cuEventElapsedTime", "cuStreamWaitEvent", "cuStreamIsCapturing",
+					    "cuLaunchKernel"};
+	usable = 1;
+	for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+		if (!(*need[k] = carve_real_dlsym(cuda, names[k])))
+			usable = 0;
+	if (!usable && carve_block && carve_block->slice_us)
+		carve_say("the driver lacks what slicing needs: kernels go whole");
+}
