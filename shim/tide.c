@@ -689,8 +689,10 @@ static void be_launch_before(int g)
 	int waited = 0;
 	tide_narrow = 0;
 	uint64_t newest = 0; /* the latest LS heartbeat, while none is busy */
-	int busy, timing;
+	int busy, timing, queued;
 	pthread_mutex_lock(&b->mu);
+gate:
+	queued = 0;
 	for (;;) {
 		timing = 0;
 		if (!(busy = ls_busy(g, NULL, &newest, &timing))) {
@@ -745,10 +747,17 @@ static void be_launch_before(int g)
 					pthread_mutex_unlock(&b->mu);
 					be_wait(since);
 					pthread_mutex_lock(&b->mu);
+					queued = 1;
 				}
 			}
 		}
 	}
+	/* a launch that found no LS work, then waited for room in its queue,
+	 * is held again if LS work came meanwhile: else it would go beside it
+	 * (a piece of a sliced kernel, slice.c, would make an LS request wait
+	 * for two pieces, not one) */
+	if (queued && !busy && ls_busy(g, NULL, NULL, NULL))
+		goto gate;
 	if (!b->bounded)
 		launch_at = 0;
 	pthread_mutex_unlock(&b->mu);

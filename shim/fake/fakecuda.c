@@ -29,6 +29,16 @@
  *     cuDeviceTotalMem; an allocation past the memory fails with
  *     CUDA_ERROR_OUT_OF_MEMORY, and fakecuda_mem says what is taken and
  *     the most that ever was; a destroyed context's memory is freed;
+ *   - kernels with blocks (slicing, slice.c): functions 1..FAKE_FNS have
+ *     code at program_of(f), which the descriptor names, and a launch of
+ *     one runs blocks [S, GRID_WIDTH) of its grid as the callback left the
+ *     descriptor, S read from the prologue of the copy PROGRAM_ADDRESS
+ *     points at (made by the shim's copy kernel, which, with its scan
+ *     kernel, this fake runs on the host from a module of the shim's PTX);
+ *     each block run is counted (fakecuda_runs), and a launch takes its
+ *     share of FAKECUDA_KERNEL_US by the blocks it ran, its time on the GPU
+ *     kept (fakecuda_kernels). Function 5 has compile-time cluster
+ *     dimensions, and function 6's code has no end marker;
  *   - FAKECUDA_FAULT_AT=N: the N-th launch faults; every call after it
  *     returns CUDA_ERROR_ILLEGAL_ADDRESS, as a real context does;
  *   - FAKECUDA_INJECT=1: cuInit loads a profiler's injection, as Nsight
@@ -447,9 +457,37 @@ int cuEventDestroy_v2(CUevent e)
 
 int cuEventRecord(CUevent e, CUstream s)
 {
+	uint64_t t = now_ns();
 	pthread_mutex_lock(&mu);
-	((struct fevent *)e)->at = stream_of(s)->done_at;
+	uint64_t d = stream_of(s)->done_at;
+	((struct fevent *)e)->at = d > t ? d : t; /* reached when the work before it is done, or now */
 	pthread_mutex_unlock(&mu);
+	return error();
+}
+
+int cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+	uint64_t t = now_ns(), x = ((struct fevent *)a)->at, y = ((struct fevent *)b)->at;
+	if (t < x || t < y)
+		return CUDA_ERROR_NOT_READY;
+	*ms = (float)((double)((int64_t)(y - x)) / 1e6);
+	return error();
+}
+
+int cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags)
+{
+	(void)flags;
+	pthread_mutex_lock(&mu);
+	struct fstream *f = stream_of(s);
+	if (f->done_at < ((struct fevent *)e)->at)
+		f->done_at = ((struct fevent *)e)->at;
+	pthread_mutex_unlock(&mu);
+	return error();
+}
+
+int cuStreamIsCapturing(CUstream s, int *capturing)
+{
+	*capturing = stream_of(s)->capturing;
 	return error();
 }
 
@@ -582,12 +620,10 @@ int cuGetErrorName(int r, const char **s)
 NOT_SUPPORTED(cuDevicePrimaryCtxRetain)
 NOT_SUPPORTED(cuDevicePrimaryCtxRelease_v2)
 NOT_SUPPORTED(cuModuleLoadData)
-NOT_SUPPORTED(cuModuleGetFunction)
 NOT_SUPPORTED(cuFuncSetAttribute)
 NOT_SUPPORTED(cuMemcpyDtoH_v2)
 NOT_SUPPORTED(cuMemcpyHtoD_v2)
 NOT_SUPPORTED(cuMemsetD32_v2)
-NOT_SUPPORTED(cuEventElapsedTime)
 NOT_SUPPORTED(cuMemHostAlloc)
 NOT_SUPPORTED(cuMemHostGetDevicePointer_v2)
 NOT_SUPPORTED(cuMemFreeHost)
@@ -597,16 +633,193 @@ NOT_SUPPORTED(cuCtxResetPersistingL2Cache)
 
 /* --- launches --------------------------------------------------------------- */
 
-/* fake_launch runs one launch: the callback with a descriptor of the given
- * version (what the driver does just before uploading it), then the kernel's
- * time on the stream. */
-static int fake_launch(int version, CUstream s)
+/* --- kernels with blocks, for slicing --------------------------------------- */
+
+#define FAKE_FNS 16
+#define FAKE_GRID 4096
+#define FAKE_CLUSTER_FN 5 /* has compile-time cluster dimensions */
+#define FAKE_NO_MARK_FN 6 /* its code has no end marker */
+#define FAKE_CODE_BYTES 4096
+#define FAKE_SCAN ((CUfunction)(uintptr_t)0x5ca0)
+#define FAKE_COPY ((CUfunction)(uintptr_t)0xc0b0)
+#define FAKE_MODULE ((CUmodule)(uintptr_t)0x30d0)
+#define PRO_BYTES 128
+#define PRO_IMM_BIT 160
+#define KERNEL_RING 64
+
+static unsigned runs[FAKE_FNS + 1][FAKE_GRID]; /* under mu */
+static unsigned fn_launches[FAKE_FNS + 1], bad;
+static struct {
+	uint64_t at[KERNEL_RING][2];
+	unsigned n;
+} kernels[FAKE_FNS + 1];
+/* what the shim's kernels wrote: scan results by address, copies by slot */
+#define WORDS 64
+static struct {
+	uint64_t addr;
+	uint32_t w[2];
+} words[WORDS];
+static unsigned nwords;
+#define FAKE_COPIES 4096
+static struct {
+	uint64_t at, whose;
+	uint32_t s;
+} fcopies[FAKE_COPIES];
+static unsigned nfcopies;
+
+static uint64_t program_of(unsigned f) { return 0x7f0000000000ull + (uint64_t)f * 0x100000; }
+
+static unsigned test_fn(CUfunction f)
+{
+	uintptr_t n = (uintptr_t)f;
+	return n >= 1 && n <= FAKE_FNS ? (unsigned)n : 0;
+}
+
+int cuModuleLoadDataEx(CUmodule *m, const void *img, unsigned n, int *o, void **v)
+{
+	(void)n, (void)o, (void)v;
+	*m = FAKE_MODULE;
+	return strstr(img, "carve_slice_scan") && strstr(img, "carve_slice_copy") ? error() : CUDA_ERROR_INVALID_VALUE;
+}
+
+int cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+	*f = m != FAKE_MODULE ? NULL : !strcmp(name, "carve_slice_scan") ? FAKE_SCAN : !strcmp(name, "carve_slice_copy") ? FAKE_COPY : NULL;
+	return *f ? error() : CUDA_ERROR_NOT_FOUND;
+}
+
+int cuFuncGetAttribute(int *v, int a, CUfunction f)
+{
+	*v = (a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH || a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT ||
+	      a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH) && test_fn(f) == FAKE_CLUSTER_FN ? 2 : 0;
+	return error();
+}
+
+int cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream s)
+{
+	(void)s;
+	pthread_mutex_lock(&mu);
+	int found = 0;
+	for (unsigned i = 0; i < nwords && !found; i++)
+		if (words[i].addr == d && n <= sizeof words[i].w) {
+			memcpy(h, words[i].w, n);
+			found = 1;
+		}
+	pthread_mutex_unlock(&mu);
+	return found ? error() : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* shim_kernel runs the shim's scan or copy kernel at once (mu held):
+ * the scan finds FAKE_CODE_BYTES of code (none in FAKE_NO_MARK_FN's); the
+ * copy keeps its slot's S and whose code it copied, checking its length. */
+static void shim_kernel(CUfunction f, unsigned gx, void **p)
+{
+	uint64_t src = *(uint64_t *)p[0];
+	unsigned fn = (unsigned)((src - program_of(0)) / 0x100000);
+	if (f == FAKE_SCAN) {
+		uint64_t out = *(uint64_t *)p[1];
+		unsigned i = 0;
+		while (i < nwords && words[i].addr != out)
+			i++;
+		if (i == WORDS) {
+			bad++;
+			return;
+		}
+		nwords += i == nwords;
+		words[i].addr = out;
+		words[i].w[0] = fn == FAKE_NO_MARK_FN ? 0 : FAKE_CODE_BYTES;
+		words[i].w[1] = 0;
+		return;
+	}
+	uint64_t dst = *(uint64_t *)p[1];
+	unsigned n = *(unsigned *)p[2];
+	uint8_t pro[PRO_BYTES];
+	for (int i = 0; i < PRO_BYTES / 8; i++)
+		memcpy(pro + 8 * i, p[3 + i], 8);
+	if (!gx || n * 8 != FAKE_CODE_BYTES || nfcopies == FAKE_COPIES || dst % 4096) {
+		bad++;
+		return;
+	}
+	fcopies[nfcopies].at = dst;
+	fcopies[nfcopies].whose = src;
+	memcpy(&fcopies[nfcopies].s, pro + PRO_IMM_BIT / 8, 4);
+	nfcopies++;
+}
+
+/* blocks_of says which blocks of test function fn a launch runs by its
+ * descriptor, [*s, *e), (mu held); 0 if the descriptor is wrong. */
+static int blocks_of(unsigned fn, unsigned gx, const uint8_t *tmd, unsigned *s, unsigned *e)
+{
+	uint64_t prog = carve_tmd_program(tmd);
+	uint32_t w = carve_tmd_grid_width(tmd);
+	*s = 0;
+	*e = w < gx ? w : gx;
+	if (prog == program_of(fn))
+		return 1;
+	uint64_t pf = carve_tmd_get64(tmd, CARVE_TMD_PREFETCH_OFFSET, CARVE_TMD_PREFETCH_HI_BITS);
+	for (unsigned i = 0; i < nfcopies; i++)
+		if (fcopies[i].at == prog) {
+			*s = fcopies[i].s;
+			return fcopies[i].whose == program_of(fn) && pf == prog >> 8;
+		}
+	return 0;
+}
+
+/* fakecuda_runs: how many times block b of test function fn ran */
+unsigned fakecuda_runs(unsigned fn, unsigned b)
+{
+	pthread_mutex_lock(&mu);
+	unsigned n = fn <= FAKE_FNS && b < FAKE_GRID ? runs[fn][b] : 0;
+	pthread_mutex_unlock(&mu);
+	return n;
+}
+
+/* fakecuda_fn_launches: the driver's launches of test function fn */
+unsigned fakecuda_fn_launches(unsigned fn)
+{
+	return fn <= FAKE_FNS ? __atomic_load_n(&fn_launches[fn], __ATOMIC_RELAXED) : 0;
+}
+
+/* fakecuda_bad: launches whose descriptor or copy was wrong, and copies
+ * or scans made wrong */
+unsigned fakecuda_bad(void)
+{
+	return __atomic_load_n(&bad, __ATOMIC_RELAXED);
+}
+
+/* fakecuda_kernels copies the GPU times (start, end, ns) of test function
+ * fn's last launches, oldest first, at most max; returns how many. */
+unsigned fakecuda_kernels(unsigned fn, uint64_t (*out)[2], unsigned max)
+{
+	pthread_mutex_lock(&mu);
+	unsigned n = fn <= FAKE_FNS ? kernels[fn].n : 0, k = n < KERNEL_RING ? n : KERNEL_RING;
+	if (k > max)
+		k = max;
+	for (unsigned i = 0; i < k; i++)
+		memcpy(out[i], kernels[fn].at[(n - k + i) % KERNEL_RING], sizeof out[i]);
+	pthread_mutex_unlock(&mu);
+	return k;
+}
+
+/* fake_launch runs one launch of function fn with grid width gx and
+ * parameters p: the callback with a descriptor of the given version (what
+ * the driver does just before uploading it), then the kernel's time on the
+ * stream (for test functions, the blocks it ran). */
+static int fake_launch(int version, CUstream s, CUfunction fn, unsigned gx, void **p)
 {
 	if (error())
 		return error();
+	unsigned tf = test_fn(fn);
+	if (tf && gx > FAKE_GRID)
+		return CUDA_ERROR_INVALID_VALUE;
 	uint8_t tmd[512];
 	memset(tmd, 0, sizeof tmd);
 	tmd[CARVE_TMD_VERSION_OFFSET] = (uint8_t)version;
+	if (tf) {
+		carve_tmd_set_grid_width(tmd, gx);
+		carve_tmd_set64(tmd, CARVE_TMD_PROGRAM_OFFSET, CARVE_TMD_PROGRAM_HI_BITS, program_of(tf));
+		carve_tmd_set64(tmd, CARVE_TMD_PREFETCH_OFFSET, CARVE_TMD_PREFETCH_HI_BITS, program_of(tf) >> 8);
+	}
 	struct {
 		uint32_t size;
 		uint8_t pad[CARVE_PARAMS_CTX_OFFSET - 4];
@@ -639,8 +852,27 @@ static int fake_launch(int version, CUstream s)
 	last_called = called;
 	struct fstream *f = stream_of(s);
 	if (!f->capturing) {
-		uint64_t t = now_ns();
-		f->done_at = (f->done_at > t ? f->done_at : t) + kernel_ns();
+		uint64_t t = now_ns(), d = kernel_ns();
+		unsigned b0 = 0, b1 = 0;
+		if (fn == FAKE_SCAN || fn == FAKE_COPY) {
+			shim_kernel(fn, gx, p);
+			d = 0;
+		} else if (tf && !blocks_of(tf, gx, tmd, &b0, &b1)) {
+			bad++;
+			d = 0;
+		} else if (tf) {
+			for (unsigned b = b0; b < b1; b++)
+				runs[tf][b]++;
+			fn_launches[tf]++;
+			d = b1 > b0 ? d * (b1 - b0) / gx : 0;
+		}
+		uint64_t start = f->done_at > t ? f->done_at : t;
+		f->done_at = start + d;
+		if (tf) {
+			kernels[tf].at[kernels[tf].n % KERNEL_RING][0] = start;
+			kernels[tf].at[kernels[tf].n % KERNEL_RING][1] = start + d;
+			kernels[tf].n++;
+		}
 	}
 	const char *at = getenv("FAKECUDA_FAULT_AT");
 	if (++launches == (at ? atoi(at) : -1))
@@ -652,32 +884,34 @@ static int fake_launch(int version, CUstream s)
 int cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 		   unsigned bz, unsigned sh, CUstream s, void **p, void **e)
 {
-	(void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)sh, (void)p, (void)e;
-	return fake_launch(CARVE_TMD_V_HOPPER, s);
+	(void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)sh, (void)e;
+	return fake_launch(CARVE_TMD_V_HOPPER, s, f, gx, p);
 }
 
 int cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 			unsigned bz, unsigned sh, CUstream s, void **p, void **e)
 {
-	return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sh, s, p, e);
+	(void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)sh, (void)e;
+	return fake_launch(CARVE_TMD_V_HOPPER, s, f, gx, p); /* not through cuLaunchKernel: a shim would see it twice */
 }
 
 int cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p, void **e)
 {
-	(void)f, (void)p, (void)e;
-	return fake_launch(CARVE_TMD_V_HOPPER, c->hStream);
+	(void)e;
+	return fake_launch(CARVE_TMD_V_HOPPER, c->hStream, f, c->gridDimX, p);
 }
 
 int cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 			      unsigned bz, unsigned sh, CUstream s, void **p)
 {
-	return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sh, s, p, NULL);
+	(void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)sh;
+	return fake_launch(CARVE_TMD_V_HOPPER, s, f, gx, p); /* not through cuLaunchKernel: a shim would see it twice */
 }
 
 int cuGraphLaunch(CUgraphExec g, CUstream s)
 {
 	int r = graph_memory(g);
-	return r ? r : fake_launch(CARVE_TMD_V_HOPPER, s);
+	return r ? r : fake_launch(CARVE_TMD_V_HOPPER, s, NULL, 1, NULL);
 }
 
 /* --- device memory ------------------------------------------------------------ */
@@ -1787,7 +2021,7 @@ int fakecuda_last(uint32_t out[5]);
  * the enable bit. Returns 1 if the callback ran. */
 int fakecuda_launch(int version, uint32_t out[5])
 {
-	fake_launch(version, 0);
+	fake_launch(version, 0, NULL, 1, NULL);
 	return fakecuda_last(out);
 }
 

@@ -50,6 +50,20 @@
  *                      per-thread flavour; or cuEventRecordWithFlags)
  *                      -> "rc N"
  *   evdel N            cuEventDestroy of event N -> "rc N"
+ *   fl FN GRID N [ENTRY]
+ *                      N launches of the fake's test function FN (1-16:
+ *                      kernels with blocks, for slicing) with GRID blocks
+ *                      across, through cuLaunchKernel (ENTRY kernel, the
+ *                      default), cuLaunchKernelEx (ex; cluster: with a
+ *                      cluster dimension attribute) or
+ *                      cuLaunchCooperativeKernel (coop) -> "rc N": the
+ *                      first launch's result that was not 0, else 0
+ *   flt FN GRID N      4 threads make N such launches each -> "rc N"
+ *   runs FN GRID       -> "runs MIN MAX LAUNCHES BAD": the fewest and most
+ *                      times a block of FN's grid ran, the driver's launches
+ *                      of FN, and launches or copies the fake found wrong
+ *   kernels FN         -> "kernels N S E S E ...": the GPU times (ns) of
+ *                      FN's last N launches, oldest first
  *   spawn CMD[;CMD...] run this program again as a child process (fork and
  *                      exec: the shim loads in it as in any child of a
  *                      partitioned program), with the commands on its stdin
@@ -189,13 +203,18 @@ static int profile(void)
 }
 
 static volatile int storming;
+static unsigned launcher_fn = 0, launcher_grid = 1; /* what the launchers launch */
+static int launcher_rc;
 static void *launcher(void *arg)
 {
 	int n = *(int *)arg;
 	CUresult (*f)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 		      unsigned, CUstream, void **, void **) = proc("cuLaunchKernel", 0);
-	for (int i = 0; i < n; i++)
-		f(0, 1, 1, 1, 32, 1, 1, 0, 0, NULL, NULL);
+	for (int i = 0; i < n; i++) {
+		CUresult r = f((CUfunction)(uintptr_t)launcher_fn, launcher_grid, 1, 1, 32, 1, 1, 0, 0, NULL, NULL);
+		if (r)
+			__atomic_store_n(&launcher_rc, r, __ATOMIC_RELAXED);
+	}
 	/* the last to end hands its count on to the thread that joins them */
 	if (__atomic_sub_fetch(&storming, 1, __ATOMIC_ACQ_REL) > 0)
 		vclock_park(vclock());
@@ -241,6 +260,34 @@ static int storm(int n)
 	}
 	join_launchers(t);
 	return ((int (*)(void))dlsym(h, "fakecuda_bare"))();
+}
+
+/* fl makes n launches of test function fn, of grid blocks across, by
+ * entry; the first result that was not 0, else 0 */
+static CUresult fl(unsigned fn, unsigned grid, int n, const char *entry)
+{
+	CUfunction f = (CUfunction)(uintptr_t)fn;
+	uint8_t attr[72] = {0};
+	int id = 4; /* CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION */
+	unsigned dims[3] = {2, 1, 1};
+	memcpy(attr, &id, sizeof id);
+	memcpy(attr + 8, dims, sizeof dims);
+	int cluster = strcmp(entry, "cluster") == 0;
+	CUlaunchConfig c = {grid, 1, 1, 128, 1, 1, 0, 0, cluster ? attr : NULL, cluster};
+	CUresult (*k)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void **,
+		      void **) = proc("cuLaunchKernel", 0);
+	CUresult (*ex)(const CUlaunchConfig *, CUfunction, void **, void **) = proc("cuLaunchKernelEx", 0);
+	CUresult (*coop)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+			 void **) = proc("cuLaunchCooperativeKernel", 0);
+	CUresult first = 0;
+	for (int i = 0; i < n; i++) {
+		CUresult r = strcmp(entry, "coop") == 0 ? coop(f, grid, 1, 1, 128, 1, 1, 0, 0, NULL)
+			     : strcmp(entry, "ex") == 0 || cluster ? ex(&c, f, NULL, NULL)
+								 : k(f, grid, 1, 1, 128, 1, 1, 0, 0, NULL, NULL);
+		if (r && !first)
+			first = r;
+	}
+	return first;
 }
 
 /* start_child runs this program as a child reading the pipe in and
@@ -880,6 +927,42 @@ int main(void)
 				printf("rc %d\n", r);
 			else
 				print_mask();
+		} else if (strncmp(line, "fl ", 3) == 0) {
+			unsigned fn = 0, grid = 0;
+			int n = 0;
+			char e[16] = "kernel";
+			sscanf(line, "fl %u %u %d %15s", &fn, &grid, &n, e);
+			printf("rc %d\n", fl(fn, grid, n, e));
+		} else if (strncmp(line, "flt ", 4) == 0) {
+			int n = 0;
+			sscanf(line, "flt %u %u %d", &launcher_fn, &launcher_grid, &n);
+			launcher_rc = 0;
+			threads(n);
+			launcher_fn = 0, launcher_grid = 1;
+			printf("rc %d\n", launcher_rc);
+		} else if (strncmp(line, "runs ", 5) == 0) {
+			unsigned fn = 0, grid = 0, lo = ~0u, hi = 0;
+			sscanf(line, "runs %u %u", &fn, &grid);
+			unsigned (*runs)(unsigned, unsigned) = (unsigned (*)(unsigned, unsigned))dlsym(h, "fakecuda_runs");
+			unsigned (*fl_n)(unsigned) = (unsigned (*)(unsigned))dlsym(h, "fakecuda_fn_launches");
+			unsigned (*bad)(void) = (unsigned (*)(void))dlsym(h, "fakecuda_bad");
+			for (unsigned b = 0; b < grid; b++) {
+				unsigned r = runs(fn, b);
+				lo = r < lo ? r : lo;
+				hi = r > hi ? r : hi;
+			}
+			printf("runs %u %u %u %u\n", lo, hi, fl_n(fn), bad());
+		} else if (strncmp(line, "kernels ", 8) == 0) {
+			unsigned fn = 0;
+			sscanf(line, "kernels %u", &fn);
+			uint64_t at[64][2];
+			unsigned (*kern)(unsigned, uint64_t (*)[2], unsigned) =
+				(unsigned (*)(unsigned, uint64_t (*)[2], unsigned))dlsym(h, "fakecuda_kernels");
+			unsigned n = kern(fn, at, 64);
+			printf("kernels %u", n);
+			for (unsigned i = 0; i < n; i++)
+				printf(" %llu %llu", (unsigned long long)at[i][0], (unsigned long long)at[i][1]);
+			printf("\n");
 		} else if (strncmp(line, "direct", 6) == 0) {
 			CUresult (*f)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 				      unsigned, CUstream, void **, void **) = dlsym(RTLD_DEFAULT, "cuLaunchKernel");

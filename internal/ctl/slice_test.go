@@ -1,0 +1,288 @@
+package ctl_test
+
+// Slicing (shim/slice.c) on the virtual clock: a BE tenant with a slice
+// length cuts its long kernels into pieces while an LS tenant is active.
+// The fake driver's test functions (1-16) run the blocks their descriptor
+// says, [S, GRID_WIDTH), S from the copy the descriptor's code address
+// points at, and count each block run; a launch takes its share of the
+// kernel time ("dur") by the blocks it ran.
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/shimtest"
+)
+
+const (
+	us         = time.Microsecond
+	slicePiece = 200 * us
+	sliceGrid  = 100
+)
+
+// sliceBE starts a BE tenant that cuts kernels into pieces of slicePiece,
+// with tide's settings tide (its node and slice set here).
+func sliceBE(t testing.TB, c *shimtest.Clock, dir string, tide ctl.Tide) *vproc {
+	tide.Slice = slicePiece
+	be, _ := beOn(t, c, dir, tide)
+	return be
+}
+
+// runs is what the fake says of test function fn's grid of sliceGrid
+// blocks: the fewest and most times a block ran, the driver's launches of
+// fn, and launches or copies it found wrong.
+type runs struct{ min, max, launches, bad int }
+
+func (v *vproc) runs(t testing.TB, fn int) runs {
+	t.Helper()
+	got := v.say(t, fmt.Sprintf("runs %d %d", fn, sliceGrid))
+	var r runs
+	if _, err := fmt.Sscanf(got, "runs %d %d %d %d", &r.min, &r.max, &r.launches, &r.bad); err != nil {
+		t.Fatalf("runs: %q", got)
+	}
+	return r
+}
+
+// launch makes n launches of test function fn by entry and fails on an
+// error.
+func (v *vproc) launch(t testing.TB, fn, n int, entry string) {
+	t.Helper()
+	if got := v.say(t, fmt.Sprintf("fl %d %d %d %s", fn, sliceGrid, n, entry)); got != "rc 0" {
+		t.Fatalf("%d launches of function %d by %s: %q", n, fn, entry, got)
+	}
+}
+
+// learn has the tenant launch fn once and wait for it, so that the
+// shim knows its code and has timed it.
+func (v *vproc) learn(t testing.TB, fn int, entry string) {
+	t.Helper()
+	v.launch(t, fn, 1, entry)
+	v.say(t, "sync")
+}
+
+// kernels are the GPU times of test function fn's last launches.
+func (v *vproc) kernels(t testing.TB, fn int) [][2]time.Duration {
+	t.Helper()
+	f := strings.Fields(v.say(t, fmt.Sprintf("kernels %d", fn)))
+	if len(f) < 2 || f[0] != "kernels" {
+		t.Fatalf("kernels: %q", f)
+	}
+	var out [][2]time.Duration
+	for i := 2; i+1 < len(f); i += 2 {
+		a, err1 := strconv.ParseInt(f[i], 10, 64)
+		b, err2 := strconv.ParseInt(f[i+1], 10, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("kernels: %q", f)
+		}
+		out = append(out, [2]time.Duration{time.Duration(a), time.Duration(b)})
+	}
+	return out
+}
+
+// wantRuns checks that every block of fn ran each times, and that the
+// driver got launches of it.
+func wantRuns(t *testing.T, v *vproc, fn, each, launches int, what string) {
+	t.Helper()
+	if r := v.runs(t, fn); r != (runs{each, each, launches, 0}) {
+		t.Errorf("%s: blocks ran %d to %d times, %d driver launches, %d wrong; want each block %d times in %d launches, none wrong",
+			what, r.min, r.max, r.launches, r.bad, each, launches)
+	}
+}
+
+// TestSliceEveryBlockOnce: while an LS tenant is busy, a BE's kernel of
+// 1 ms goes as 5 pieces of 200 us, and every block of every launch runs
+// exactly once; the block says how many were cut.
+func TestSliceEveryBlockOnce(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 10*us)
+	ls := playLS(n, c, enableOnly(0, 1))
+	ls.set(true)
+	be, h := beOn(t, c, dir, ctl.Tide{Share: 1, Slice: slicePiece})
+	be.say(t, "dur 1000")
+	be.learn(t, 1, "kernel") // whole: its code is recorded, its time measured
+	be.launch(t, 1, 10, "kernel")
+	be.say(t, "sync")
+	wantRuns(t, be, 1, 11, 1+10*5, "10 launches of a 1 ms kernel cut into 200 us pieces")
+	if s := h.Snapshot().TideStatus; s.Sliced != 10 || s.SlicePieces != 50 {
+		t.Errorf("the block says %d launches cut into %d pieces, want 10 into 50", s.Sliced, s.SlicePieces)
+	}
+	// the pieces' lengths: the last 5 kernels of the GPU are 200 us each
+	ks := be.kernels(t, 1)
+	for _, k := range ks[len(ks)-5:] {
+		if d := k[1] - k[0]; d != slicePiece {
+			t.Errorf("a piece took %v on the GPU, want %v (pieces: %v)", d, slicePiece, ks[len(ks)-5:])
+		}
+	}
+	// through cuLaunchKernelEx too
+	be.learn(t, 7, "ex")
+	be.launch(t, 7, 3, "ex")
+	be.say(t, "sync")
+	wantRuns(t, be, 7, 4, 1+3*5, "cuLaunchKernelEx")
+}
+
+// TestSliceOnlyWhileActiveAndLong: no piece without an active LS tenant,
+// nor for a kernel no longer than the bound; once an LS tenant is active,
+// the long kernel is cut.
+func TestSliceOnlyWhileActiveAndLong(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 10*us)
+	ls := playLS(n, c, enableOnly(0, 1))
+	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
+	be.say(t, "dur 1000")
+	be.learn(t, 1, "kernel")
+	be.launch(t, 1, 4, "kernel")
+	be.say(t, "sync")
+	wantRuns(t, be, 1, 5, 5, "no LS tenant has been active: whole")
+	be.say(t, "dur 200")
+	be.learn(t, 2, "kernel")
+	ls.set(true)
+	be.launch(t, 2, 4, "kernel")
+	be.say(t, "sync")
+	wantRuns(t, be, 2, 5, 5, "a kernel of 200 us, the bound: whole")
+	be.say(t, "dur 1000")
+	be.launch(t, 1, 2, "kernel")
+	be.say(t, "sync")
+	wantRuns(t, be, 1, 7, 5+2*5, "the 1 ms kernel once an LS tenant is busy: cut")
+	ls.set(false)
+	be.launch(t, 1, 2, "kernel")
+	be.say(t, "sync")
+	wantRuns(t, be, 1, 9, 15+2*5, "the LS tenant served a request within a second: still active, cut")
+	c.RunFor(ctl.NodeQuiet)
+	be.launch(t, 1, 2, "kernel")
+	be.say(t, "sync")
+	wantRuns(t, be, 1, 11, 25+2, "the LS tenant quiet for a second: whole")
+}
+
+// TestSliceKeepsWhole: launches that cannot be cut go whole while an LS
+// tenant is busy: a cluster attribute, a cooperative launch, a function
+// with compile-time cluster dimensions (5), one whose code has no end
+// marker (6); beside one of the same length that is cut.
+func TestSliceKeepsWhole(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 10*us)
+	ls := playLS(n, c, enableOnly(0, 1))
+	ls.set(true)
+	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
+	be.say(t, "dur 1000")
+	for _, tc := range []struct {
+		fn     int
+		entry  string
+		pieces int
+		what   string
+	}{
+		{3, "cluster", 1, "a launch with a cluster attribute"},
+		{4, "coop", 1, "a cooperative launch"},
+		{5, "kernel", 1, "a function with compile-time cluster dimensions"},
+		{6, "kernel", 1, "a function whose code has no end marker"},
+		{8, "kernel", 5, "a plain function"},
+	} {
+		be.learn(t, tc.fn, tc.entry)
+		be.launch(t, tc.fn, 3, tc.entry)
+		be.say(t, "sync")
+		wantRuns(t, be, tc.fn, 4, 1+3*tc.pieces, tc.what)
+	}
+}
+
+// TestSliceLSWaitsOnePiece: with no share, an LS request that arrives
+// while a sliced BE kernel runs waits for the piece on the GPU alone: no
+// piece starts while the LS tenant is busy, and the one running ends
+// within a piece of its arrival. Unsliced, the 1 ms kernel would hold it
+// for up to 1 ms.
+func TestSliceLSWaitsOnePiece(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 10*us)
+	ls := playLS(n, c, enableOnly(0, 1))
+	ls.serve(ms) // active: served a request
+	be := sliceBE(t, c, dir, ctl.Tide{InflightMax: 1})
+	be.say(t, "dur 1000")
+	be.learn(t, 1, "kernel")
+	start := c.Now()
+	arrive, leave := start+450*us, start+3*ms
+	ls.at(arrive, true)
+	ls.at(leave, false)
+	be.launch(t, 1, 1, "kernel")
+	be.say(t, "sync")
+	wantRuns(t, be, 1, 2, 1+5, "a 1 ms kernel cut while the LS tenant is active")
+	ks := be.kernels(t, 1)
+	ks = ks[len(ks)-5:]
+	after := 0
+	for _, k := range ks {
+		switch {
+		case k[0] < arrive && k[1] > arrive+slicePiece:
+			t.Errorf("a piece running when the LS request came at %v ran on to %v, past one piece", arrive-start, k[1]-start)
+		case k[0] >= arrive && k[0] < leave:
+			t.Errorf("a piece started at %v, while the LS tenant was busy (%v to %v)", k[0]-start, arrive-start, leave-start)
+		case k[0] >= leave:
+			after++
+		}
+	}
+	if after == 0 {
+		t.Errorf("no piece ran after the LS tenant was done: it never held the kernel back (pieces %v)", ks)
+	}
+}
+
+// TestSliceHolderDies: an LS tenant that goes busy mid-kernel and dies
+// (its heartbeat stops) holds the remaining pieces back for its lease
+// alone; then they run, every block once.
+func TestSliceHolderDies(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 10*us)
+	ls := playLS(n, c, enableOnly(0, 1))
+	ls.serve(ms)
+	be := sliceBE(t, c, dir, ctl.Tide{InflightMax: 1, Epoch: time.Second})
+	be.say(t, "dur 1000")
+	be.learn(t, 1, "kernel")
+	start := c.Now()
+	died := start + 450*us
+	c.At(died, func() { n.PlayBusy(0, true, died) }) // busy, and never beats again
+	be.launch(t, 1, 1, "kernel")
+	be.say(t, "sync")
+	wantRuns(t, be, 1, 2, 1+5, "a cut kernel whose holder died")
+	ks := be.kernels(t, 1)
+	ks = ks[len(ks)-5:]
+	var next time.Duration // the first piece to start after the holder died
+	for _, k := range ks {
+		if k[0] > died {
+			next = k[0]
+			break
+		}
+	}
+	if next < died+ctl.NodeLease || next > died+ctl.NodeLease+slicePiece {
+		t.Errorf("the first piece after the holder died started %v after, want its lease (%v) and at most a piece more (pieces from the launch: %v)",
+			next-died, ctl.NodeLease, ks)
+	}
+}
+
+// TestSliceManyThreads: four threads launching the same function at once
+// while an LS tenant is busy: every block of every launch runs exactly
+// once, and launches were cut.
+func TestSliceManyThreads(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 10*us)
+	ls := playLS(n, c, enableOnly(0, 1))
+	ls.set(true)
+	be, h := beOn(t, c, dir, ctl.Tide{Share: 1, Slice: slicePiece})
+	be.say(t, "dur 1000")
+	be.learn(t, 1, "kernel")
+	if got := be.say(t, fmt.Sprintf("flt 1 %d 8", sliceGrid)); got != "rc 0" {
+		t.Fatalf("4 threads launching: %q", got)
+	}
+	be.say(t, "sync")
+	r := be.runs(t, 1)
+	if r.min != 33 || r.max != 33 || r.bad != 0 {
+		t.Errorf("4 threads x 8 launches: blocks ran %d to %d times, %d wrong; want each 33 times, none wrong", r.min, r.max, r.bad)
+	}
+	if s := h.Snapshot().TideStatus; s.Sliced < 16 || r.launches < 1+32+2*int(s.Sliced) {
+		t.Errorf("4 threads x 8 launches: %d cut, %d driver launches; want most cut, each into 2 pieces or more", s.Sliced, r.launches)
+	}
+}
