@@ -27,8 +27,9 @@
  *
  * Per function, in order: its first launch goes whole and the callback
  * records its code's address and descriptor version (not 0x40, or
- * compile-time cluster dimensions: never cut); its next launch scans the
- * code (on the shim's own stream, waited for). Its time is measured by
+ * compile-time cluster dimensions: never cut); the first launch that
+ * would be cut scans the code (on the shim's own stream, waited for), so
+ * that a BE beside no active LS tenant never waits for a scan. Its time is measured by
  * an event pair around some of its launches (its first few, then one in
  * SLICE_TIME_EVERY), or around the first piece of a cut one (scaled by
  * the share of the grid it ran), read without waiting at later launches:
@@ -110,6 +111,10 @@ static struct {
 	CUresult (*stream_wait)(CUstream, CUevent, unsigned);
 	CUresult (*capturing)(CUstream, int *);
 	launch_fn launch;
+	/* CUDA 12 runtimes may launch a CUkernel in place of a CUfunction:
+	 * its attributes are the kernel's on the context's device (optional) */
+	CUresult (*kernel_attr)(int *, int, CUfunction, CUdevice);
+	CUresult (*ctx_device)(CUdevice *);
 } D;
 static int usable; /* the driver has them all */
 
@@ -399,16 +404,26 @@ static CUdeviceptr slot(struct ctx *e, size_t len)
 
 /* --- a function's code: its address, its length, its copies -------------------- */
 
+/* attr reads attribute a of function f, or of the CUkernel f may be */
+static CUresult attr(int *v, int a, CUfunction f)
+{
+	CUresult r = D.func_attr(v, a, f);
+	CUdevice d;
+	if (r != CUDA_SUCCESS && D.kernel_attr && D.ctx_device && D.ctx_device(&d) == CUDA_SUCCESS)
+		r = D.kernel_attr(v, a, f, d);
+	return r;
+}
+
 /* compile_time_cluster: does f carry cluster dimensions of its own? -1:
  * unknown */
 static int compile_time_cluster(CUfunction f)
 {
 	int w = 0, h = 0, d = 0, must = 0;
-	if (D.func_attr(&w, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, f) != CUDA_SUCCESS ||
-	    D.func_attr(&h, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, f) != CUDA_SUCCESS ||
-	    D.func_attr(&d, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, f) != CUDA_SUCCESS)
+	if (attr(&w, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, f) != CUDA_SUCCESS ||
+	    attr(&h, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, f) != CUDA_SUCCESS ||
+	    attr(&d, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, f) != CUDA_SUCCESS)
 		return -1;
-	D.func_attr(&must, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, f);
+	attr(&must, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, f);
 	return must || w > 1 || h > 1 || d > 1;
 }
 
@@ -749,7 +764,11 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 	} else if (state == F_NEVER || state == F_RECORDING || state == F_SCANNING || attrs_whole(l->c)) {
 		r = whole(l, s, -1, 0);
 	} else {
-		if (state == F_KNOWN) { /* one thread scans; others go whole meanwhile */
+		/* the pieces it would go as, once its code is known; the code
+		 * is scanned only then, so that a BE beside no active LS tenant
+		 * never waits for a scan */
+		unsigned n = active ? pieces_for(i, l->gx, (uint64_t)us * 1000) : 1;
+		if (state == F_KNOWN && n >= 2) { /* one thread scans; others go whole meanwhile */
 			struct ctx *e = ctx_ready(ctx);
 			pthread_mutex_lock(&mu);
 			int mine = e && fns[i].state == F_KNOWN;
@@ -762,12 +781,13 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 		pthread_mutex_lock(&mu);
 		state = fns[i].state;
 		pthread_mutex_unlock(&mu);
-		unsigned n = state == F_READY && active ? pieces_for(i, l->gx, (uint64_t)us * 1000) : 1;
+		if (state != F_READY)
+			n = 1;
 		int capturing = 0;
 		if (n >= 2 && (D.capturing(s, &capturing) != CUDA_SUCCESS || capturing))
 			n = 1;
 		if (n < 2 || !cut(l, s, ctx, i, n, &r))
-			r = whole(l, s, state == F_READY ? i : -1, 0);
+			r = whole(l, s, state == F_READY || state == F_KNOWN ? i : -1, 0);
 	}
 	inside = 0;
 	return r;
@@ -793,6 +813,8 @@ void carve_slice_init(void *cuda)
 	for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
 		if (!(*need[k] = carve_real_dlsym(cuda, names[k])))
 			usable = 0;
+	D.kernel_attr = carve_real_dlsym(cuda, "cuKernelGetAttribute");
+	D.ctx_device = carve_real_dlsym(cuda, "cuCtxGetDevice");
 	if (!usable && carve_block && carve_block->slice_us)
 		carve_say("the driver lacks what slicing needs: kernels go whole");
 }

@@ -70,7 +70,7 @@ and the BE's throughput is taken over the LS's serving only.`,
 	c.Flags().IntVar(&o.LSTPCs, "ls-tpcs", 16, "the LS's reserved TPCs under carve tide")
 	c.Flags().IntSliceVar(&o.StaticSplits, "static-splits", []int{16, 33}, "the LS's TPCs under carve static, a point each (the BE gets the rest)")
 	c.Flags().IntSliceVar(&o.MPSSplits, "mps-splits", []int{25, 50}, "the LS's MPS active-thread percentages (the BE gets the rest)")
-	c.Flags().StringSliceVar(&tide, "tide", []string{"8:300us:0.05", "2:0s:0"}, "carve tide settings, "+tideForm+" (see carve run --inflight, --queue, --be-share, -n, --own, --be-floor)")
+	c.Flags().StringSliceVar(&tide, "tide", []string{"8:300us:0.05", "2:0s:0"}, "carve tide settings, "+tideForm+" (see carve run --inflight, --queue, --be-share, -n, --own, --be-floor, --slice)")
 	c.Flags().BoolVar(&o.Idle, "idle", true, "also measure each tide setting's BE beside an LS tenant that gets no request")
 	c.Flags().StringSliceVar(&o.Mechanisms, "mechanisms", bench.ServeMechanisms, "what to compare: "+strings.Join(bench.ServeMechanisms, ", "))
 	c.Flags().StringSliceVar(&o.Orders, "orders", []string{"ls-first"}, "the start orders each setup is measured in: ls-first (the LS ready, its CUDA graph captured, before the BE starts), be-first (the LS starts while the BE runs; the BE is measured over the LS's serving only; named \"(BE first)\")")
@@ -92,7 +92,7 @@ func parseFloats(xs []string) ([]float64, error) {
 }
 
 // tideForm is how a --tide setting is written.
-const tideForm = "INFLIGHT:QUEUE:SHARE[:LS_TPCS][:own][:floor=N]"
+const tideForm = "INFLIGHT:QUEUE:SHARE[:LS_TPCS][:own][:floor=N][:slice=DUR]"
 
 func parseTide(xs []string) ([]bench.TideSetting, error) {
 	var out []bench.TideSetting
@@ -113,6 +113,10 @@ func parseTide(xs []string) ([]bench.TideSetting, error) {
 			var err error
 			if fl, ok := strings.CutPrefix(opt, "floor="); ok && t.BE.Floor == 0 {
 				if t.BE.Floor, err = strconv.Atoi(fl); err != nil || t.BE.Floor == 0 { // floor=0 names none
+					return nil, bad
+				}
+			} else if sl, ok := strings.CutPrefix(opt, "slice="); ok && t.BE.Slice == 0 {
+				if t.BE.Slice, err = time.ParseDuration(sl); err != nil || t.BE.Slice == 0 { // slice=0 cuts nothing
 					return nil, bad
 				}
 			} else if opt == "own" && !t.LS.Own {

@@ -49,6 +49,9 @@ func (t TideSetting) String() string {
 	if t.BE.Floor > 0 {
 		s += fmt.Sprintf(" on %d TPCs", t.BE.Floor)
 	}
+	if t.BE.Slice > 0 {
+		s += fmt.Sprintf(", cut into %v pieces", t.BE.Slice)
+	}
 	if t.LSTPCs > 0 {
 		s += fmt.Sprintf(", LS %d TPCs", t.LSTPCs)
 	}
