@@ -818,3 +818,13 @@ void carve_slice_init(void *cuda)
 	if (!usable && carve_block && carve_block->slice_us)
 		carve_say("the driver lacks what slicing needs: kernels go whole");
 }
+
+/* with CARVE_DEBUG, what was cut, at exit (the block says it too, while
+ * the process runs) */
+__attribute__((destructor)) static void carve_slice_fini(void)
+{
+	if (carve_block && carve_block->slice_us)
+		CARVE_DEBUG("slice: %llu launches cut into %llu pieces of about %u us; %u functions sliceable",
+			    (unsigned long long)carve_block->sliced, (unsigned long long)carve_block->slice_pieces,
+			    carve_block->slice_us, carve_block->slice_fns);
+}
