@@ -532,14 +532,14 @@ static void harvest(void)
 	pthread_mutex_unlock(&tmu);
 }
 
-/* time_begin records a pair's start before a launch of function i, or
+/* which launch of its function this thread's is (carve_slice_launch) */
+static __thread __attribute__((tls_model("initial-exec"))) uint64_t launch_n;
+
+/* time_begin records a pair's start on s before this thread's launch, or
  * returns -1 (not due, or no room) */
-static int time_begin(int i, CUstream s)
+static int time_begin(CUstream s)
 {
-	pthread_mutex_lock(&mu);
-	uint64_t n = fns[i].launches;
-	pthread_mutex_unlock(&mu);
-	if (n > SLICE_TIME_FIRST && n % SLICE_TIME_EVERY)
+	if (launch_n > SLICE_TIME_FIRST && launch_n % SLICE_TIME_EVERY)
 		return -1;
 	pthread_mutex_lock(&tmu);
 	int k = 0;
@@ -589,7 +589,7 @@ static CUresult drive(const struct carve_launch *l)
  * as function i's (if i >= 0 and due), its code recorded if record */
 static CUresult whole(const struct carve_launch *l, CUstream s, int i, int record)
 {
-	int k = i >= 0 ? time_begin(i, s) : -1;
+	int k = i >= 0 ? time_begin(s) : -1;
 	memset(&plan, 0, sizeof plan);
 	plan.armed = record;
 	CUresult r = drive(l);
@@ -701,7 +701,7 @@ static int cut(const struct carve_launch *l, CUstream s, CUcontext ctx, int i, u
 	for (unsigned k = 0; k < n; k++) {
 		if (k)
 			carve_launch_before(l->s); /* each piece through the gate */
-		int t = k == 0 ? time_begin(i, s) : -1;
+		int t = k == 0 ? time_begin(s) : -1;
 		memset(&plan, 0, sizeof plan);
 		plan = (struct plan){.armed = 1, .edit = 1, .expect = program, .to = k ? use[k].at : 0,
 				     .width = c[k + 1] < l->gx ? c[k + 1] : 0};
@@ -754,7 +754,7 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 			state = fns[i].state;
 			if (state == F_EMPTY)
 				fns[i].state = F_RECORDING; /* this thread launches it first */
-			fns[i].launches++;
+			launch_n = ++fns[i].launches;
 		}
 		pthread_mutex_unlock(&mu);
 	}

@@ -95,7 +95,8 @@ func wantRuns(t *testing.T, v *vproc, fn, each, launches int, what string) {
 
 // TestSliceEveryBlockOnce: while an LS tenant is busy, a BE's kernel of
 // 1 ms goes as 5 pieces of 200 us, and every block of every launch runs
-// exactly once; the block says how many were cut.
+// exactly once; the block says how many were cut; with the block's slice
+// set to 0, launches go whole again.
 func TestSliceEveryBlockOnce(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
@@ -123,6 +124,12 @@ func TestSliceEveryBlockOnce(t *testing.T) {
 	be.launch(t, 7, 3, "ex")
 	be.say(t, "sync")
 	wantRuns(t, be, 7, 4, 1+3*5, "cuLaunchKernelEx")
+	// slicing turned off in the block (as carve set would): whole from the
+	// next launch on
+	h.SetTide(ctl.Tide{Share: 1})
+	be.launch(t, 1, 2, "kernel")
+	be.say(t, "sync")
+	wantRuns(t, be, 1, 13, 51+2, "slicing turned off")
 }
 
 // TestSliceOnlyWhileActiveAndLong: no piece without an active LS tenant,
