@@ -352,7 +352,8 @@ func orDash(s string) string {
 
 // TideText says what an LS or BE tenant's work has been: an LS tenant's
 // time with work in flight and its requests (idle to busy), a BE tenant's
-// time held back and its launches held, let through and in flight.
+// time held back and its launches held, let through and in flight, and
+// those cut into pieces (--slice).
 func TideText(r Row) string {
 	if r.Tide == nil {
 		return "-"
@@ -368,8 +369,12 @@ func TideText(r Row) string {
 	if r.Floor != "" {
 		floor = " on " + r.Floor
 	}
-	return fmt.Sprintf("held %v (%d launches), %d while LS busy%s, %d in flight, kernels %v", t.Held.Round(time.Millisecond),
+	s := fmt.Sprintf("held %v (%d launches), %d while LS busy%s, %d in flight, kernels %v", t.Held.Round(time.Millisecond),
 		t.HeldLaunches, t.NarrowLaunch, floor, t.Inflight, t.Kernel)
+	if t.Sliced > 0 {
+		s += fmt.Sprintf(", %d cut into %d pieces", t.Sliced, t.SlicePieces)
+	}
+	return s
 }
 
 func context(r Row) string {

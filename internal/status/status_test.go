@@ -69,7 +69,11 @@ func TestTideText(t *testing.T) {
 	if want := "held 1.5s (40 launches), 900 while LS busy on 44-51, 3 in flight, kernels 250µs"; withFloor != want {
 		t.Errorf("BE with a floor: %q, want %q", withFloor, want)
 	}
-	if without := TideText(Row{Class: "be", Tide: st}); strings.Contains(without, " on ") {
-		t.Errorf("BE without a floor: %q", without)
+	if without := TideText(Row{Class: "be", Tide: st}); strings.Contains(without, " on ") || strings.Contains(without, "cut") {
+		t.Errorf("BE without a floor, nothing cut: %q", without)
+	}
+	st.Sliced, st.SlicePieces = 12, 60
+	if got, want := TideText(Row{Class: "be", Tide: st}), ", 3 in flight, kernels 250µs, 12 cut into 60 pieces"; !strings.HasSuffix(got, want) {
+		t.Errorf("BE that cut launches: %q, want it to end %q", got, want)
 	}
 }
