@@ -196,7 +196,8 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice dev)
 
 /* Calls after which a context's handle may come back for another GPU:
  * gpu.c forgets the contexts it knows. The memory of a context that goes
- * goes with it (mem.c). */
+ * goes with it (mem.c), and slicing cuts no more of its functions
+ * (slice.c). */
 typedef CUresult (*ctx_fn)(CUcontext);
 typedef CUresult (*dev_fn)(CUdevice);
 #define CONTEXT_GOES(name)                                            \
@@ -205,8 +206,10 @@ typedef CUresult (*dev_fn)(CUdevice);
 	{                                                             \
 		CUresult r = REAL(name, ctx_fn)(c);                   \
 		carve_contexts_changed();                             \
-		if (r == CUDA_SUCCESS)                                \
+		if (r == CUDA_SUCCESS) {                              \
 			carve_mem_context_gone(c);                    \
+			carve_slice_context_gone(c);                  \
+		}                                                     \
 		return r;                                             \
 	}
 CONTEXT_GOES(cuCtxDestroy)
@@ -219,8 +222,10 @@ CONTEXT_GOES(cuCtxDestroy_v2)
 		CUcontext c = carve_mem_primary(d);                   \
 		CUresult r = REAL(name, dev_fn)(d);                   \
 		carve_contexts_changed();                             \
-		if (r == CUDA_SUCCESS)                                \
+		if (r == CUDA_SUCCESS) {                              \
 			carve_mem_primary_after(d, c, reset);         \
+			carve_slice_context_gone(c);                  \
+		}                                                     \
 		return r;                                             \
 	}
 PRIMARY_GOES(cuDevicePrimaryCtxRelease, 0)

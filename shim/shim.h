@@ -41,6 +41,10 @@ void carve_slice_init(void *cuda);
  * and _after around each driver call), whole or in pieces. */
 CUresult carve_slice_launch(const struct carve_launch *l);
 void carve_slice_edit(uint8_t *tmd); /* in the launch callback, after the mask */
+/* carve_slice_context_gone: context c was destroyed, or its primary
+ * released (it may have gone): its handle, and its functions', may come
+ * back naming others, so none of what slicing knew of it is used again. */
+void carve_slice_context_gone(CUcontext c);
 
 /* tide.c */
 void carve_tide_init(void *cuda, const char *dir); /* LS or BE tenant with a node block: take part */

@@ -240,6 +240,20 @@ static void never(int i, const char *why)
 	CARVE_DEBUG("slice: function %p never cut: %s", fns[i].f, why);
 }
 
+void carve_slice_context_gone(CUcontext c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&mu);
+	for (unsigned i = 0; i < FNS; i++)
+		if (fns[i].ctx == c && fns[i].f)
+			fns[i].state = F_NEVER; /* kept: the table is probed past it */
+	for (int i = 0; i < CTXS; i++)
+		if (ctxs[i].ctx == c)
+			ctxs[i].state = -1;
+	pthread_mutex_unlock(&mu);
+}
+
 /* --- the shim's kernels ----------------------------------------------------- */
 
 /* carve_slice_scan (one warp): the length of the code at src up to and with

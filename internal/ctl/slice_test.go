@@ -293,3 +293,37 @@ func TestSliceManyThreads(t *testing.T) {
 		t.Errorf("4 threads x 8 launches: %d cut, %d driver launches; want most cut, each into 2 pieces or more", s.Sliced, r.launches)
 	}
 }
+
+// TestSliceForgetsGoneContext: a destroyed context's handle comes back
+// for a new context (the fake reuses it, as drivers may), where the same
+// function handle may name other code: nothing slicing knew of the old
+// context is used, and the function goes whole there; functions of
+// another context are still cut.
+func TestSliceForgetsGoneContext(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 10*us)
+	ls := playLS(n, c, enableOnly(0, 1))
+	ls.set(true)
+	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
+	be.say(t, "dur 1000")
+	first := be.say(t, "ctxnew 0")
+	be.learn(t, 1, "kernel")
+	be.launch(t, 1, 2, "kernel")
+	be.say(t, "sync")
+	wantRuns(t, be, 1, 3, 1+2*5, "in a context of its own")
+	if got := be.say(t, "ctxdel"); got != "rc 0" {
+		t.Fatalf("ctxdel: %q", got)
+	}
+	if again := be.say(t, "ctxnew 0"); again != first {
+		t.Fatalf("the new context is %q, the destroyed one was %q: the fake no longer reuses handles", again, first)
+	}
+	be.launch(t, 1, 3, "kernel")
+	be.say(t, "sync")
+	wantRuns(t, be, 1, 6, 11+3, "in a new context with the destroyed one's handle")
+	be.say(t, "ctx 0")
+	be.learn(t, 2, "kernel")
+	be.launch(t, 2, 2, "kernel")
+	be.say(t, "sync")
+	wantRuns(t, be, 2, 3, 1+2*5, "in the primary context")
+}
