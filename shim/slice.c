@@ -29,17 +29,20 @@
  * records its code's address and descriptor version (not 0x40, or
  * compile-time cluster dimensions: never cut); the first launch that
  * would be cut scans the code (on the shim's own stream, waited for), so
- * that a BE beside no active LS tenant never waits for a scan. Its time is measured by
- * an event pair around some of its launches (its first few, then one in
- * SLICE_TIME_EVERY), or around the first piece of a cut one (scaled by
- * the share of the grid it ran), read without waiting at later launches:
+ * that a BE beside no active LS tenant never waits for a scan. Its time
+ * is measured by an event pair around some of its launches (until it has
+ * a few times, then one in SLICE_TIME_EVERY), or around the first piece of a cut
+ * one (scaled by the share of the grid it ran), read without waiting at
+ * later launches:
  * tide's own measure (tide.c's reap) is of all the BE's kernels together,
  * by events every few launches, and cannot say which function took what.
  *
  * Always whole: cooperative launches (they never reach here),
  * launches with cluster dimensions or a cooperative, programmatic or
- * completion-event attribute, launches into a capturing stream, grids
- * narrower than two pieces, and functions whose code has no end marker.
+ * completion-event attribute, launches into a capturing stream (neither
+ * timed nor recorded: an event would join the graph, and the launch runs
+ * nothing then), grids narrower than two pieces, and functions whose code
+ * has no end marker.
  *
  * The callback only reads the thread's plan that the wrapper armed and
  * edits the descriptor: no driver call, no lock. The tables' lock is never
@@ -546,14 +549,17 @@ static void harvest(void)
 	pthread_mutex_unlock(&tmu);
 }
 
-/* which launch of its function this thread's is (carve_slice_launch) */
-static __thread __attribute__((tls_model("initial-exec"))) uint64_t launch_n;
+/* this thread's launch is due to be timed: its function has fewer than
+ * SLICE_TIME_FIRST times read, or it is one in SLICE_TIME_EVERY of its
+ * launches (carve_slice_launch) */
+static __thread __attribute__((tls_model("initial-exec"))) int time_due;
 
 /* time_begin records a pair's start on s before this thread's launch, or
  * returns -1 (not due, or no room) */
 static int time_begin(CUstream s)
 {
-	if (launch_n > SLICE_TIME_FIRST && launch_n % SLICE_TIME_EVERY)
+	int capturing = 0;
+	if (!time_due || D.capturing(s, &capturing) != CUDA_SUCCESS || capturing)
 		return -1;
 	pthread_mutex_lock(&tmu);
 	int k = 0;
@@ -768,12 +774,17 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 			state = fns[i].state;
 			if (state == F_EMPTY)
 				fns[i].state = F_RECORDING; /* this thread launches it first */
-			launch_n = ++fns[i].launches;
+			fns[i].launches++;
+			time_due = fns[i].timed < SLICE_TIME_FIRST || fns[i].launches % SLICE_TIME_EVERY == 0;
 		}
 		pthread_mutex_unlock(&mu);
 	}
 	CUresult r;
-	if (state == F_EMPTY) {
+	int capturing = 0;
+	if (state == F_EMPTY && (D.capturing(s, &capturing) != CUDA_SUCCESS || capturing)) {
+		set_state(i, F_EMPTY); /* captured, it runs nothing: a later launch records it */
+		r = whole(l, s, -1, 0);
+	} else if (state == F_EMPTY) {
 		r = first(l, s, i);
 	} else if (state == F_NEVER || state == F_RECORDING || state == F_SCANNING || attrs_whole(l->c)) {
 		r = whole(l, s, -1, 0);
@@ -797,7 +808,6 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 		pthread_mutex_unlock(&mu);
 		if (state != F_READY)
 			n = 1;
-		int capturing = 0;
 		if (n >= 2 && (D.capturing(s, &capturing) != CUDA_SUCCESS || capturing))
 			n = 1;
 		if (n < 2 || !cut(l, s, ctx, i, n, &r))

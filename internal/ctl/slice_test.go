@@ -330,3 +330,31 @@ func TestSliceForgetsGoneContext(t *testing.T) {
 	be.say(t, "sync")
 	wantRuns(t, be, 2, 3, 1+2*5, "in the primary context")
 }
+
+// TestSliceNotInCapture: launches into a stream being captured into a
+// graph run nothing then: they are neither cut nor timed (an event would
+// join the program's graph), nor taken as the function's first launch.
+func TestSliceNotInCapture(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 10*us)
+	ls := playLS(n, c, enableOnly(0, 1))
+	ls.set(true)
+	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
+	be.say(t, "dur 1000")
+	// a function never launched before, and one known (its time not read
+	// yet: a launch of it now would be timed)
+	be.launch(t, 9, 1, "kernel")
+	for _, fn := range []int{10, 9} {
+		if got := be.say(t, fmt.Sprintf("flcap %d %d 3", fn, sliceGrid)); got != "rc 0 capevents 0" {
+			t.Errorf("function %d: 3 launches captured: %q, want rc 0 and no event recorded into the capture", fn, got)
+		}
+	}
+	be.say(t, "sync")
+	be.learn(t, 10, "kernel")
+	for _, fn := range []int{9, 10} {
+		be.launch(t, fn, 2, "kernel")
+		be.say(t, "sync")
+		wantRuns(t, be, fn, 3, 1+2*5, fmt.Sprintf("function %d after launches captured: the first whole, then cut", fn))
+	}
+}

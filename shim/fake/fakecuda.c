@@ -455,10 +455,20 @@ int cuEventDestroy_v2(CUevent e)
 	return 0;
 }
 
+static int captured_events; /* recorded into a capturing stream */
+
+/* fakecuda_captured_events: events recorded into a stream being captured
+ * (they become nodes of the program's graph) */
+int fakecuda_captured_events(void)
+{
+	return __atomic_load_n(&captured_events, __ATOMIC_RELAXED);
+}
+
 int cuEventRecord(CUevent e, CUstream s)
 {
 	uint64_t t = now_ns();
 	pthread_mutex_lock(&mu);
+	captured_events += stream_of(s)->capturing;
 	uint64_t d = stream_of(s)->done_at;
 	((struct fevent *)e)->at = d > t ? d : t; /* reached when the work before it is done, or now */
 	pthread_mutex_unlock(&mu);

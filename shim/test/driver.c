@@ -59,6 +59,9 @@
  *                      cuLaunchCooperativeKernel (coop) -> "rc N": the
  *                      first launch's result that was not 0, else 0
  *   flt FN GRID N      4 threads make N such launches each -> "rc N"
+ *   flcap FN GRID N    N such launches into a stream being captured into
+ *                      a graph (by cuLaunchKernel) -> "rc N capevents E":
+ *                      E, the events recorded into captures so far
  *   runs FN GRID       -> "runs MIN MAX LAUNCHES BAD": the fewest and most
  *                      times a block of FN's grid ran, the driver's launches
  *                      of FN, and launches or copies the fake found wrong
@@ -933,6 +936,21 @@ int main(void)
 			char e[16] = "kernel";
 			sscanf(line, "fl %u %u %d %15s", &fn, &grid, &n, e);
 			printf("rc %d\n", fl(fn, grid, n, e));
+		} else if (strncmp(line, "flcap ", 6) == 0) {
+			unsigned fn = 0, grid = 0;
+			int n = 0;
+			sscanf(line, "flcap %u %u %d", &fn, &grid, &n);
+			CUstream s = NULL;
+			CUgraph g = NULL;
+			CUresult (*k)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+				      CUstream, void **, void **) = proc("cuLaunchKernel", 0);
+			CUresult r = ((CUresult(*)(CUstream *, unsigned))proc("cuStreamCreate", 0))(&s, 0);
+			if (!r)
+				r = ((CUresult(*)(CUstream, int))proc("cuStreamBeginCapture", 0))(s, CU_STREAM_CAPTURE_MODE_RELAXED);
+			for (int i = 0; i < n && !r; i++)
+				r = k((CUfunction)(uintptr_t)fn, grid, 1, 1, 128, 1, 1, 0, s, NULL, NULL);
+			CUresult e = ((CUresult(*)(CUstream, CUgraph *))proc("cuStreamEndCapture", 0))(s, &g);
+			printf("rc %d capevents %d\n", r ? r : e, ((int (*)(void))dlsym(h, "fakecuda_captured_events"))());
 		} else if (strncmp(line, "flt ", 4) == 0) {
 			int n = 0;
 			sscanf(line, "flt %u %u %d", &launcher_fn, &launcher_grid, &n);
