@@ -285,6 +285,8 @@ func TestBadClaims(t *testing.T) {
 		{"floor", "beFloor: a BE floor of 4 TPCs: want at least 8", 4, []string{cfg(`,"class":"be","beFloor":4`)}},
 		{"floorcount", "it asks for 4 TPCs and a BE floor of 8: ask for at least the floor's", 4, []string{cfg(`,"class":"be","beFloor":8`)}},
 		{"share", "BE share 2: want a fraction", 4, []string{cfg(`,"class":"be","beShare":2`)}},
+		{"slicels", "slice is for BE tenants", 4, []string{cfg(`,"class":"ls","slice":"200us"`)}},
+		{"slice", "slice: pieces of 5µs: want 0 (never cut) or 20µs to 1s", 4, []string{cfg(`,"class":"be","slice":"5us"`)}},
 		{"conns", "connections 0: want 1 to 32", 4, []string{cfg(`,"connections":0`)}},
 	} {
 		c := td.claim(t, tc.name, tc.tpcs, tc.configs...)
