@@ -768,7 +768,7 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 	CUstream s = l->ptsz && !l->s ? CU_STREAM_PER_THREAD : l->s;
 	harvest();
 	int i = -1, state = F_NEVER;
-	if (ctx) {
+	if (ctx && l->f) {
 		pthread_mutex_lock(&mu);
 		if ((i = fn_find(ctx, l->f)) >= 0) {
 			state = fns[i].state;

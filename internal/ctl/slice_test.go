@@ -358,3 +358,29 @@ func TestSliceNotInCapture(t *testing.T) {
 		wantRuns(t, be, fn, 3, 1+2*5, fmt.Sprintf("function %d after launches captured: the first whole, then cut", fn))
 	}
 }
+
+// BenchmarkSliceLaunchCost: what a BE's launch costs the host with
+// slicing off and on (no LS tenant active, so nothing is cut: the cost
+// a BE pays beside an idle LS tenant), on the fake driver.
+func BenchmarkSliceLaunchCost(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		slice time.Duration
+	}{{"off", 0}, {"on", slicePiece}} {
+		b.Run(c.name, func(b *testing.B) {
+			dir := b.TempDir()
+			tideNode(b, dir)
+			p, _ := startBE(b, dir, ctl.Tide{Share: 1, Slice: c.slice})
+			p.ask(b, "burst 10000 1") // warm: the function known and timed
+			b.ResetTimer()
+			got := p.ask(b, fmt.Sprintf("burst %d 1", b.N))
+			b.StopTimer()
+			ms, err := strconv.ParseFloat(strings.TrimPrefix(got, "burst "), 64)
+			if err != nil {
+				b.Fatalf("burst: %q", got)
+			}
+			b.ReportMetric(ms*1e6/float64(b.N), "ns/launch")
+			p.wait(b)
+		})
+	}
+}

@@ -34,7 +34,8 @@
  *   injected           -> "injected N": launches an injection loaded at
  *                      cuInit saw (FAKECUDA_INJECT)
  *   dur US             later kernels take US microseconds on the fake GPU
- *   burst N            N launches through cuLaunchKernel -> "burst MS": how
+ *   burst N [FN]       N launches through cuLaunchKernel (of the fake's
+ *                      test function FN, 100 blocks) -> "burst MS": how
  *                      long the launch calls took, all told
  *   ctx N              make context N current (cuCtxSetCurrent): 0 and 1 are
  *                      the fake's primary contexts of its two GPUs -> "rc N"
@@ -1011,10 +1012,12 @@ int main(void)
 		} else if (sscanf(line, "burst %i", &v) == 1) {
 			CUresult (*f)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 				      unsigned, CUstream, void **, void **) = proc("cuLaunchKernel", 0);
+			unsigned fn = 0;
+			sscanf(line, "burst %*i %u", &fn);
 			struct timespec a, b;
 			clock_gettime(CLOCK_MONOTONIC, &a);
 			for (int i = 0; i < v; i++)
-				f(0, 1, 1, 1, 32, 1, 1, 0, 0, NULL, NULL);
+				f((CUfunction)(uintptr_t)fn, fn ? 100 : 1, 1, 1, 32, 1, 1, 0, 0, NULL, NULL);
 			clock_gettime(CLOCK_MONOTONIC, &b);
 			printf("burst %.3f\n", (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
 		} else if (sscanf(line, "threads %i", &v) == 1) {
