@@ -60,6 +60,9 @@ int carve_tide_ls(void);       /* an LS tenant in tide */
  * now, or it served a request in the last CARVE_NODE_QUIET_NS (what bounds
  * the BE's queue); and the launch's context into *ctx. */
 int carve_tide_ls_active(CUcontext *ctx);
+/* carve_tide_capturing: stream captures under way in the process (any
+ * thread, any mode) */
+int carve_tide_capturing(void);
 void carve_tide_timing(void);  /* an LS tenant recorded a timing event */
 
 /* timing.c: an LS tenant's events made for timing */

@@ -41,7 +41,9 @@
  * launches with cluster dimensions or a cooperative, programmatic or
  * completion-event attribute, launches into a capturing stream (neither
  * timed nor recorded: an event would join the graph, and the launch runs
- * nothing then), grids narrower than two pieces, and functions whose code
+ * nothing then), any launch while a capture is under way in the process
+ * (slicing's own calls would end a global-mode capture: none is made),
+ * grids narrower than two pieces, and functions whose code
  * has no end marker.
  *
  * The callback only reads the thread's plan that the wrapper armed and
@@ -118,6 +120,7 @@ static struct {
 	 * its attributes are the kernel's on the context's device (optional) */
 	CUresult (*kernel_attr)(int *, int, CUfunction, CUdevice);
 	CUresult (*ctx_device)(CUdevice *);
+	CUresult (*exchange_mode)(int *); /* cuThreadExchangeStreamCaptureMode */
 } D;
 static int usable; /* the driver has them all */
 
@@ -135,6 +138,32 @@ static __thread __attribute__((tls_model("initial-exec"))) struct plan {
 	int applied;    /* the callback made the edit */
 } plan;
 static __thread __attribute__((tls_model("initial-exec"))) int inside; /* slicing's own launches */
+
+/* Slicing's own driver calls (a query, a synchronization, a module load,
+ * an allocation) would end a capture in global mode, as PyTorch's are,
+ * begun on any thread meanwhile: no slicing work is begun while a capture
+ * is under way (carve_tide_capturing), and the calls are made in relaxed
+ * mode, for a capture begun after that check. own() puts this thread in
+ * relaxed mode before the first of them in a launch, own_end() puts its
+ * mode back at the launch's end. */
+static __thread __attribute__((tls_model("initial-exec"))) struct {
+	int on, mode;
+} relaxed;
+
+static void own(void)
+{
+	int m = CU_STREAM_CAPTURE_MODE_RELAXED;
+	if (!relaxed.on && D.exchange_mode && D.exchange_mode(&m) == CUDA_SUCCESS)
+		relaxed.on = 1, relaxed.mode = m;
+}
+
+static void own_end(void)
+{
+	if (relaxed.on) {
+		D.exchange_mode(&relaxed.mode);
+		relaxed.on = 0;
+	}
+}
 
 void carve_slice_edit(uint8_t *tmd)
 {
@@ -366,6 +395,7 @@ static struct ctx *ctx_ready(CUcontext c)
 	pthread_mutex_unlock(&mu);
 	if (!go)
 		return state == 2 ? e : NULL;
+	own();
 	CUmodule m;
 	CUfunction scan = NULL, copy = NULL;
 	CUstream own = NULL;
@@ -409,6 +439,7 @@ static CUdeviceptr slot(struct ctx *e, size_t len)
 		int over = e->total + CHUNK_BYTES > ARENA_BYTES;
 		pthread_mutex_unlock(&mu);
 		CUdeviceptr c = 0;
+		own();
 		if (over || D.mem_alloc(&c, CHUNK_BYTES) != CUDA_SUCCESS)
 			return 0;
 		pthread_mutex_lock(&mu);
@@ -452,6 +483,7 @@ static void scan(int i, struct ctx *e)
 	unsigned long long mlo = END_MARK_LO, mhi = END_MARK_HI, mask = CONTROL_MASK, nlo = NOP_LO, nhi = NOP_HI;
 	void *args[] = {&src, &e->result, &bound, &mlo, &mhi, &mask, &nlo, &nhi};
 	uint32_t out[2] = {0, 0};
+	own();
 	CUresult r = D.launch(e->scan, 1, 1, 1, 32, 1, 1, 0, e->own, args, NULL);
 	if (r == CUDA_SUCCESS)
 		r = D.dtoh(out, e->result, sizeof out, e->own);
@@ -494,6 +526,7 @@ static int make_copy(int i, struct ctx *e, unsigned s, CUstream stream, struct c
 		args[3 + k] = &w[k];
 	unsigned blocks = (words + 255) / 256;
 	CUevent ev = NULL;
+	own();
 	CUresult r = D.launch(e->copy, blocks > 64 ? 64 : blocks ? blocks : 1, 1, 1, 256, 1, 1, 0, stream, args, NULL);
 	if (r == CUDA_SUCCESS)
 		r = D.event_create(&ev, CU_EVENT_DISABLE_TIMING);
@@ -530,6 +563,7 @@ static void harvest(void)
 {
 	if (!__atomic_load_n(&pending, __ATOMIC_RELAXED))
 		return;
+	own();
 	pthread_mutex_lock(&tmu);
 	for (int k = 0; k < TIMES; k++) {
 		float ms = 0;
@@ -561,6 +595,7 @@ static int time_begin(CUstream s)
 	int capturing = 0;
 	if (!time_due || D.capturing(s, &capturing) != CUDA_SUCCESS || capturing)
 		return -1;
+	own();
 	pthread_mutex_lock(&tmu);
 	int k = 0;
 	while (k < TIMES && times[k].busy)
@@ -749,7 +784,7 @@ static int cut(const struct carve_launch *l, CUstream s, CUcontext ctx, int i, u
 CUresult carve_slice_launch(const struct carve_launch *l)
 {
 	uint32_t us = usable && carve_block ? __atomic_load_n(&carve_block->slice_us, __ATOMIC_RELAXED) : 0;
-	if (!us || inside) {
+	if (!us || inside || carve_tide_capturing()) { /* a capture under way: no work of slicing's */
 		carve_launch_before(l->s);
 		CUresult r = drive(l);
 		carve_launch_after(l->s, r);
@@ -766,7 +801,9 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 		return r;
 	}
 	CUstream s = l->ptsz && !l->s ? CU_STREAM_PER_THREAD : l->s;
-	harvest();
+	int capturing = 0;
+	if (__atomic_load_n(&pending, __ATOMIC_RELAXED) && D.capturing(s, &capturing) == CUDA_SUCCESS && !capturing)
+		harvest();
 	int i = -1, state = F_NEVER;
 	if (ctx && l->f) {
 		pthread_mutex_lock(&mu);
@@ -780,7 +817,6 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 		pthread_mutex_unlock(&mu);
 	}
 	CUresult r;
-	int capturing = 0;
 	if (state == F_EMPTY && (D.capturing(s, &capturing) != CUDA_SUCCESS || capturing)) {
 		set_state(i, F_EMPTY); /* captured, it runs nothing: a later launch records it */
 		r = whole(l, s, -1, 0);
@@ -813,6 +849,7 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 		if (n < 2 || !cut(l, s, ctx, i, n, &r))
 			r = whole(l, s, state == F_READY || state == F_KNOWN ? i : -1, 0);
 	}
+	own_end();
 	inside = 0;
 	return r;
 }
@@ -839,6 +876,7 @@ void carve_slice_init(void *cuda)
 			usable = 0;
 	D.kernel_attr = carve_real_dlsym(cuda, "cuKernelGetAttribute");
 	D.ctx_device = carve_real_dlsym(cuda, "cuCtxGetDevice");
+	D.exchange_mode = carve_real_dlsym(cuda, "cuThreadExchangeStreamCaptureMode");
 	if (!usable && carve_block && carve_block->slice_us)
 		carve_say("the driver lacks what slicing needs: kernels go whole");
 }

@@ -787,6 +787,11 @@ static void be_launch_after(int g, CUstream s)
 	__atomic_store_n(&carve_block->inflight, inflight_all(), __ATOMIC_RELAXED);
 }
 
+int carve_tide_capturing(void)
+{
+	return __atomic_load_n(&capturing, __ATOMIC_RELAXED);
+}
+
 int carve_tide_ls_active(CUcontext *ctx)
 {
 	*ctx = NULL;

@@ -384,3 +384,35 @@ func BenchmarkSliceLaunchCost(b *testing.B) {
 		})
 	}
 }
+
+// TestSliceGlobalCapture: while the program captures a graph in global
+// mode (as PyTorch's torch.cuda.graph does), a launch into another stream
+// makes none of slicing's own driver calls that the capture forbids (a
+// query, a synchronization, a module load, an allocation: the fake
+// refuses them as CUDA does, which would end the capture): it goes
+// whole, and is cut again once the capture ended.
+func TestSliceGlobalCapture(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 10*us)
+	ls := playLS(n, c, enableOnly(0, 1))
+	ls.set(true)
+	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
+	be.say(t, "dur 1000")
+	// function 11's code recorded, its time not read yet (a pair pending):
+	// its next launch would read it, scan the code, set up the context
+	be.launch(t, 11, 1, "kernel")
+	if got := be.say(t, "gcap on"); got != "rc 0 unsafe 0" {
+		t.Fatalf("gcap on: %q", got)
+	}
+	be.launch(t, 11, 2, "kernel")
+	be.launch(t, 12, 1, "kernel")
+	if got := be.say(t, "gcap off"); got != "rc 0 unsafe 0" {
+		t.Errorf("launches beside a global-mode capture: %q, want rc 0 and no call refused for the capture", got)
+	}
+	be.say(t, "sync")
+	wantRuns(t, be, 11, 3, 3, "function 11 beside a global-mode capture: whole")
+	be.launch(t, 11, 2, "kernel")
+	be.say(t, "sync")
+	wantRuns(t, be, 11, 5, 3+2*5, "function 11 after the capture: cut")
+}

@@ -240,6 +240,7 @@ struct fgraph;
 struct fstream {
 	uint64_t done_at; /* when the last work submitted finishes */
 	int capturing;
+	int global;         /* in global capture mode */
 	struct fgraph *cap; /* the graph being captured */
 };
 static void mem_synced(void);
@@ -427,10 +428,36 @@ int fakecuda_uuid_lookups(void)
 	return __atomic_load_n(&uuid_lookups, __ATOMIC_RELAXED);
 }
 
+/* Capture modes as the driver keeps them: each thread's (global, 0, at
+ * first), and the captures under way in global mode. While one is, a
+ * call that may not be made during a capture (a query, a synchronization,
+ * an allocation, a module load) from a thread not in relaxed mode is
+ * refused, as CUDA refuses it (and would end the capture); the fake
+ * counts them. Thread-local mode's captures are not modelled. */
+static __thread int cap_mode;
+static int global_captures, unsafe_calls;
+
 int cuThreadExchangeStreamCaptureMode(int *mode)
 {
-	*mode = 0;
+	int old = cap_mode;
+	cap_mode = *mode;
+	*mode = old;
 	return 0;
+}
+
+/* unsafe: a call that a global-mode capture forbids: 0, or its error */
+static int unsafe(void)
+{
+	if (!__atomic_load_n(&global_captures, __ATOMIC_ACQUIRE) || cap_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+		return 0;
+	__atomic_add_fetch(&unsafe_calls, 1, __ATOMIC_RELAXED);
+	return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+/* fakecuda_unsafe_calls: calls refused for a global-mode capture */
+int fakecuda_unsafe_calls(void)
+{
+	return __atomic_load_n(&unsafe_calls, __ATOMIC_RELAXED);
 }
 
 static int error(void)
@@ -509,6 +536,8 @@ int cuEventRecordWithFlags(CUevent e, CUstream s, unsigned flags)
 
 int cuEventQuery(CUevent e)
 {
+	if (unsafe())
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	if (error())
 		return error();
 	return now_ns() >= ((struct fevent *)e)->at ? 0 : CUDA_ERROR_NOT_READY;
@@ -516,6 +545,8 @@ int cuEventQuery(CUevent e)
 
 int cuEventSynchronize(CUevent e)
 {
+	if (unsafe())
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	sleep_until(((struct fevent *)e)->at);
 	mem_synced();
 	return error();
@@ -523,6 +554,8 @@ int cuEventSynchronize(CUevent e)
 
 int cuStreamQuery(CUstream s)
 {
+	if (unsafe())
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	if (error())
 		return error();
 	return now_ns() >= stream_of(s)->done_at ? 0 : CUDA_ERROR_NOT_READY;
@@ -530,6 +563,8 @@ int cuStreamQuery(CUstream s)
 
 int cuStreamSynchronize(CUstream s)
 {
+	if (unsafe())
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	sleep_until(stream_of(s)->done_at);
 	mem_synced();
 	if (cb && enabled[6][0x13]) /* a callback of another domain, as the driver makes */
@@ -547,6 +582,8 @@ static struct fstream *default_stream(void)
 
 int cuCtxSynchronize(void)
 {
+	if (unsafe())
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	uint64_t t = default_stream()->done_at;
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < nstreams; i++)
@@ -560,16 +597,20 @@ int cuCtxSynchronize(void)
 
 int cuStreamBeginCapture_v2(CUstream s, int mode)
 {
-	(void)mode;
 	stream_of(s)->cap = graph_new();
 	stream_of(s)->capturing = 1;
+	stream_of(s)->global = mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
+	if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL)
+		__atomic_add_fetch(&global_captures, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
 int cuStreamEndCapture(CUstream s, CUgraph *g)
 {
 	struct fstream *f = stream_of(s);
-	f->capturing = 0;
+	if (f->capturing && f->global)
+		__atomic_sub_fetch(&global_captures, 1, __ATOMIC_RELEASE);
+	f->capturing = f->global = 0;
 	*g = f->cap ? (CUgraph)f->cap : (CUgraph)0x1;
 	f->cap = NULL;
 	return 0;
@@ -687,6 +728,8 @@ static unsigned test_fn(CUfunction f)
 
 int cuModuleLoadDataEx(CUmodule *m, const void *img, unsigned n, int *o, void **v)
 {
+	if (unsafe())
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	(void)n, (void)o, (void)v;
 	*m = FAKE_MODULE;
 	return strstr(img, "carve_slice_scan") && strstr(img, "carve_slice_copy") ? error() : CUDA_ERROR_INVALID_VALUE;
@@ -1108,6 +1151,8 @@ static int free_plain(uint64_t p, int kind)
 
 int cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 {
+	if (unsafe())
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	__atomic_add_fetch(&calls_v2, 1, __ATOMIC_RELAXED);
 	uint64_t v;
 	int r = alloc_plain(&v, n, 0, F_PLAIN);

@@ -63,6 +63,10 @@
  *   flcap FN GRID N    N such launches into a stream being captured into
  *                      a graph (by cuLaunchKernel) -> "rc N capevents E":
  *                      E, the events recorded into captures so far
+ *   gcap on|off        begin a global-mode capture (as PyTorch's) on a new
+ *                      non-blocking stream, or end it -> "rc N unsafe U":
+ *                      U, the calls the fake refused for a global-mode
+ *                      capture so far
  *   runs FN GRID       -> "runs MIN MAX LAUNCHES BAD": the fewest and most
  *                      times a block of FN's grid ran, the driver's launches
  *                      of FN, and launches or copies the fake found wrong
@@ -952,6 +956,18 @@ int main(void)
 				r = k((CUfunction)(uintptr_t)fn, grid, 1, 1, 128, 1, 1, 0, s, NULL, NULL);
 			CUresult e = ((CUresult(*)(CUstream, CUgraph *))proc("cuStreamEndCapture", 0))(s, &g);
 			printf("rc %d capevents %d\n", r ? r : e, ((int (*)(void))dlsym(h, "fakecuda_captured_events"))());
+		} else if (strncmp(line, "gcap ", 5) == 0) {
+			static CUstream gs;
+			CUgraph g = NULL;
+			CUresult r = 0;
+			if (strncmp(line + 5, "on", 2) == 0) {
+				r = ((CUresult(*)(CUstream *, unsigned))proc("cuStreamCreate", 0))(&gs, CU_STREAM_NON_BLOCKING);
+				if (!r)
+					r = ((CUresult(*)(CUstream, int))proc("cuStreamBeginCapture", 0))(gs, CU_STREAM_CAPTURE_MODE_GLOBAL);
+			} else {
+				r = ((CUresult(*)(CUstream, CUgraph *))proc("cuStreamEndCapture", 0))(gs, &g);
+			}
+			printf("rc %d unsafe %d\n", r, ((int (*)(void))dlsym(h, "fakecuda_unsafe_calls"))());
 		} else if (strncmp(line, "flt ", 4) == 0) {
 			int n = 0;
 			sscanf(line, "flt %u %u %d", &launcher_fn, &launcher_grid, &n);
