@@ -208,7 +208,8 @@ struct ctx {
 	int state; /* 0 none, 1 being set up, 2 ready, -1 failed */
 	CUfunction scan, copy;
 	CUstream own;       /* slicing's stream in this context */
-	CUdeviceptr result; /* the scan's two words */
+	CUdeviceptr result; /* the scan's two words, */
+	int scanning;       /* which one scan at a time uses */
 	CUdeviceptr chunk;  /* copies' memory */
 	size_t used, total;
 };
@@ -475,7 +476,8 @@ static int compile_time_cluster(CUfunction f)
 	return must || w > 1 || h > 1 || d > 1;
 }
 
-/* scan measures function i's code on slicing's own stream and waits */
+/* scan measures function i's code on slicing's own stream and waits;
+ * the caller set e->scanning, which it clears */
 static void scan(int i, struct ctx *e)
 {
 	CUdeviceptr src = fns[i].program;
@@ -489,6 +491,9 @@ static void scan(int i, struct ctx *e)
 		r = D.dtoh(out, e->result, sizeof out, e->own);
 	if (r == CUDA_SUCCESS)
 		r = D.stream_sync(e->own);
+	pthread_mutex_lock(&mu);
+	e->scanning = 0;
+	pthread_mutex_unlock(&mu);
 	if (r != CUDA_SUCCESS)
 		never(i, "the scan of its code failed");
 	else if (!out[0])
@@ -829,12 +834,14 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 		 * is scanned only then, so that a BE beside no active LS tenant
 		 * never waits for a scan */
 		unsigned n = active ? pieces_for(i, l->gx, (uint64_t)us * 1000) : 1;
-		if (state == F_KNOWN && n >= 2) { /* one thread scans; others go whole meanwhile */
+		if (state == F_KNOWN && n >= 2) {
+			/* one thread scans, one scan in a context at a time (they
+			 * share its result words); other launches go whole meanwhile */
 			struct ctx *e = ctx_ready(ctx);
 			pthread_mutex_lock(&mu);
-			int mine = e && fns[i].state == F_KNOWN;
+			int mine = e && fns[i].state == F_KNOWN && !e->scanning;
 			if (mine)
-				fns[i].state = F_SCANNING;
+				fns[i].state = F_SCANNING, e->scanning = 1;
 			pthread_mutex_unlock(&mu);
 			if (mine)
 				scan(i, e);

@@ -297,6 +297,32 @@ func TestSliceManyThreads(t *testing.T) {
 	}
 }
 
+// TestSliceScansOneAtATime: four threads first cut four functions at
+// once; the scans of a context share its result words, so one scans at a
+// time (the fake counts a scan that overwrote another's result before it
+// was read back as wrong), and every block of every launch runs once.
+func TestSliceScansOneAtATime(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 10*us)
+	ls := playLS(n, c, enableOnly(0, 1))
+	ls.set(true)
+	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
+	be.say(t, "dur 1000")
+	for fn := 1; fn <= 4; fn++ {
+		be.learn(t, fn, "kernel") // known and timed, not scanned
+	}
+	if got := be.say(t, fmt.Sprintf("flt 1 %d 8 each", sliceGrid)); got != "rc 0" {
+		t.Fatalf("4 threads launching functions 1-4: %q", got)
+	}
+	be.say(t, "sync")
+	for fn := 1; fn <= 4; fn++ {
+		if r := be.runs(t, fn); r.min != 9 || r.max != 9 || r.bad != 0 {
+			t.Errorf("function %d: blocks ran %d to %d times, %d wrong; want each 9 times, none wrong", fn, r.min, r.max, r.bad)
+		}
+	}
+}
+
 // TestSliceForgetsGoneContext: a destroyed context's handle comes back
 // for a new context (the fake reuses it, as drivers may), where the same
 // function handle may name other code: nothing slicing knew of the old

@@ -241,9 +241,15 @@ struct fstream {
 	uint64_t done_at; /* when the last work submitted finishes */
 	int capturing;
 	int global;         /* in global capture mode */
+	/* a copy to the host (cuMemcpyDtoHAsync) of the scan's result words,
+	 * made when the stream is synchronized, as its work is then done */
+	void *to_host;
+	uint64_t from;
+	size_t bytes;
 	struct fgraph *cap; /* the graph being captured */
 };
 static void mem_synced(void);
+static void to_host(struct fstream *f);
 static void mem_context_gone(int slot);
 static struct fgraph *graph_new(void);
 static int graph_memory(CUgraphExec g);
@@ -566,6 +572,7 @@ int cuStreamSynchronize(CUstream s)
 	if (unsafe())
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	sleep_until(stream_of(s)->done_at);
+	to_host(stream_of(s));
 	mem_synced();
 	if (cb && enabled[6][0x13]) /* a callback of another domain, as the driver makes */
 		cb(cb_user, 6, 0x13, NULL);
@@ -694,6 +701,7 @@ NOT_SUPPORTED(cuCtxResetPersistingL2Cache)
 #define FAKE_SCAN ((CUfunction)(uintptr_t)0x5ca0)
 #define FAKE_COPY ((CUfunction)(uintptr_t)0xc0b0)
 #define FAKE_MODULE ((CUmodule)(uintptr_t)0x30d0)
+#define FAKE_SCAN_NS 10000 /* the scan's GPU time */
 #define PRO_BYTES 128
 #define PRO_IMM_BIT 160
 #define KERNEL_RING 64
@@ -709,6 +717,7 @@ static struct {
 static struct {
 	uint64_t addr;
 	uint32_t w[2];
+	int unread; /* a scan wrote them, not read back yet */
 } words[WORDS];
 static unsigned nwords;
 #define FAKE_COPIES 4096
@@ -750,16 +759,28 @@ int cuFuncGetAttribute(int *v, int a, CUfunction f)
 
 int cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream s)
 {
-	(void)s;
 	pthread_mutex_lock(&mu);
 	int found = 0;
 	for (unsigned i = 0; i < nwords && !found; i++)
-		if (words[i].addr == d && n <= sizeof words[i].w) {
-			memcpy(h, words[i].w, n);
-			found = 1;
-		}
+		found = words[i].addr == d && n <= sizeof words[i].w;
+	struct fstream *f = stream_of(s);
+	if (found)
+		f->to_host = h, f->from = d, f->bytes = n;
 	pthread_mutex_unlock(&mu);
 	return found ? error() : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* to_host makes stream f's copy to the host, its work done */
+static void to_host(struct fstream *f)
+{
+	pthread_mutex_lock(&mu);
+	for (unsigned i = 0; i < nwords && f->to_host; i++)
+		if (words[i].addr == f->from) {
+			memcpy(f->to_host, words[i].w, f->bytes);
+			words[i].unread = 0;
+			f->to_host = NULL;
+		}
+	pthread_mutex_unlock(&mu);
 }
 
 /* shim_kernel runs the shim's scan or copy kernel at once (mu held):
@@ -779,6 +800,8 @@ static void shim_kernel(CUfunction f, unsigned gx, void **p)
 			return;
 		}
 		nwords += i == nwords;
+		bad += words[i].unread; /* another scan's result, not read yet, overwritten */
+		words[i].unread = 1;
 		words[i].addr = out;
 		words[i].w[0] = fn == FAKE_NO_MARK_FN ? 0 : FAKE_CODE_BYTES;
 		words[i].w[1] = 0;
@@ -909,7 +932,7 @@ static int fake_launch(int version, CUstream s, CUfunction fn, unsigned gx, void
 		unsigned b0 = 0, b1 = 0;
 		if (fn == FAKE_SCAN || fn == FAKE_COPY) {
 			shim_kernel(fn, gx, p);
-			d = 0;
+			d = fn == FAKE_SCAN ? FAKE_SCAN_NS : 0;
 		} else if (tf && !blocks_of(tf, gx, tmd, &b0, &b1)) {
 			bad++;
 			d = 0;

@@ -59,7 +59,9 @@
  *                      cluster dimension attribute) or
  *                      cuLaunchCooperativeKernel (coop) -> "rc N": the
  *                      first launch's result that was not 0, else 0
- *   flt FN GRID N      4 threads make N such launches each -> "rc N"
+ *   flt FN GRID N [each]
+ *                      4 threads make N such launches each (each: the
+ *                      k-th thread of function FN+k) -> "rc N"
  *   flcap FN GRID N    N such launches into a stream being captured into
  *                      a graph (by cuLaunchKernel) -> "rc N capevents E":
  *                      E, the events recorded into captures so far
@@ -212,14 +214,16 @@ static int profile(void)
 
 static volatile int storming;
 static unsigned launcher_fn = 0, launcher_grid = 1; /* what the launchers launch */
+static unsigned launcher_each, launcher_next; /* each: the k-th launcher launches launcher_fn + k */
 static int launcher_rc;
 static void *launcher(void *arg)
 {
 	int n = *(int *)arg;
 	CUresult (*f)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 		      unsigned, CUstream, void **, void **) = proc("cuLaunchKernel", 0);
+	unsigned fn = launcher_fn + (launcher_each ? __atomic_fetch_add(&launcher_next, 1, __ATOMIC_RELAXED) : 0);
 	for (int i = 0; i < n; i++) {
-		CUresult r = f((CUfunction)(uintptr_t)launcher_fn, launcher_grid, 1, 1, 32, 1, 1, 0, 0, NULL, NULL);
+		CUresult r = f((CUfunction)(uintptr_t)fn, launcher_grid, 1, 1, 32, 1, 1, 0, 0, NULL, NULL);
 		if (r)
 			__atomic_store_n(&launcher_rc, r, __ATOMIC_RELAXED);
 	}
@@ -970,7 +974,9 @@ int main(void)
 			printf("rc %d unsafe %d\n", r, ((int (*)(void))dlsym(h, "fakecuda_unsafe_calls"))());
 		} else if (strncmp(line, "flt ", 4) == 0) {
 			int n = 0;
-			sscanf(line, "flt %u %u %d", &launcher_fn, &launcher_grid, &n);
+			char each[8] = "";
+			sscanf(line, "flt %u %u %d %7s", &launcher_fn, &launcher_grid, &n, each);
+			launcher_each = strcmp(each, "each") == 0, launcher_next = 0;
 			launcher_rc = 0;
 			threads(n);
 			launcher_fn = 0, launcher_grid = 1;
