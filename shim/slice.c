@@ -220,8 +220,8 @@ struct copy {
 	unsigned fn; /* index in fns, +1: 0 is empty */
 	unsigned s;
 	CUdeviceptr at;
-	CUevent done;
-	CUstream stream; /* where it was made, of ctx */
+	CUevent done; /* recorded after it was written */
+	int seen;     /* done was seen complete: no launch waits for it again */
 };
 #define COPIES 8192
 static struct copy copies[COPIES];
@@ -476,6 +476,17 @@ static int compile_time_cluster(CUfunction f)
 	return must || w > 1 || h > 1 || d > 1;
 }
 
+/* shim_launch launches one of slicing's own kernels, holding the
+ * callbacks (tools.c) as a tenant's launch is held (drive): its mask is
+ * written as any kernel's */
+static CUresult shim_launch(CUfunction f, unsigned blocks, unsigned threads, CUstream s, void **args)
+{
+	carve_tools_hold(1);
+	CUresult r = D.launch(f, blocks, 1, 1, threads, 1, 1, 0, s, args, NULL);
+	carve_tools_hold(0);
+	return r;
+}
+
 /* scan measures function i's code on slicing's own stream and waits;
  * the caller set e->scanning, which it clears */
 static void scan(int i, struct ctx *e)
@@ -486,7 +497,7 @@ static void scan(int i, struct ctx *e)
 	void *args[] = {&src, &e->result, &bound, &mlo, &mhi, &mask, &nlo, &nhi};
 	uint32_t out[2] = {0, 0};
 	own();
-	CUresult r = D.launch(e->scan, 1, 1, 1, 32, 1, 1, 0, e->own, args, NULL);
+	CUresult r = shim_launch(e->scan, 1, 32, e->own, args);
 	if (r == CUDA_SUCCESS)
 		r = D.dtoh(out, e->result, sizeof out, e->own);
 	if (r == CUDA_SUCCESS)
@@ -511,14 +522,13 @@ static void scan(int i, struct ctx *e)
 	}
 }
 
-/* make_copy writes prologue(s) + function i's code into a new slot on
- * stream s and records an event after it, into *out; 0 if it cannot. */
-static int make_copy(int i, struct ctx *e, unsigned s, CUstream stream, struct copy *out)
+/* make_copy writes prologue(s) + function i's code into slot at (slot)
+ * on stream, after what is on it, and records an event after it, into
+ * *out; it keeps the copy for later launches if the table has room. A
+ * CUresult: CUDA_SUCCESS, or why it could not. */
+static CUresult make_copy(int i, struct ctx *e, unsigned s, CUdeviceptr at, CUstream stream, struct copy *out)
 {
 	uint32_t len = fns[i].len;
-	CUdeviceptr at = slot(e, PRO_BYTES + len);
-	if (!at)
-		return 0;
 	uint8_t pro[PRO_BYTES];
 	memcpy(pro, pro_bytes, sizeof pro);
 	memcpy(pro + PRO_IMM_BIT / 8, &s, sizeof s); /* a byte-aligned 32-bit immediate */
@@ -532,14 +542,14 @@ static int make_copy(int i, struct ctx *e, unsigned s, CUstream stream, struct c
 	unsigned blocks = (words + 255) / 256;
 	CUevent ev = NULL;
 	own();
-	CUresult r = D.launch(e->copy, blocks > 64 ? 64 : blocks ? blocks : 1, 1, 1, 256, 1, 1, 0, stream, args, NULL);
+	CUresult r = shim_launch(e->copy, blocks > 64 ? 64 : blocks ? blocks : 1, 256, stream, args);
 	if (r == CUDA_SUCCESS)
 		r = D.event_create(&ev, CU_EVENT_DISABLE_TIMING);
 	if (r == CUDA_SUCCESS)
 		r = D.event_record(ev, stream);
 	if (r != CUDA_SUCCESS)
-		return 0;
-	*out = (struct copy){(unsigned)i + 1, s, at, ev, stream};
+		return r;
+	*out = (struct copy){(unsigned)i + 1, s, at, ev, 0};
 	pthread_mutex_lock(&mu);
 	struct copy *c = copy_find((unsigned)i, s);
 	if (c && !c->fn && ncopies < COPIES * 3 / 4) {
@@ -547,7 +557,27 @@ static int make_copy(int i, struct ctx *e, unsigned s, CUstream stream, struct c
 		*c = *out;
 	}
 	pthread_mutex_unlock(&mu);
-	return 1;
+	return CUDA_SUCCESS;
+}
+
+/* ready_on makes stream s wait for copy c of function i, unless it was
+ * seen written (a stream's handle may name another stream by now, so
+ * being made on the same one proves nothing) */
+static CUresult ready_on(int i, struct copy *c, CUstream s)
+{
+	if (c->seen)
+		return CUDA_SUCCESS;
+	own();
+	CUresult r = D.event_query(c->done);
+	if (r == CUDA_SUCCESS) {
+		pthread_mutex_lock(&mu);
+		struct copy *t = copy_find((unsigned)i, c->s);
+		if (t && t->fn == (unsigned)i + 1)
+			t->seen = 1;
+		pthread_mutex_unlock(&mu);
+		return r;
+	}
+	return D.stream_wait(s, c->done, 0);
 }
 
 /* --- each function's time --------------------------------------------------- */
@@ -727,7 +757,12 @@ static unsigned pieces_for(int i, unsigned gx, uint64_t bound_ns)
 
 /* cut launches l as n pieces, the first already past its gate, each
  * later one through it; function i is ready. 0 with *r unset if it went
- * nowhere (the caller launches it whole); else 1, the result in *r. */
+ * nowhere (the caller launches it whole); else 1, the result in *r.
+ *
+ * The copies' places are taken first; piece 0 goes next, and its callback
+ * checks that the function's code is still where it was recorded (a
+ * handle may name new code after an unload); only then are the copies
+ * made from that code, on the launch's stream, before piece 1. */
 static int cut(const struct carve_launch *l, CUstream s, CUcontext ctx, int i, unsigned n, CUresult *r)
 {
 	struct ctx *e = ctx_ready(ctx);
@@ -735,24 +770,18 @@ static int cut(const struct carve_launch *l, CUstream s, CUcontext ctx, int i, u
 		return 0;
 	unsigned c[SLICE_MAX_PIECES + 1];
 	struct copy use[SLICE_MAX_PIECES];
+	int have[SLICE_MAX_PIECES];
 	for (unsigned k = 0; k <= n; k++)
 		c[k] = (unsigned)((unsigned long long)l->gx * k / n);
-	/* the copies, all before the first piece; one made on another stream
-	 * (or the per-thread stream of another thread) is waited for */
 	for (unsigned k = 1; k < n; k++) {
 		pthread_mutex_lock(&mu);
-		struct copy *have = copy_find((unsigned)i, c[k]);
-		int found = have && have->fn;
-		if (found)
-			use[k] = *have;
+		struct copy *t = copy_find((unsigned)i, c[k]);
+		have[k] = t && t->fn;
+		if (have[k])
+			use[k] = *t;
 		pthread_mutex_unlock(&mu);
-		if (!found) {
-			if (!make_copy(i, e, c[k], s, &use[k]))
-				return 0;
-		} else if ((use[k].stream != s || s == CU_STREAM_PER_THREAD) &&
-			   D.stream_wait(s, use[k].done, 0) != CUDA_SUCCESS) {
+		if (!have[k] && !(use[k].at = slot(e, PRO_BYTES + fns[i].len)))
 			return 0;
-		}
 	}
 	uint64_t program;
 	pthread_mutex_lock(&mu);
@@ -781,6 +810,17 @@ static int cut(const struct carve_launch *l, CUstream s, CUcontext ctx, int i, u
 			return 1;
 		}
 		__atomic_add_fetch(&carve_block->slice_pieces, 1, __ATOMIC_RELAXED);
+		for (unsigned j = 1; k == 0 && j < n; j++) {
+			/* piece 0 ran the code at program: the copies now */
+			CUresult cr = have[j] ? ready_on(i, &use[j], s) : make_copy(i, e, c[j], use[j].at, s, &use[j]);
+			if (cr != CUDA_SUCCESS) {
+				carve_say("slicing: the copy of function %p's code failed (%d): blocks %u to %u of its launch did not run",
+					  l->f, cr, c[1], l->gx);
+				never(i, "a copy of its code failed");
+				*r = cr;
+				return 1;
+			}
+		}
 	}
 	__atomic_add_fetch(&carve_block->sliced, 1, __ATOMIC_RELAXED);
 	return 1;

@@ -323,6 +323,36 @@ func TestSliceScansOneAtATime(t *testing.T) {
 	}
 }
 
+// TestSliceCopiesAfterPieceZero: a function's code moved (its module
+// unloaded and loaded again under the same handle) is found so by piece
+// 0's callback before any copy is made from its old place (the fake
+// counts a kernel that reads it as wrong): the launch runs its whole grid
+// as piece 0, and the function is never cut again.
+func TestSliceCopiesAfterPieceZero(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 10*us)
+	ls := playLS(n, c, enableOnly(0, 1))
+	ls.set(true)
+	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
+	be.say(t, "dur 1000")
+	be.learn(t, 13, "kernel")
+	be.launch(t, 13, 1, "kernel") // scanned, copies of S = 20, 40, 60, 80
+	be.say(t, "sync")
+	be.say(t, "fnmove 13")
+	// a grid of 50 needs copies of S = 10 and 30, not made yet
+	if got := be.say(t, "fl 13 50 1 kernel"); got != "rc 0" {
+		t.Fatalf("a launch of the moved function: %q", got)
+	}
+	be.launch(t, 13, 1, "kernel")
+	be.say(t, "sync")
+	// blocks 0-49 ran 4 times, 50-99 3 times (the grid of 50 ran whole)
+	if r := be.runs(t, 13); r != (runs{3, 4, 1 + 5 + 2, 0}) {
+		t.Errorf("function 13 cut once, then moved: blocks ran %d to %d times, %d driver launches, %d wrong; want 3 to 4 times in 8 launches (whole after the move), none wrong",
+			r.min, r.max, r.launches, r.bad)
+	}
+}
+
 // TestSliceForgetsGoneContext: a destroyed context's handle comes back
 // for a new context (the fake reuses it, as drivers may), where the same
 // function handle may name other code: nothing slicing knew of the old

@@ -727,7 +727,19 @@ static struct {
 } fcopies[FAKE_COPIES];
 static unsigned nfcopies;
 
-static uint64_t program_of(unsigned f) { return 0x7f0000000000ull + (uint64_t)f * 0x100000; }
+/* test function f's code, in a MiB of its own; moved (fakecuda_move) as
+ * after its module was unloaded and loaded again under the same handle */
+static unsigned moved[FAKE_FNS + 1];
+static uint64_t program_of(unsigned f) { return 0x7f0000000000ull + (uint64_t)f * 0x100000 + moved[f] * 0x10000ull; }
+
+/* fakecuda_move moves test function fn's code: its old place is freed */
+void fakecuda_move(unsigned fn)
+{
+	pthread_mutex_lock(&mu);
+	if (fn >= 1 && fn <= FAKE_FNS && moved[fn] < 15)
+		moved[fn]++;
+	pthread_mutex_unlock(&mu);
+}
 
 static unsigned test_fn(CUfunction f)
 {
@@ -790,6 +802,8 @@ static void shim_kernel(CUfunction f, unsigned gx, void **p)
 {
 	uint64_t src = *(uint64_t *)p[0];
 	unsigned fn = (unsigned)((src - program_of(0)) / 0x100000);
+	if (fn > FAKE_FNS || src != program_of(fn)) /* it read code freed, or none */
+		bad++;
 	if (f == FAKE_SCAN) {
 		uint64_t out = *(uint64_t *)p[1];
 		unsigned i = 0;

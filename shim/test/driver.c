@@ -69,6 +69,10 @@
  *                      non-blocking stream, or end it -> "rc N unsafe U":
  *                      U, the calls the fake refused for a global-mode
  *                      capture so far
+ *   fnmove FN          the fake's test function FN's code moves, as after
+ *                      its module was unloaded and loaded again under the
+ *                      same handle (a kernel reading its old place counts
+ *                      as wrong) -> "rc 0"
  *   runs FN GRID       -> "runs MIN MAX LAUNCHES BAD": the fewest and most
  *                      times a block of FN's grid ran, the driver's launches
  *                      of FN, and launches or copies the fake found wrong
@@ -960,6 +964,11 @@ int main(void)
 				r = k((CUfunction)(uintptr_t)fn, grid, 1, 1, 128, 1, 1, 0, s, NULL, NULL);
 			CUresult e = ((CUresult(*)(CUstream, CUgraph *))proc("cuStreamEndCapture", 0))(s, &g);
 			printf("rc %d capevents %d\n", r ? r : e, ((int (*)(void))dlsym(h, "fakecuda_captured_events"))());
+		} else if (strncmp(line, "fnmove ", 7) == 0) {
+			unsigned fn = 0;
+			sscanf(line, "fnmove %u", &fn);
+			((void (*)(unsigned))dlsym(h, "fakecuda_move"))(fn);
+			printf("rc 0\n");
 		} else if (strncmp(line, "gcap ", 5) == 0) {
 			static CUstream gs;
 			CUgraph g = NULL;
