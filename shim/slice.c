@@ -203,6 +203,16 @@ struct fn {
 static struct fn fns[FNS];
 static unsigned nfns;
 
+/* A launch timed gets a pair of events around it on its stream, from its
+ * context's pool (an event is recorded only on its own context's
+ * streams); the pair is read, without waiting, at a later launch. */
+#define TIMES 64
+struct timing {
+	CUevent a, b;
+	int fn, busy;      /* busy: its pair is recorded, not read yet */
+	uint32_t part, of; /* it ran part of of the grid's columns */
+};
+
 struct ctx {
 	CUcontext ctx;
 	int state; /* 0 none, 1 being set up, 2 ready, -1 failed */
@@ -210,11 +220,14 @@ struct ctx {
 	CUstream own;       /* slicing's stream in this context */
 	CUdeviceptr result; /* the scan's two words, */
 	int scanning;       /* which one scan at a time uses */
+	struct timing times[TIMES]; /* under tmu */
 	CUdeviceptr chunk;  /* copies' memory */
 	size_t used, total;
 };
 #define CTXS 16
 static struct ctx ctxs[CTXS];
+static int pending; /* timing pairs recorded, not read (under tmu) */
+static pthread_mutex_t tmu = PTHREAD_MUTEX_INITIALIZER; /* the timing pairs; taken before mu */
 
 struct copy {
 	unsigned fn; /* index in fns, +1: 0 is empty */
@@ -277,14 +290,22 @@ void carve_slice_context_gone(CUcontext c)
 {
 	if (!c)
 		return;
+	pthread_mutex_lock(&tmu);
 	pthread_mutex_lock(&mu);
 	for (unsigned i = 0; i < FNS; i++)
 		if (fns[i].ctx == c && fns[i].f)
 			fns[i].state = F_NEVER; /* kept: the table is probed past it */
-	for (int i = 0; i < CTXS; i++)
-		if (ctxs[i].ctx == c)
-			ctxs[i].state = -1;
+	for (int i = 0; i < CTXS; i++) {
+		if (ctxs[i].ctx != c)
+			continue;
+		ctxs[i].state = -1;
+		for (int k = 0; k < TIMES; k++) { /* its events went with it */
+			pending -= ctxs[i].times[k].busy == 2;
+			ctxs[i].times[k] = (struct timing){0};
+		}
+	}
 	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&tmu);
 }
 
 /* --- the shim's kernels ----------------------------------------------------- */
@@ -371,24 +392,27 @@ static void make_ptx(void)
 
 /* --- per context: the module, stream and memory ------------------------------ */
 
+/* ctx_entry finds or makes (under mu) context c's entry; NULL if full */
+static struct ctx *ctx_entry(CUcontext c)
+{
+	for (int i = 0; i < CTXS; i++) {
+		if (ctxs[i].ctx == c)
+			return &ctxs[i];
+		if (!ctxs[i].ctx) {
+			ctxs[i].ctx = c;
+			return &ctxs[i];
+		}
+	}
+	return NULL;
+}
+
 /* ctx_ready returns the context's entry, set up on first use; NULL if it
  * cannot be. No lock across the driver's calls: the entry is marked
  * "being set up" meanwhile, and launches find it so and go whole. */
 static struct ctx *ctx_ready(CUcontext c)
 {
-	struct ctx *e = NULL;
 	pthread_mutex_lock(&mu);
-	for (int i = 0; i < CTXS; i++) {
-		if (ctxs[i].ctx == c) {
-			e = &ctxs[i];
-			break;
-		}
-		if (!ctxs[i].ctx) {
-			e = &ctxs[i];
-			e->ctx = c;
-			break;
-		}
-	}
+	struct ctx *e = ctx_entry(c);
 	int go = e && e->state == 0;
 	if (go)
 		e->state = 1;
@@ -582,16 +606,6 @@ static CUresult ready_on(int i, struct copy *c, CUstream s)
 
 /* --- each function's time --------------------------------------------------- */
 
-/* A launch timed gets a pair of events around it on its stream; the pair
- * is read, without waiting, at a later launch. */
-#define TIMES 64
-static struct {
-	CUevent a, b;
-	int fn, busy;     /* busy: its pair is recorded, not read yet */
-	uint32_t part, of; /* it ran part of of the grid's columns */
-} times[TIMES];
-static int pending; /* pairs recorded, not read */
-static pthread_mutex_t tmu = PTHREAD_MUTEX_INITIALIZER;
 
 /* harvest reads the pairs whose end is done into their functions' time */
 static void harvest(void)
@@ -600,19 +614,20 @@ static void harvest(void)
 		return;
 	own();
 	pthread_mutex_lock(&tmu);
-	for (int k = 0; k < TIMES; k++) {
+	for (int k = 0; k < CTXS * TIMES; k++) {
+		struct timing *t = &ctxs[k / TIMES].times[k % TIMES];
 		float ms = 0;
-		if (times[k].busy != 2 || D.event_query(times[k].b) == CUDA_ERROR_NOT_READY)
+		if (t->busy != 2 || D.event_query(t->b) == CUDA_ERROR_NOT_READY)
 			continue;
-		if (D.elapsed(&ms, times[k].a, times[k].b) == CUDA_SUCCESS && ms > 0) {
-			uint64_t ns = (uint64_t)((double)ms * 1e6 * times[k].of / times[k].part);
+		if (D.elapsed(&ms, t->a, t->b) == CUDA_SUCCESS && ms > 0) {
+			uint64_t ns = (uint64_t)((double)ms * 1e6 * t->of / t->part);
 			pthread_mutex_lock(&mu);
-			struct fn *f = &fns[times[k].fn];
+			struct fn *f = &fns[t->fn];
 			f->est_ns = f->timed ? (3 * f->est_ns + ns) / 4 : ns;
 			f->timed++;
 			pthread_mutex_unlock(&mu);
 		}
-		times[k].busy = 0;
+		t->busy = 0;
 		pending--;
 	}
 	pthread_mutex_unlock(&tmu);
@@ -623,42 +638,42 @@ static void harvest(void)
  * launches (carve_slice_launch) */
 static __thread __attribute__((tls_model("initial-exec"))) int time_due;
 
-/* time_begin records a pair's start on s before this thread's launch, or
- * returns -1 (not due, or no room) */
-static int time_begin(CUstream s)
+/* time_begin records a pair's start on s, of function i's context,
+ * before this thread's launch; NULL if not due or no room */
+static struct timing *time_begin(int i, CUstream s)
 {
 	int capturing = 0;
 	if (!time_due || D.capturing(s, &capturing) != CUDA_SUCCESS || capturing)
-		return -1;
+		return NULL;
 	own();
 	pthread_mutex_lock(&tmu);
-	int k = 0;
-	while (k < TIMES && times[k].busy)
-		k++;
-	if (k < TIMES && ((times[k].a || D.event_create(&times[k].a, 0) == CUDA_SUCCESS) &&
-			  (times[k].b || D.event_create(&times[k].b, 0) == CUDA_SUCCESS)))
-		times[k].busy = 1;
+	pthread_mutex_lock(&mu);
+	struct ctx *e = ctx_entry(fns[i].ctx);
+	pthread_mutex_unlock(&mu);
+	struct timing *t = NULL;
+	for (int k = 0; e && e->state >= 0 && k < TIMES && !t; k++)
+		if (!e->times[k].busy)
+			t = &e->times[k];
+	if (t && (t->a || D.event_create(&t->a, 0) == CUDA_SUCCESS) && (t->b || D.event_create(&t->b, 0) == CUDA_SUCCESS) &&
+	    D.event_record(t->a, s) == CUDA_SUCCESS)
+		t->busy = 1;
 	else
-		k = -1;
+		t = NULL;
 	pthread_mutex_unlock(&tmu);
-	if (k >= 0 && D.event_record(times[k].a, s) != CUDA_SUCCESS) {
-		times[k].busy = 0;
-		return -1;
-	}
-	return k;
+	return t;
 }
 
-static void time_end(int k, int i, CUstream s, uint32_t part, uint32_t of, CUresult r)
+static void time_end(struct timing *t, int i, CUstream s, uint32_t part, uint32_t of, CUresult r)
 {
-	if (k < 0)
+	if (!t)
 		return;
 	pthread_mutex_lock(&tmu);
-	times[k].fn = i, times[k].part = part, times[k].of = of;
-	if (r == CUDA_SUCCESS && D.event_record(times[k].b, s) == CUDA_SUCCESS) {
-		times[k].busy = 2;
+	t->fn = i, t->part = part, t->of = of;
+	if (r == CUDA_SUCCESS && D.event_record(t->b, s) == CUDA_SUCCESS) {
+		t->busy = 2;
 		pending++;
 	} else {
-		times[k].busy = 0;
+		t->busy = 0;
 	}
 	pthread_mutex_unlock(&tmu);
 }
@@ -679,12 +694,12 @@ static CUresult drive(const struct carve_launch *l)
  * as function i's (if i >= 0 and due), its code recorded if record */
 static CUresult whole(const struct carve_launch *l, CUstream s, int i, int record)
 {
-	int k = i >= 0 ? time_begin(s) : -1;
+	struct timing *t = i >= 0 ? time_begin(i, s) : NULL;
 	memset(&plan, 0, sizeof plan);
 	plan.armed = record;
 	CUresult r = drive(l);
 	plan.armed = 0;
-	time_end(k, i, s, 1, 1, r);
+	time_end(t, i, s, 1, 1, r);
 	carve_launch_after(l->s, r);
 	return r;
 }
@@ -790,7 +805,7 @@ static int cut(const struct carve_launch *l, CUstream s, CUcontext ctx, int i, u
 	for (unsigned k = 0; k < n; k++) {
 		if (k)
 			carve_launch_before(l->s); /* each piece through the gate */
-		int t = k == 0 ? time_begin(s) : -1;
+		struct timing *t = k == 0 ? time_begin(i, s) : NULL;
 		memset(&plan, 0, sizeof plan);
 		plan = (struct plan){.armed = 1, .edit = 1, .expect = program, .to = k ? use[k].at : 0,
 				     .width = c[k + 1] < l->gx ? c[k + 1] : 0};

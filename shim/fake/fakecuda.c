@@ -241,6 +241,7 @@ struct fstream {
 	uint64_t done_at; /* when the last work submitted finishes */
 	int capturing;
 	int global;         /* in global capture mode */
+	CUcontext ctx;      /* the context current at its creation */
 	/* a copy to the host (cuMemcpyDtoHAsync) of the scan's result words,
 	 * made when the stream is synchronized, as its work is then done */
 	void *to_host;
@@ -250,6 +251,7 @@ struct fstream {
 };
 static void mem_synced(void);
 static void to_host(struct fstream *f);
+static CUcontext ctx_of(CUstream s);
 static void mem_context_gone(int slot);
 static struct fgraph *graph_new(void);
 static int graph_memory(CUgraphExec g);
@@ -272,6 +274,7 @@ int cuStreamCreate(CUstream *s, unsigned flags)
 {
 	(void)flags;
 	struct fstream *f = calloc(1, sizeof *f);
+	f->ctx = ctx_of(0);
 	pthread_mutex_lock(&mu);
 	if (nstreams < MAX_STREAMS)
 		streams[nstreams++] = f;
@@ -325,6 +328,13 @@ static int visible(CUdevice dev)
 	return dev >= 0 && dev < n ? order[dev] : -1;
 }
 static __thread CUcontext current_ctx = (CUcontext)CTX_BASE;
+
+/* ctx_of: stream s's context (a default stream is the current context's) */
+static CUcontext ctx_of(CUstream s)
+{
+	return s == 0 || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ? current_ctx : ((struct fstream *)s)->ctx;
+}
+
 static int uuid_lookups;
 
 static int ctx_slot(CUcontext c)
@@ -473,12 +483,15 @@ static int error(void)
 
 struct fevent {
 	uint64_t at;
+	CUcontext ctx; /* the context current at its creation: only its streams record it */
 };
 
 int cuEventCreate(CUevent *e, unsigned flags)
 {
 	(void)flags;
-	*e = calloc(1, sizeof(struct fevent));
+	struct fevent *f = calloc(1, sizeof *f);
+	f->ctx = current_ctx;
+	*e = f;
 	return 0;
 }
 
@@ -499,6 +512,8 @@ int fakecuda_captured_events(void)
 
 int cuEventRecord(CUevent e, CUstream s)
 {
+	if (((struct fevent *)e)->ctx != ctx_of(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	uint64_t t = now_ns();
 	pthread_mutex_lock(&mu);
 	captured_events += stream_of(s)->capturing;
