@@ -60,9 +60,7 @@ static void *resolve(void **slot, const char *name)
 /* --- the wrappers --------------------------------------------------------- */
 
 /* Launches: the stream is where tide.c tracks and holds work. */
-typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-			      unsigned, CUstream, void **, void **);
-typedef CUresult (*launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
+/* launch_fn, launch_ex_fn: shim.h */
 typedef CUresult (*launch_coop_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 				   unsigned, CUstream, void **);
 typedef CUresult (*graph_launch_fn)(CUgraphExec, CUstream);

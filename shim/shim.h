@@ -27,6 +27,10 @@
 const char *carve_register_hook(void *cuda); /* NULL, or why it failed */
 
 /* slice.c: a BE launch cut into pieces while an LS tenant is active */
+/* the driver's cuLaunchKernel and cuLaunchKernelEx (and their _ptsz) */
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			      CUstream, void **, void **);
+typedef CUresult (*launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
 struct carve_launch { /* a cuLaunchKernel(Ex) call, as the wrapper got it */
 	void *real;           /* the driver's function */
 	const CUlaunchConfig *c; /* cuLaunchKernelEx's config (its grid, stream), else NULL */

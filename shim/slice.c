@@ -95,10 +95,6 @@ static uint8_t pro_bytes[PRO_BYTES];
 #define CHUNK_BYTES (4u << 20)
 #define ARENA_BYTES (256u << 20) /* copies' memory per context at most */
 
-typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-			      CUstream, void **, void **);
-typedef CUresult (*launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
-
 /* the driver's functions slicing calls itself (all of them found, or
  * nothing is cut) */
 static struct {

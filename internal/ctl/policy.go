@@ -50,11 +50,16 @@ type Policy struct {
 	Mem MemLimit `flag:"mem" config:"memory"`
 }
 
+// SliceMin and SliceMax bound the pieces Policy.Slice may ask for: a
+// piece costs a launch, and one longer than a second bounds nothing an
+// LS request would notice.
+const (
+	SliceMin = 20 * time.Microsecond
+	SliceMax = time.Second
+)
+
 // DefaultPolicy holds the values a BE tenant's policy has unless told
 // otherwise (its class is none).
-// SliceMin is the shortest piece Policy.Slice may ask for.
-const SliceMin = 20 * time.Microsecond
-
 var DefaultPolicy = Policy{Share: 0.05, Epoch: 10 * time.Millisecond, Inflight: 8, Queue: 300 * time.Microsecond}
 
 // Spelling is how Normalize's errors name a field: as the tag of that name
@@ -112,8 +117,8 @@ func (p *Policy) Normalize(spelled Spelling) error {
 		return fail("Inflight", ": kernels in flight %d: want 0 (no bound) to %d", p.Inflight, 1<<20)
 	case p.Queue < 0 || p.Queue > time.Hour:
 		return fail("Queue", ": queue %v: want 0 (no bound) to an hour", p.Queue)
-	case p.Slice != 0 && (p.Slice < SliceMin || p.Slice > time.Second):
-		return fail("Slice", ": pieces of %v: want 0 (never cut) or %v to 1s (a piece costs a launch)", p.Slice, SliceMin)
+	case p.Slice != 0 && (p.Slice < SliceMin || p.Slice > SliceMax):
+		return fail("Slice", ": pieces of %v: want 0 (never cut) or %v to %v (a piece costs a launch)", p.Slice, SliceMin, SliceMax)
 	case p.Floor < 0 || p.Floor > topo.MaskBits:
 		return fail("Floor", ": floor %d TPCs: want 0 (none) to the GPU's TPCs", p.Floor)
 	case p.Floor > 0 && p.Floor < NarrowMin:
