@@ -353,6 +353,34 @@ func TestSliceCopiesAfterPieceZero(t *testing.T) {
 	}
 }
 
+// TestSliceWaitsForCopies: a copy made on a stream that was destroyed,
+// its handle then given to a new stream, is waited for on the new one
+// (the same handle is no longer the same stream): no piece starts before
+// the copy it runs was written (the fake counts one that does as wrong).
+func TestSliceWaitsForCopies(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 10*us)
+	ls := playLS(n, c, enableOnly(0, 1))
+	ls.set(true)
+	be := sliceBE(t, c, dir, ctl.Tide{Share: 1}) // queue unbounded: pieces go at once
+	be.say(t, "dur 1000")
+	be.learn(t, 15, "kernel")
+	first := be.say(t, "stream new")
+	// cut: copies of S = 20, 40, 60, 80 made on the stream after piece 0
+	be.launch(t, 15, 1, "kernel")
+	be.say(t, "stream del")
+	if again := be.say(t, "stream new"); again != first {
+		t.Fatalf("the new stream is %q, the destroyed one was %q: the fake no longer reuses handles", again, first)
+	}
+	// its piece 1 starts 200 us in, when the destroyed stream is still
+	// writing that copy (after its piece 0 of 200 us, 10 us a copy)
+	be.launch(t, 15, 1, "kernel")
+	be.say(t, "sync")
+	be.say(t, "stream del")
+	wantRuns(t, be, 15, 3, 1+5+5, "a launch cut on a new stream with a destroyed one's handle")
+}
+
 // TestSliceForgetsGoneContext: a destroyed context's handle comes back
 // for a new context (the fake reuses it, as drivers may), where the same
 // function handle may name other code: nothing slicing knew of the old

@@ -270,16 +270,36 @@ static struct fstream *stream_of(CUstream s)
 	return (struct fstream *)s;
 }
 
+static struct fstream *freed_stream; /* the last destroyed (under mu) */
+
 int cuStreamCreate(CUstream *s, unsigned flags)
 {
 	(void)flags;
-	struct fstream *f = calloc(1, sizeof *f);
-	f->ctx = ctx_of(0);
 	pthread_mutex_lock(&mu);
+	struct fstream *f = freed_stream ? freed_stream : calloc(1, sizeof *f);
+	freed_stream = NULL;
+	memset(f, 0, sizeof *f);
+	f->ctx = ctx_of(0);
 	if (nstreams < MAX_STREAMS)
 		streams[nstreams++] = f;
 	pthread_mutex_unlock(&mu);
 	*s = f;
+	return 0;
+}
+
+/* cuStreamDestroy: the stream is gone at once (its work still runs),
+ * and the next stream created gets its handle, as the driver may give it */
+int cuStreamDestroy_v2(CUstream s)
+{
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < nstreams; i++)
+		if (streams[i] == (struct fstream *)s) {
+			streams[i] = streams[--nstreams];
+			free(freed_stream);
+			freed_stream = s;
+			break;
+		}
+	pthread_mutex_unlock(&mu);
 	return 0;
 }
 
@@ -717,6 +737,7 @@ NOT_SUPPORTED(cuCtxResetPersistingL2Cache)
 #define FAKE_COPY ((CUfunction)(uintptr_t)0xc0b0)
 #define FAKE_MODULE ((CUmodule)(uintptr_t)0x30d0)
 #define FAKE_SCAN_NS 10000 /* the scan's GPU time */
+#define FAKE_COPY_NS 10000 /* a copy's */
 #define PRO_BYTES 128
 #define PRO_IMM_BIT 160
 #define KERNEL_RING 64
@@ -739,6 +760,7 @@ static unsigned nwords;
 static struct {
 	uint64_t at, whose;
 	uint32_t s;
+	uint64_t ready; /* written when its stream reached it: a piece that uses it earlier is wrong */
 } fcopies[FAKE_COPIES];
 static unsigned nfcopies;
 
@@ -813,7 +835,7 @@ static void to_host(struct fstream *f)
 /* shim_kernel runs the shim's scan or copy kernel at once (mu held):
  * the scan finds FAKE_CODE_BYTES of code (none in FAKE_NO_MARK_FN's); the
  * copy keeps its slot's S and whose code it copied, checking its length. */
-static void shim_kernel(CUfunction f, unsigned gx, void **p)
+static void shim_kernel(CUfunction f, unsigned gx, void **p, uint64_t ready)
 {
 	uint64_t src = *(uint64_t *)p[0];
 	unsigned fn = (unsigned)((src - program_of(0)) / 0x100000);
@@ -847,13 +869,14 @@ static void shim_kernel(CUfunction f, unsigned gx, void **p)
 	}
 	fcopies[nfcopies].at = dst;
 	fcopies[nfcopies].whose = src;
+	fcopies[nfcopies].ready = ready;
 	memcpy(&fcopies[nfcopies].s, pro + PRO_IMM_BIT / 8, 4);
 	nfcopies++;
 }
 
 /* blocks_of says which blocks of test function fn a launch runs by its
  * descriptor, [*s, *e), (mu held); 0 if the descriptor is wrong. */
-static int blocks_of(unsigned fn, unsigned gx, const uint8_t *tmd, unsigned *s, unsigned *e)
+static int blocks_of(unsigned fn, unsigned gx, const uint8_t *tmd, uint64_t start, unsigned *s, unsigned *e)
 {
 	uint64_t prog = carve_tmd_program(tmd);
 	uint32_t w = carve_tmd_grid_width(tmd);
@@ -865,7 +888,7 @@ static int blocks_of(unsigned fn, unsigned gx, const uint8_t *tmd, unsigned *s, 
 	for (unsigned i = 0; i < nfcopies; i++)
 		if (fcopies[i].at == prog) {
 			*s = fcopies[i].s;
-			return fcopies[i].whose == program_of(fn) && pf == prog >> 8;
+			return fcopies[i].whose == program_of(fn) && pf == prog >> 8 && start >= fcopies[i].ready;
 		}
 	return 0;
 }
@@ -958,11 +981,12 @@ static int fake_launch(int version, CUstream s, CUfunction fn, unsigned gx, void
 	struct fstream *f = stream_of(s);
 	if (!f->capturing) {
 		uint64_t t = now_ns(), d = kernel_ns();
+		uint64_t start = f->done_at > t ? f->done_at : t;
 		unsigned b0 = 0, b1 = 0;
 		if (fn == FAKE_SCAN || fn == FAKE_COPY) {
-			shim_kernel(fn, gx, p);
-			d = fn == FAKE_SCAN ? FAKE_SCAN_NS : 0;
-		} else if (tf && !blocks_of(tf, gx, tmd, &b0, &b1)) {
+			d = fn == FAKE_SCAN ? FAKE_SCAN_NS : FAKE_COPY_NS;
+			shim_kernel(fn, gx, p, start + d);
+		} else if (tf && !blocks_of(tf, gx, tmd, start, &b0, &b1)) {
 			bad++;
 			d = 0;
 		} else if (tf) {
@@ -971,7 +995,6 @@ static int fake_launch(int version, CUstream s, CUfunction fn, unsigned gx, void
 			fn_launches[tf]++;
 			d = b1 > b0 ? d * (b1 - b0) / gx : 0;
 		}
-		uint64_t start = f->done_at > t ? f->done_at : t;
 		f->done_at = start + d;
 		if (tf) {
 			kernels[tf].at[kernels[tf].n % KERNEL_RING][0] = start;
@@ -2019,6 +2042,7 @@ static const struct {
 	P("cuLaunchCooperativeKernel", cuLaunchCooperativeKernel),
 	P("cuGraphLaunch", cuGraphLaunch),
 	P("cuStreamCreate", cuStreamCreate),
+	P("cuStreamDestroy", cuStreamDestroy_v2),
 	P("cuStreamSynchronize", cuStreamSynchronize),
 	P("cuStreamQuery", cuStreamQuery),
 	P("cuCtxSynchronize", cuCtxSynchronize),

@@ -69,6 +69,9 @@
  *                      non-blocking stream, or end it -> "rc N unsafe U":
  *                      U, the calls the fake refused for a global-mode
  *                      capture so far
+ *   stream new|del     create a stream that fl's launches by cuLaunchKernel
+ *                      go into from now -> "stream HANDLE"; destroy it
+ *                      (fl's go into the default stream again) -> "rc N"
  *   fnmove FN          the fake's test function FN's code moves, as after
  *                      its module was unloaded and loaded again under the
  *                      same handle (a kernel reading its old place counts
@@ -280,6 +283,7 @@ static int storm(int n)
 
 /* fl makes n launches of test function fn, of grid blocks across, by
  * entry; the first result that was not 0, else 0 */
+static CUstream fl_stream; /* where fl launches: "stream new" */
 static CUresult fl(unsigned fn, unsigned grid, int n, const char *entry)
 {
 	CUfunction f = (CUfunction)(uintptr_t)fn;
@@ -299,7 +303,7 @@ static CUresult fl(unsigned fn, unsigned grid, int n, const char *entry)
 	for (int i = 0; i < n; i++) {
 		CUresult r = strcmp(entry, "coop") == 0 ? coop(f, grid, 1, 1, 128, 1, 1, 0, 0, NULL)
 			     : strcmp(entry, "ex") == 0 || cluster ? ex(&c, f, NULL, NULL)
-								 : k(f, grid, 1, 1, 128, 1, 1, 0, 0, NULL, NULL);
+								 : k(f, grid, 1, 1, 128, 1, 1, 0, fl_stream, NULL, NULL);
 		if (r && !first)
 			first = r;
 	}
@@ -964,6 +968,15 @@ int main(void)
 				r = k((CUfunction)(uintptr_t)fn, grid, 1, 1, 128, 1, 1, 0, s, NULL, NULL);
 			CUresult e = ((CUresult(*)(CUstream, CUgraph *))proc("cuStreamEndCapture", 0))(s, &g);
 			printf("rc %d capevents %d\n", r ? r : e, ((int (*)(void))dlsym(h, "fakecuda_captured_events"))());
+		} else if (strncmp(line, "stream new", 10) == 0) {
+			CUresult r = ((CUresult(*)(CUstream *, unsigned))proc("cuStreamCreate", 0))(&fl_stream, 0);
+			if (r)
+				printf("rc %d\n", r);
+			else
+				printf("stream %p\n", (void *)fl_stream);
+		} else if (strncmp(line, "stream del", 10) == 0) {
+			printf("rc %d\n", ((CUresult(*)(CUstream))proc("cuStreamDestroy", 0))(fl_stream));
+			fl_stream = 0;
 		} else if (strncmp(line, "fnmove ", 7) == 0) {
 			unsigned fn = 0;
 			sscanf(line, "fnmove %u", &fn);
