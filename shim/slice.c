@@ -22,8 +22,10 @@
  * at PROGRAM_ADDRESS; cuMemcpy cannot), its length found by the shim's
  * scan kernel (ptxas ends every function with a branch to itself and NOPs
  * to a 128-byte boundary). One copy per (function, S), in 4 KiB-aligned
- * slots never rewritten; an event recorded after it orders its use from
- * another stream.
+ * slots never rewritten, made on the launch's stream after piece 0 (whose
+ * callback checked the code is still where it was recorded) and before
+ * piece 1; an event recorded after it orders a later launch's use of it
+ * until the event is seen complete.
  *
  * Per function, in order: its first launch goes whole and the callback
  * records its code's address and descriptor version (not 0x40, or
