@@ -11,7 +11,7 @@
 #            (share 0: the BE held while LS work is in flight): the LS's p99
 #            and the BE's throughput, beside a served LS and an idle one
 #            (the idle BE throughput should be within 3% of unsliced)
-# Usage: experiments/slicing/tide.sh OUT (python3 with torch, torchvision
+# Usage: make build && experiments/slicing/tide.sh OUT (python3 with torch, torchvision
 # and transformers; about 10 minutes). BE_JOBS: the serve BE jobs
 # (default resnet50-train,densenet161).
 set -u
@@ -24,7 +24,7 @@ OUT=$(realpath -m "$1")
 PY=${PY:-python3}
 S=$OUT/summary.txt
 : >"$S"
-cd "$ROOT" && make build >"$OUT/build.txt" 2>&1 || { echo "make build failed: OUT/build.txt"; exit 1; }
+[ -x "$C" ] && [ -e "$(dirname "$C")/libcarve.so" ] || { echo "$C or libcarve.so beside it missing: run make build first"; exit 1; }
 device
 
 step "an LS tenant kept active"
