@@ -1,17 +1,20 @@
 /*
  * slice.c: a BE tenant's kernel launch cut into pieces (issue 22, part 3),
  * so that while an LS tenant is active on the GPU, an LS request waits
- * behind at most one piece of a long BE kernel instead of the whole of it.
+ * behind one piece of a long BE kernel (beyond the BE's queue bound)
+ * instead of the whole of it.
  *
  * When: the tenant is BE in tide with a slice_us (carve run --be --slice),
  * an LS tenant is active on the launch's GPU (tide.c's notion: busy now,
  * or it served a request in the last CARVE_NODE_QUIET_NS, the same that
  * bounds the BE's queue), and the function's measured time is over
- * slice_us. The launch then goes as P = ceil(time / slice_us) pieces (at
- * most gridDim.x and SLICE_MAX_PIECES), piece i running blocks blockIdx.x
- * in [S_i, E_i) of every row, and each piece passes the BE's gate (tide.c)
- * on its own, so that a request that arrives mid-kernel holds back the
- * pieces not yet launched.
+ * slice_us. The launch then goes in pieces of whole waves of its blocks
+ * (those resident at once on the partition's SMs, by the driver's
+ * occupancy), each about slice_us long by the function's time a wave (at
+ * most one piece a wave, and SLICE_MAX_PIECES), piece i running blocks
+ * blockIdx.x in [S_i, E_i) of every row; each piece passes the BE's gate
+ * (tide.c) on its own, so that a request that arrives mid-kernel holds
+ * back the pieces not yet launched. A grid of one wave goes whole.
  *
  * How a piece runs only its blocks (experiments/slicing, proven on an
  * H100 with whole PyTorch steps bit-identical): the launch callback
@@ -32,10 +35,10 @@
  * compile-time cluster dimensions: never cut); the first launch that
  * would be cut scans the code (on the shim's own stream, waited for), so
  * that a BE beside no active LS tenant never waits for a scan. Its time
- * is measured by an event pair around some of its launches (until it has
- * a few times, then one in SLICE_TIME_EVERY), or around the first piece of a cut
- * one (scaled by the share of the grid it ran), read without waiting at
- * later launches:
+ * a wave is measured by an event pair around some of its launches (until
+ * it has a few times, then one in SLICE_TIME_EVERY), or around the first
+ * piece of a cut one, divided by the waves it ran, read without waiting
+ * at later launches:
  * tide's own measure (tide.c's reap) is of all the BE's kernels together,
  * by events every few launches, and cannot say which function took what.
  *
@@ -45,8 +48,8 @@
  * timed nor recorded: an event would join the graph, and the launch runs
  * nothing then), any launch while a capture is under way in the process
  * (slicing's own calls would end a global-mode capture: none is made),
- * grids narrower than two pieces, and functions whose code
- * has no end marker.
+ * grids of one wave, and functions whose occupancy cannot be read or
+ * whose code has no end marker.
  *
  * The callback only reads the thread's plan that the wrapper armed and
  * edits the descriptor: no driver call, no lock. The tables' lock is never
@@ -113,11 +116,14 @@ static struct {
 	CUresult (*elapsed)(float *, CUevent, CUevent);
 	CUresult (*stream_wait)(CUstream, CUevent, unsigned);
 	CUresult (*capturing)(CUstream, int *);
+	CUresult (*occupancy)(int *, CUfunction, int, size_t); /* cuOccupancyMaxActiveBlocksPerMultiprocessor */
+	CUresult (*ctx_device)(CUdevice *);
+	CUresult (*dev_attr)(int *, int, CUdevice); /* the driver's, not the shim's (its SM count is the partition's) */
 	launch_fn launch;
 	/* CUDA 12 runtimes may launch a CUkernel in place of a CUfunction:
 	 * its attributes are the kernel's on the context's device (optional) */
 	CUresult (*kernel_attr)(int *, int, CUfunction, CUdevice);
-	CUresult (*ctx_device)(CUdevice *);
+	CUresult (*kernel_function)(CUfunction *, CUfunction); /* cuKernelGetFunction */
 	CUresult (*exchange_mode)(int *); /* cuThreadExchangeStreamCaptureMode */
 } D;
 static int usable; /* the driver has them all */
@@ -194,8 +200,9 @@ struct fn {
 	int state;
 	uint64_t program; /* where the driver put the code */
 	uint32_t len;     /* the code's bytes, up to its end marker */
-	uint64_t est_ns;  /* its measured time (EWMA), 0: not yet */
+	uint64_t wave_ns; /* its measured time a wave (EWMA), 0: not yet */
 	uint64_t launches, timed;
+	unsigned occ_threads, occ_smem, occ; /* blocks resident an SM, at that block size and shared memory */
 };
 #define FNS 4096
 static struct fn fns[FNS];
@@ -207,13 +214,14 @@ static unsigned nfns;
 #define TIMES 64
 struct timing {
 	CUevent a, b;
-	int fn, busy;      /* busy: its pair is recorded, not read yet */
-	uint32_t part, of; /* it ran part of of the grid's columns */
+	int fn, busy;   /* busy: its pair is recorded, not read yet */
+	uint32_t waves; /* the waves of blocks the launch or piece timed ran */
 };
 
 struct ctx {
 	CUcontext ctx;
 	int state; /* 0 none, 1 being set up, 2 ready, -1 failed */
+	int gpu, sms; /* its device: which of the tenant's GPUs, and its SMs */
 	CUfunction scan, copy;
 	CUstream own;       /* slicing's stream in this context */
 	CUdeviceptr result; /* the scan's two words, */
@@ -618,10 +626,10 @@ static void harvest(void)
 		if (t->busy != 2 || D.event_query(t->b) == CUDA_ERROR_NOT_READY)
 			continue;
 		if (D.elapsed(&ms, t->a, t->b) == CUDA_SUCCESS && ms > 0) {
-			uint64_t ns = (uint64_t)((double)ms * 1e6 * t->of / t->part);
+			uint64_t ns = (uint64_t)((double)ms * 1e6 / t->waves);
 			pthread_mutex_lock(&mu);
 			struct fn *f = &fns[t->fn];
-			f->est_ns = f->timed ? (3 * f->est_ns + ns) / 4 : ns;
+			f->wave_ns = f->timed ? (3 * f->wave_ns + ns) / 4 : ns;
 			f->timed++;
 			pthread_mutex_unlock(&mu);
 		}
@@ -661,19 +669,106 @@ static struct timing *time_begin(int i, CUstream s)
 	return t;
 }
 
-static void time_end(struct timing *t, int i, CUstream s, uint32_t part, uint32_t of, CUresult r)
+/* time_end records the pair's end after the launch, which ran nw waves
+ * of blocks (0: unknown, the pair is dropped) */
+static void time_end(struct timing *t, int i, CUstream s, uint32_t nw, CUresult r)
 {
 	if (!t)
 		return;
 	pthread_mutex_lock(&tmu);
-	t->fn = i, t->part = part, t->of = of;
-	if (r == CUDA_SUCCESS && D.event_record(t->b, s) == CUDA_SUCCESS) {
+	t->fn = i, t->waves = nw;
+	if (r == CUDA_SUCCESS && nw && D.event_record(t->b, s) == CUDA_SUCCESS) {
 		t->busy = 2;
 		pending++;
 	} else {
 		t->busy = 0;
 	}
 	pthread_mutex_unlock(&tmu);
+}
+
+/* --- waves: what a piece can be ------------------------------------------------ */
+
+/* A piece shorter than a wave of blocks (those resident on the SMs at
+ * once) takes as long as the wave: cutting a grid of one wave in five
+ * makes five launches of the wave's time. So pieces are whole waves, a
+ * function's time is kept a wave, and a grid of one wave goes whole. */
+
+/* wave: the blocks of launch l of function i resident at once on the
+ * tenant's SMs of its GPU: the driver's occupancy at its block size and
+ * dynamic shared memory times the partition's SMs there (tide may
+ * narrow a launch to fewer: pieces then take longer, never run fewer
+ * blocks at once than planned). 0 if unknown: the function is never
+ * cut. Called in l's context. */
+static unsigned wave(int i, const struct carve_launch *l)
+{
+	unsigned threads = l->bx * l->by * l->bz, smem = l->sh;
+	pthread_mutex_lock(&mu);
+	struct fn *f = &fns[i];
+	int occ = f->occ && f->occ_threads == threads && f->occ_smem == smem ? (int)f->occ : 0;
+	struct ctx *e = ctx_entry(f->ctx);
+	int gpu = e ? e->gpu : -1, sms = e ? e->sms : 0;
+	pthread_mutex_unlock(&mu);
+	if (!e)
+		return 0;
+	own();
+	CUdevice d = 0;
+	if (!sms && (D.ctx_device(&d) != CUDA_SUCCESS ||
+		     D.dev_attr(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d) != CUDA_SUCCESS || sms <= 0))
+		return 0;
+	if (!occ) {
+		CUfunction k = l->f; /* or the CUkernel's function in this context */
+		CUresult r = D.occupancy(&occ, k, (int)threads, smem);
+		if (r != CUDA_SUCCESS && D.kernel_function && D.kernel_function(&k, l->f) == CUDA_SUCCESS)
+			r = D.occupancy(&occ, k, (int)threads, smem);
+		if (r != CUDA_SUCCESS || occ <= 0) {
+			never(i, "its occupancy cannot be read");
+			return 0;
+		}
+	}
+	pthread_mutex_lock(&mu);
+	if (!e->sms)
+		e->gpu = carve_device_gpu(d), e->sms = sms;
+	gpu = e->gpu;
+	f->occ_threads = threads, f->occ_smem = smem, f->occ = (unsigned)occ;
+	pthread_mutex_unlock(&mu);
+	return (unsigned)occ * (unsigned)carve_visible_sms(gpu, sms);
+}
+
+/* waves: how many waves of per blocks the first cols columns of l's grid
+ * run in; 0 if per is */
+static uint32_t waves(unsigned cols, const struct carve_launch *l, unsigned per)
+{
+	uint64_t blocks = (uint64_t)cols * l->gy * l->gz;
+	return per ? (uint32_t)((blocks + per - 1) / per) : 0;
+}
+
+/* cuts plans launch l of function i as pieces of whole waves (per blocks
+ * each), each of about bound_ns by the function's time a wave: their
+ * first columns in c[0..n], c[n] = gx; returns n, below 2: whole. A unit
+ * is the columns of one wave, or one column where a column holds a wave
+ * or more. */
+static unsigned cuts(int i, const struct carve_launch *l, unsigned per, uint64_t bound_ns, unsigned c[SLICE_MAX_PIECES + 1])
+{
+	uint64_t rows = (uint64_t)l->gy * l->gz;
+	pthread_mutex_lock(&mu);
+	uint64_t wave_ns = fns[i].wave_ns;
+	pthread_mutex_unlock(&mu);
+	if (!wave_ns || !per || !rows)
+		return 1;
+	uint64_t unit = per / rows ? per / rows : 1;
+	uint64_t units = (l->gx + unit - 1) / unit;
+	uint64_t want = (units * waves((unsigned)unit, l, per) * wave_ns + bound_ns - 1) / bound_ns;
+	if (want > units)
+		want = units;
+	if (want > SLICE_MAX_PIECES)
+		want = SLICE_MAX_PIECES;
+	if (want < 2)
+		return 1;
+	uint64_t q = (units + want - 1) / want; /* units a piece */
+	unsigned n = (unsigned)((units + q - 1) / q);
+	for (unsigned k = 0; k <= n; k++)
+		c[k] = k * q * unit < l->gx ? (unsigned)(k * q * unit) : l->gx;
+	return n;
 }
 
 /* --- the launch --------------------------------------------------------------- */
@@ -693,11 +788,12 @@ static CUresult drive(const struct carve_launch *l)
 static CUresult whole(const struct carve_launch *l, CUstream s, int i, int record)
 {
 	struct timing *t = i >= 0 ? time_begin(i, s) : NULL;
+	unsigned per = t ? wave(i, l) : 0;
 	memset(&plan, 0, sizeof plan);
 	plan.armed = record;
 	CUresult r = drive(l);
 	plan.armed = 0;
-	time_end(t, i, s, 1, 1, r);
+	time_end(t, i, s, waves(l->gx, l, per), r);
 	carve_launch_after(l->s, r);
 	return r;
 }
@@ -753,39 +849,23 @@ static CUresult first(const struct carve_launch *l, CUstream s, int i)
 	return r;
 }
 
-/* pieces_for: how many pieces function i's launch of width gx goes as,
- * pieces of bound_ns each; below 2: whole */
-static unsigned pieces_for(int i, unsigned gx, uint64_t bound_ns)
-{
-	pthread_mutex_lock(&mu);
-	uint64_t est = fns[i].est_ns;
-	pthread_mutex_unlock(&mu);
-	if (!est || est <= bound_ns)
-		return 1;
-	uint64_t n = (est + bound_ns - 1) / bound_ns;
-	if (n > SLICE_MAX_PIECES)
-		n = SLICE_MAX_PIECES;
-	return n > gx ? gx : (unsigned)n;
-}
-
-/* cut launches l as n pieces, the first already past its gate, each
- * later one through it; function i is ready. 0 with *r unset if it went
- * nowhere (the caller launches it whole); else 1, the result in *r.
+/* cut launches l as the n pieces whose first columns c gives (cuts), the
+ * first already past its gate, each later one through it; function i is
+ * ready, per blocks make a wave. 0 with *r unset if it went nowhere (the
+ * caller launches it whole); else 1, the result in *r.
  *
  * The copies' places are taken first; piece 0 goes next, and its callback
  * checks that the function's code is still where it was recorded (a
  * handle may name new code after an unload); only then are the copies
  * made from that code, on the launch's stream, before piece 1. */
-static int cut(const struct carve_launch *l, CUstream s, CUcontext ctx, int i, unsigned n, CUresult *r)
+static int cut(const struct carve_launch *l, CUstream s, CUcontext ctx, int i, unsigned n, const unsigned *c, unsigned per,
+	       CUresult *r)
 {
 	struct ctx *e = ctx_ready(ctx);
 	if (!e)
 		return 0;
-	unsigned c[SLICE_MAX_PIECES + 1];
 	struct copy use[SLICE_MAX_PIECES];
 	int have[SLICE_MAX_PIECES];
-	for (unsigned k = 0; k <= n; k++)
-		c[k] = (unsigned)((unsigned long long)l->gx * k / n);
 	for (unsigned k = 1; k < n; k++) {
 		pthread_mutex_lock(&mu);
 		struct copy *t = copy_find((unsigned)i, c[k]);
@@ -810,7 +890,7 @@ static int cut(const struct carve_launch *l, CUstream s, CUcontext ctx, int i, u
 		*r = drive(l);
 		struct plan p = plan;
 		plan.armed = 0;
-		time_end(t, i, s, c[1], l->gx, *r);
+		time_end(t, i, s, waves(c[1], l, per), *r);
 		carve_launch_after(l->s, *r);
 		if (*r != CUDA_SUCCESS)
 			return 1;
@@ -886,7 +966,8 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 		/* the pieces it would go as, once its code is known; the code
 		 * is scanned only then, so that a BE beside no active LS tenant
 		 * never waits for a scan */
-		unsigned n = active ? pieces_for(i, l->gx, (uint64_t)us * 1000) : 1;
+		unsigned c[SLICE_MAX_PIECES + 1], per = active ? wave(i, l) : 0;
+		unsigned n = per ? cuts(i, l, per, (uint64_t)us * 1000, c) : 1;
 		if (state == F_KNOWN && n >= 2) {
 			/* one thread scans, one scan in a context at a time (they
 			 * share its result words); other launches go whole meanwhile */
@@ -906,7 +987,7 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 			n = 1;
 		if (n >= 2 && (D.capturing(s, &capturing) != CUDA_SUCCESS || capturing))
 			n = 1;
-		if (n < 2 || !cut(l, s, ctx, i, n, &r))
+		if (n < 2 || !cut(l, s, ctx, i, n, c, per, &r))
 			r = whole(l, s, state == F_READY || state == F_KNOWN ? i : -1, 0);
 	}
 	own_end();
@@ -924,18 +1005,20 @@ void carve_slice_init(void *cuda)
 	void **need[] = {(void **)&D.module_load, (void **)&D.module_function, (void **)&D.mem_alloc,
 			 (void **)&D.stream_create, (void **)&D.stream_sync, (void **)&D.dtoh, (void **)&D.func_attr,
 			 (void **)&D.event_create, (void **)&D.event_record, (void **)&D.event_query, (void **)&D.elapsed,
-			 (void **)&D.stream_wait, (void **)&D.capturing, (void **)&D.launch};
+			 (void **)&D.stream_wait, (void **)&D.capturing, (void **)&D.occupancy, (void **)&D.ctx_device,
+			 (void **)&D.dev_attr, (void **)&D.launch};
 	static const char *const names[] = {"cuModuleLoadDataEx", "cuModuleGetFunction", "cuMemAlloc_v2",
 					    "cuStreamCreate", "cuStreamSynchronize", "cuMemcpyDtoHAsync_v2",
 					    "cuFuncGetAttribute", "cuEventCreate", "cuEventRecord", "cuEventQuery",
 					    "cuEventElapsedTime", "cuStreamWaitEvent", "cuStreamIsCapturing",
-					    "cuLaunchKernel"};
+					    "cuOccupancyMaxActiveBlocksPerMultiprocessor", "cuCtxGetDevice",
+					    "cuDeviceGetAttribute", "cuLaunchKernel"};
 	usable = 1;
 	for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
 		if (!(*need[k] = carve_real_dlsym(cuda, names[k])))
 			usable = 0;
 	D.kernel_attr = carve_real_dlsym(cuda, "cuKernelGetAttribute");
-	D.ctx_device = carve_real_dlsym(cuda, "cuCtxGetDevice");
+	D.kernel_function = carve_real_dlsym(cuda, "cuKernelGetFunction");
 	D.exchange_mode = carve_real_dlsym(cuda, "cuThreadExchangeStreamCaptureMode");
 	if (!usable && carve_block && carve_block->slice_us)
 		carve_say("the driver lacks what slicing needs: kernels go whole");

@@ -65,7 +65,7 @@ func (f *tideFlags) add(c *cobra.Command) {
 	c.Flags().Float64Var(&f.p.Share, "be-share", d.Share, "BE: share of the time it may still run while LS work is in flight, off the LS tenants' TPCs (0: only after waiting an epoch)")
 	c.Flags().DurationVar(&f.p.Epoch, "epoch", d.Epoch, "BE: the period --be-share is counted over")
 	c.Flags().IntVar(&f.p.Floor, "be-floor", d.Floor, "BE: TPCs it keeps to while LS work is in flight, which LS tenants keep off (0: all but the busy LS tenants'); with --be-share 1 it runs there all the while, its memory traffic bounded by its TPCs")
-	c.Flags().DurationVar(&f.p.Slice, "slice", d.Slice, "BE: while an LS tenant is active on the GPU, kernels measured longer than this go in pieces this long, each held back on its own, so that an LS request waits at most one piece (0: never cut; e.g. 200us)")
+	c.Flags().DurationVar(&f.p.Slice, "slice", d.Slice, "BE: while an LS tenant is active on the GPU, kernels measured longer than this go in pieces this long, each held back on its own, so that an LS request waits for at most one piece beyond the BE's --queue (0: never cut; e.g. 200us)")
 	c.Flags().Var(&f.p.Mem, "mem", memUsage)
 }
 

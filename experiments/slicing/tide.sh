@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
 # tide.sh OUT: part 3 of issue 22 on a GPU: shim/slice.c, a BE's long
-# kernels cut into pieces under carve run --be --slice while an LS tenant is
-# active. Three checks, each logged with its verdict to OUT/summary.txt:
-#   bits     step.py (resnet50 + transformer, AdamW, 3 steps) as a BE beside
-#            an LS tenant kept active (a small kernel every 2 ms): plain,
-#            --be, --be --slice 200us and --be --slice 20us (the shortest
-#            allowed: cuts the most); each must give plain's hashes, and
-#            CARVE_DEBUG's last line says how many launches were cut
-#   serve    carve bench serve, tide only, with and without slice=200us
-#            (share 0: the BE held while LS work is in flight): the LS's p99
-#            and the BE's throughput, beside a served LS and an idle one
-#            (the idle BE throughput should be within 3% of unsliced)
-# Usage: make build && experiments/slicing/tide.sh OUT (python3 with torch, torchvision
-# and transformers; about 10 minutes). BE_JOBS: the serve BE jobs
-# (default resnet50-train,densenet161).
+# kernels cut into pieces of whole waves under carve run --be --slice while
+# an LS tenant is active, in carve's MPS. PARTS (default "bits wait serve")
+# picks what runs, each logged with its verdict to OUT/summary.txt:
+#   bits   step.py (resnet50 + transformer, AdamW, 3 steps) as a BE beside
+#          an LS tenant kept active (a small kernel every 2 ms): plain,
+#          --be, --be --slice 200us and --be --slice 20us (the shortest
+#          allowed: cuts the most); each must give plain's hashes, and
+#          CARVE_DEBUG's last line says how many launches were cut
+#   wait   probe.py, an LS whose requests are one tiny kernel each (Poisson,
+#          200/s, 20 s), alone and beside each BE job of serve_be.py under
+#          --be and --be --slice for each of SLICES (default 200us 50us):
+#          its latency's distribution is what a request waits behind the
+#          BE's work; with the BE's throughput over the same time
+#   serve  carve bench serve, tide with and without slice=200us, in both
+#          start orders (the LS's p99 and SLO attainment, the BE's
+#          throughput), and beside an idle LS (no request: nothing cut, the
+#          throughput target)
+# Usage: make build && experiments/slicing/tide.sh OUT (python3 with torch,
+# torchvision and transformers). BE_JOBS: the BE jobs of wait and serve
+# (default resnet50-train,densenet161); RATES: serve's LS rates (default
+# 200,400); DUR: wait's seconds a setting (default 20).
 set -u
 if [ $# -ne 1 ]; then
 	echo "usage: tide.sh OUT" >&2
@@ -22,49 +29,116 @@ fi
 OUT=$(realpath -m "$1")
 . "$(dirname "$(realpath "$0")")/../common.sh" slicetide
 PY=${PY:-python3}
+PARTS=${PARTS:-bits wait serve}
+BE_JOBS=${BE_JOBS:-resnet50-train,densenet161}
+DUR=${DUR:-20}
 S=$OUT/summary.txt
-: >"$S"
+: >>"$S"
 [ -x "$C" ] && [ -e "$(dirname "$C")/libcarve.so" ] || { echo "$C or libcarve.so beside it missing: run make build first"; exit 1; }
 device
+has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
-step "an LS tenant kept active"
-TO=900 T "$C" run --ls -n 16 -- "$PY" -c '
+if has bits || has wait; then
+	step "carve's MPS daemon"
+	T "$C" mps start
+fi
+
+if has bits; then
+	step "an LS tenant kept active"
+	TO=900 T "$C" run --ls -n 16 -- "$PY" -c '
 import time, torch
 x = torch.ones(1 << 16, device="cuda")
 while True:
     x.add_(1); torch.cuda.synchronize(); time.sleep(0.002)
 ' >"$OUT/ls.txt" 2>&1 &
-LS=$!
-sleep 15 # its first request served
+	LS=$!
+	sleep 15 # its first request served
 
-# bits LABEL ARGS...: step.py under ARGS (none: no carve); its hashes line
-bits() {
-	local label=$1
-	shift
-	step "bits $label: $*"
-	CARVE_DEBUG=1 T "$@" "$PY" "$E/step.py" --steps 3 >"$OUT/bits-$label.out" 2>"$OUT/bits-$label.err"
-	echo "$label rc=$? $(grep -h 'slice:' "$OUT/bits-$label.err" | tail -1)" | tee -a "$S"
-}
-bits plain
-bits be "$C" run --be --
-bits slice200 "$C" run --be --slice 200us --
-bits slice20 "$C" run --be --slice 20us --
-"$PY" - "$OUT" <<'PYEOF' | tee -a "$S"
+	# bits LABEL ARGS...: step.py under ARGS (none: no carve); its hashes line
+	bits() {
+		local label=$1
+		shift
+		step "bits $label: $*"
+		CARVE_DEBUG=1 T "$@" "$PY" "$E/step.py" --steps 3 >"$OUT/bits-$label.out" 2>"$OUT/bits-$label.err"
+		echo "bits $label rc=$? $(grep -h 'slice:' "$OUT/bits-$label.err" | tail -1)" | tee -a "$S"
+	}
+	bits plain
+	bits be "$C" run --be --
+	bits slice200 "$C" run --be --slice 200us --
+	bits slice20 "$C" run --be --slice 20us --
+	"$PY" - "$OUT" <<'PYEOF' | tee -a "$S"
 import json, sys
 def h(label):
     for line in open(f"{sys.argv[1]}/bits-{label}.out"):
         if line.startswith('{"steps"'):
             r = json.loads(line)
-            return tuple(r[k] for k in ("loss_sha256", "grads_sha256", "params_sha256"))
+            return tuple(r[k] for k in ("loss_sha256", "grads_sha256", "params_sha256")), r["step_s"]
+    return None, None
+a, t = h("plain")
+print(f"bits plain: step seconds {t}")
 for label in ("be", "slice200", "slice20"):
-    a, b = h("plain"), h(label)
-    print(f"bits {label}: {'identical to plain' if a and a == b else 'DIFFERENT from plain (or missing)'}")
+    b, t = h(label)
+    print(f"bits {label}: {'identical to plain' if a and a == b else 'DIFFERENT from plain (or missing)'}; step seconds {t}")
 PYEOF
-kill "$LS" 2>/dev/null
-wait "$LS" 2>/dev/null
+	kill "$LS" 2>/dev/null
+	wait "$LS" 2>/dev/null
+fi
 
-step "serve: tide with and without slicing"
-TO=1200 T "$C" bench serve --mechanisms tide --tide 8:300us:0,8:300us:0:slice=200us \
-	--be "${BE_JOBS:-resnet50-train,densenet161}" --idle --out "$OUT/serve" >"$OUT/serve.txt" 2>&1
-echo "serve rc=$? (tables: OUT/serve.txt; compare the LS p99 and the BE throughput of the two settings)" | tee -a "$S"
+if has wait; then
+	# waitrun LABEL MODEL ARGS...: probe.py beside serve_be.py's MODEL (none:
+	# alone) under ARGS, both started together once both are ready
+	waitrun() {
+		local label=$1 model=$2 bp="" f
+		shift 2
+		step "wait $label: $model under $*"
+		f=$OUT/wait-$label
+		rm -f "$W/be-go" "$W/ls-go"
+		mkfifo "$W/be-go" "$W/ls-go"
+		if [ "$model" != none ]; then
+			CARVE_DEBUG=1 TO=300 T "$@" "$PY" "$ROOT/internal/workload/serve_be.py" --model "$model" --duration $((DUR + 1)) \
+				<"$W/be-go" >"$f.be" 2>"$f.be.err" &
+			bp=$!
+			exec 5>"$W/be-go"
+		fi
+		TO=300 T "$C" run --ls -n 16 -- "$PY" "$E/probe.py" --duration "$DUR" <"$W/ls-go" >"$f.ls" 2>"$f.ls.err" &
+		local lp=$!
+		exec 4>"$W/ls-go"
+		for _ in $(seq 1200); do
+			grep -q ready "$f.ls" 2>/dev/null && { [ -z "$bp" ] || grep -q ready "$f.be" 2>/dev/null; } && break
+			sleep 0.2
+		done
+		[ -n "$bp" ] && echo go >&5
+		sleep 1
+		echo go >&4
+		exec 4>&-
+		[ -n "$bp" ] && exec 5>&-
+		wait "$lp"
+		echo "wait $label: probe rc=$?" | tee -a "$S"
+		if [ -n "$bp" ]; then
+			wait "$bp"
+			echo "wait $label: BE rc=$? $(grep -h 'slice:' "$f.be.err" | tail -1)" | tee -a "$S"
+		fi
+	}
+	waitrun alone none
+	IFS=, read -ra jobs <<<"$BE_JOBS"
+	for m in "${jobs[@]}"; do
+		waitrun "$m-tide" "$m" "$C" run --be --
+		for sl in ${SLICES:-200us 50us}; do
+			waitrun "$m-slice$sl" "$m" "$C" run --be --slice "$sl" --
+		done
+	done
+	"$PY" "$E/wait.py" "$OUT" | tee -a "$S"
+fi
+
+if has bits || has wait; then
+	T "$C" mps stop
+fi
+
+if has serve; then
+	step "serve: tide with and without slicing"
+	TO=1200 T "$C" bench serve --mechanisms tide --tide 8:300us:0.05,8:300us:0.05:slice=200us \
+		--be "$BE_JOBS" --rates "${RATES:-200,400}" --orders ls-first,be-first --out "$OUT/serve" >"$OUT/serve.txt" 2>&1
+	echo "serve rc=$? (tables: OUT/serve.txt)" | tee -a "$S"
+	sed -n '/^PAIR/,$p' "$OUT/serve.txt" | tee -a "$S"
+fi
 cat "$S"

@@ -60,7 +60,7 @@ func lsOn(t testing.TB, c *shimtest.Clock, dir string) (*vproc, *ctl.Handle) {
 
 func beOn(t testing.TB, c *shimtest.Clock, dir string, tide ctl.Tide) (*vproc, *ctl.Handle) {
 	tide.Node = "node-test"
-	return startOn(t, c, dir, "BE", ctl.Init{Mask: allLive, Live: live, Class: ctl.ClassBE, Tide: tide})
+	return startOn(t, c, dir, "BE", ctl.Init{Mask: allLive, Live: live, SMs: allLiveSMs, Class: ctl.ClassBE, Tide: tide})
 }
 
 // ask sends cmd and drives the clock until the answer comes: the answer,

@@ -41,8 +41,9 @@ type Policy struct {
 	Floor int `flag:"be-floor" config:"beFloor" for:"be"`
 	// BE: while an LS tenant is active on the GPU (it served a request in
 	// the last NodeQuiet), a sliceable kernel whose measured time is over
-	// this goes in pieces this long, each through the BE's gate, so that an
-	// LS request waits at most one piece (0: never cut).
+	// this goes in pieces of about this long (whole waves of its blocks),
+	// each through the BE's gate, so that an LS request waits for at most
+	// one piece beyond the BE's Queue (0: never cut).
 	Slice time.Duration `flag:"slice" config:"slice" for:"be"`
 	// Any class: the GPU memory its processes may allocate together (zero:
 	// no limit). A share of the GPU's memory is for placement to resolve

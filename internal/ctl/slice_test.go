@@ -5,7 +5,9 @@ package ctl_test
 // The fake driver's test functions (1-16) run the blocks their descriptor
 // says, [S, GRID_WIDTH), S from the copy the descriptor's code address
 // points at, and count each block run; a launch takes its share of the
-// kernel time ("dur") by the blocks it ran.
+// kernel time ("dur") by the blocks it ran. One block of each is resident
+// an SM, so a wave of blocks is as many as the BE's partition has SMs:
+// pieces are whole waves.
 
 import (
 	"fmt"
@@ -21,7 +23,8 @@ import (
 const (
 	us         = time.Microsecond
 	slicePiece = 200 * us
-	sliceGrid  = 100
+	sliceWave  = allLiveSMs    // blocks of a wave: one an SM of the BE's partition
+	sliceGrid  = 5 * sliceWave // a 1 ms kernel's 5 pieces of 200 us are a wave each
 )
 
 // sliceBE starts a BE tenant that cuts kernels into pieces of slicePiece,
@@ -197,42 +200,102 @@ func TestSliceKeepsWhole(t *testing.T) {
 	}
 }
 
-// TestSliceLSWaitsOnePiece: with no share, an LS request that arrives
-// while a sliced BE kernel runs waits for the piece on the GPU alone: no
-// piece starts while the LS tenant is busy, and the one running ends
-// within a piece of its arrival. Unsliced, the 1 ms kernel would hold it
-// for up to 1 ms.
-func TestSliceLSWaitsOnePiece(t *testing.T) {
+// TestSliceWholeWaves: pieces are whole waves of blocks (those resident
+// at once on the partition's SMs), since a piece of part of a wave takes
+// the wave's time: a 1 ms grid of one wave goes whole, one of two waves
+// in two pieces, however long, and stays so as its pieces are timed; a
+// grid of two and a half waves goes as three, the last the half wave.
+func TestSliceWholeWaves(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, 10*us)
 	ls := playLS(n, c, enableOnly(0, 1))
-	ls.serve(ms) // active: served a request
-	be := sliceBE(t, c, dir, ctl.Tide{InflightMax: 1})
+	ls.set(true)
+	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
 	be.say(t, "dur 1000")
-	be.learn(t, 1, "kernel")
-	start := c.Now()
-	arrive, leave := start+450*us, start+3*ms
-	ls.at(arrive, true)
-	ls.at(leave, false)
-	be.launch(t, 1, 1, "kernel")
-	be.say(t, "sync")
-	wantRuns(t, be, 1, 2, 1+5, "a 1 ms kernel cut while the LS tenant is active")
-	ks := be.kernels(t, 1)
-	ks = ks[len(ks)-5:]
-	after := 0
-	for _, k := range ks {
-		switch {
-		case k[0] < arrive && k[1] > arrive+slicePiece:
-			t.Errorf("a piece running when the LS request came at %v ran on to %v, past one piece", arrive-start, k[1]-start)
-		case k[0] >= arrive && k[0] < leave:
-			t.Errorf("a piece started at %v, while the LS tenant was busy (%v to %v)", k[0]-start, arrive-start, leave-start)
-		case k[0] >= leave:
-			after++
+	for _, tc := range []struct {
+		fn, grid, launches, pieces int
+		what                       string
+	}{
+		{14, sliceWave, 3, 1, "a grid of one wave"},
+		{16, 2 * sliceWave, 40, 2, "a grid of two waves"}, // past a launch timed in 32
+		{12, 5 * sliceWave / 2, 3, 3, "a grid of two and a half waves"},
+	} {
+		fl := func(k int) {
+			if got := be.say(t, fmt.Sprintf("fl %d %d %d kernel", tc.fn, tc.grid, k)); got != "rc 0" {
+				t.Fatalf("%s: %q", tc.what, got)
+			}
+			be.say(t, "sync")
+		}
+		fl(1)
+		fl(tc.launches)
+		// runs: the fewest and most times a block ran, driver launches, wrong
+		got := be.say(t, fmt.Sprintf("runs %d %d", tc.fn, tc.grid))
+		if want := fmt.Sprintf("runs %d %d %d 0", 1+tc.launches, 1+tc.launches, 1+tc.launches*tc.pieces); got != want {
+			t.Errorf("%s, %d launches of 1 ms: %q, want %q (%d pieces each after the first)", tc.what, 1+tc.launches, got, want, tc.pieces)
 		}
 	}
-	if after == 0 {
-		t.Errorf("no piece ran after the LS tenant was done: it never held the kernel back (pieces %v)", ks)
+	// the half wave: the last piece of each launch of function 12
+	ks := be.kernels(t, 12)
+	for _, k := range ks[len(ks)-3:][2:] {
+		if d := k[1] - k[0]; d != 200*us {
+			t.Errorf("the last piece of 2.5 waves took %v, want 200us (a half wave of a 1 ms grid)", d)
+		}
+	}
+}
+
+// TestSliceLSWaitsOnePiece: with no share, an LS request that arrives
+// while a sliced BE kernel runs waits for the BE's work already on the
+// GPU alone: every piece that runs while the LS tenant is busy ends
+// within one piece plus the BE's queue bound of the request's arrival
+// (one piece with --inflight 1; 200 us + 300 us with the default queue of
+// 8 launches and 300 us), and the rest wait until it is done. Unsliced,
+// the 1 ms kernel would hold it for up to 1 ms more.
+func TestSliceLSWaitsOnePiece(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tide ctl.Tide
+		wait time.Duration
+	}{
+		{"inflight 1", ctl.Tide{InflightMax: 1}, slicePiece},
+		{"default queue", ctl.Tide{InflightMax: ctl.DefaultPolicy.Inflight, Queue: ctl.DefaultPolicy.Queue},
+			slicePiece + ctl.DefaultPolicy.Queue},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			n := tideNode(t, dir)
+			c := shimtest.NewClock(t, dir, 10*us)
+			ls := playLS(n, c, enableOnly(0, 1))
+			ls.serve(ms) // active: served a request
+			be := sliceBE(t, c, dir, tc.tide)
+			be.say(t, "dur 1000")
+			be.learn(t, 1, "kernel")
+			start := c.Now()
+			arrive, leave := start+1450*us, start+4*ms
+			ls.at(arrive, true)
+			ls.at(leave, false)
+			be.launch(t, 1, 3, "kernel")
+			be.say(t, "sync")
+			wantRuns(t, be, 1, 4, 1+3*5, "a 1 ms kernel cut while the LS tenant is active")
+			ks := be.kernels(t, 1)
+			if len(ks) < 15 {
+				t.Fatalf("the GPU ran %d kernels of function 1, want its 15 pieces", len(ks))
+			}
+			ks = ks[len(ks)-15:]
+			after := 0
+			for _, k := range ks {
+				switch {
+				case k[0] < leave && k[1] > arrive+tc.wait:
+					t.Errorf("a piece ran from %v to %v, while the LS tenant was busy (%v to %v): past %v after the request",
+						k[0]-start, k[1]-start, arrive-start, leave-start, tc.wait)
+				case k[0] >= leave:
+					after++
+				}
+			}
+			if after == 0 {
+				t.Errorf("no piece ran after the LS tenant was done: it never held the kernel back (pieces %v)", ks)
+			}
+		})
 	}
 }
 
@@ -336,19 +399,24 @@ func TestSliceCopiesAfterPieceZero(t *testing.T) {
 	ls.set(true)
 	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
 	be.say(t, "dur 1000")
-	be.learn(t, 13, "kernel")
-	be.launch(t, 13, 1, "kernel") // scanned, copies of S = 20, 40, 60, 80
-	be.say(t, "sync")
-	be.say(t, "fnmove 13")
-	// a grid of 50 needs copies of S = 10 and 30, not made yet
-	if got := be.say(t, "fl 13 50 1 kernel"); got != "rc 0" {
-		t.Fatalf("a launch of the moved function: %q", got)
+	// a grid of two waves, 500 us a wave: learnt, then cut in two, a copy
+	// of S = one wave made
+	two := fmt.Sprintf("fl 13 %d 1 kernel", 2*sliceWave)
+	for k := 0; k < 2; k++ {
+		if got := be.say(t, two); got != "rc 0" {
+			t.Fatalf("a launch of two waves: %q", got)
+		}
+		be.say(t, "sync")
 	}
+	be.say(t, "fnmove 13")
+	// the whole grid needs copies of S = 2, 3 and 4 waves, not made yet
+	be.launch(t, 13, 1, "kernel")
 	be.launch(t, 13, 1, "kernel")
 	be.say(t, "sync")
-	// blocks 0-49 ran 4 times, 50-99 3 times (the grid of 50 ran whole)
-	if r := be.runs(t, 13); r != (runs{3, 4, 1 + 5 + 2, 0}) {
-		t.Errorf("function 13 cut once, then moved: blocks ran %d to %d times, %d driver launches, %d wrong; want 3 to 4 times in 8 launches (whole after the move), none wrong",
+	// the first two waves' blocks ran 4 times, the others twice (whole
+	// after the move)
+	if r := be.runs(t, 13); r != (runs{2, 4, 1 + 2 + 2, 0}) {
+		t.Errorf("function 13 cut once, then moved: blocks ran %d to %d times, %d driver launches, %d wrong; want 2 to 4 times in 5 launches (whole after the move), none wrong",
 			r.min, r.max, r.launches, r.bad)
 	}
 }

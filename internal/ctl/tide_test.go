@@ -16,6 +16,8 @@ import (
 // allLive enables every live bit of the test GPU.
 var allLive = enableOnly(0, 1, 2, 3, 9, 10, 11, 12, 13, 14, 15, 16)
 
+const allLiveSMs = 2 * 12 // allLive's 12 TPCs
+
 // tideNode makes a node block in dir.
 func tideNode(t testing.TB, dir string) *ctl.Node {
 	t.Helper()
@@ -35,7 +37,7 @@ func startLS(t testing.TB, dir string) *proc {
 
 func startBE(t testing.TB, dir string, tide ctl.Tide) (*proc, *ctl.Handle) {
 	tide.Node = "node-test"
-	p, h := startExec(t, dir, ctl.Init{Mask: allLive, Live: live, Class: ctl.ClassBE, Tide: tide})
+	p, h := startExec(t, dir, ctl.Init{Mask: allLive, Live: live, SMs: allLiveSMs, Class: ctl.ClassBE, Tide: tide})
 	p.ready(t)
 	return p, h
 }

@@ -37,8 +37,10 @@
  *     kernel, this fake runs on the host from a module of the shim's PTX);
  *     each block run is counted (fakecuda_runs), and a launch takes its
  *     share of FAKECUDA_KERNEL_US by the blocks it ran, its time on the GPU
- *     kept (fakecuda_kernels). Function 5 has compile-time cluster
- *     dimensions, and function 6's code has no end marker;
+ *     kept (fakecuda_kernels); one block of each is resident an SM
+ *     (cuOccupancyMaxActiveBlocksPerMultiprocessor). Function 5 has
+ *     compile-time cluster dimensions, and function 6's code has no end
+ *     marker;
  *   - FAKECUDA_FAULT_AT=N: the N-th launch faults; every call after it
  *     returns CUDA_ERROR_ILLEGAL_ADDRESS, as a real context does;
  *   - FAKECUDA_INJECT=1: cuInit loads a profiler's injection, as Nsight
@@ -782,6 +784,17 @@ static unsigned test_fn(CUfunction f)
 {
 	uintptr_t n = (uintptr_t)f;
 	return n >= 1 && n <= FAKE_FNS ? (unsigned)n : 0;
+}
+
+/* one block of any function is resident on an SM at a time: a wave of
+ * a launch is as many blocks as its partition has SMs */
+int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int threads, size_t smem)
+{
+	(void)f, (void)smem;
+	if (threads <= 0 || threads > 1024)
+		return CUDA_ERROR_INVALID_VALUE;
+	*n = 1;
+	return error();
 }
 
 int cuModuleLoadDataEx(CUmodule *m, const void *img, unsigned n, int *o, void **v)
@@ -2055,6 +2068,7 @@ static const struct {
 	P("cuStreamBeginCapture", cuStreamBeginCapture_v2),
 	P("cuStreamEndCapture", cuStreamEndCapture),
 	P("cuDeviceGetAttribute", cuDeviceGetAttribute),
+	P("cuOccupancyMaxActiveBlocksPerMultiprocessor", cuOccupancyMaxActiveBlocksPerMultiprocessor),
 	P("cuGetExportTable", cuGetExportTable),
 	P("cuInit", cuInit),
 	P("cuCtxGetCurrent", cuCtxGetCurrent),
