@@ -13,14 +13,16 @@
 #          --be and --be --slice for each of SLICES (default 200us 50us):
 #          its latency's distribution is what a request waits behind the
 #          BE's work; with the BE's throughput over the same time
-#   serve  carve bench serve, tide with and without slice=200us, in both
-#          start orders (the LS's p99 and SLO attainment, the BE's
-#          throughput), and beside an idle LS (no request: nothing cut, the
-#          throughput target)
+#   serve  carve bench serve, the LS service LS (default resnet50:graph)
+#          beside each BE job, tide's setting TIDE (default 8:300us:0.05)
+#          with and without :slice=200us, in both start orders (the LS's p99
+#          and SLO attainment, the BE's throughput), and, unless IDLE=false,
+#          beside an idle LS (no request: nothing cut)
 # Usage: make build && experiments/slicing/tide.sh OUT (python3 with torch,
 # torchvision and transformers). BE_JOBS: the BE jobs of wait and serve
 # (default resnet50-train,densenet161); RATES: serve's LS rates (default
-# 200,400); DUR: wait's seconds a setting (default 20).
+# 200,400); DUR: wait's seconds a setting (default 20); DURATION: serve's
+# seconds a setup (default 8s).
 set -u
 if [ $# -ne 1 ]; then
 	echo "usage: tide.sh OUT" >&2
@@ -136,8 +138,10 @@ fi
 
 if has serve; then
 	step "serve: tide with and without slicing"
-	TO=1200 T "$C" bench serve --mechanisms tide --tide 8:300us:0.05,8:300us:0.05:slice=200us \
-		--be "$BE_JOBS" --rates "${RATES:-200,400}" --orders ls-first,be-first --out "$OUT/serve" >"$OUT/serve.txt" 2>&1
+	tide=${TIDE:-8:300us:0.05}
+	TO=1200 T "$C" bench serve --ls "${LS:-resnet50:graph}" --mechanisms tide --tide "$tide,$tide:slice=200us" \
+		--be "$BE_JOBS" --rates "${RATES:-200,400}" --orders ls-first,be-first --idle="${IDLE:-true}" \
+		--duration "${DURATION:-8s}" --out "$OUT/serve" >"$OUT/serve.txt" 2>&1
 	echo "serve rc=$? (tables: OUT/serve.txt)" | tee -a "$S"
 	sed -n '/^PAIR/,$p' "$OUT/serve.txt" | tee -a "$S"
 fi
