@@ -13,6 +13,10 @@
 #          --be and --be --slice for each of SLICES (default 200us 50us):
 #          its latency's distribution is what a request waits behind the
 #          BE's work; with the BE's throughput over the same time
+#   idle   the throughput target: each BE job of serve_be.py (8 s) beside
+#          an LS tenant that served once and then sleeps (so it is not
+#          active: nothing is cut), --be and --be --slice 200us alternated
+#          ROUNDS times (default 3), the order swapped each round
 #   serve  carve bench serve, the LS service LS (default resnet50:graph)
 #          beside each BE job, tide's setting TIDE (default 8:300us:0.05)
 #          with and without :slice=200us, in both start orders (the LS's p99
@@ -31,7 +35,7 @@ fi
 OUT=$(realpath -m "$1")
 . "$(dirname "$(realpath "$0")")/../common.sh" slicetide
 PY=${PY:-python3}
-PARTS=${PARTS:-bits wait serve}
+PARTS=${PARTS:-bits wait idle serve}
 BE_JOBS=${BE_JOBS:-resnet50-train,densenet161}
 DUR=${DUR:-20}
 S=$OUT/summary.txt
@@ -40,7 +44,7 @@ S=$OUT/summary.txt
 device
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
-if has bits || has wait; then
+if has bits || has wait || has idle; then
 	step "carve's MPS daemon"
 	T "$C" mps start
 fi
@@ -132,7 +136,50 @@ if has wait; then
 	"$PY" "$E/wait.py" "$OUT" | tee -a "$S"
 fi
 
-if has bits || has wait; then
+if has idle; then
+	step "an LS tenant that served once"
+	TO=900 T "$C" run --ls -n 16 -- "$PY" -c '
+import time, torch
+x = torch.ones(1 << 16, device="cuda"); x.add_(1); torch.cuda.synchronize(); time.sleep(880)
+' >"$OUT/idle-ls.txt" 2>&1 &
+	LS=$!
+	sleep 10
+	IFS=, read -ra jobs <<<"$BE_JOBS"
+	for m in "${jobs[@]}"; do
+		for r in $(seq "${ROUNDS:-3}"); do
+			order="tide slice"
+			[ $((r % 2)) = 0 ] && order="slice tide"
+			for k in $order; do
+				args=(--be --)
+				[ $k = slice ] && args=(--be --slice 200us --)
+				step "idle $m round $r $k"
+				echo go | CARVE_DEBUG=1 TO=150 T "$C" run "${args[@]}" "$PY" "$ROOT/internal/workload/serve_be.py" --model "$m" --duration 8 \
+					>"$OUT/idle-$m-$r-$k.be" 2>"$OUT/idle-$m-$r-$k.err"
+				echo "idle $m round $r $k rc=$? $(tail -1 "$OUT/idle-$m-$r-$k.be" | cut -c1-60) $(grep -h 'slice:' "$OUT/idle-$m-$r-$k.err" | tail -1)" | tee -a "$S"
+			done
+		done
+	done
+	kill "$LS" 2>/dev/null
+	wait "$LS" 2>/dev/null
+	"$PY" - "$OUT" "$BE_JOBS" <<'PYEOF' | tee -a "$S"
+import glob, json, statistics, sys
+out = sys.argv[1]
+for m in sys.argv[2].split(","):
+    rates = {}
+    for k in ("tide", "slice"):
+        for f in sorted(glob.glob(f"{out}/idle-{m}-*-{k}.be")):
+            r = int(f.split("-")[-2])
+            for line in open(f):
+                if line.startswith("{"):
+                    j = json.loads(line)
+                    rates.setdefault(r, {})[k] = j["items"] / j["seconds"]
+    ratios = [v["slice"] / v["tide"] for v in rates.values() if len(v) == 2]
+    print(f"idle {m}: per round tide/slice {[(round(v.get('tide', 0)), round(v.get('slice', 0))) for _, v in sorted(rates.items())]}; "
+          f"slice/tide median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})" if ratios else f"idle {m}: no pair")
+PYEOF
+fi
+
+if has bits || has wait || has idle; then
 	T "$C" mps stop
 fi
 
