@@ -30,15 +30,16 @@
  * piece 1; an event recorded after it orders a later launch's use of it
  * until the event is seen complete.
  *
- * Per function, in order: its first launch goes whole and the callback
- * records its code's address and descriptor version (not 0x40, or
- * compile-time cluster dimensions: never cut); the first launch that
- * would be cut scans the code (on the shim's own stream, waited for), so
- * that a BE beside no active LS tenant never waits for a scan. Its time
- * a wave is measured by an event pair around some of its launches (until
- * it has a few times, then one in SLICE_TIME_EVERY), or around the first
- * piece of a cut one, divided by the waves it ran, read without waiting
- * at later launches:
+ * All of it happens only while an LS tenant is active: beside an idle
+ * one a BE's launch goes as with slicing off. Per function, in order:
+ * its first launch goes whole and the callback records its code's
+ * address and descriptor version (not 0x40, or compile-time cluster
+ * dimensions: never cut); the first launch that would be cut scans the
+ * code (on the shim's own stream, waited for). Its time a wave is
+ * measured by an event pair around some of its launches (until it has a
+ * few times, then one in SLICE_TIME_EVERY), or around the first piece of
+ * a cut one, divided by the waves it ran, read without waiting at a
+ * later launch (once a tick of the coarse clock at most):
  * tide's own measure (tide.c's reap) is of all the BE's kernels together,
  * by events every few launches, and cannot say which function took what.
  *
@@ -232,7 +233,8 @@ struct ctx {
 };
 #define CTXS 16
 static struct ctx ctxs[CTXS];
-static int pending; /* timing pairs recorded, not read (under tmu) */
+static int pending;          /* timing pairs recorded, not read (under tmu) */
+static uint64_t harvested;   /* the coarse clock when pairs were last read */
 static pthread_mutex_t tmu = PTHREAD_MUTEX_INITIALIZER; /* the timing pairs; taken before mu */
 
 struct copy {
@@ -931,8 +933,10 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 	inside = 1;
 	carve_launch_before(l->s); /* the whole launch's gate, or its first piece's */
 	CUcontext ctx = NULL;
-	int active = carve_tide_ls_active(&ctx);
-	if (active < 0) { /* no BE in tide on this GPU: nothing to cut for */
+	if (carve_tide_ls_active(&ctx) <= 0) {
+		/* no BE in tide on this GPU, or no LS tenant active: nothing
+		 * is cut, nor recorded, timed or read (a BE beside an idle LS
+		 * pays one load and tide's LS check a launch) */
 		CUresult r = drive(l);
 		carve_launch_after(l->s, r);
 		inside = 0;
@@ -940,7 +944,9 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 	}
 	CUstream s = l->ptsz && !l->s ? CU_STREAM_PER_THREAD : l->s;
 	int capturing = 0;
-	if (__atomic_load_n(&pending, __ATOMIC_RELAXED) && D.capturing(s, &capturing) == CUDA_SUCCESS && !capturing)
+	uint64_t tick = carve_coarse_ns(); /* pairs read once a tick of the coarse clock at most */
+	if (__atomic_load_n(&pending, __ATOMIC_RELAXED) && __atomic_exchange_n(&harvested, tick, __ATOMIC_RELAXED) != tick &&
+	    D.capturing(s, &capturing) == CUDA_SUCCESS && !capturing)
 		harvest();
 	int i = -1, state = F_NEVER;
 	if (ctx && l->f) {
@@ -964,9 +970,8 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 		r = whole(l, s, -1, 0);
 	} else {
 		/* the pieces it would go as, once its code is known; the code
-		 * is scanned only then, so that a BE beside no active LS tenant
-		 * never waits for a scan */
-		unsigned c[SLICE_MAX_PIECES + 1], per = active ? wave(i, l) : 0;
+		 * is scanned only then, at the first launch that would be cut */
+		unsigned c[SLICE_MAX_PIECES + 1], per = wave(i, l);
 		unsigned n = per ? cuts(i, l, per, (uint64_t)us * 1000, c) : 1;
 		if (state == F_KNOWN && n >= 2) {
 			/* one thread scans, one scan in a context at a time (they

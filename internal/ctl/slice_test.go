@@ -135,9 +135,11 @@ func TestSliceEveryBlockOnce(t *testing.T) {
 	wantRuns(t, be, 1, 13, 51+2, "slicing turned off")
 }
 
-// TestSliceOnlyWhileActiveAndLong: no piece without an active LS tenant,
-// nor for a kernel no longer than the bound; once an LS tenant is active,
-// the long kernel is cut.
+// TestSliceOnlyWhileActiveAndLong: no piece without an active LS tenant
+// (nor is anything recorded or timed then: the first launches once one is
+// active go whole, measured), nor for a kernel no longer than the bound;
+// once an LS tenant is active, the long kernel is cut, until it has been
+// quiet for a second.
 func TestSliceOnlyWhileActiveAndLong(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
@@ -149,24 +151,25 @@ func TestSliceOnlyWhileActiveAndLong(t *testing.T) {
 	be.launch(t, 1, 4, "kernel")
 	be.say(t, "sync")
 	wantRuns(t, be, 1, 5, 5, "no LS tenant has been active: whole")
+	ls.set(true)
 	be.say(t, "dur 200")
 	be.learn(t, 2, "kernel")
-	ls.set(true)
 	be.launch(t, 2, 4, "kernel")
 	be.say(t, "sync")
 	wantRuns(t, be, 2, 5, 5, "a kernel of 200 us, the bound: whole")
 	be.say(t, "dur 1000")
+	be.learn(t, 1, "kernel") // its first launch while an LS tenant is active: whole, measured
 	be.launch(t, 1, 2, "kernel")
 	be.say(t, "sync")
-	wantRuns(t, be, 1, 7, 5+2*5, "the 1 ms kernel once an LS tenant is busy: cut")
+	wantRuns(t, be, 1, 8, 6+2*5, "the 1 ms kernel once an LS tenant is busy: cut")
 	ls.set(false)
 	be.launch(t, 1, 2, "kernel")
 	be.say(t, "sync")
-	wantRuns(t, be, 1, 9, 15+2*5, "the LS tenant served a request within a second: still active, cut")
+	wantRuns(t, be, 1, 10, 16+2*5, "the LS tenant served a request within a second: still active, cut")
 	c.RunFor(ctl.NodeQuiet)
 	be.launch(t, 1, 2, "kernel")
 	be.say(t, "sync")
-	wantRuns(t, be, 1, 11, 25+2, "the LS tenant quiet for a second: whole")
+	wantRuns(t, be, 1, 12, 26+2, "the LS tenant quiet for a second: whole")
 }
 
 // TestSliceKeepsWhole: launches that cannot be cut go whole while an LS
