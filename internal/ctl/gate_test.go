@@ -5,6 +5,7 @@ package ctl_test
 // room in its bounded queue is checked again before it goes.
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -112,5 +113,80 @@ func TestGateHeldSinceFirstHold(t *testing.T) {
 	}
 	if st := h.Snapshot().TideStatus; st.HeldLaunches != 1 || st.Held != epoch {
 		t.Errorf("BE status %+v, want one launch held an epoch (%v)", st, epoch)
+	}
+}
+
+// TestGateExNullConfig: cuLaunchKernelEx with a NULL config goes through
+// tide's gate as any launch does (the driver then returns its own error,
+// CUDA_ERROR_INVALID_VALUE), with slicing off and on: beside endless LS
+// work, with no share, it is held an epoch.
+func TestGateExNullConfig(t *testing.T) {
+	const epoch = 50 * ms
+	for _, slice := range []time.Duration{0, slicePiece} {
+		t.Run(fmt.Sprint("slice ", slice), func(t *testing.T) {
+			dir := t.TempDir()
+			n := tideNode(t, dir)
+			c := shimtest.NewClock(t, dir, 100*us)
+			ls := playLS(n, c, enableOnly(0, 1))
+			be, h := beOn(t, c, dir, ctl.Tide{Epoch: epoch, Slice: slice})
+			ls.set(true)
+			for _, cmd := range []string{"klaunch exnull", "klaunch exnull ptds"} {
+				if got, d := be.ask(t, cmd); got != "rc 1" || d != epoch {
+					t.Errorf("%s beside endless LS work: %q after %v, want rc 1 (the driver's) after an epoch (%v)", cmd, got, d, epoch)
+				}
+			}
+			if st := h.Snapshot().TideStatus; st.HeldLaunches != 2 || st.Held != 2*epoch {
+				t.Errorf("BE status %+v, want both launches held an epoch", st)
+			}
+		})
+	}
+}
+
+// calls is what the fake driver counted of the calls a shim may make
+// beside a launch: all told, and the line that names them.
+func (v *vproc) calls(t testing.TB) (int, string) {
+	t.Helper()
+	got := v.say(t, "calls")
+	var n int
+	if _, err := fmt.Sscanf(got, "calls %d", &n); err != nil {
+		t.Fatalf("calls: %q", got)
+	}
+	return n, got
+}
+
+// TestGateSliceOffNoCalls: with slicing off, a BE's launch beside a busy
+// LS tenant makes the driver's launch and no other call of slicing's
+// (timing events, queries, occupancy, its kernels' module and memory:
+// those the fake counts); with slicing on, the same launches make some.
+// The queue is unbounded and no time passes, so that tide's own events
+// (one a millisecond then) make none either.
+func TestGateSliceOffNoCalls(t *testing.T) {
+	const launches = 100
+	for _, tc := range []struct {
+		slice time.Duration
+		some  bool
+	}{{0, false}, {slicePiece, true}} {
+		t.Run(fmt.Sprint("slice ", tc.slice), func(t *testing.T) {
+			dir := t.TempDir()
+			n := tideNode(t, dir)
+			c := shimtest.NewClock(t, dir, 10*us)
+			ls := playLS(n, c, enableOnly(0, 1))
+			ls.set(true)
+			be, _ := beOn(t, c, dir, ctl.Tide{Share: 1, Slice: tc.slice})
+			be.say(t, "dur 1000")
+			be.burst(t, 2) // tide's first look at its queue, and its event
+			before, _ := be.calls(t)
+			if got, d := be.ask(t, fmt.Sprintf("burst %d 1", launches)); d != 0 { // of test function 1
+				t.Fatalf("%d launches: %q after %v: the clock moved, and tide may have made calls", launches, got, d)
+			}
+			after, line := be.calls(t)
+			if n := after - before; tc.some != (n > 0) {
+				t.Errorf("%d launches of a BE beside a busy LS tenant with slicing at %v made %d calls besides launches (%s), want %s",
+					launches, tc.slice, n, line, map[bool]string{false: "none", true: "some"}[tc.some])
+			}
+			if r := be.runs(t, 1); !tc.some && r.launches != launches {
+				t.Errorf("%d launches with slicing off made %d driver launches of the function", launches, r.launches)
+			}
+		})
 	}
 }
