@@ -97,12 +97,26 @@ static inline CUresult after(CUresult r, const char *call)
 LAUNCH(cuLaunchKernel)
 LAUNCH(cuLaunchKernel_ptsz)
 
+/* launch_ex_none makes a cuLaunchKernelEx call with no config, whose
+ * error the driver returns, as any launch goes: through tide's gate (on
+ * the legacy stream) and under the tools hold; slicing has no grid to
+ * cut. */
+static CUresult launch_ex_none(void *real, CUfunction f, void **p, void **e)
+{
+	carve_launch_before(0);
+	carve_tools_hold(1);
+	CUresult r = ((launch_ex_fn)real)(NULL, f, p, e);
+	carve_tools_hold(0);
+	carve_launch_after(0, r);
+	return r;
+}
+
 #define LAUNCH_EX(name)                                                                             \
 	static void *real_##name;                                                                   \
 	EXPORT CUresult name(const CUlaunchConfig *c, CUfunction f, void **p, void **e)             \
 	{                                                                                           \
 		if (!c)                                                                             \
-			return after(REAL(name, launch_ex_fn)(c, f, p, e), #name);                  \
+			return after(launch_ex_none(DRIVER(name), f, p, e), #name);                 \
 		struct carve_launch l = {DRIVER(name), c, PTSZ_OF(name), f, c->gridDimX, c->gridDimY, \
 					 c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,     \
 					 c->sharedMemBytes, c->hStream, p, e};                      \

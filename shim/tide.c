@@ -755,9 +755,18 @@ gate:
 	/* a launch that found no LS work, then waited for room in its queue,
 	 * is held again if LS work came meanwhile: else it would go beside it
 	 * (a piece of a sliced kernel, slice.c, would make an LS request wait
-	 * for two pieces, not one) */
-	if (queued && !busy && ls_busy(g, NULL, NULL, NULL))
+	 * for two pieces, not one). One that was held before (the LS work
+	 * ended while it waited) is held as from its first hold, from which
+	 * its held time counts (start): it goes an epoch after that with no
+	 * share, not an epoch after it is held again. */
+	if (queued && !busy && ls_busy(g, NULL, NULL, NULL)) {
+		if (start) {
+			if (!b->held_since || (int64_t)(b->held_since - start) > 0)
+				b->held_since = start;
+			now = carve_mono_ns(); /* last read before the queue's wait */
+		}
 		goto gate;
+	}
 	if (!b->bounded)
 		launch_at = 0;
 	pthread_mutex_unlock(&b->mu);

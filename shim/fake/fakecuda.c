@@ -213,6 +213,61 @@ static int get_table(const void **out, const void *uuid)
 	return 0;
 }
 
+/* --- driver calls counted, for tests (fakecuda_calls) ----------------------- */
+
+/* The calls a shim may make beside a launch (slicing's, shim/slice.c:
+ * timing events, queries, occupancy, its own kernels' module and memory;
+ * tide's events among them) count themselves by name, each at its top
+ * (COUNTED), so that a test can see which a run of launches made.
+ * Launches are counted apart (fakecuda_fn_launches). */
+struct counted_call {
+	const char *name;
+	unsigned n;
+	int listed;
+	struct counted_call *next;
+};
+static struct counted_call *counted_calls; /* those called at least once */
+static pthread_mutex_t counted_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void count_call(struct counted_call *c)
+{
+	if (!__atomic_load_n(&c->listed, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&counted_mu);
+		if (!c->listed) {
+			c->next = counted_calls;
+			counted_calls = c;
+			__atomic_store_n(&c->listed, 1, __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&counted_mu);
+	}
+	__atomic_add_fetch(&c->n, 1, __ATOMIC_RELAXED);
+}
+
+#define COUNTED()                                                              \
+	do {                                                                   \
+		static struct counted_call this_call = {__func__, 0, 0, NULL}; \
+		count_call(&this_call);                                        \
+	} while (0)
+
+/* fakecuda_calls writes "NAME=N" for each counted call made so far,
+ * space-separated, into out (size bytes), and returns their total. */
+unsigned fakecuda_calls(char *out, size_t size)
+{
+	unsigned total = 0;
+	size_t at = 0;
+	if (size)
+		out[0] = 0;
+	pthread_mutex_lock(&counted_mu);
+	for (struct counted_call *c = counted_calls; c; c = c->next) {
+		unsigned n = __atomic_load_n(&c->n, __ATOMIC_RELAXED);
+		total += n;
+		int w = at < size ? snprintf(out + at, size - at, "%s%s=%u", at ? " " : "", c->name, n) : 0;
+		at += w > 0 ? (size_t)w : 0;
+	}
+	pthread_mutex_unlock(&counted_mu);
+	return total;
+}
+
 /* --- time, streams and events --------------------------------------------- */
 
 static uint64_t now_ns(void)
@@ -276,6 +331,7 @@ static struct fstream *freed_stream; /* the last destroyed (under mu) */
 
 int cuStreamCreate(CUstream *s, unsigned flags)
 {
+	COUNTED();
 	(void)flags;
 	pthread_mutex_lock(&mu);
 	struct fstream *f = freed_stream ? freed_stream : calloc(1, sizeof *f);
@@ -404,6 +460,7 @@ int cuCtxSetCurrent(CUcontext c)
 
 int cuCtxGetDevice(CUdevice *d)
 {
+	COUNTED();
 	asked();
 	int s = ctx_slot(current_ctx);
 	if (s < 0)
@@ -477,6 +534,7 @@ static int global_captures, unsafe_calls;
 
 int cuThreadExchangeStreamCaptureMode(int *mode)
 {
+	COUNTED();
 	int old = cap_mode;
 	cap_mode = *mode;
 	*mode = old;
@@ -510,6 +568,7 @@ struct fevent {
 
 int cuEventCreate(CUevent *e, unsigned flags)
 {
+	COUNTED();
 	(void)flags;
 	struct fevent *f = calloc(1, sizeof *f);
 	f->ctx = current_ctx;
@@ -534,6 +593,7 @@ int fakecuda_captured_events(void)
 
 int cuEventRecord(CUevent e, CUstream s)
 {
+	COUNTED();
 	if (((struct fevent *)e)->ctx != ctx_of(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	uint64_t t = now_ns();
@@ -547,6 +607,7 @@ int cuEventRecord(CUevent e, CUstream s)
 
 int cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 {
+	COUNTED();
 	uint64_t t = now_ns(), x = ((struct fevent *)a)->at, y = ((struct fevent *)b)->at;
 	if (t < x || t < y)
 		return CUDA_ERROR_NOT_READY;
@@ -556,6 +617,7 @@ int cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 
 int cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags)
 {
+	COUNTED();
 	(void)flags;
 	pthread_mutex_lock(&mu);
 	struct fstream *f = stream_of(s);
@@ -567,6 +629,7 @@ int cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags)
 
 int cuStreamIsCapturing(CUstream s, int *capturing)
 {
+	COUNTED();
 	*capturing = stream_of(s)->capturing;
 	return error();
 }
@@ -579,6 +642,7 @@ int cuEventRecordWithFlags(CUevent e, CUstream s, unsigned flags)
 
 int cuEventQuery(CUevent e)
 {
+	COUNTED();
 	if (unsafe())
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	if (error())
@@ -606,6 +670,7 @@ int cuStreamQuery(CUstream s)
 
 int cuStreamSynchronize(CUstream s)
 {
+	COUNTED();
 	if (unsafe())
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	sleep_until(stream_of(s)->done_at);
@@ -662,6 +727,7 @@ int cuStreamEndCapture(CUstream s, CUgraph *g)
 
 int cuDeviceGetAttribute(int *v, int attr, CUdevice dev)
 {
+	COUNTED();
 	if (visible(dev) < 0)
 		return 101;
 	*v = attr == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 132 : 1;
@@ -790,6 +856,7 @@ static unsigned test_fn(CUfunction f)
  * a launch is as many blocks as its partition has SMs */
 int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int threads, size_t smem)
 {
+	COUNTED();
 	(void)f, (void)smem;
 	if (threads <= 0 || threads > 1024)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -799,6 +866,7 @@ int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int thread
 
 int cuModuleLoadDataEx(CUmodule *m, const void *img, unsigned n, int *o, void **v)
 {
+	COUNTED();
 	if (unsafe())
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	(void)n, (void)o, (void)v;
@@ -808,12 +876,14 @@ int cuModuleLoadDataEx(CUmodule *m, const void *img, unsigned n, int *o, void **
 
 int cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 {
+	COUNTED();
 	*f = m != FAKE_MODULE ? NULL : !strcmp(name, "carve_slice_scan") ? FAKE_SCAN : !strcmp(name, "carve_slice_copy") ? FAKE_COPY : NULL;
 	return *f ? error() : CUDA_ERROR_NOT_FOUND;
 }
 
 int cuFuncGetAttribute(int *v, int a, CUfunction f)
 {
+	COUNTED();
 	*v = (a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH || a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT ||
 	      a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH) && test_fn(f) == FAKE_CLUSTER_FN ? 2 : 0;
 	return error();
@@ -821,6 +891,7 @@ int cuFuncGetAttribute(int *v, int a, CUfunction f)
 
 int cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream s)
 {
+	COUNTED();
 	pthread_mutex_lock(&mu);
 	int found = 0;
 	for (unsigned i = 0; i < nwords && !found; i++)
@@ -1036,10 +1107,23 @@ int cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
 	return fake_launch(CARVE_TMD_V_HOPPER, s, f, gx, p); /* not through cuLaunchKernel: a shim would see it twice */
 }
 
+static int launch_ex(const CUlaunchConfig *c, CUfunction f, void **p)
+{
+	if (!c) /* as the driver: no launch, no callback */
+		return CUDA_ERROR_INVALID_VALUE;
+	return fake_launch(CARVE_TMD_V_HOPPER, c->hStream, f, c->gridDimX, p);
+}
+
 int cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p, void **e)
 {
 	(void)e;
-	return fake_launch(CARVE_TMD_V_HOPPER, c->hStream, f, c->gridDimX, p);
+	return launch_ex(c, f, p);
+}
+
+int cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **p, void **e)
+{
+	(void)e;
+	return launch_ex(c, f, p); /* not through cuLaunchKernelEx: a shim would see it twice */
 }
 
 int cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -1239,6 +1323,7 @@ static int free_plain(uint64_t p, int kind)
 
 int cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 {
+	COUNTED();
 	if (unsafe())
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	__atomic_add_fetch(&calls_v2, 1, __ATOMIC_RELAXED);
@@ -2051,7 +2136,7 @@ static const struct {
 	void *fn, *ptsz;
 } procs[] = {
 	{"cuLaunchKernel", 0, (void *)cuLaunchKernel, (void *)cuLaunchKernel_ptsz},
-	P("cuLaunchKernelEx", cuLaunchKernelEx),
+	{"cuLaunchKernelEx", 0, (void *)cuLaunchKernelEx, (void *)cuLaunchKernelEx_ptsz},
 	P("cuLaunchCooperativeKernel", cuLaunchCooperativeKernel),
 	P("cuGraphLaunch", cuGraphLaunch),
 	P("cuStreamCreate", cuStreamCreate),

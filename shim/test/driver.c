@@ -10,7 +10,8 @@
  *   klaunch ENTRY [ptds]
  *                      a launch through cuLaunchKernel, cuLaunchKernelEx,
  *                      cuLaunchCooperativeKernel or cuGraphLaunch (ENTRY: kernel,
- *                      ex, coop, graph), looked up for the per-thread default
+ *                      ex, coop, graph; exnull: cuLaunchKernelEx with a NULL
+ *                      config), looked up for the per-thread default
  *                      stream with ptds -> "mask ..." as above, or "rc N"
  *   direct             cuLaunchKernel called by its exported name, as a
  *                      program linked against libcuda does -> "mask ..."
@@ -81,6 +82,9 @@
  *                      of FN, and launches or copies the fake found wrong
  *   kernels FN         -> "kernels N S E S E ...": the GPU times (ns) of
  *                      FN's last N launches, oldest first
+ *   calls              -> "calls N NAME=K ...": the driver calls besides
+ *                      launches that the fake counts (fakecuda_calls), all
+ *                      told and by name, made so far
  *   spawn CMD[;CMD...] run this program again as a child process (fork and
  *                      exec: the shim loads in it as in any child of a
  *                      partitioned program), with the commands on its stdin
@@ -935,6 +939,9 @@ int main(void)
 				CUresult (*f)(const CUlaunchConfig *, CUfunction, void **, void **) = proc("cuLaunchKernelEx", ptds);
 				CUlaunchConfig c = {1, 1, 1, 32, 1, 1, 0, 0, NULL, 0};
 				r = f(&c, 0, NULL, NULL);
+			} else if (strcmp(entry, "exnull") == 0) {
+				CUresult (*f)(const CUlaunchConfig *, CUfunction, void **, void **) = proc("cuLaunchKernelEx", ptds);
+				r = f(NULL, 0, NULL, NULL);
 			} else if (strcmp(entry, "coop") == 0) {
 				CUresult (*f)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 					      unsigned, CUstream, void **) = proc("cuLaunchCooperativeKernel", ptds);
@@ -1026,6 +1033,11 @@ int main(void)
 			for (unsigned i = 0; i < n; i++)
 				printf(" %llu %llu", (unsigned long long)at[i][0], (unsigned long long)at[i][1]);
 			printf("\n");
+		} else if (strncmp(line, "calls", 5) == 0) {
+			char names[1024];
+			unsigned (*calls)(char *, size_t) = (unsigned (*)(char *, size_t))dlsym(h, "fakecuda_calls");
+			unsigned n = calls(names, sizeof names);
+			printf("calls %u %s\n", n, names);
 		} else if (strncmp(line, "direct", 6) == 0) {
 			CUresult (*f)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 				      unsigned, CUstream, void **, void **) = dlsym(RTLD_DEFAULT, "cuLaunchKernel");
