@@ -157,21 +157,24 @@ func (v *vproc) calls(t testing.TB) (int, string) {
 // TestGateSliceOffNoCalls: with slicing off, a BE's launch beside a busy
 // LS tenant makes the driver's launch and no other call of slicing's
 // (timing events, queries, occupancy, its kernels' module and memory:
-// those the fake counts); with slicing on, the same launches make some.
+// those the fake counts); with slicing on, the same launches make some,
+// and none beside an LS tenant that is not active.
 // The queue is unbounded and no time passes, so that tide's own events
 // (one a millisecond then) make none either.
 func TestGateSliceOffNoCalls(t *testing.T) {
 	const launches = 100
 	for _, tc := range []struct {
-		slice time.Duration
-		some  bool
-	}{{0, false}, {slicePiece, true}} {
-		t.Run(fmt.Sprint("slice ", tc.slice), func(t *testing.T) {
+		slice        time.Duration
+		active, some bool
+	}{{0, true, false}, {slicePiece, true, true}, {slicePiece, false, false}} {
+		t.Run(fmt.Sprint("slice ", tc.slice, " active ", tc.active), func(t *testing.T) {
 			dir := t.TempDir()
 			n := tideNode(t, dir)
 			c := shimtest.NewClock(t, dir, 10*us)
 			ls := playLS(n, c, enableOnly(0, 1))
-			ls.set(true)
+			if tc.active {
+				ls.set(true)
+			} // else it never served a request
 			be, _ := beOn(t, c, dir, ctl.Tide{Share: 1, Slice: tc.slice})
 			be.say(t, "dur 1000")
 			be.burst(t, 2) // tide's first look at its queue, and its event
@@ -181,8 +184,8 @@ func TestGateSliceOffNoCalls(t *testing.T) {
 			}
 			after, line := be.calls(t)
 			if n := after - before; tc.some != (n > 0) {
-				t.Errorf("%d launches of a BE beside a busy LS tenant with slicing at %v made %d calls besides launches (%s), want %s",
-					launches, tc.slice, n, line, map[bool]string{false: "none", true: "some"}[tc.some])
+				t.Errorf("%d launches of a BE beside an LS tenant (active %v) with slicing at %v made %d calls besides launches (%s), want %s",
+					launches, tc.active, tc.slice, n, line, map[bool]string{false: "none", true: "some"}[tc.some])
 			}
 			if r := be.runs(t, 1); !tc.some && r.launches != launches {
 				t.Errorf("%d launches with slicing off made %d driver launches of the function", launches, r.launches)
