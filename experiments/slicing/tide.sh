@@ -51,12 +51,13 @@ fi
 
 if has bits; then
 	step "an LS tenant kept active"
+	rm -f "$W/stop"
 	TO=900 T "$C" run --ls -n 16 -- "$PY" -c '
-import time, torch
+import os, sys, time, torch
 x = torch.ones(1 << 16, device="cuda")
-while True:
+while not os.path.exists(sys.argv[1]):
     x.add_(1); torch.cuda.synchronize(); time.sleep(0.002)
-' >"$OUT/ls.txt" 2>&1 &
+' "$W/stop" >"$OUT/ls.txt" 2>&1 &
 	LS=$!
 	sleep 15 # its first request served
 
@@ -86,8 +87,8 @@ for label in ("be", "slice200", "slice20"):
     b, t = h(label)
     print(f"bits {label}: {'identical to plain' if a and a == b else 'DIFFERENT from plain (or missing)'}; step seconds {t}")
 PYEOF
-	kill "$LS" 2>/dev/null
-	wait "$LS" 2>/dev/null
+	touch "$W/stop" # it ends itself: a kill of $LS, a subshell, would leave its program running
+	wait "$LS"
 fi
 
 if has wait; then
@@ -138,10 +139,13 @@ fi
 
 if has idle; then
 	step "an LS tenant that served once"
+	rm -f "$W/stop"
 	TO=900 T "$C" run --ls -n 16 -- "$PY" -c '
-import time, torch
-x = torch.ones(1 << 16, device="cuda"); x.add_(1); torch.cuda.synchronize(); time.sleep(880)
-' >"$OUT/idle-ls.txt" 2>&1 &
+import os, sys, time, torch
+x = torch.ones(1 << 16, device="cuda"); x.add_(1); torch.cuda.synchronize()
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.1)
+' "$W/stop" >"$OUT/idle-ls.txt" 2>&1 &
 	LS=$!
 	sleep 10
 	IFS=, read -ra jobs <<<"$BE_JOBS"
@@ -159,8 +163,8 @@ x = torch.ones(1 << 16, device="cuda"); x.add_(1); torch.cuda.synchronize(); tim
 			done
 		done
 	done
-	kill "$LS" 2>/dev/null
-	wait "$LS" 2>/dev/null
+	touch "$W/stop" # it ends itself: a kill of $LS, a subshell, would leave its program running
+	wait "$LS"
 	"$PY" - "$OUT" "$BE_JOBS" <<'PYEOF' | tee -a "$S"
 import glob, json, statistics, sys
 out = sys.argv[1]
