@@ -789,8 +789,8 @@ static CUresult drive(const struct carve_launch *l)
  * as function i's (if i >= 0 and due), its code recorded if record */
 static CUresult whole(const struct carve_launch *l, CUstream s, int i, int record)
 {
-	struct timing *t = i >= 0 ? time_begin(i, s) : NULL;
-	unsigned per = t ? wave(i, l) : 0;
+	unsigned per = i >= 0 && time_due ? wave(i, l) : 0; /* before the pair: it may ask the driver */
+	struct timing *t = per ? time_begin(i, s) : NULL;
 	memset(&plan, 0, sizeof plan);
 	plan.armed = record;
 	CUresult r = drive(l);

@@ -110,6 +110,16 @@ type playedLS struct {
 	busy bool
 }
 
+// lsOnClock makes a node block on a virtual clock with an LS tenant
+// played on TPCs 0 and 1, not yet busy: their directory, the node, the
+// clock and the tenant.
+func lsOnClock(t testing.TB) (string, *ctl.Node, *shimtest.Clock, *playedLS) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 10*us)
+	return dir, n, c, playLS(n, c, enableOnly(0, 1))
+}
+
 func playLS(n *ctl.Node, c *shimtest.Clock, partition [4]uint32) *playedLS {
 	l := &playedLS{n: n, c: c}
 	var reserved [4]uint32 // as enable bits, as a shim writes them

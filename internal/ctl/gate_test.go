@@ -19,10 +19,7 @@ import (
 // GPU until the LS tenant is done; with a share of 1 it goes when there is
 // room, off the LS tenant's reserved TPCs. Slicing is off.
 func TestGateAgainAfterQueue(t *testing.T) {
-	dir := t.TempDir()
-	n := tideNode(t, dir)
-	c := shimtest.NewClock(t, dir, 10*us)
-	ls := playLS(n, c, enableOnly(0, 1))
+	dir, _, c, ls := lsOnClock(t)
 	ls.serve(ms) // the BE's queue is bounded from now
 	be, h := beOn(t, c, dir, ctl.Tide{InflightMax: 1, Epoch: time.Second})
 	be.say(t, "dur 5000")
@@ -56,10 +53,7 @@ func TestGateAgainAfterQueue(t *testing.T) {
 // of 1: the second launch goes as soon as its queue has room, but off the
 // LS tenant's reserved TPCs (TPC bits 0-1), since LS work is in flight.
 func TestGateAgainAfterQueueShare(t *testing.T) {
-	dir := t.TempDir()
-	n := tideNode(t, dir)
-	c := shimtest.NewClock(t, dir, 10*us)
-	ls := playLS(n, c, enableOnly(0, 1))
+	dir, _, c, ls := lsOnClock(t)
 	ls.serve(ms)
 	be, h := beOn(t, c, dir, ctl.Tide{InflightMax: 1, Share: 1})
 	be.say(t, "dur 5000")
@@ -84,10 +78,7 @@ func TestGateAgainAfterQueueShare(t *testing.T) {
 // held), not an epoch after it was held again.
 func TestGateHeldSinceFirstHold(t *testing.T) {
 	const epoch = 20 * ms
-	dir := t.TempDir()
-	n := tideNode(t, dir)
-	c := shimtest.NewClock(t, dir, 10*us)
-	ls := playLS(n, c, enableOnly(0, 1))
+	dir, _, c, ls := lsOnClock(t)
 	ls.serve(ms)
 	be, h := beOn(t, c, dir, ctl.Tide{InflightMax: 1, Epoch: epoch})
 	be.say(t, "dur 10000")
@@ -168,10 +159,7 @@ func TestGateSliceOffNoCalls(t *testing.T) {
 		active, some bool
 	}{{0, true, false}, {slicePiece, true, true}, {slicePiece, false, false}} {
 		t.Run(fmt.Sprint("slice ", tc.slice, " active ", tc.active), func(t *testing.T) {
-			dir := t.TempDir()
-			n := tideNode(t, dir)
-			c := shimtest.NewClock(t, dir, 10*us)
-			ls := playLS(n, c, enableOnly(0, 1))
+			dir, _, c, ls := lsOnClock(t)
 			if tc.active {
 				ls.set(true)
 			} // else it never served a request

@@ -101,10 +101,7 @@ func wantRuns(t *testing.T, v *vproc, fn, each, launches int, what string) {
 // exactly once; the block says how many were cut; with the block's slice
 // set to 0, launches go whole again.
 func TestSliceEveryBlockOnce(t *testing.T) {
-	dir := t.TempDir()
-	n := tideNode(t, dir)
-	c := shimtest.NewClock(t, dir, 10*us)
-	ls := playLS(n, c, enableOnly(0, 1))
+	dir, _, c, ls := lsOnClock(t)
 	ls.set(true)
 	be, h := beOn(t, c, dir, ctl.Tide{Share: 1, Slice: slicePiece})
 	be.say(t, "dur 1000")
@@ -141,10 +138,7 @@ func TestSliceEveryBlockOnce(t *testing.T) {
 // once an LS tenant is active, the long kernel is cut, until it has been
 // quiet for a second.
 func TestSliceOnlyWhileActiveAndLong(t *testing.T) {
-	dir := t.TempDir()
-	n := tideNode(t, dir)
-	c := shimtest.NewClock(t, dir, 10*us)
-	ls := playLS(n, c, enableOnly(0, 1))
+	dir, _, c, ls := lsOnClock(t)
 	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
 	be.say(t, "dur 1000")
 	be.learn(t, 1, "kernel")
@@ -177,10 +171,7 @@ func TestSliceOnlyWhileActiveAndLong(t *testing.T) {
 // with compile-time cluster dimensions (5), one whose code has no end
 // marker (6); beside one of the same length that is cut.
 func TestSliceKeepsWhole(t *testing.T) {
-	dir := t.TempDir()
-	n := tideNode(t, dir)
-	c := shimtest.NewClock(t, dir, 10*us)
-	ls := playLS(n, c, enableOnly(0, 1))
+	dir, _, c, ls := lsOnClock(t)
 	ls.set(true)
 	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
 	be.say(t, "dur 1000")
@@ -209,10 +200,7 @@ func TestSliceKeepsWhole(t *testing.T) {
 // in two pieces, however long, and stays so as its pieces are timed; a
 // grid of two and a half waves goes as three, the last the half wave.
 func TestSliceWholeWaves(t *testing.T) {
-	dir := t.TempDir()
-	n := tideNode(t, dir)
-	c := shimtest.NewClock(t, dir, 10*us)
-	ls := playLS(n, c, enableOnly(0, 1))
+	dir, _, c, ls := lsOnClock(t)
 	ls.set(true)
 	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
 	be.say(t, "dur 1000")
@@ -265,10 +253,7 @@ func TestSliceLSWaitsOnePiece(t *testing.T) {
 			slicePiece + ctl.DefaultPolicy.Queue},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			n := tideNode(t, dir)
-			c := shimtest.NewClock(t, dir, 10*us)
-			ls := playLS(n, c, enableOnly(0, 1))
+			dir, _, c, ls := lsOnClock(t)
 			ls.serve(ms) // active: served a request
 			be := sliceBE(t, c, dir, tc.tide)
 			be.say(t, "dur 1000")
@@ -306,10 +291,7 @@ func TestSliceLSWaitsOnePiece(t *testing.T) {
 // (its heartbeat stops) holds the remaining pieces back for its lease
 // alone; then they run, every block once.
 func TestSliceHolderDies(t *testing.T) {
-	dir := t.TempDir()
-	n := tideNode(t, dir)
-	c := shimtest.NewClock(t, dir, 10*us)
-	ls := playLS(n, c, enableOnly(0, 1))
+	dir, n, c, ls := lsOnClock(t)
 	ls.serve(ms)
 	be := sliceBE(t, c, dir, ctl.Tide{InflightMax: 1, Epoch: time.Second})
 	be.say(t, "dur 1000")
@@ -341,10 +323,7 @@ func TestSliceHolderDies(t *testing.T) {
 // while one thread scans, the others' launches go whole), into 5 pieces or
 // more (a piece timed beside the others' pieces takes longer, never less).
 func TestSliceManyThreads(t *testing.T) {
-	dir := t.TempDir()
-	n := tideNode(t, dir)
-	c := shimtest.NewClock(t, dir, 10*us)
-	ls := playLS(n, c, enableOnly(0, 1))
+	dir, _, c, ls := lsOnClock(t)
 	ls.set(true)
 	be, h := beOn(t, c, dir, ctl.Tide{Share: 1, Slice: slicePiece})
 	be.say(t, "dur 1000")
@@ -368,10 +347,7 @@ func TestSliceManyThreads(t *testing.T) {
 // time (the fake counts a scan that overwrote another's result before it
 // was read back as wrong), and every block of every launch runs once.
 func TestSliceScansOneAtATime(t *testing.T) {
-	dir := t.TempDir()
-	n := tideNode(t, dir)
-	c := shimtest.NewClock(t, dir, 10*us)
-	ls := playLS(n, c, enableOnly(0, 1))
+	dir, _, c, ls := lsOnClock(t)
 	ls.set(true)
 	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
 	be.say(t, "dur 1000")
@@ -395,10 +371,7 @@ func TestSliceScansOneAtATime(t *testing.T) {
 // counts a kernel that reads it as wrong): the launch runs its whole grid
 // as piece 0, and the function is never cut again.
 func TestSliceCopiesAfterPieceZero(t *testing.T) {
-	dir := t.TempDir()
-	n := tideNode(t, dir)
-	c := shimtest.NewClock(t, dir, 10*us)
-	ls := playLS(n, c, enableOnly(0, 1))
+	dir, _, c, ls := lsOnClock(t)
 	ls.set(true)
 	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
 	be.say(t, "dur 1000")
@@ -429,10 +402,7 @@ func TestSliceCopiesAfterPieceZero(t *testing.T) {
 // (the same handle is no longer the same stream): no piece starts before
 // the copy it runs was written (the fake counts one that does as wrong).
 func TestSliceWaitsForCopies(t *testing.T) {
-	dir := t.TempDir()
-	n := tideNode(t, dir)
-	c := shimtest.NewClock(t, dir, 10*us)
-	ls := playLS(n, c, enableOnly(0, 1))
+	dir, _, c, ls := lsOnClock(t)
 	ls.set(true)
 	be := sliceBE(t, c, dir, ctl.Tide{Share: 1}) // queue unbounded: pieces go at once
 	be.say(t, "dur 1000")
@@ -458,10 +428,7 @@ func TestSliceWaitsForCopies(t *testing.T) {
 // context is used, and the function goes whole there; functions of
 // another context are still cut.
 func TestSliceForgetsGoneContext(t *testing.T) {
-	dir := t.TempDir()
-	n := tideNode(t, dir)
-	c := shimtest.NewClock(t, dir, 10*us)
-	ls := playLS(n, c, enableOnly(0, 1))
+	dir, _, c, ls := lsOnClock(t)
 	ls.set(true)
 	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
 	be.say(t, "dur 1000")
@@ -490,10 +457,7 @@ func TestSliceForgetsGoneContext(t *testing.T) {
 // graph run nothing then: they are neither cut nor timed (an event would
 // join the program's graph), nor taken as the function's first launch.
 func TestSliceNotInCapture(t *testing.T) {
-	dir := t.TempDir()
-	n := tideNode(t, dir)
-	c := shimtest.NewClock(t, dir, 10*us)
-	ls := playLS(n, c, enableOnly(0, 1))
+	dir, _, c, ls := lsOnClock(t)
 	ls.set(true)
 	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
 	be.say(t, "dur 1000")
@@ -547,10 +511,7 @@ func BenchmarkSliceLaunchCost(b *testing.B) {
 // refuses them as CUDA does, which would end the capture): it goes
 // whole, and is cut again once the capture ended.
 func TestSliceGlobalCapture(t *testing.T) {
-	dir := t.TempDir()
-	n := tideNode(t, dir)
-	c := shimtest.NewClock(t, dir, 10*us)
-	ls := playLS(n, c, enableOnly(0, 1))
+	dir, _, c, ls := lsOnClock(t)
 	ls.set(true)
 	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
 	be.say(t, "dur 1000")
