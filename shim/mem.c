@@ -474,6 +474,19 @@ CUresult carve_mem_alloc(void *real, CUdeviceptr *p, size_t n)
 	return allocated(r, p != NULL, p ? *p : 0, n);
 }
 
+/* carve_mem_alloc_own: memory the shim takes for the tenant's sake (the
+ * copies of code slicing launches), charged to its account as its own
+ * allocations are; past the limit it is not taken, and the refusal is
+ * neither counted nor said (the caller does without it). */
+CUresult carve_mem_alloc_own(void *real, CUdeviceptr *p, size_t n)
+{
+	if (!counting())
+		return ((alloc_fn)real)(p, n);
+	if (!charge(n))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	return allocated(((alloc_fn)real)(p, n), 1, *p, n);
+}
+
 CUresult carve_mem_alloc_v1(void *real, unsigned *p, unsigned n)
 {
 	if (!counting())

@@ -77,6 +77,7 @@ void carve_event_recorded(CUevent ev);
 /* mem.c: each takes the driver's function (real) and its arguments */
 void carve_mem_init(void *cuda, const char *dir); /* at load, once the driver is loaded */
 CUresult carve_mem_alloc(void *real, CUdeviceptr *p, size_t n);
+CUresult carve_mem_alloc_own(void *real, CUdeviceptr *p, size_t n); /* the shim's own, charged, never refused aloud */
 CUresult carve_mem_alloc_v1(void *real, unsigned *p, unsigned n);
 CUresult carve_mem_alloc_managed(void *real, CUdeviceptr *p, size_t n, unsigned flags);
 CUresult carve_mem_alloc_pitch(void *real, CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned elem);

@@ -54,8 +54,9 @@
  *
  * The callback only reads the thread's plan that the wrapper armed and
  * edits the descriptor: no driver call, no lock. The tables' lock is never
- * held across a driver call. The copies' memory is allocated with the
- * driver's cuMemAlloc, outside the tenant's memory account (mem.c).
+ * held across a driver call. The copies' memory is the tenant's, charged
+ * to its account (mem.c); where its limit leaves no room, or the copy
+ * table is full, a launch that needs a new copy goes whole.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -438,7 +439,7 @@ static struct ctx *ctx_ready(CUcontext c)
 	if (r == CUDA_SUCCESS && (what = "its scan kernel", r = D.module_function(&scan, m, "carve_slice_scan")) == CUDA_SUCCESS &&
 	    (what = "its copy kernel", r = D.module_function(&copy, m, "carve_slice_copy")) == CUDA_SUCCESS &&
 	    (what = "its stream", r = D.stream_create(&own, CU_STREAM_NON_BLOCKING)) == CUDA_SUCCESS)
-		what = "its scan buffer", r = D.mem_alloc(&result, 8);
+		what = "its scan buffer", r = carve_mem_alloc_own(D.mem_alloc, &result, 8);
 	pthread_mutex_lock(&mu);
 	if (r == CUDA_SUCCESS)
 		e->scan = scan, e->copy = copy, e->own = own, e->result = result, e->state = 2;
@@ -473,7 +474,7 @@ static CUdeviceptr slot(struct ctx *e, size_t len)
 		pthread_mutex_unlock(&mu);
 		CUdeviceptr c = 0;
 		own();
-		if (over || D.mem_alloc(&c, CHUNK_BYTES) != CUDA_SUCCESS)
+		if (over || carve_mem_alloc_own(D.mem_alloc, &c, CHUNK_BYTES) != CUDA_SUCCESS)
 			return 0;
 		pthread_mutex_lock(&mu);
 		e->chunk = c; /* the rest of the old chunk is left unused */
@@ -874,8 +875,9 @@ static int cut(const struct carve_launch *l, CUstream s, CUcontext ctx, int i, u
 		have[k] = t && t->fn;
 		if (have[k])
 			use[k] = *t;
+		int room = ncopies < COPIES * 3 / 4; /* else a copy would be made and not kept */
 		pthread_mutex_unlock(&mu);
-		if (!have[k] && !(use[k].at = slot(e, PRO_BYTES + fns[i].len)))
+		if (!have[k] && (!room || !(use[k].at = slot(e, PRO_BYTES + fns[i].len))))
 			return 0;
 	}
 	uint64_t program;

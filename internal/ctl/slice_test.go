@@ -532,3 +532,30 @@ func TestSliceGlobalCapture(t *testing.T) {
 	be.say(t, "sync")
 	wantRuns(t, be, 11, 5, 3+2*5, "function 11 after the capture: cut")
 }
+
+// TestSliceCopiesCharged: the memory of the copies of code is the
+// tenant's, charged to its account (--mem) with its scan buffer; where the
+// limit leaves no room for it, the launch goes whole and no refusal is
+// counted against the tenant (it asked for nothing).
+func TestSliceCopiesCharged(t *testing.T) {
+	for _, tc := range []struct {
+		limit, used uint64
+		pieces      int
+	}{{64 * mib, 4*mib + 8, 5}, {2 * mib, 8, 1}} {
+		t.Run(fmt.Sprint("limit ", tc.limit), func(t *testing.T) {
+			dir, _, c, ls := lsOnClock(t)
+			ls.set(true)
+			be, h := startOn(t, c, dir, "BE", ctl.Init{Mask: allLive, Live: live, SMs: allLiveSMs, Class: ctl.ClassBE, MemLimit: tc.limit,
+				Tide: ctl.Tide{Node: "node-test", Share: 1, Slice: slicePiece}})
+			be.say(t, "dur 1000")
+			be.learn(t, 1, "kernel")
+			be.launch(t, 1, 1, "kernel")
+			be.say(t, "sync")
+			wantRuns(t, be, 1, 2, 1+tc.pieces, "a 1 ms kernel under a memory limit")
+			if m := h.Snapshot().Memory; m.Used != tc.used || m.Refused != 0 {
+				t.Errorf("memory used %d, refused %d times; want %d (the copies' chunk and the scan's words, where they fit), none refused",
+					m.Used, m.Refused, tc.used)
+			}
+		})
+	}
+}
