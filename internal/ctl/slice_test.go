@@ -198,22 +198,26 @@ func TestSliceKeepsWhole(t *testing.T) {
 // at once on the partition's SMs), since a piece of part of a wave takes
 // the wave's time: a 1 ms grid of one wave goes whole, one of two waves
 // in two pieces, however long, and stays so as its pieces are timed; a
-// grid of two and a half waves goes as three, the last the half wave.
+// grid of two and a half waves goes as three, the last the half wave; a
+// grid of several rows is cut on whole columns of whole waves.
 func TestSliceWholeWaves(t *testing.T) {
 	dir, _, c, ls := lsOnClock(t)
 	ls.set(true)
 	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
 	be.say(t, "dur 1000")
 	for _, tc := range []struct {
-		fn, grid, launches, pieces int
-		what                       string
+		fn, grid, rows, launches, pieces int
+		what                             string
 	}{
-		{14, sliceWave, 3, 1, "a grid of one wave"},
-		{16, 2 * sliceWave, 40, 2, "a grid of two waves"}, // past a launch timed in 32
-		{12, 5 * sliceWave / 2, 3, 3, "a grid of two and a half waves"},
+		{14, sliceWave, 1, 3, 1, "a grid of one wave"},
+		{16, 2 * sliceWave, 1, 40, 2, "a grid of two waves"}, // past a launch timed in 32
+		{12, 5 * sliceWave / 2, 1, 3, 3, "a grid of two and a half waves"},
+		// a wave is 2 columns of 12 rows: the grid is 5 waves (one, had the
+		// rows not counted)
+		{10, 10, 12, 3, 5, "a grid of 10 columns of 12 rows"},
 	} {
 		fl := func(k int) {
-			if got := be.say(t, fmt.Sprintf("fl %d %d %d kernel", tc.fn, tc.grid, k)); got != "rc 0" {
+			if got := be.say(t, fmt.Sprintf("fl %d %d %d kernel %d", tc.fn, tc.grid, k, tc.rows)); got != "rc 0" {
 				t.Fatalf("%s: %q", tc.what, got)
 			}
 			be.say(t, "sync")

@@ -52,10 +52,10 @@
  *                      per-thread flavour; or cuEventRecordWithFlags)
  *                      -> "rc N"
  *   evdel N            cuEventDestroy of event N -> "rc N"
- *   fl FN GRID N [ENTRY]
+ *   fl FN GRID N [ENTRY [ROWS]]
  *                      N launches of the fake's test function FN (1-16:
  *                      kernels with blocks, for slicing) with GRID blocks
- *                      across, through cuLaunchKernel (ENTRY kernel, the
+ *                      across and ROWS (1) down, through cuLaunchKernel (ENTRY kernel, the
  *                      default), cuLaunchKernelEx (ex; cluster: with a
  *                      cluster dimension attribute) or
  *                      cuLaunchCooperativeKernel (coop) -> "rc N": the
@@ -285,10 +285,10 @@ static int storm(int n)
 	return ((int (*)(void))dlsym(h, "fakecuda_bare"))();
 }
 
-/* fl makes n launches of test function fn, of grid blocks across, by
- * entry; the first result that was not 0, else 0 */
+/* fl makes n launches of test function fn, of grid blocks across and
+ * rows down, by entry; the first result that was not 0, else 0 */
 static CUstream fl_stream; /* where fl launches: "stream new" */
-static CUresult fl(unsigned fn, unsigned grid, int n, const char *entry)
+static CUresult fl(unsigned fn, unsigned grid, unsigned rows, int n, const char *entry)
 {
 	CUfunction f = (CUfunction)(uintptr_t)fn;
 	uint8_t attr[72] = {0};
@@ -297,7 +297,7 @@ static CUresult fl(unsigned fn, unsigned grid, int n, const char *entry)
 	memcpy(attr, &id, sizeof id);
 	memcpy(attr + 8, dims, sizeof dims);
 	int cluster = strcmp(entry, "cluster") == 0;
-	CUlaunchConfig c = {grid, 1, 1, 128, 1, 1, 0, 0, cluster ? attr : NULL, cluster};
+	CUlaunchConfig c = {grid, rows, 1, 128, 1, 1, 0, 0, cluster ? attr : NULL, cluster};
 	CUresult (*k)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void **,
 		      void **) = proc("cuLaunchKernel", 0);
 	CUresult (*ex)(const CUlaunchConfig *, CUfunction, void **, void **) = proc("cuLaunchKernelEx", 0);
@@ -305,9 +305,9 @@ static CUresult fl(unsigned fn, unsigned grid, int n, const char *entry)
 			 void **) = proc("cuLaunchCooperativeKernel", 0);
 	CUresult first = 0;
 	for (int i = 0; i < n; i++) {
-		CUresult r = strcmp(entry, "coop") == 0 ? coop(f, grid, 1, 1, 128, 1, 1, 0, 0, NULL)
+		CUresult r = strcmp(entry, "coop") == 0 ? coop(f, grid, rows, 1, 128, 1, 1, 0, 0, NULL)
 			     : strcmp(entry, "ex") == 0 || cluster ? ex(&c, f, NULL, NULL)
-								 : k(f, grid, 1, 1, 128, 1, 1, 0, fl_stream, NULL, NULL);
+								 : k(f, grid, rows, 1, 128, 1, 1, 0, fl_stream, NULL, NULL);
 		if (r && !first)
 			first = r;
 	}
@@ -955,11 +955,11 @@ int main(void)
 			else
 				print_mask();
 		} else if (strncmp(line, "fl ", 3) == 0) {
-			unsigned fn = 0, grid = 0;
+			unsigned fn = 0, grid = 0, rows = 1;
 			int n = 0;
 			char e[16] = "kernel";
-			sscanf(line, "fl %u %u %d %15s", &fn, &grid, &n, e);
-			printf("rc %d\n", fl(fn, grid, n, e));
+			sscanf(line, "fl %u %u %d %15s %u", &fn, &grid, &n, e, &rows);
+			printf("rc %d\n", fl(fn, grid, rows, n, e));
 		} else if (strncmp(line, "flcap ", 6) == 0) {
 			unsigned fn = 0, grid = 0;
 			int n = 0;
