@@ -204,6 +204,7 @@ struct fn {
 	uint32_t len;     /* the code's bytes, up to its end marker */
 	uint64_t wave_ns; /* its measured time a wave (EWMA), 0: not yet */
 	uint64_t launches, timed;
+	unsigned outstanding; /* its timing pairs recorded, not read */
 	unsigned occ_threads, occ_smem, occ; /* blocks resident an SM, at that block size and shared memory */
 };
 #define FNS 4096
@@ -234,7 +235,7 @@ struct ctx {
 };
 #define CTXS 16
 static struct ctx ctxs[CTXS];
-static int pending;          /* timing pairs recorded, not read (under tmu) */
+static int pending;          /* timing pairs recorded, not read (changed under tmu) */
 static uint64_t harvested;   /* the coarse clock when pairs were last read */
 static pthread_mutex_t tmu = PTHREAD_MUTEX_INITIALIZER; /* the timing pairs; taken before mu */
 
@@ -309,7 +310,7 @@ void carve_slice_context_gone(CUcontext c)
 			continue;
 		ctxs[i].state = -1;
 		for (int k = 0; k < TIMES; k++) { /* its events went with it */
-			pending -= ctxs[i].times[k].busy == 2;
+			__atomic_sub_fetch(&pending, ctxs[i].times[k].busy == 2, __ATOMIC_RELAXED);
 			ctxs[i].times[k] = (struct timing){0};
 		}
 	}
@@ -456,7 +457,9 @@ static struct ctx *ctx_ready(CUcontext c)
 /* slot reserves a copy's place in the context's memory, with a 4 KiB gap
  * after it (code fetched ahead of a copy is no later copy's): a new chunk
  * when the current one is full, allocated outside the lock. 0 if over
- * ARENA_BYTES. */
+ * ARENA_BYTES or the memory limit: a chunk's room that a launch reserved
+ * before then stays unused, so no more is lost than the chunk, already
+ * charged. */
 static CUdeviceptr slot(struct ctx *e, size_t len)
 {
 	size_t need = (len + 2 * SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN;
@@ -628,16 +631,18 @@ static void harvest(void)
 		float ms = 0;
 		if (t->busy != 2 || D.event_query(t->b) == CUDA_ERROR_NOT_READY)
 			continue;
-		if (D.elapsed(&ms, t->a, t->b) == CUDA_SUCCESS && ms > 0) {
-			uint64_t ns = (uint64_t)((double)ms * 1e6 / t->waves);
-			pthread_mutex_lock(&mu);
-			struct fn *f = &fns[t->fn];
+		int read = D.elapsed(&ms, t->a, t->b) == CUDA_SUCCESS && ms > 0;
+		uint64_t ns = read ? (uint64_t)((double)ms * 1e6 / t->waves) : 0;
+		pthread_mutex_lock(&mu);
+		struct fn *f = &fns[t->fn];
+		if (read) {
 			f->wave_ns = f->timed ? (3 * f->wave_ns + ns) / 4 : ns;
 			f->timed++;
-			pthread_mutex_unlock(&mu);
 		}
+		f->outstanding -= f->outstanding > 0;
+		pthread_mutex_unlock(&mu);
 		t->busy = 0;
-		pending--;
+		__atomic_sub_fetch(&pending, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&tmu);
 }
@@ -682,7 +687,10 @@ static void time_end(struct timing *t, int i, CUstream s, uint32_t nw, CUresult 
 	t->fn = i, t->waves = nw;
 	if (r == CUDA_SUCCESS && nw && D.event_record(t->b, s) == CUDA_SUCCESS) {
 		t->busy = 2;
-		pending++;
+		__atomic_add_fetch(&pending, 1, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&mu);
+		fns[i].outstanding++;
+		pthread_mutex_unlock(&mu);
 	} else {
 		t->busy = 0;
 	}
@@ -713,6 +721,8 @@ static unsigned wave(int i, const struct carve_launch *l)
 	pthread_mutex_unlock(&mu);
 	if (!e)
 		return 0;
+	if (sms && occ) /* known: no driver call */
+		return (unsigned)occ * (unsigned)carve_visible_sms(gpu, sms);
 	own();
 	CUdevice d = 0;
 	if (!sms && (D.ctx_device(&d) != CUDA_SUCCESS ||
@@ -737,41 +747,50 @@ static unsigned wave(int i, const struct carve_launch *l)
 	return (unsigned)occ * (unsigned)carve_visible_sms(gpu, sms);
 }
 
-/* waves: how many waves of per blocks the first cols columns of l's grid
- * run in; 0 if per is */
-static uint32_t waves(unsigned cols, const struct carve_launch *l, unsigned per)
+/* waves: how many waves of per blocks cols columns of l's grid run in
+ * (at most 2^32 - 1); 0 if per is */
+static uint32_t waves(uint64_t cols, const struct carve_launch *l, unsigned per)
 {
-	uint64_t blocks = (uint64_t)cols * l->gy * l->gz;
-	return per ? (uint32_t)((blocks + per - 1) / per) : 0;
+	uint64_t w = per ? (cols * l->gy * l->gz + per - 1) / per : 0; /* below 2^64: 2^32 x 2^16 x 2^16 */
+	return w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
 }
 
-/* cuts plans launch l of function i as pieces of whole waves (per blocks
- * each), each of about bound_ns by the function's time a wave: their
- * first columns in c[0..n], c[n] = gx; returns n, below 2: whole. A unit
- * is the columns of one wave, or one column where a column holds a wave
- * or more. */
+/* cuts plans launch l of function i as pieces of about bound_ns by the
+ * function's time a wave (per blocks), each as many columns as fit its
+ * share of the grid's waves: their first columns in c[0..n], c[n] = gx;
+ * returns n, below 2: whole. Where a column's rows do not divide a wave,
+ * pieces end in part of one: whole if their waves together pass the
+ * grid's by more than an eighth. */
 static unsigned cuts(int i, const struct carve_launch *l, unsigned per, uint64_t bound_ns, unsigned c[SLICE_MAX_PIECES + 1])
 {
 	uint64_t rows = (uint64_t)l->gy * l->gz;
 	pthread_mutex_lock(&mu);
 	uint64_t wave_ns = fns[i].wave_ns;
 	pthread_mutex_unlock(&mu);
-	if (!wave_ns || !per || !rows)
+	uint64_t all = waves(l->gx, l, per);
+	if (!wave_ns || !all || !rows)
 		return 1;
-	uint64_t unit = per / rows ? per / rows : 1;
-	uint64_t units = (l->gx + unit - 1) / unit;
-	uint64_t want = (units * waves((unsigned)unit, l, per) * wave_ns + bound_ns - 1) / bound_ns;
-	if (want > units)
-		want = units;
+	uint64_t want = all > UINT64_MAX / wave_ns ? SLICE_MAX_PIECES : (all * wave_ns + bound_ns - 1) / bound_ns;
+	if (want > all)
+		want = all;
 	if (want > SLICE_MAX_PIECES)
 		want = SLICE_MAX_PIECES;
 	if (want < 2)
 		return 1;
-	uint64_t q = (units + want - 1) / want; /* units a piece */
-	unsigned n = (unsigned)((units + q - 1) / q);
-	for (unsigned k = 0; k <= n; k++)
-		c[k] = k * q * unit < l->gx ? (unsigned)(k * q * unit) : l->gx;
-	return n;
+	uint64_t q = (all + want - 1) / want;          /* waves a piece */
+	uint64_t cols = q * per / rows ? q * per / rows : 1; /* columns a piece: no more blocks than q waves */
+	if ((l->gx + cols - 1) / cols > SLICE_MAX_PIECES)
+		cols = (l->gx + SLICE_MAX_PIECES - 1) / SLICE_MAX_PIECES;
+	unsigned n = (unsigned)((l->gx + cols - 1) / cols);
+	if (n < 2)
+		return 1;
+	uint64_t cost = 0;
+	for (unsigned k = 0; k <= n; k++) {
+		c[k] = k * cols < l->gx ? (unsigned)(k * cols) : l->gx;
+		if (k)
+			cost += waves(c[k] - c[k - 1], l, per);
+	}
+	return cost > all + all / 8 ? 1 : n;
 }
 
 /* --- the launch --------------------------------------------------------------- */
@@ -846,7 +865,8 @@ static CUresult first(const struct carve_launch *l, CUstream s, int i)
 	else {
 		pthread_mutex_lock(&mu);
 		fns[i].program = p.program;
-		fns[i].state = F_KNOWN;
+		if (fns[i].state == F_RECORDING) /* not made never meanwhile (its occupancy, its context gone) */
+			fns[i].state = F_KNOWN;
 		pthread_mutex_unlock(&mu);
 	}
 	return r;
@@ -869,17 +889,22 @@ static int cut(const struct carve_launch *l, CUstream s, CUcontext ctx, int i, u
 		return 0;
 	struct copy use[SLICE_MAX_PIECES];
 	int have[SLICE_MAX_PIECES];
+	unsigned missing = 0;
+	pthread_mutex_lock(&mu);
 	for (unsigned k = 1; k < n; k++) {
-		pthread_mutex_lock(&mu);
 		struct copy *t = copy_find((unsigned)i, c[k]);
 		have[k] = t && t->fn;
 		if (have[k])
 			use[k] = *t;
-		int room = ncopies < COPIES * 3 / 4; /* else a copy would be made and not kept */
-		pthread_mutex_unlock(&mu);
-		if (!have[k] && (!room || !(use[k].at = slot(e, PRO_BYTES + fns[i].len))))
-			return 0;
+		missing += !have[k];
 	}
+	int room = ncopies + missing <= COPIES * 3 / 4; /* else copies would be made and not kept */
+	pthread_mutex_unlock(&mu);
+	if (missing && !room)
+		return 0;
+	for (unsigned k = 1; k < n; k++)
+		if (!have[k] && !(use[k].at = slot(e, PRO_BYTES + fns[i].len)))
+			return 0;
 	uint64_t program;
 	pthread_mutex_lock(&mu);
 	program = fns[i].program;
@@ -958,7 +983,7 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 			if (state == F_EMPTY)
 				fns[i].state = F_RECORDING; /* this thread launches it first */
 			fns[i].launches++;
-			time_due = fns[i].timed < SLICE_TIME_FIRST || fns[i].launches % SLICE_TIME_EVERY == 0;
+			time_due = fns[i].timed + fns[i].outstanding < SLICE_TIME_FIRST || fns[i].launches % SLICE_TIME_EVERY == 0;
 		}
 		pthread_mutex_unlock(&mu);
 	}

@@ -199,7 +199,8 @@ func TestSliceKeepsWhole(t *testing.T) {
 // the wave's time: a 1 ms grid of one wave goes whole, one of two waves
 // in two pieces, however long, and stays so as its pieces are timed; a
 // grid of two and a half waves goes as three, the last the half wave; a
-// grid of several rows is cut on whole columns of whole waves.
+// grid of several rows is cut on whole columns of whole waves, and goes
+// whole where its columns' waves would add up to more than its own.
 func TestSliceWholeWaves(t *testing.T) {
 	dir, _, c, ls := lsOnClock(t)
 	ls.set(true)
@@ -215,6 +216,8 @@ func TestSliceWholeWaves(t *testing.T) {
 		// a wave is 2 columns of 12 rows: the grid is 5 waves (one, had the
 		// rows not counted)
 		{10, 10, 12, 3, 5, "a grid of 10 columns of 12 rows"},
+		// 3 columns of 13 rows are 2 waves; cut, each column would be one
+		{9, 3, 13, 3, 1, "a grid of 3 columns of 13 rows"},
 	} {
 		fl := func(k int) {
 			if got := be.say(t, fmt.Sprintf("fl %d %d %d kernel %d", tc.fn, tc.grid, k, tc.rows)); got != "rc 0" {
@@ -230,12 +233,12 @@ func TestSliceWholeWaves(t *testing.T) {
 			t.Errorf("%s, %d launches of 1 ms: %q, want %q (%d pieces each after the first)", tc.what, 1+tc.launches, got, want, tc.pieces)
 		}
 	}
-	// the half wave: the last piece of each launch of function 12
+	// the last piece of function 12's last launch is the half wave's 12
+	// columns (the fake takes time by columns run: 200 us of the 1 ms
+	// grid's 60)
 	ks := be.kernels(t, 12)
-	for _, k := range ks[len(ks)-3:][2:] {
-		if d := k[1] - k[0]; d != 200*us {
-			t.Errorf("the last piece of 2.5 waves took %v, want 200us (a half wave of a 1 ms grid)", d)
-		}
+	if d := ks[len(ks)-1][1] - ks[len(ks)-1][0]; d != 200*us {
+		t.Errorf("the last piece of 2.5 waves took %v, want 200us (12 of the 1 ms grid's 60 columns)", d)
 	}
 }
 
@@ -561,5 +564,35 @@ func TestSliceCopiesCharged(t *testing.T) {
 					m.Used, m.Refused, tc.used)
 			}
 		})
+	}
+}
+
+// TestSliceTimesFew: a function's launches are timed until a few times are
+// read or on their way, then one in 32: 64 launches in a row, none of
+// their pairs read meanwhile, record that many pairs (two events each),
+// not one a launch.
+func TestSliceTimesFew(t *testing.T) {
+	dir, _, c, ls := lsOnClock(t)
+	ls.set(true)
+	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
+	be.say(t, "dur 1000")
+	records := func() int { // the fake's count of cuEventRecord calls
+		_, line := be.calls(t)
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "cuEventRecord="); ok {
+				n, _ := strconv.Atoi(v)
+				return n
+			}
+		}
+		return 0
+	}
+	before := records()
+	be.launch(t, 14, 64, "kernel") // one wave: never cut, timed whole
+	got := records() - before
+	be.say(t, "sync")
+	// 3 pairs, then one in 32, and tide's own event or two (it marks its
+	// queue now and then)
+	if want := 2*(3+64/32) + 2; got == 0 || got > want {
+		t.Errorf("64 launches recorded %d events, want some and %d at most (3 pairs, then one in 32, and tide's few)", got, want)
 	}
 }
