@@ -483,6 +483,15 @@ static int ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing)
 	return busy;
 }
 
+/* ls_active: is LS work on a GPU active at time t, busy LS tenants
+ * there, or newest (ls_busy's, while none is) in the last
+ * CARVE_NODE_QUIET_NS? What bounds a BE's queue, and what slicing cuts
+ * for. */
+static int ls_active(int busy, uint64_t newest, uint64_t t)
+{
+	return busy || (newest && (int64_t)(t - newest) < (int64_t)CARVE_NODE_QUIET_NS);
+}
+
 /* ls_off is what an LS tenant's launches on GPU g keep off: the TPCs
  * other LS tenants reserved there and the fixed ones, as enable bits. It
  * is worked out again only when the GPU or its node's gen has moved (per
@@ -726,7 +735,7 @@ gate:
 	 * common one, reads only the coarse clock. */
 	if (event_query) {
 		uint64_t t = start ? carve_mono_ns() : carve_coarse_ns();
-		b->bounded = (k || queue_us) && (busy || (newest && (int64_t)(t - newest) < (int64_t)CARVE_NODE_QUIET_NS));
+		b->bounded = (k || queue_us) && ls_active(busy, newest, t);
 		if (!b->bounded) {
 			if ((int64_t)(t - b->quiet_at) >= (int64_t)QUIET_NS) {
 				b->quiet_at = t;
@@ -808,9 +817,8 @@ int carve_tide_ls_active(CUcontext *ctx)
 		return -1;
 	*ctx = launch_ctx;
 	uint64_t newest = 0;
-	if (ls_busy(launch_gpu, NULL, &newest, NULL))
-		return 1;
-	return newest && (int64_t)(carve_coarse_ns() - newest) < (int64_t)CARVE_NODE_QUIET_NS;
+	int busy = ls_busy(launch_gpu, NULL, &newest, NULL);
+	return ls_active(busy, newest, busy ? 0 : carve_coarse_ns());
 }
 
 /* --- LS: timing its own work --------------------------------------------- */
