@@ -65,7 +65,7 @@
 
 #include "carve_tmd.h"
 #include "cuda_api.h"
-#include "qmd_v04.h"
+#include "qmd_v04.h" /* the fields carve_tmd.h does not edit: the prologue's immediate, the cache bit */
 #include "slice_ptx.h" /* the scan and copy kernels, the end marker, the prologue's size */
 
 #define EXPORT __attribute__((visibility("default")))
@@ -347,11 +347,11 @@ static void on_launch(void *user, int domain, int cbid, const void *params)
 	}
 	tl.seen = 1;
 	tl.version = carve_tmd_version(q);
-	tl.program = qmd_program(q);
+	tl.program = carve_tmd_program(q);
 	tl.fn = carve_params_ptr(params, PARAMS_FUNC_OFFSET);
 	if (!tl.edit)
 		return;
-	if (tl.version != QMD_V04) {
+	if (tl.version != CARVE_TMD_V_SLICE) {
 		tl.why = "descriptor version is not 0x40";
 		return;
 	}
@@ -360,9 +360,9 @@ static void on_launch(void *user, int domain, int cbid, const void *params)
 		return;
 	}
 	if (tl.width)
-		qmd_set(q, QMD_GRID_WIDTH, tl.width);
+		carve_tmd_set_grid_width(q, tl.width);
 	if (tl.to) {
-		qmd_move_program(q, tl.to);
+		carve_tmd_move_program(q, tl.to);
 		if (invalidate)
 			qmd_set(q, QMD_INVALIDATE_INSTRUCTION_CACHE, 1);
 	}
@@ -884,7 +884,7 @@ static CUresult first(const struct launch *l, int i)
 		never(i, cl < 0 ? "its cluster dimensions cannot be read" : "it has compile-time cluster dimensions", NULL);
 	} else if (!p.seen) {
 		never(i, "the launch callback did not see its first launch", r != CUDA_SUCCESS ? errname(r) : NULL);
-	} else if (p.version != QMD_V04) {
+	} else if (p.version != CARVE_TMD_V_SLICE) {
 		snprintf(d, sizeof d, "0x%x", p.version);
 		never(i, "its descriptor version is not 0x40", d);
 	} else {
