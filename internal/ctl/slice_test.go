@@ -35,6 +35,16 @@ func sliceBE(t testing.TB, c *shimtest.Clock, dir string, tide ctl.Tide) *vproc 
 	return be
 }
 
+// busyBE starts a BE tenant that cuts at slicePiece (share 1), its
+// kernels 1 ms long, beside an LS tenant that is busy.
+func busyBE(t testing.TB) *vproc {
+	dir, _, c, ls := lsOnClock(t)
+	ls.set(true)
+	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
+	be.say(t, "dur 1000")
+	return be
+}
+
 // runs is what the fake says of test function fn's grid of sliceGrid
 // blocks: the fewest and most times a block ran, the driver's launches of
 // fn, and launches or copies it found wrong.
@@ -171,10 +181,7 @@ func TestSliceOnlyWhileActiveAndLong(t *testing.T) {
 // with compile-time cluster dimensions (5), one whose code has no end
 // marker (6); beside one of the same length that is cut.
 func TestSliceKeepsWhole(t *testing.T) {
-	dir, _, c, ls := lsOnClock(t)
-	ls.set(true)
-	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
-	be.say(t, "dur 1000")
+	be := busyBE(t)
 	for _, tc := range []struct {
 		fn     int
 		entry  string
@@ -202,10 +209,7 @@ func TestSliceKeepsWhole(t *testing.T) {
 // grid of several rows is cut on whole columns of whole waves, and goes
 // whole where its columns' waves would add up to more than its own.
 func TestSliceWholeWaves(t *testing.T) {
-	dir, _, c, ls := lsOnClock(t)
-	ls.set(true)
-	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
-	be.say(t, "dur 1000")
+	be := busyBE(t)
 	for _, tc := range []struct {
 		fn, grid, rows, launches, pieces int
 		what                             string
@@ -354,10 +358,7 @@ func TestSliceManyThreads(t *testing.T) {
 // time (the fake counts a scan that overwrote another's result before it
 // was read back as wrong), and every block of every launch runs once.
 func TestSliceScansOneAtATime(t *testing.T) {
-	dir, _, c, ls := lsOnClock(t)
-	ls.set(true)
-	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
-	be.say(t, "dur 1000")
+	be := busyBE(t)
 	for fn := 1; fn <= 4; fn++ {
 		be.learn(t, fn, "kernel") // known and timed, not scanned
 	}
@@ -378,10 +379,7 @@ func TestSliceScansOneAtATime(t *testing.T) {
 // counts a kernel that reads it as wrong): the launch runs its whole grid
 // as piece 0, and the function is never cut again.
 func TestSliceCopiesAfterPieceZero(t *testing.T) {
-	dir, _, c, ls := lsOnClock(t)
-	ls.set(true)
-	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
-	be.say(t, "dur 1000")
+	be := busyBE(t)
 	// a grid of two waves, 500 us a wave: learnt, then cut in two, a copy
 	// of S = one wave made
 	two := fmt.Sprintf("fl 13 %d 1 kernel", 2*sliceWave)
@@ -435,10 +433,7 @@ func TestSliceWaitsForCopies(t *testing.T) {
 // context is used, and the function goes whole there; functions of
 // another context are still cut.
 func TestSliceForgetsGoneContext(t *testing.T) {
-	dir, _, c, ls := lsOnClock(t)
-	ls.set(true)
-	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
-	be.say(t, "dur 1000")
+	be := busyBE(t)
 	first := be.say(t, "ctxnew 0")
 	be.learn(t, 1, "kernel")
 	be.launch(t, 1, 2, "kernel")
@@ -464,10 +459,7 @@ func TestSliceForgetsGoneContext(t *testing.T) {
 // graph run nothing then: they are neither cut nor timed (an event would
 // join the program's graph), nor taken as the function's first launch.
 func TestSliceNotInCapture(t *testing.T) {
-	dir, _, c, ls := lsOnClock(t)
-	ls.set(true)
-	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
-	be.say(t, "dur 1000")
+	be := busyBE(t)
 	// a function never launched before, and one known (its time not read
 	// yet: a launch of it now would be timed)
 	be.launch(t, 9, 1, "kernel")
@@ -518,10 +510,7 @@ func BenchmarkSliceLaunchCost(b *testing.B) {
 // refuses them as CUDA does, which would end the capture): it goes
 // whole, and is cut again once the capture ended.
 func TestSliceGlobalCapture(t *testing.T) {
-	dir, _, c, ls := lsOnClock(t)
-	ls.set(true)
-	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
-	be.say(t, "dur 1000")
+	be := busyBE(t)
 	// function 11's code recorded, its time not read yet (a pair pending):
 	// its next launch would read it, scan the code, set up the context
 	be.launch(t, 11, 1, "kernel")
@@ -572,10 +561,7 @@ func TestSliceCopiesCharged(t *testing.T) {
 // their pairs read meanwhile, record that many pairs (two events each),
 // not one a launch.
 func TestSliceTimesFew(t *testing.T) {
-	dir, _, c, ls := lsOnClock(t)
-	ls.set(true)
-	be := sliceBE(t, c, dir, ctl.Tide{Share: 1})
-	be.say(t, "dur 1000")
+	be := busyBE(t)
 	records := func() int { // the fake's count of cuEventRecord calls
 		_, line := be.calls(t)
 		for _, f := range strings.Fields(line) {
