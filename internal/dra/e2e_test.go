@@ -424,6 +424,23 @@ func ownNodeOnly(ctx context.Context, t *testing.T, cp *controlPlane, plugin *ku
 		return &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}, Spec: resourceapi.ResourceSliceSpec{
 			Driver: DriverName, NodeName: &nodeName, Pool: resourceapi.ResourcePool{Name: nodeName, ResourceSliceCount: 1}}}
 	}
+	// the API server compiles a new admission policy in the background, a
+	// while after it is created (longer on a loaded host): wait until it
+	// refuses what it must, or fail
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		other, err := plugin.ResourceV1().ResourceSlices().Create(ctx, slice("node-b"), metav1.CreateOptions{})
+		if err != nil && strings.Contains(err.Error(), "may change only that node's ResourceSlices") {
+			break
+		}
+		if err == nil {
+			if err := cp.client.ResourceV1().ResourceSlices().Delete(ctx, other.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the chart's ResourceSlice admission policy is not in force 30 s after it was made: carve-dra on %s writing node-b's slice: %v", node, err)
+		}
+	}
 	made, err := plugin.ResourceV1().ResourceSlices().Create(ctx, slice(node), metav1.CreateOptions{})
 	if err != nil {
 		t.Errorf("carve-dra on %s writing its own node's slice: %v", node, err)
