@@ -47,7 +47,6 @@ build/node/.built: test/node/go.mod test/node/go.sum test/node/tools.go
 test: kube node
 	CGO_ENABLED=0 $(GO) vet ./...
 	CGO_ENABLED=0 $(GO) test -count=1 ./...
-	experiments/slicing/test/run.sh
 
 # the tests of ctl, place, daemon and dra SOAK_COUNT times over, beside two
 # CPU-bound processes (test/soak.sh); not part of make test

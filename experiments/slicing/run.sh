@@ -1,27 +1,18 @@
 #!/usr/bin/env bash
-# Issue 22: slicing a launch into pieces of its grid. PARTS chooses what
-# runs (default "suffix library"):
-#   suffix  (part 1) can a launch run only blocks [S, N) of its grid? Builds
-#           suffix (the probe) and its kernels' cubin, then runs each
-#           experiment in its own process under timeout (a bad launch
-#           descriptor can hang the GPU queue): info first, the kernel's code
-#           run from copies in each kind of memory, then suffixes and random
-#           pieces through the kind that worked; under 4 minutes even when
-#           every edit hangs.
-#   library (part 2) slicer.so under an unmodified PyTorch training step
-#           (step.py: resnet50 + a transformer encoder, AdamW): the step
-#           plain twice (is it deterministic?), then with every launch the
-#           slicer can slice cut into K=2 and K=4 equal pieces and K=3 random
-#           pieces (seeds 1, 2); each run under timeout (STEP_TO, 60 s), its
-#           hashes compared with the first plain run's. About 6 minutes at
-#           most.
-# Both need the prologue (prologue.py from template.cu). Logs to
-# OUT/log.txt, one JSON line per experiment to OUT/results.jsonl, a summary
-# at the end (OUT/summary.txt). Usage: [PARTS=...] run.sh OUT (nvcc,
-# cuobjdump, ptxas; python3 with torch and torchvision for library).
+# Issue 22, part 1: can a launch run only blocks [S, N) of its grid? Builds
+# the prologue (prologue.py from template.cu), suffix (the probe) and its
+# kernels' cubin, then runs each experiment in its own process under
+# timeout (a bad launch descriptor can hang the GPU queue): info first, the
+# kernel's code run from copies in each kind of memory, then suffixes and
+# random pieces through the kind that worked; under 4 minutes even when
+# every edit hangs. Logs to OUT/log.txt, one JSON line per experiment to
+# OUT/results.jsonl, a summary at the end (OUT/summary.txt). Usage: run.sh
+# OUT (nvcc, cuobjdump). Part 2 ran a PyTorch step under the experiment's
+# own preloaded slicer, since retired for shim/slice.c (README.md); the
+# step sliced through carve's shim is tide.sh's part bits.
 set -u
 if [ $# -ne 1 ]; then
-	echo "usage: [PARTS=\"suffix library\"] run.sh OUT" >&2
+	echo "usage: run.sh OUT" >&2
 	exit 2
 fi
 OUT=$(realpath -m "$1")
@@ -29,8 +20,6 @@ OUT=$(realpath -m "$1")
 R=$OUT/results.jsonl
 : >"$R"
 BUDGET=190 # seconds of suffix experiments before the rest is skipped
-PARTS=${PARTS:-suffix library}
-part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 step device
 nvidia-smi --query-gpu=name,uuid,driver_version --format=csv | tee "$OUT/device.txt"
@@ -42,7 +31,6 @@ nvcc -cubin -arch=sm_90 -o template.cubin "$E/template.cu" || exit 1
 cuobjdump -sass template.cubin >"$OUT/template.sass"
 python3 "$E/prologue.py" template.cubin "$OUT/template.sass" prologue.txt && cp prologue.txt "$OUT/"
 
-if part suffix; then
 step build suffix
 nvcc -cubin -arch=sm_90 -I"$ROOT/shim" -o suffix.cubin "$E/suffix.cu" &&
 	nvcc -O2 -arch=sm_90 -I"$ROOT/shim" -o suffix "$E/suffix.cu" -lcuda || exit 1
@@ -107,20 +95,12 @@ else
 		run pieces-3-prefetch-zero $S SLICE_PREFETCH=zero -- pieces 3 100
 	fi
 fi
-fi
 
-if part library; then
-	. "$E/library.sh"
-fi
-
-part suffix || exit 0
 step summary
 python3 - "$R" <<'EOF' | tee "$OUT/summary.txt"
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    if r.get("part") == "library":
-        continue  # library.sh sums its own up
     res = r.get("result") or {}
     if "skipped" in r:
         print(f"{r['label']:<26} skipped: {r['skipped']}")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """step: deterministic training steps whose results can be compared bit for
-bit between runs (issue 22, part 2: the same steps with every kernel launch
-sliced into pieces by slicer.so must give the same bits as without).
+bit between runs (issue 22: the same steps with kernel launches sliced into
+pieces, by carve run --be --slice in tide.sh's part bits, must give the same
+bits as without).
 
 Two models, random weights and data from fixed seeds: resnet50 (torchvision)
 under bf16 autocast and a small transformer encoder stack, both trained with
