@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/discover"
@@ -57,21 +59,41 @@ type tideFlags struct {
 
 func (f *tideFlags) add(c *cobra.Command) {
 	c.Flags().BoolVar(&f.ls, "ls", false, "latency-sensitive: holds its TPCs, borrows free ones, and holds BE tenants back while it has work on the GPU")
-	c.Flags().BoolVar(&f.p.Own, "own", false, "LS: keep to its own TPCs and borrow none, so that BE tenants beside it (--be-share 1) keep the rest while it has work")
 	c.Flags().BoolVar(&f.be, "be", false, "best-effort: runs on what LS tenants leave, held back while they have work on the GPU (partition default: all TPCs)")
-	d := ctl.DefaultPolicy
-	c.Flags().IntVar(&f.p.Inflight, "inflight", d.Inflight, "BE: kernels in flight at most, so that holding it back takes effect within a few kernels (0: no bound)")
-	c.Flags().DurationVar(&f.p.Queue, "queue", d.Queue, "BE: GPU time in flight at most, by its kernels' measured time (0: no bound)")
-	c.Flags().Float64Var(&f.p.Share, "be-share", d.Share, "BE: share of the time it may still run while LS work is in flight, off the LS tenants' TPCs (0: only after waiting an epoch)")
-	c.Flags().DurationVar(&f.p.Epoch, "epoch", d.Epoch, "BE: the period --be-share is counted over")
-	c.Flags().IntVar(&f.p.Floor, "be-floor", d.Floor, "BE: TPCs it keeps to while LS work is in flight, which LS tenants keep off (0: all but the busy LS tenants'); with --be-share 1 it runs there all the while, its memory traffic bounded by its TPCs")
-	c.Flags().DurationVar(&f.p.Slice, "slice", d.Slice, "BE: while an LS tenant is active on the GPU, kernels measured longer than this go in pieces this long, each held back on its own, so that an LS request waits for at most one piece beyond the BE's --queue (0: never cut; e.g. 200us)")
-	c.Flags().Var(&f.p.Mem, "mem", memUsage)
+	for _, field := range ctl.PolicyFields() {
+		if field.Flag != "" {
+			policyFlag(c.Flags(), field, &f.p)
+		}
+	}
+}
+
+// policyFlag binds field's flag to its field of p, with DefaultPolicy's
+// value as its default and its help tag, after the class it is for.
+func policyFlag(flags *pflag.FlagSet, field ctl.PolicyField, p *ctl.Policy) {
+	help := field.Help
+	if field.For != "" {
+		help = strings.ToUpper(field.For) + ": " + help
+	}
+	def := field.Value(ctl.DefaultPolicy)
+	switch v := field.Addr(p).(type) {
+	case *bool:
+		flags.BoolVar(v, field.Flag, def.(bool), help)
+	case *int:
+		flags.IntVar(v, field.Flag, def.(int), help)
+	case *float64:
+		flags.Float64Var(v, field.Flag, def.(float64), help)
+	case *time.Duration:
+		flags.DurationVar(v, field.Flag, def.(time.Duration), help)
+	case pflag.Value:
+		*v.(*ctl.MemLimit) = def.(ctl.MemLimit)
+		flags.Var(v, field.Flag, help)
+	default:
+		panic(fmt.Sprintf("ctl.Policy.%s: carve run has no flag for a %T", field.Name, v))
+	}
 }
 
 // memUsage is what --mem takes, for run and set.
-const memUsage = `GPU memory its processes may allocate together: a size (12G, 512M, 12GiB, bytes; powers of 1024) ` +
-	`or a share of the GPU's (60%); the limits of the GPU's tenants must fit its memory (--share over-commits it)`
+var memUsage = ctl.PolicyFieldNamed("Mem").Help
 
 // policy is the tenant's policy, checked.
 func (f *tideFlags) policy() (ctl.Policy, error) {

@@ -75,3 +75,42 @@ func TestRunFlagsPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryPolicyFieldIsAFlag: a policy with each of its class's fields
+// set (to a value of the field's type that Normalize takes) comes back
+// through carve run's flags whole, so a field added to ctl.Policy with its
+// tags is a flag of carve run, or this names it.
+func TestEveryPolicyFieldIsAFlag(t *testing.T) {
+	for _, class := range []uint32{ctl.ClassLS, ctl.ClassBE, ctl.ClassNone} {
+		for _, f := range ctl.PolicyFields() {
+			if f.For != "" && f.For != ctl.ClassName(class) {
+				continue
+			}
+			p := ctl.Policy{Class: class}
+			if class == ctl.ClassBE {
+				p.Epoch = ctl.DefaultPolicy.Epoch
+			}
+			switch v := f.Addr(&p).(type) {
+			case *bool:
+				*v = true
+			case *int:
+				*v = 12
+			case *float64:
+				*v = 0.5
+			case *time.Duration:
+				*v = 2 * time.Millisecond
+			case *ctl.MemLimit:
+				*v = ctl.MemLimit{Bytes: 3 << 30}
+			default:
+				t.Fatalf("Policy.%s: no value for a %T in this test", f.Name, v)
+			}
+			if f.Flag == "" {
+				t.Errorf("Policy.%s has no flag tag: carve run cannot set it", f.Name)
+				continue
+			}
+			if got, err := runPolicy(t, p.RunArgs()...); err != nil || got != p {
+				t.Errorf("Policy.%s: carve run %q gives %+v, %v; want %+v", f.Name, p.RunArgs(), got, err, p)
+			}
+		}
+	}
+}

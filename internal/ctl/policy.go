@@ -16,40 +16,88 @@ import (
 // and bench serve's tide settings each make one, and Normalize holds every
 // rule they share; Apply is how it goes into a control block.
 //
-// Each field's tags name it where people write it (flag: carve run's flag,
-// config: a claim config's field) and say which class it is for (for:
-// "ls" or "be"); Normalize, its errors and RunArgs read them. A new field
-// is the field, its tags and its rule in Normalize.
+// A field is written once, here: its tags name it where people write it
+// (flag: carve run's flag, config: a claim config's field), say which
+// class it is for (for: "ls" or "be") and what carve run --help says of it
+// (help). carve run's flags, claim configs, Normalize's errors and RunArgs
+// are made from the tags (PolicyFields); a new field is the field, its
+// tags, its rule in Normalize and its place in the block (Apply, and
+// Snapshot.Policy), and the tests of each name a field that one lacks.
 type Policy struct {
 	Class uint32 // ClassNone, ClassLS or ClassBE
-	// LS: keep to its own TPCs and borrow none, so that a BE beside it
-	// (with Share 1) keeps the rest while it has work.
-	Own bool `flag:"own" config:"own" for:"ls"`
+	// LS: keep to its own TPCs and borrow none.
+	Own bool `flag:"own" config:"own" for:"ls" help:"keep to its own TPCs and borrow none, so that BE tenants beside it (--be-share 1) keep the rest while it has work"`
 	// BE: the share of the time it may still run while LS work is in
 	// flight, off the LS tenants' TPCs (0: only after waiting an epoch).
-	Share float64 `flag:"be-share" config:"beShare" for:"be"`
+	Share float64 `flag:"be-share" config:"beShare" for:"be" help:"share of the time it may still run while LS work is in flight, off the LS tenants' TPCs (0: only after waiting an epoch)"`
 	// BE: the period Share is counted over (0: DefaultPolicy's).
-	Epoch time.Duration `flag:"epoch" config:"epoch" for:"be"`
+	Epoch time.Duration `flag:"epoch" config:"epoch" for:"be" help:"the period --be-share is counted over"`
 	// BE: kernels in flight at most (0: no bound).
-	Inflight int `flag:"inflight" config:"inflight" for:"be"`
+	Inflight int `flag:"inflight" config:"inflight" for:"be" help:"kernels in flight at most, so that holding it back takes effect within a few kernels (0: no bound)"`
 	// BE: GPU time in flight at most, by its kernels' measured time (0: no
 	// bound).
-	Queue time.Duration `flag:"queue" config:"queue" for:"be"`
+	Queue time.Duration `flag:"queue" config:"queue" for:"be" help:"GPU time in flight at most, by its kernels' measured time (0: no bound)"`
 	// BE: how many TPCs it keeps to while LS work is in flight, which LS
 	// tenants keep off (0: none; then all but the busy LS tenants'). Which
 	// TPCs they are is for placement to choose (Init.Floor).
-	Floor int `flag:"be-floor" config:"beFloor" for:"be"`
+	Floor int `flag:"be-floor" config:"beFloor" for:"be" help:"TPCs it keeps to while LS work is in flight, which LS tenants keep off (0: all but the busy LS tenants'); with --be-share 1 it runs there all the while, its memory traffic bounded by its TPCs"`
 	// BE: while an LS tenant is active on the GPU (it served a request in
 	// the last NodeQuiet), a sliceable kernel whose measured time is over
 	// this goes in pieces of about this long (whole waves of its blocks),
 	// each through the BE's gate, so that an LS request waits for at most
 	// one piece beyond the BE's Queue (0: never cut).
-	Slice time.Duration `flag:"slice" config:"slice" for:"be"`
+	Slice time.Duration `flag:"slice" config:"slice" for:"be" help:"while an LS tenant is active on the GPU, kernels measured longer than this go in pieces this long, each held back on its own, so that an LS request waits for at most one piece beyond the BE's --queue (0: never cut; e.g. 200us)"`
 	// Any class: the GPU memory its processes may allocate together (zero:
 	// no limit). A share of the GPU's memory is for placement to resolve
 	// (Init.MemLimit).
-	Mem MemLimit `flag:"mem" config:"memory"`
+	Mem MemLimit `flag:"mem" config:"memory" help:"GPU memory its processes may allocate together: a size (12G, 512M, 12GiB, bytes; powers of 1024) or a share of the GPU's (60%); the limits of the GPU's tenants must fit its memory (--share over-commits it)"`
 }
+
+// PolicyField is a field of Policy as its tags describe it.
+type PolicyField struct {
+	Name   string // the Go field, e.g. "Floor"
+	Flag   string // carve run's flag, without its dashes ("" for none)
+	Config string // a claim config's field ("" for none)
+	For    string // the class it is for: "ls", "be", or "" for any
+	Help   string // what carve run --help says of it
+	index  int
+}
+
+// PolicyFields are Policy's fields that people write (all but Class), in
+// their order.
+func PolicyFields() []PolicyField {
+	t := reflect.TypeFor[Policy]()
+	var out []PolicyField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Name == "Class" {
+			continue
+		}
+		out = append(out, PolicyField{Name: f.Name, Flag: f.Tag.Get("flag"), Config: f.Tag.Get("config"),
+			For: f.Tag.Get("for"), Help: f.Tag.Get("help"), index: i})
+	}
+	return out
+}
+
+// PolicyFieldNamed is the field of Policy named name (Go's name); it
+// panics where there is none, a mistake in carve's own code.
+func PolicyFieldNamed(name string) PolicyField {
+	for _, f := range PolicyFields() {
+		if f.Name == name {
+			return f
+		}
+	}
+	panic("ctl.Policy has no field " + name)
+}
+
+// Addr is a pointer to f's field of p: *bool, *int, *float64,
+// *time.Duration or *MemLimit.
+func (f PolicyField) Addr(p *Policy) any {
+	return reflect.ValueOf(p).Elem().Field(f.index).Addr().Interface()
+}
+
+// Value is f's field of p.
+func (f PolicyField) Value(p Policy) any { return reflect.ValueOf(p).Field(f.index).Interface() }
 
 // SliceMin and SliceMax bound the pieces Policy.Slice may ask for: a
 // piece costs a launch, and one longer than a second bounds nothing an
@@ -94,17 +142,15 @@ func (p *Policy) Normalize(spelled Spelling) error {
 	if p.Class != ClassNone && p.Class != ClassLS && p.Class != ClassBE {
 		return fail("Class", " %d: want ClassNone, ClassLS or ClassBE", p.Class)
 	}
-	v, def := reflect.ValueOf(p).Elem(), reflect.ValueOf(DefaultPolicy)
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		class := f.Tag.Get("for")
-		if class == "" || class == ClassName(p.Class) {
+	for _, f := range PolicyFields() {
+		if f.For == "" || f.For == ClassName(p.Class) {
 			continue
 		}
-		if !v.Field(i).IsZero() && !v.Field(i).Equal(def.Field(i)) {
-			return fail(f.Name, " is for %s tenants", strings.ToUpper(class))
+		v := reflect.ValueOf(f.Addr(p)).Elem()
+		if !v.IsZero() && v.Interface() != f.Value(DefaultPolicy) {
+			return fail(f.Name, " is for %s tenants", strings.ToUpper(f.For))
 		}
-		v.Field(i).SetZero()
+		v.SetZero()
 	}
 	if p.Class == ClassBE && p.Epoch == 0 {
 		p.Epoch = DefaultPolicy.Epoch
@@ -134,12 +180,14 @@ func (p *Policy) Normalize(spelled Spelling) error {
 
 // fieldName is Policy's field as spelled says.
 func fieldName(field string, spelled Spelling) string {
-	f, _ := reflect.TypeOf(Policy{}).FieldByName(field)
-	switch name := f.Tag.Get(string(spelled)); {
-	case spelled == FlagNames && name != "":
-		return "--" + name
-	case name != "":
-		return name
+	if field != "Class" {
+		f := PolicyFieldNamed(field)
+		switch {
+		case spelled == FlagNames && f.Flag != "":
+			return "--" + f.Flag
+		case spelled == ConfigNames && f.Config != "":
+			return f.Config
+		}
 	}
 	return strings.ToLower(field)
 }
@@ -151,26 +199,23 @@ func (p Policy) RunArgs() []string {
 	if p.Class != ClassNone {
 		args = append(args, "--"+ClassName(p.Class))
 	}
-	v := reflect.ValueOf(p)
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		flag, class := f.Tag.Get("flag"), f.Tag.Get("for")
-		if flag == "" || class != "" && class != ClassName(p.Class) {
+	for _, f := range PolicyFields() {
+		if f.Flag == "" || f.For != "" && f.For != ClassName(p.Class) {
 			continue
 		}
-		switch x := v.Field(i).Interface().(type) {
+		switch x := f.Value(p).(type) {
 		case MemLimit:
 			if x != (MemLimit{}) {
-				args = append(args, "--"+flag+"="+x.String())
+				args = append(args, "--"+f.Flag+"="+x.String())
 			}
 		case bool:
 			if x {
-				args = append(args, "--"+flag)
+				args = append(args, "--"+f.Flag)
 			}
 		case float64:
-			args = append(args, "--"+flag+"="+strconv.FormatFloat(x, 'g', -1, 64))
+			args = append(args, "--"+f.Flag+"="+strconv.FormatFloat(x, 'g', -1, 64))
 		default: // ints and durations
-			args = append(args, fmt.Sprintf("--%s=%v", flag, x))
+			args = append(args, fmt.Sprintf("--%s=%v", f.Flag, x))
 		}
 	}
 	return args

@@ -150,3 +150,56 @@ func TestRunArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryPolicyFieldInBlock: each field of a class's policy, set alone,
+// comes back from the block Apply wrote it into, so a field added to
+// ctl.Policy is carried by the block, or this names it.
+func TestEveryPolicyFieldInBlock(t *testing.T) {
+	dir := t.TempDir()
+	floor := topo.Enable{}
+	for i := range 12 {
+		floor = floor.Set(i)
+	}
+	for _, class := range []uint32{ctl.ClassLS, ctl.ClassBE, ctl.ClassNone} {
+		for _, f := range ctl.PolicyFields() {
+			if f.For != "" && f.For != ctl.ClassName(class) {
+				continue
+			}
+			p := ctl.Policy{Class: class}
+			if class == ctl.ClassBE {
+				p.Epoch = ctl.DefaultPolicy.Epoch
+			}
+			switch v := f.Addr(&p).(type) {
+			case *bool:
+				*v = true
+			case *int:
+				*v = 12
+			case *float64:
+				*v = 0.5
+			case *time.Duration:
+				*v = 2 * time.Millisecond
+			case *ctl.MemLimit:
+				*v = ctl.MemLimit{Bytes: 3 << 30}
+			default:
+				t.Fatalf("Policy.%s: no value for a %T in this test", f.Name, v)
+			}
+			if err := p.Normalize(ctl.FieldNames); err != nil {
+				t.Fatalf("Policy.%s: %v", f.Name, err)
+			}
+			in := ctl.Init{PID: 2000, Mask: floor.Disable(), Live: floor}
+			if p.Floor > 0 {
+				in.Floor = floor
+			}
+			p.Apply(&in)
+			h, err := ctl.Create(dir, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := h.Snapshot().Policy()
+			h.Close()
+			if got != p {
+				t.Errorf("Policy.%s: the block of %+v gives back %+v (Apply and Snapshot.Policy carry every field)", f.Name, p, got)
+			}
+		}
+	}
+}
