@@ -1,3 +1,7 @@
+// The runtime directory's claims: the directory of a partition reserved
+// for a Kubernetes ResourceClaim, its reservation (root) and listing
+// them with their processes.
+
 package ctl
 
 import (

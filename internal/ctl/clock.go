@@ -1,3 +1,5 @@
+// The clock of the shim's heartbeats, as carve reads it.
+
 package ctl
 
 import "golang.org/x/sys/unix"

@@ -1,3 +1,6 @@
+// GPU UUIDs in the 16 bytes a block holds them as: reading and writing
+// them as nvidia-smi does.
+
 package ctl
 
 import (

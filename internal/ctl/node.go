@@ -1,3 +1,7 @@
+// The node block, one per GPU, where its LS and BE tenants meet: the
+// values shared with shim/carve_node.h, NodeBlock, its mirror, and
+// opening, listing and reading node blocks.
+
 package ctl
 
 import (

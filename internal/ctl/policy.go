@@ -1,3 +1,7 @@
+// A tenant's policy beyond its TPCs (Policy): its class and tide
+// settings, their rules, how they are spelled on the command line and in
+// a claim's config, and how they go into a control block and back.
+
 package ctl
 
 import (

@@ -1,3 +1,6 @@
+// Tests that blocks and claims' reservations name the GPU their masks
+// are of.
+
 package place
 
 import (

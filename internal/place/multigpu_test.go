@@ -1,3 +1,6 @@
+// Tests of partitions on several GPUs: placed, reserved and moved on
+// each, all of them or none.
+
 package place
 
 import (

@@ -1,3 +1,7 @@
+// Tests of Place: concurrent placements, overlaps, tide classes, BE
+// floors and a tenant's default partition; and the helper processes and
+// the helpers the package's tests share.
+
 package place
 
 import (
@@ -128,6 +132,15 @@ func topologyJSON(t *testing.T) (*topo.Topology, string) {
 	return top, string(b)
 }
 
+func count(t *testing.T, n string) partition.Spec {
+	t.Helper()
+	s, err := partition.ParseCount(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // placeConcurrently starts n helpers at once, each placing count TPCs,
 // and returns what each said.
 func placeConcurrently(t *testing.T, dir, count string, n int) []string {
@@ -196,29 +209,6 @@ func TestConcurrentPlacementsNeverOverlap(t *testing.T) {
 	}
 	if placed != 4 || refused != 4 {
 		t.Errorf("%d placed and %d refused, want 4 and 4", placed, refused)
-	}
-}
-
-// TestDeadHolderReleasesLock: a holder killed with SIGKILL keeps nothing.
-func TestDeadHolderReleasesLock(t *testing.T) {
-	dir := t.TempDir()
-	h := startHelper(t, "PLACE_HELPER=lock", "PLACE_DIR="+dir)
-	if h.line != "locked" {
-		t.Fatalf("helper: %q", h.line)
-	}
-	if _, err := Lock(dir, 100*time.Millisecond); err == nil || !strings.Contains(err.Error(), fmt.Sprint(h.cmd.Process.Pid)) {
-		t.Fatalf("the lock of a live holder was taken, or the error does not name it: %v", err)
-	}
-	h.cmd.Process.Signal(syscall.SIGKILL)
-	h.cmd.Wait()
-	start := time.Now()
-	unlock, err := Lock(dir, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlock()
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("took the dead holder's lock after %v", d)
 	}
 }
 
@@ -292,54 +282,6 @@ func TestOverlapNeedsShare(t *testing.T) {
 		t.Errorf("block records %d SMs and tenant %d, want 8 and %d", got.SMs, got.Tenant, me)
 	}
 	p.Block.Close()
-}
-
-// TestMoveTenant: carve set moves a program and the child processes that
-// copied its block, and may not move them onto another tenant's TPCs.
-func TestMoveTenant(t *testing.T) {
-	top, _ := topologyJSON(t)
-	dir := t.TempDir()
-	procs := sleepers(t, 3)
-	root, child, other := procs[0].Process.Pid, procs[1].Process.Pid, procs[2].Process.Pid
-	create := func(pid, tenant int, tpcs string) {
-		s, _ := partition.ParseTPCs(tpcs)
-		set, _ := s.Resolve(top, nil)
-		m, _ := partition.Mask(top, set)
-		h, err := ctl.Create(dir, ctl.Init{PID: pid, Tenant: tenant, Mask: m, Live: top.Live()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Close()
-	}
-	create(root, root, "0-3")
-	create(child, root, "0-3")
-	create(other, other, "8-11")
-	s, _ := partition.ParseTPCs("4-7")
-	m, err := Move(dir, top, child, s, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(m.PIDs) != 2 || m.Before.String() != "0-3" || m.After.String() != "4-7" {
-		t.Errorf("moved %+v", m)
-	}
-	holders, _ := Holders(dir, top)
-	for _, h := range holders {
-		want := map[int]string{root: "4-7", other: "8-11"}[h.Tenant]
-		if h.TPCs.String() != want {
-			t.Errorf("tenant %d holds %s, want %s", h.Tenant, h.TPCs, want)
-		}
-	}
-	s, _ = partition.ParseTPCs("6-9")
-	if _, err := Move(dir, top, root, s, false); !errors.Is(err, ErrOverlap) {
-		t.Errorf("moved onto another tenant's TPCs: %v", err)
-	}
-	s, _ = partition.ParseCount("63") // its own 4 count as free to it
-	if _, err := Move(dir, top, root, s, false); err == nil || !strings.Contains(err.Error(), "63 TPCs asked for, 62 of 66 are free") {
-		t.Errorf("count larger than the free TPCs: %v", err)
-	}
-	if _, err := Move(dir, top, 999999999, s, false); err == nil {
-		t.Error("moved a process without a block")
-	}
 }
 
 // TestTideClasses: an LS tenant reserves TPCs like any partition; a BE
@@ -474,5 +416,20 @@ func TestBEFloor(t *testing.T) {
 	}
 	if got := nodes[0].Fixed(); got != want {
 		t.Errorf("node block's fixed %v, want the floors and the plain partition %v", got, want)
+	}
+}
+
+// TestDefaultSpec: a BE tenant that names no partition gets every TPC;
+// others must name one.
+func TestDefaultSpec(t *testing.T) {
+	top, _ := topologyJSON(t)
+	s, ok := DefaultSpec(ctl.Policy{Class: ctl.ClassBE})
+	if set, err := s.Resolve(top, partition.Set{0, 1}); !ok || err != nil || len(set) != 66 {
+		t.Errorf("a BE tenant's default: %+v %v -> %v %v", s, ok, set, err)
+	}
+	for _, c := range []uint32{ctl.ClassLS, ctl.ClassNone} {
+		if _, ok := DefaultSpec(ctl.Policy{Class: c}); ok {
+			t.Errorf("class %d has a default partition", c)
+		}
 	}
 }

@@ -1,3 +1,14 @@
+// Device memory: the shim (shim/mem.c) counts what each process holds in
+// its block's MemUsed and, for all of a tenant's processes together, in
+// the tenant's account block (MemTotal), where MemLimit is enforced: the
+// block carve made for the tenant, a claim's root or else the block of the
+// tenant's pid. A process counts in its own block where it cannot use
+// that one; its block's MemTotal is then not zero, as an account's is
+// wherever it holds memory.
+//
+// carve's side of the accounts: CreditEnded gives back what ended
+// processes held, to the account each counted in.
+
 package ctl
 
 import (
@@ -7,14 +18,6 @@ import (
 	"strconv"
 	"sync/atomic"
 )
-
-// Device memory: the shim (shim/mem.c) counts what each process holds in
-// its block's MemUsed and, for all of a tenant's processes together, in
-// the tenant's account block (MemTotal), where MemLimit is enforced: the
-// block carve made for the tenant, a claim's root or else the block of the
-// tenant's pid. A process counts in its own block where it cannot use
-// that one; its block's MemTotal is then not zero, as an account's is
-// wherever it holds memory.
 
 // CreditEnded gives back to their tenants' accounts the device memory that
 // ended processes in dir held (a process killed holds what it allocated

@@ -1,3 +1,5 @@
+// Tests of MemLimit: reading, writing back and resolving memory limits.
+
 package ctl_test
 
 import (

@@ -1,3 +1,7 @@
+// Tests of claims' reservations: their TPCs and directory, reserving
+// after an interruption or at once, their processes, two GPUs of one
+// model, and a BE claim's floor.
+
 package place
 
 import (
@@ -13,15 +17,6 @@ import (
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/topo"
 )
-
-func count(t *testing.T, n string) partition.Spec {
-	t.Helper()
-	s, err := partition.ParseCount(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // TestReserveClaims: claims hold disjoint TPCs; one that does not fit is
 // refused with what is free and who holds the rest; reserving again gives
@@ -200,53 +195,6 @@ func TestClaimProcessesByLock(t *testing.T) {
 	}
 }
 
-// TestFence: the node block names the TPCs of partitions outside tide,
-// from whichever placement made the last change: a static tenant placed
-// before the first LS one, a plain claim reserved after it, and neither
-// once the tenant has ended and the claim is released.
-func TestFence(t *testing.T) {
-	top, _ := topologyJSON(t)
-	dir := t.TempDir()
-	static := sleepers(t, 1)[0]
-	fixed := func() partition.Set {
-		t.Helper()
-		n, err := ctl.OpenNode(dir, ctl.NodeName(top.UUID), top.Live())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer n.Close()
-		return partition.FromEnable(top, n.Fixed())
-	}
-	st, err := Place(dir, top, Request{Spec: count(t, "10"), PID: static.Process.Pid})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Place(dir, top, Request{Claim: &Claim{UID: "ls", Name: "ns/ls"}, Spec: count(t, "16"), Policy: ctl.Policy{Class: ctl.ClassLS}}); err != nil {
-		t.Fatal(err)
-	}
-	if got := fixed(); got.String() != st.Set.String() {
-		t.Errorf("after the LS claim: fixed %s, want the static tenant's %s", got, st.Set)
-	}
-	plain, err := Place(dir, top, Request{Claim: &Claim{UID: "plain", Name: "ns/plain"}, Spec: count(t, "20")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Place(dir, top, Request{Claim: &Claim{UID: "be", Name: "ns/be"}, Spec: count(t, "66"), Policy: ctl.Policy{Class: ctl.ClassBE}}); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := fixed(), st.Set.Union(plain.Set); got.String() != want.String() {
-		t.Errorf("after a plain claim and a BE one: fixed %s, want %s", got, want)
-	}
-	static.Process.Kill()
-	static.Wait()
-	if _, err := Release(dir, "plain"); err != nil {
-		t.Fatal(err)
-	}
-	if got := fixed(); len(got) != 0 {
-		t.Errorf("with only LS and BE left: fixed %s", got)
-	}
-}
-
 // TestTwoGPUsAlike: two GPUs of one model with the same live TPCs (as
 // H100s often are) are told apart by UUID: each GPU's claims and tenants
 // count on that GPU only, and the fence of one GPU's node names its own
@@ -343,57 +291,5 @@ func TestBEClaimFloor(t *testing.T) {
 	again, err := Place(dir, top, Request{Claim: &Claim{UID: "be", Name: "ns/be"}, Spec: all, Policy: be})
 	if err != nil || !again.Again || floorOf("be").String() != floor.String() {
 		t.Errorf("reserving the BE claim again: %+v %v; floor %s, want %s", again, err, floorOf("be"), floor)
-	}
-}
-
-// TestOneReadPerPlacement: each placement, move, release and fence lists
-// the runtime directory's blocks and its claims once.
-func TestOneReadPerPlacement(t *testing.T) {
-	top, _ := topologyJSON(t)
-	dir := t.TempDir()
-	var blocks, claims int
-	listBlocks = func(dir string) ([]ctl.Entry, error) { blocks++; return ctl.List(dir) }
-	listClaims = func(dir string) ([]ctl.Claim, []string, error) { claims++; return ctl.Claims(dir) }
-	t.Cleanup(func() { listBlocks, listClaims = ctl.List, ctl.Claims })
-	reads := func(what string, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if blocks != 1 || claims != 1 {
-			t.Errorf("%s listed the blocks %d times and the claims %d times, want once each", what, blocks, claims)
-		}
-		blocks, claims = 0, 0
-	}
-	procs := sleepers(t, 2)
-	_, err := Place(dir, top, Request{Spec: count(t, "16"), PID: procs[0].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassLS}})
-	reads("placing an LS tenant", err)
-	all, _ := DefaultSpec(ctl.Policy{Class: ctl.ClassBE})
-	_, err = Place(dir, top, Request{Spec: all, PID: procs[1].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassBE, Floor: 8}})
-	reads("placing a BE tenant with a floor", err)
-	_, err = Place(dir, top, Request{Claim: &Claim{UID: "c", Name: "ns/c"}, Spec: count(t, "8"), Policy: ctl.Policy{Class: ctl.ClassBE, Floor: 8}})
-	reads("reserving a claim", err)
-	_, err = Place(dir, top, Request{Claim: &Claim{UID: "c", Name: "ns/c"}, Spec: count(t, "8")})
-	reads("reserving it again", err)
-	s, _ := partition.ParseTPCs("60-65")
-	_, err = Move(dir, top, procs[0].Process.Pid, s, false)
-	reads("moving a tenant", err)
-	_, err = Release(dir, "c")
-	reads("releasing a claim", err)
-	reads("fencing", Fence(dir))
-}
-
-// TestDefaultSpec: a BE tenant that names no partition gets every TPC;
-// others must name one.
-func TestDefaultSpec(t *testing.T) {
-	top, _ := topologyJSON(t)
-	s, ok := DefaultSpec(ctl.Policy{Class: ctl.ClassBE})
-	if set, err := s.Resolve(top, partition.Set{0, 1}); !ok || err != nil || len(set) != 66 {
-		t.Errorf("a BE tenant's default: %+v %v -> %v %v", s, ok, set, err)
-	}
-	for _, c := range []uint32{ctl.ClassLS, ctl.ClassNone} {
-		if _, ok := DefaultSpec(ctl.Policy{Class: c}); ok {
-			t.Errorf("class %d has a default partition", c)
-		}
 	}
 }

@@ -1,3 +1,7 @@
+// A tenant's memory limit as people write it (MemLimit): reading it from
+// a size or a share of the GPU's memory, writing it back, and resolving it
+// against a GPU's memory in bytes; FormatBytes writes sizes for people.
+
 package ctl
 
 import (

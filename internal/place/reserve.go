@@ -1,3 +1,7 @@
+// Reserving a partition for a Kubernetes claim: the claim's directory
+// with its reservation and links to its GPUs' node blocks, reserving it
+// again, which gives back what it holds, and releasing it.
+
 package place
 
 import (

@@ -1,0 +1,56 @@
+// Whether a block's process still runs: by its pid and the start time
+// recorded in the block (Alive), or by the lock its shim holds on the
+// block's file (Held).
+
+package ctl
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// StartTicks reads field 22 of /proc/PID/stat: when the process started, in
+// clock ticks since boot. With the pid it names one process for good.
+func StartTicks(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command field", pid)
+	}
+	f := strings.Fields(string(b[i+1:])) // f[0] is field 3
+	if len(f) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// Alive reports whether the process the block was made for still runs (the
+// pid exists and, where recorded, started at the same time).
+func (s Snapshot) Alive() bool {
+	if err := syscall.Kill(s.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	if s.StartTicks == 0 {
+		return true
+	}
+	t, err := StartTicks(s.PID)
+	return err == nil && t == s.StartTicks
+}
+
+// Held reports whether a process holds the lock on the block's file that a
+// shim holds for its life (see shim/carve_ctl.h).
+func (h *Handle) Held() bool {
+	lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0, Start: 0, Len: 1}
+	if err := syscall.FcntlFlock(h.f.Fd(), syscall.F_GETLK, &lk); err != nil {
+		return false
+	}
+	return lk.Type != syscall.F_UNLCK
+}

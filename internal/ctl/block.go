@@ -1,0 +1,134 @@
+// The control block's layout: the values shared with shim/carve_ctl.h,
+// the tenant classes as people write them, and Block and BlockPart, the
+// mirrors of struct carve_ctl and struct carve_gpu_part, which
+// TestLayoutMatchesHeader checks against the header.
+
+package ctl
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Values shared with shim/carve_ctl.h.
+const (
+	Magic   = 0x45565243
+	Version = 5
+	Size    = 3072
+	GPUs    = 16 // GPUs a block holds partitions on: the header's, and GPUs-1 in its table
+
+	StateNew               = 0
+	StateHooked            = 1
+	StateUnhooked          = 2
+	StateNoDriver          = 3
+	FlagAllowUnpartitioned = 1
+	FlagAllSMs             = 2
+	FlagMPS                = 4
+	FlagLSOwn              = 8
+
+	ClassNone = 0
+	ClassLS   = 1
+	ClassBE   = 2
+
+	TideOff  = 0
+	TideIdle = 1
+	TideBusy = 2
+	TideHeld = 3
+)
+
+// ClassName is a tenant class as people write it: "ls", "be", or "" for
+// none.
+func ClassName(c uint32) string { return map[uint32]string{ClassLS: "ls", ClassBE: "be"}[c] }
+
+// ParseClass reads "ls", "be", or "none" (or "") for ClassNone.
+func ParseClass(s string) (uint32, error) {
+	switch s {
+	case "ls":
+		return ClassLS, nil
+	case "be":
+		return ClassBE, nil
+	case "none", "":
+		return ClassNone, nil
+	}
+	return 0, fmt.Errorf("class %q: want ls, be or none", s)
+}
+
+// Block mirrors struct carve_ctl; the c tags name the C fields.
+type Block struct {
+	Magic        uint32     `c:"magic"`
+	Version      uint16     `c:"version"`
+	Size         uint16     `c:"size"`
+	PID          uint32     `c:"pid"`
+	Flags        uint32     `c:"flags"`
+	StartTicks   uint64     `c:"start_ticks"`
+	CreatedNS    uint64     `c:"created_ns"`
+	Gen          uint64     `c:"gen"`
+	Mask         [4]uint32  `c:"mask"`
+	Live         [4]uint32  `c:"live"`
+	State        uint32     `c:"state"`
+	TMDVersion   uint32     `c:"tmd_version"`
+	Launches     uint64     `c:"launches"`
+	LastLaunchNS uint64     `c:"last_launch_ns"`
+	Refused      uint64     `c:"refused"`
+	AppliedGen   uint64     `c:"applied_gen"`
+	TenantClass  uint32     `c:"tenant_class"`
+	Pad0         uint32     `c:"pad0"`
+	Pad1         uint64     `c:"pad1"`
+	Tenant       uint32     `c:"tenant"`
+	SMs          uint32     `c:"sms"`
+	Fault        uint32     `c:"fault"`
+	FaultClaim   uint32     `c:"fault_claim"`
+	FaultNS      uint64     `c:"fault_ns"`
+	FaultCall    [32]byte   `c:"fault_call"`
+	GPU          [16]byte   `c:"gpu"`
+	OtherLaunch  uint64     `c:"other_launches"`
+	OtherGPU     [16]byte   `c:"other_gpu"`
+	Reserved     [2]uint64  `c:"reserved"`
+	Comm         [256]byte  `c:"comm"`
+	InflightMax  uint32     `c:"inflight_max"`
+	SharePPM     uint32     `c:"share_ppm"`
+	EpochNS      uint64     `c:"epoch_ns"`
+	Node         [64]byte   `c:"node"`
+	TideState    uint32     `c:"tide_state"`
+	Inflight     uint32     `c:"inflight"`
+	HeldNS       uint64     `c:"held_ns"`
+	HeldLaunches uint64     `c:"held_launches"`
+	NarrowLaunch uint64     `c:"narrow_launches"`
+	BusyNS       uint64     `c:"busy_ns"`
+	Requests     uint64     `c:"requests"`
+	QueueUS      uint32     `c:"queue_us"`
+	KernelUS     uint32     `c:"kernel_us"`
+	Floor        [4]uint32  `c:"floor"`
+	MemLimit     uint64     `c:"mem_limit"`
+	MemUsed      uint64     `c:"mem_used"`
+	MemTotal     uint64     `c:"mem_total"`
+	MemPeak      uint64     `c:"mem_peak"`
+	MemRefused   uint64     `c:"mem_refused"`
+	MemRefusedNS uint64     `c:"mem_refused_ns"`
+	SliceUS      uint32     `c:"slice_us"`
+	SliceFns     uint32     `c:"slice_fns"`
+	Sliced       uint64     `c:"sliced"`
+	SlicePieces  uint64     `c:"slice_pieces"`
+	TideReserved [38]uint64 `c:"tide_reserved"`
+
+	More         [GPUs - 1]BlockPart `c:"more"`
+	MoreReserved [128]byte           `c:"more_reserved"`
+}
+
+// BlockPart mirrors struct carve_gpu_part: the partition on one more GPU
+// of the tenant, as the block's header holds that of its first.
+type BlockPart struct {
+	GPU      [16]byte  `c:"gpu"`
+	Mask     [4]uint32 `c:"mask"`
+	Live     [4]uint32 `c:"live"`
+	Floor    [4]uint32 `c:"floor"`
+	SMs      uint32    `c:"sms"`
+	Pad      uint32    `c:"pad"`
+	Node     [48]byte  `c:"node"`
+	Reserved uint64    `c:"reserved"`
+}
+
+var _ [Size - unsafe.Sizeof(Block{})]byte // Block is exactly Size bytes
+var _ [unsafe.Sizeof(Block{}) - Size]byte
+var _ [unsafe.Offsetof(Block{}.More) - 1024]byte // the table follows the first 1024 bytes
+var _ [1024 - unsafe.Offsetof(Block{}.More)]byte

@@ -1,0 +1,164 @@
+// Making a control block: what it starts with (Init, with its Parts on
+// each GPU and its Tide policy) and Create, which fills it under a
+// temporary name before any reader can see it.
+
+package ctl
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/topo"
+)
+
+// Init is what a new block starts with.
+type Init struct {
+	PID    int
+	Tenant int // the pid whose partition this is (default: PID)
+	Mask   topo.Disable
+	Live   topo.Enable
+	SMs    int // of the partition
+	Flags  uint32
+	Class  uint32      // ClassNone, ClassLS or ClassBE
+	Tide   Tide        // for LS and BE tenants
+	Floor  topo.Enable // a BE tenant's floor TPCs, chosen for Policy.Floor
+	Comm   []string
+
+	MemLimit uint64 // bytes of GPU memory the tenant may allocate (0: no limit)
+
+	GPU string // the UUID of the GPU the mask is of ("": not known, the shim masks launches on any)
+
+	// More are the tenant's partitions on its other GPUs, each naming its
+	// GPU (at most GPUs-1); the fields above are its first GPU's.
+	More []Part
+}
+
+// Part is a tenant's partition on one GPU: the GPU's UUID and node block,
+// the mask, the GPU's live TPCs, the partition's SMs and a BE tenant's
+// floor. A block holds its first GPU's in its header (Init's and
+// Snapshot's fields) and the others' in its table (More).
+type Part struct {
+	GPU   string       `json:"gpu"`
+	Node  string       `json:"node,omitempty"`
+	Mask  topo.Disable `json:"mask"`
+	Live  topo.Enable  `json:"live"`
+	SMs   int          `json:"sms"`
+	Floor topo.Enable  `json:"floor"`
+}
+
+// Tide is what a block holds of an LS or BE tenant's policy (Policy.Apply
+// writes it): for a BE tenant, launches in flight at most (0: no bound),
+// the share of the time it may run while LS work is in flight and the
+// period that share is counted over. Node names the GPU's node block in
+// the runtime directory (NodeName of its UUID); carve records it for every
+// partition, so that it also says which GPU a partition is on. Floor is
+// how many TPCs the block's floor (Init.Floor) holds: read from it, never
+// written.
+type Tide struct {
+	Node        string        `json:"node"`
+	InflightMax int           `json:"inflight_max"`
+	Queue       time.Duration `json:"queue"` // predicted GPU time in flight at most (0: no bound)
+	Share       float64       `json:"share"`
+	Epoch       time.Duration `json:"epoch"`
+	Floor       int           `json:"floor"` // TPCs
+	Slice       time.Duration `json:"slice"` // BE: pieces' length while an LS tenant is active (0: never cut)
+}
+
+// Create writes the block of in.PID into dir: filled under a temporary name,
+// then renamed, so that no reader sees it half written.
+func Create(dir string, in Init) (*Handle, error) {
+	return create(filepath.Join(dir, strconv.Itoa(in.PID)), filepath.Join(dir, fmt.Sprintf(".%d.new", in.PID)), 0o600, in)
+}
+
+func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
+	var gpu [16]byte
+	if in.GPU != "" {
+		var err error
+		if gpu, err = ParseUUID(in.GPU); err != nil {
+			return nil, fmt.Errorf("creating control block: %w", err)
+		}
+	}
+	more, err := blockParts(in)
+	if err != nil {
+		return nil, fmt.Errorf("creating control block: %w", err)
+	}
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
+	if err != nil {
+		return nil, fmt.Errorf("creating control block: %w", err)
+	}
+	if err := f.Chmod(perm); err != nil { // past the umask
+		f.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("creating control block: %w", err)
+	}
+	if err := f.Truncate(Size); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("creating control block: %w", err)
+	}
+	h, err := mapFile(path, f)
+	if err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, err
+	}
+	b := h.b
+	b.Magic, b.Version, b.Size = Magic, Version, Size
+	b.PID, b.Flags, b.Tenant, b.TenantClass = uint32(in.PID), in.Flags, uint32(cmp.Or(in.Tenant, in.PID)), in.Class
+	if in.PID != 0 {
+		b.StartTicks, _ = StartTicks(in.PID)
+	}
+	b.CreatedNS = uint64(time.Now().UnixNano())
+	b.Gen = 2
+	b.Mask, b.Live, b.SMs = in.Mask, in.Live, uint32(in.SMs)
+	b.GPU = gpu
+	copy(b.Comm[:len(b.Comm)-1], strings.Join(in.Comm, "\x00"))
+	copy(b.Node[:len(b.Node)-1], in.Tide.Node)
+	b.InflightMax, b.SharePPM, b.EpochNS = uint32(in.Tide.InflightMax), uint32(in.Tide.Share*1e6), uint64(in.Tide.Epoch)
+	b.QueueUS = uint32(in.Tide.Queue.Microseconds())
+	b.SliceUS = uint32(in.Tide.Slice.Microseconds())
+	b.Floor = in.Floor
+	b.MemLimit = in.MemLimit
+	b.More = more
+	if err := os.Rename(tmp, path); err != nil {
+		h.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("creating control block: %w", err)
+	}
+	return h, nil
+}
+
+// blockParts is the table of in's other GPUs: each names its GPU, none
+// twice nor the first's, and the first names its own.
+func blockParts(in Init) (more [GPUs - 1]BlockPart, err error) {
+	if len(in.More) > len(more) {
+		return more, fmt.Errorf("partitions on %d GPUs: a block holds at most %d", len(in.More)+1, GPUs)
+	}
+	if len(in.More) > 0 && in.GPU == "" {
+		return more, errors.New("a partition on several GPUs names each GPU, the first too")
+	}
+	seen := map[string]bool{in.GPU: true}
+	for i, p := range in.More {
+		u, err := ParseUUID(p.GPU)
+		if err != nil {
+			return more, err
+		}
+		if seen[FormatUUID(u)] {
+			return more, fmt.Errorf("GPU %s named twice", p.GPU)
+		}
+		seen[FormatUUID(u)] = true
+		if len(p.Node) >= len(more[i].Node) {
+			return more, fmt.Errorf("node block name %q: longer than %d bytes", p.Node, len(more[i].Node)-1)
+		}
+		more[i] = BlockPart{GPU: u, Mask: p.Mask, Live: p.Live, Floor: p.Floor, SMs: uint32(p.SMs)}
+		copy(more[i].Node[:], p.Node)
+	}
+	return more, nil
+}

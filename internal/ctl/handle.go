@@ -1,0 +1,147 @@
+// A mapped control block (Handle): opening, closing and removing it, and
+// the setters carve set and placement publish through it: the mask, the
+// tide policy and the memory limit.
+
+package ctl
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"github.com/carve-gpu/carve/internal/topo"
+)
+
+// Handle is a mapped control block.
+type Handle struct {
+	Path string
+	f    *os.File
+	mem  []byte
+	b    *Block
+}
+
+func mapFile(path string, f *os.File) (*Handle, error) {
+	mem, err := syscall.Mmap(int(f.Fd()), 0, Size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mapping %s: %w", path, err)
+	}
+	return &Handle{Path: path, f: f, mem: mem, b: (*Block)(unsafe.Pointer(&mem[0]))}, nil
+}
+
+// Open maps the block of pid in dir.
+func Open(dir string, pid int) (*Handle, error) {
+	h, err := openPath(filepath.Join(dir, strconv.Itoa(pid)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("process %d is not partitioned by carve (no control block in %s)", pid, dir)
+	}
+	return h, err
+}
+
+// openPath maps the block in the file path; the error wraps
+// os.ErrNotExist when there is none.
+func openPath(path string) (*Handle, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("control block %s: %w", path, err)
+	}
+	st, err := f.Stat()
+	if err != nil || st.Size() != Size {
+		f.Close()
+		return nil, fmt.Errorf("control block %s has the wrong size", path)
+	}
+	h, err := mapFile(path, f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if magic, version, size := h.b.Magic, h.b.Version, h.b.Size; magic != Magic || version != Version || size != Size {
+		h.Close() // unmaps h.b: say what it held from the copies
+		return nil, fmt.Errorf("control block %s: magic %#x version %d size %d, want %#x %d %d (carve and libcarve.so from different releases?)",
+			path, magic, version, size, Magic, Version, Size)
+	}
+	return h, nil
+}
+
+// Close unmaps the block.
+func (h *Handle) Close() error {
+	err := syscall.Munmap(h.mem)
+	if cerr := h.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Remove deletes the block's file.
+func (h *Handle) Remove() error { return os.Remove(h.Path) }
+
+// SetMask publishes a new TPC-disable mask and the partition's SM count
+// (seqlock write side, under an exclusive flock so that two writers never
+// interleave). The shim applies it from the process's next launch. Returns
+// the new generation.
+func (h *Handle) SetMask(m topo.Disable, sms int) (uint64, error) {
+	if err := syscall.Flock(int(h.f.Fd()), syscall.LOCK_EX); err != nil {
+		return 0, fmt.Errorf("locking %s: %w", h.Path, err)
+	}
+	defer syscall.Flock(int(h.f.Fd()), syscall.LOCK_UN)
+	odd := atomic.LoadUint64(&h.b.Gen) | 1 // a writer that died mid-write left it odd
+	atomic.StoreUint64(&h.b.Gen, odd)
+	for i, w := range m {
+		atomic.StoreUint32(&h.b.Mask[i], w)
+	}
+	atomic.StoreUint32(&h.b.SMs, uint32(sms))
+	atomic.StoreUint64(&h.b.Gen, odd+1)
+	return odd + 1, nil
+}
+
+// SetPartMask publishes a new mask and SM count of the tenant's partition
+// on GPU gpu, the first (SetMask) or one of its table, as SetMask does.
+func (h *Handle) SetPartMask(gpu string, m topo.Disable, sms int) (uint64, error) {
+	u, err := ParseUUID(gpu)
+	if err != nil {
+		return 0, err
+	}
+	if u == h.b.GPU {
+		return h.SetMask(m, sms)
+	}
+	for i := range h.b.More {
+		p := &h.b.More[i]
+		if p.GPU != u {
+			continue
+		}
+		if err := syscall.Flock(int(h.f.Fd()), syscall.LOCK_EX); err != nil {
+			return 0, fmt.Errorf("locking %s: %w", h.Path, err)
+		}
+		defer syscall.Flock(int(h.f.Fd()), syscall.LOCK_UN)
+		odd := atomic.LoadUint64(&h.b.Gen) | 1
+		atomic.StoreUint64(&h.b.Gen, odd)
+		for w, x := range m {
+			atomic.StoreUint32(&p.Mask[w], x)
+		}
+		atomic.StoreUint32(&p.SMs, uint32(sms))
+		atomic.StoreUint64(&h.b.Gen, odd+1)
+		return odd + 1, nil
+	}
+	return 0, fmt.Errorf("%s holds no partition on %s", h.Path, gpu)
+}
+
+// SetTide changes a BE tenant's policy; the shim reads it at its next
+// launch.
+func (h *Handle) SetTide(t Tide) {
+	atomic.StoreUint32(&h.b.InflightMax, uint32(t.InflightMax))
+	atomic.StoreUint32(&h.b.SharePPM, uint32(t.Share*1e6))
+	atomic.StoreUint64(&h.b.EpochNS, uint64(t.Epoch))
+	atomic.StoreUint32(&h.b.QueueUS, uint32(t.Queue.Microseconds()))
+	atomic.StoreUint32(&h.b.SliceUS, uint32(t.Slice.Microseconds()))
+}
+
+// SetMemLimit changes the bytes of GPU memory the tenant may allocate (0:
+// no limit); the shim applies it to its next allocation.
+func (h *Handle) SetMemLimit(bytes uint64) error {
+	atomic.StoreUint64(&h.b.MemLimit, bytes)
+	return nil
+}

@@ -1,0 +1,60 @@
+// Fences: the TPCs each node block's LS tenants keep off, those of
+// partitions outside tide and BE tenants' floors, brought up to date after
+// every change.
+
+package place
+
+import (
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/topo"
+)
+
+// Fence brings the node blocks' fixed TPCs up to date (see fence) under
+// dir's lock: a partition that ended since the last placement no longer
+// keeps LS tenants off its TPCs. carve daemon calls it now and then.
+func Fence(dir string) error {
+	unlock, err := Lock(dir, Timeout)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	l, err := list(dir)
+	if err != nil {
+		return err
+	}
+	return fence(dir, l.partitions())
+}
+
+// fence writes into each node block in dir the TPCs of the partitions
+// (parts: what dir holds now) on its GPU that are neither LS nor BE, and
+// the BE tenants' floors, so that LS tenants' launches keep off them
+// (ctl.Node.SetFixed). Call it under the lock after a change.
+func fence(dir string, parts []ctl.Snapshot) error {
+	nodes, err := ctl.Nodes(dir)
+	if err != nil || len(nodes) == 0 {
+		return err
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.Close()
+		}
+	}()
+	for _, n := range nodes {
+		live := n.Live()
+		var fixed topo.Enable
+		for _, s := range parts {
+			for _, p := range s.Parts() {
+				onNode := p.Node == n.Name() || p.Node == "" && p.Live == live
+				switch {
+				case !onNode || s.Class == ctl.ClassLS: // an LS tenant's TPCs are its slot's reserved ones
+				case s.Class == ctl.ClassBE:
+					fixed = fixed.Or(p.Floor.And(live))
+				default:
+					fixed = fixed.Or(p.Mask.Enable().And(live))
+				}
+			}
+		}
+		n.SetFixed(fixed)
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+// What a placement reads of the runtime directory, once, under the lock:
+// the live blocks and the claims, which GPU each holds a partition on
+// (PartOn), and the partitions on one GPU, one per tenant or claim
+// (Holder).
+
+package place
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/topo"
+)
+
+// Holder is a live partition on the GPU: one tenant (or claim), its TPCs
+// and pids.
+type Holder struct {
+	Tenant    int
+	Claim     string // the UID of the Kubernetes claim it is reserved for
+	ClaimName string // its namespace/name
+	PIDs      []int  // of a claim: in its containers' namespace
+	Command   []string
+	TPCs      partition.Set
+	Class     uint32
+	Floor     partition.Set // a BE tenant's floor, which others keep off
+	Mem       uint64        // its memory limit in bytes (0: none)
+	MPS       bool          // a client of carve's MPS, whose driver limit holds its context too
+}
+
+// PartOn is the partition a block holds on GPU t, if it holds one: by the
+// GPU's UUID, which carve records in every block it places, else (a block
+// of an older carve) by the GPU's node name, or by the live TPCs, which
+// GPUs of one model often share.
+func PartOn(s ctl.Snapshot, t *topo.Topology) (ctl.Part, bool) {
+	parts := s.Parts()
+	if s.GPU != "" {
+		for _, p := range parts {
+			if SameGPU(p.GPU, t.UUID) {
+				return p, true
+			}
+		}
+		return ctl.Part{}, false
+	}
+	if s.Tide.Node != "" {
+		return parts[0], s.Tide.Node == ctl.NodeName(t.UUID)
+	}
+	return parts[0], s.Live == t.Live()
+}
+
+// OnGPU says whether a block holds a partition on GPU t (PartOn).
+func OnGPU(s ctl.Snapshot, t *topo.Topology) bool {
+	_, ok := PartOn(s, t)
+	return ok
+}
+
+// SameGPU says whether two UUIDs name one GPU, as the driver's bytes do.
+func SameGPU(a, b string) bool {
+	ua, ea := ctl.ParseUUID(a)
+	ub, eb := ctl.ParseUUID(b)
+	if ea != nil || eb != nil {
+		return a == b
+	}
+	return ua == ub
+}
+
+// listBlocks and listClaims read the runtime directory: a placement reads
+// it once, through here (tests count the reads).
+var listBlocks, listClaims = ctl.List, ctl.Claims
+
+// listing is what a placement reads of the runtime directory, once, under
+// its lock.
+type listing struct {
+	blocks  []ctl.Entry // of live processes
+	claims  []ctl.Claim
+	pending []string // the directories of interrupted reservations
+}
+
+func list(dir string) (*listing, error) {
+	blocks, err := listBlocks(dir)
+	if err != nil {
+		return nil, err
+	}
+	claims, pending, err := listClaims(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &listing{blocks: blocks, claims: claims, pending: pending}, nil
+}
+
+// partitions are the blocks' snapshots and the claims' reservations, what
+// fence reads.
+func (l *listing) partitions() []ctl.Snapshot {
+	out := make([]ctl.Snapshot, 0, len(l.blocks)+len(l.claims))
+	for _, e := range l.blocks {
+		out = append(out, e.Snapshot)
+	}
+	for _, c := range l.claims {
+		out = append(out, c.Root)
+	}
+	return out
+}
+
+// Holders are the live partitions on t in dir, one per tenant, then the
+// claims reserved on t.
+func Holders(dir string, t *topo.Topology) ([]Holder, error) {
+	l, err := list(dir)
+	if err != nil {
+		return nil, err
+	}
+	return l.holders(t), nil
+}
+
+func (l *listing) holders(t *topo.Topology) []Holder {
+	var out []Holder
+	index := map[int]int{}
+	for _, e := range l.blocks {
+		part, ok := PartOn(e.Snapshot, t)
+		if !ok {
+			continue // another GPU's partition
+		}
+		set := partition.FromMask(t, part.Mask)
+		i, ok := index[e.Tenant]
+		if !ok {
+			i = len(out)
+			index[e.Tenant] = i
+			out = append(out, Holder{Tenant: e.Tenant, Class: e.Class})
+		}
+		h := &out[i]
+		h.PIDs = append(h.PIDs, e.PID)
+		h.TPCs = h.TPCs.Union(set)
+		h.Floor = h.Floor.Union(partition.FromEnable(t, part.Floor))
+		if e.PID == e.Tenant || h.Command == nil {
+			h.Command = e.Command
+		}
+		if e.PID == e.Tenant || h.Mem == 0 { // the account block's limit
+			h.Mem = e.Memory.Limit
+		}
+		h.MPS = h.MPS || e.Flags&ctl.FlagMPS != 0
+	}
+	for _, c := range l.claims {
+		part, ok := PartOn(c.Root, t)
+		if !ok {
+			continue
+		}
+		h := Holder{Claim: c.UID, ClaimName: c.Name(), Command: c.Root.Command, TPCs: partition.FromMask(t, part.Mask),
+			Class: c.Root.Class, Floor: partition.FromEnable(t, part.Floor), Mem: c.Root.Memory.Limit, MPS: c.Root.Flags&ctl.FlagMPS != 0}
+		for _, p := range c.Procs {
+			h.PIDs = append(h.PIDs, p.PID)
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// String names the holder: its pid and command, or its claim.
+func (h Holder) String() string {
+	if h.Claim != "" {
+		return "claim " + h.ClaimName
+	}
+	return fmt.Sprintf("pid %d (%s)", h.Tenant, CommandLine(h.Command, 40))
+}
+
+// CommandLine is args joined, cut to width.
+func CommandLine(args []string, width int) string {
+	s := strings.Join(args, " ")
+	if len(s) > width {
+		s = s[:width-3] + "..."
+	}
+	if s == "" {
+		s = "?"
+	}
+	return s
+}
