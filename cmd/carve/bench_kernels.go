@@ -1,3 +1,6 @@
+// carve bench kernels: where a job's GPU time goes, its recorded kernels by
+// duration and by shape (no GPU needed).
+
 package main
 
 import (

@@ -1,3 +1,7 @@
+// carve bench serve: LS services beside BE jobs, latency and throughput
+// under each way of sharing the GPU; and the parsing of its --rates and
+// --tide settings.
+
 package main
 
 import (

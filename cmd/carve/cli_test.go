@@ -1,8 +1,8 @@
-package main
-
 // The conventions every command keeps: --version, argument errors that say
 // what was expected, errors before notes, and a file of another kind than
 // the one wanted named as such.
+
+package main
 
 import (
 	"os"

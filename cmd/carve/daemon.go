@@ -1,21 +1,20 @@
+// carve daemon: the node's controller, carve's MPS daemon, cleanup of ended
+// tenants and metrics, until stopped.
+
 package main
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
-	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/daemon"
 	"github.com/carve-gpu/carve/internal/mps"
-	"github.com/carve-gpu/carve/internal/status"
 )
 
 func newDaemonCmd() *cobra.Command {
@@ -62,55 +61,5 @@ if it stops. It keeps no state of its own, so a restart serves the same.`,
 	c.Flags().DurationVar(&o.Interval, "interval", time.Second, "how often ended tenants are cleaned up")
 	c.Flags().BoolVar(&noMPS, "no-mps", false, "leave MPS alone")
 	c.Flags().BoolVar(&o.StopMPS, "stop-mps-on-exit", false, "stop MPS when the daemon ends (default: MPS runs on for its clients)")
-	return c
-}
-
-func newTopCmd() *cobra.Command {
-	var interval time.Duration
-	var count int
-	c := &cobra.Command{
-		Use:   "top",
-		Short: "Partitioned processes, live: launches per second, LS busy and BE held-back shares",
-		Long: `top shows carve ls again every --interval with what changed over it: each
-process's kernel launches per second, an LS tenant's share of the time with
-work in flight, a BE tenant's share of the time its launches were held back
-and its kernels in flight. --count stops after that many frames.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if interval < 10*time.Millisecond || count < 0 {
-				return errors.New("--interval: at least 10ms; --count: at least 0")
-			}
-			dir, err := ctl.Dir()
-			if err != nil {
-				return err
-			}
-			tty := term.IsTerminal(int(os.Stdout.Fd()))
-			prev, err := status.List(dir, nil)
-			if err != nil {
-				return err
-			}
-			last := time.Now()
-			for frame := 0; count == 0 || frame < count; frame++ {
-				select {
-				case <-cmd.Context().Done():
-					return nil
-				case <-time.After(interval):
-				}
-				cur, err := status.List(dir, nil)
-				if err != nil {
-					return err
-				}
-				now := time.Now()
-				if tty {
-					fmt.Fprint(cmd.OutOrStdout(), "\x1b[H\x1b[2J")
-				}
-				status.WriteTop(cmd.OutOrStdout(), cur, status.Between(prev, cur, now.Sub(last)), now, now.Sub(last))
-				prev, last = cur, now
-			}
-			return nil
-		},
-	}
-	c.Flags().DurationVar(&interval, "interval", time.Second, "time between frames")
-	c.Flags().IntVar(&count, "count", 0, "frames to show (0: until interrupted)")
 	return c
 }

@@ -1,3 +1,6 @@
+// Tests of carve daemon: MPS kept across its restarts, and the flags the
+// chart starts it with.
+
 package main
 
 import (
@@ -10,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carve-gpu/carve/internal/chart/charttest"
 	"github.com/carve-gpu/carve/internal/mps"
 	"github.com/carve-gpu/carve/internal/mps/mpstest"
 )
@@ -105,5 +109,29 @@ func TestDaemonKeepsMPS(t *testing.T) {
 	}
 	if _, _, err := carve(t, "daemon", "--no-mps", "--stop-mps-on-exit"); err == nil || !strings.Contains(err.Error(), "exclude each other") {
 		t.Errorf("--no-mps --stop-mps-on-exit: %v", err)
+	}
+}
+
+// TestChartDaemonFlags: the chart's carve daemon container (with MPS on,
+// off, and stopped on exit) starts carve daemon with flags it has.
+func TestChartDaemonFlags(t *testing.T) {
+	runs := 0
+	for _, mps := range []map[string]any{{"enabled": true}, {"enabled": false}, {"stopOnExit": true}} {
+		for _, c := range charttest.Containers(t, map[string]any{"mps": mps}) {
+			if len(c.Command) < 2 || c.Command[0] != "carve" {
+				continue
+			}
+			runs++
+			cmd, args, err := newRoot().Find(append(c.Command[1:], c.Args...))
+			if err == nil {
+				err = cmd.ParseFlags(args)
+			}
+			if err != nil || cmd.Name() != "daemon" || cmd.Flags().NArg() != 0 {
+				t.Errorf("%s with mps %v, container %s runs %q: %v", c.Template, mps, c.Name, c.Command, err)
+			}
+		}
+	}
+	if runs != 3 {
+		t.Errorf("%d containers run carve, want carve daemon once for each of 3 settings", runs)
 	}
 }

@@ -1,3 +1,6 @@
+// Tests of carve run's tide flags (flags.go): the policy they make, and
+// that they read back what ctl.Policy.RunArgs writes.
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// carve ls: the partitioned processes, one row each.
+
 package main
 
 import (

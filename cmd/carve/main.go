@@ -83,27 +83,6 @@ func groupsRefuseUnknown(c *cobra.Command) {
 	}
 }
 
-// needArgs is cobra.MinimumNArgs(1), saying what is missing and how the
-// command is used where cobra says only how many arguments it wants.
-func needArgs(what string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) == 0 {
-			return fmt.Errorf("%s needs %s: %s", cmd.CommandPath(), what, cmd.UseLine())
-		}
-		return nil
-	}
-}
-
-// oneArg is cobra.ExactArgs(1), likewise.
-func oneArg(what string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != 1 {
-			return fmt.Errorf("%s takes one %s, not %d: %s", cmd.CommandPath(), what, len(args), cmd.UseLine())
-		}
-		return nil
-	}
-}
-
 func main() {
 	err := newRoot().Execute()
 	if err == nil {
@@ -119,15 +98,4 @@ func main() {
 		os.Exit(127)
 	}
 	os.Exit(1)
-}
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print carve's version",
-		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), "carve", version)
-		},
-	}
 }

@@ -1,3 +1,5 @@
+// carve memmap: the GPU's L2 and DRAM layout, measured from user space.
+
 package main
 
 import (

@@ -1,3 +1,6 @@
+// What carve run and carve set say of a tenant's memory limit, and carve
+// set --mem's change of it.
+
 package main
 
 import (

@@ -1,3 +1,6 @@
+// Tests of carve run --mem and carve set --mem: limits within the GPU's
+// memory, what is said, and what a program gets.
+
 package main
 
 import (

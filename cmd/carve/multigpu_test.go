@@ -1,3 +1,6 @@
+// Tests of carve topo, run and set on a node of two GPUs (the fake
+// driver's).
+
 package main
 
 import (

@@ -1,3 +1,6 @@
+// The output helpers carve's commands share: the -o flag, JSON, progress
+// bars and notes on stderr.
+
 package main
 
 import (

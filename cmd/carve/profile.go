@@ -1,3 +1,6 @@
+// carve profile: kernels of carve's prediction suite, or a program, timed
+// alone on every partition size.
+
 package main
 
 import (

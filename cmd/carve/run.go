@@ -1,3 +1,5 @@
+// carve run: an unmodified CUDA program run inside a TPC partition.
+
 package main
 
 import (

@@ -1,3 +1,6 @@
+// carve set: a running process's partition or memory limit changed, and
+// the topologies of the GPUs its block holds partitions on.
+
 package main
 
 import (

@@ -1,3 +1,6 @@
+// carve topo: each GPU's live TPCs, their SMs and GPCs, and how they are
+// printed.
+
 package main
 
 import (
@@ -105,26 +108,4 @@ func joinInts(xs []int) string {
 		s[i] = fmt.Sprint(x)
 	}
 	return strings.Join(s, ",")
-}
-
-// newDiscoverCmd is the child process that discover.ChildDiscoverer starts.
-func newDiscoverCmd() *cobra.Command {
-	var device, clusterSize int
-	c := &cobra.Command{
-		Use:    discover.DiscoverCommand,
-		Short:  "discover the topology and print it as JSON (internal)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			opt := topo.Options{ClusterSize: clusterSize, Progress: progressBar("discovering TPCs")}
-			t, err := discover.DiscoverGPU(device, opt)
-			if err != nil {
-				return err
-			}
-			return writeJSON(cmd.OutOrStdout(), t)
-		},
-	}
-	c.Flags().IntVar(&device, "device", 0, "GPU ordinal")
-	c.Flags().IntVar(&clusterSize, "cluster-size", 0, "blocks per cluster when grouping GPCs (default 8)")
-	return c
 }

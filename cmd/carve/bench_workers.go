@@ -1,3 +1,6 @@
+// The hidden worker processes of carve bench: each runs one workload and
+// prints what it measured as JSON, or serves a co-run.
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// Tests of carve mps status.
+
 package main
 
 import (

@@ -1,0 +1,255 @@
+// The serve benchmark's setups and runs: how each mechanism starts the LS
+// service and the BE job, each setup in each start order, and one run of a
+// setup at one rate, its two programs started, told to go and read back.
+
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/partition"
+)
+
+// setup is how one mechanism starts the LS service and the BE job.
+type setup struct {
+	name           string
+	lsPre, bePre   []string
+	lsEnv, beEnv   []string
+	withLS, withBE bool
+	beFirst        bool    // the BE starts and runs before the LS starts; it is measured over the LS's serving
+	lsRate         float64 // 0: the rate of the point; -1: an LS that gets no request (run at the first rate only)
+}
+
+func (e *Env) serveSetups(o ServeOptions) []setup {
+	mps := e.MPSEnv()
+	none := []string{"CUDA_MPS_PIPE_DIRECTORY=" + filepath.Join(e.MPS.Root, "none")}
+	pct := func(p int) string { return fmt.Sprintf("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", p) }
+	var out []setup
+	for _, m := range o.Mechanisms {
+		switch m {
+		case "timeslice":
+			out = append(out, setup{name: "time slicing", lsEnv: none, beEnv: none, withLS: true, withBE: true})
+		case "mps":
+			out = append(out, setup{name: "MPS", lsEnv: mps, beEnv: mps, withLS: true, withBE: true})
+		case "mps-split":
+			for _, p := range o.MPSSplits {
+				out = append(out, setup{name: fmt.Sprintf("MPS %d%%/%d%%", p, 100-p), withLS: true, withBE: true,
+					lsEnv: append(append([]string{}, mps...), pct(p)), beEnv: append(append([]string{}, mps...), pct(100-p))})
+			}
+		case "static":
+			for _, k := range o.StaticSplits {
+				lsSet := partition.Pack(e.Topo, k, nil)
+				beSet := partition.Pack(e.Topo, len(e.Topo.TPCs)-k, lsSet)
+				out = append(out, setup{name: fmt.Sprintf("carve static %d/%d TPCs", len(lsSet), len(beSet)), withLS: true, withBE: true,
+					lsPre: e.CarveRun(lsSet), bePre: e.CarveRun(beSet), lsEnv: mps, beEnv: mps})
+			}
+		case "tide":
+			for _, t := range o.Tide {
+				out = append(out, setup{name: "carve tide, " + t.String(), withLS: true, withBE: true,
+					lsPre: e.Run(t.lsFlags(o.LSTPCs)...), bePre: e.Run(t.beFlags()...), lsEnv: mps, beEnv: mps})
+			}
+			for _, t := range o.Tide { // the BE's throughput with an idle LS tenant beside it
+				if o.Idle {
+					out = append(out, setup{name: "carve tide, no LS request, " + t.String(), withLS: true, withBE: true, lsRate: -1,
+						lsPre: e.Run(t.lsFlags(o.LSTPCs)...), bePre: e.Run(t.beFlags()...), lsEnv: mps, beEnv: mps})
+				}
+			}
+		}
+	}
+	return inOrders(out, o.Orders)
+}
+
+// inOrders is each setup in each order, the orders of a setup one after
+// another; a setup whose BE starts first is named so.
+func inOrders(setups []setup, orders []string) []setup {
+	if len(orders) == 0 {
+		orders = ServeOrders[:1]
+	}
+	var out []setup
+	for _, s := range setups {
+		for _, o := range orders {
+			t := s
+			if o == "be-first" {
+				t.beFirst, t.name = true, s.name+beFirstSuffix
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// served is what one run of a setup measured.
+type served struct {
+	latencies []float64 // ms
+	requests  int
+	items     int    // the BE's, in unit
+	unit      string // images, or sequences
+	seconds   float64
+	lsInfo    map[string]any // each program's model: its parameters and shape
+	beInfo    map[string]any
+}
+
+// serveProc is one of the two programs of a run, started and ready.
+type serveProc struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func (w Workers) startServe(ctx context.Context, prefix, env []string, argv ...string) (*serveProc, error) {
+	cmd := w.command(ctx, prefix, env, argv...)
+	cmd.WaitDelay = 5 * time.Second
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &serveProc{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	line, err := p.out.ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		p.stop()
+		return nil, fmt.Errorf("%s did not get ready (%q, %v)", argv[0], line, err)
+	}
+	return p, nil
+}
+
+func (p *serveProc) stop() {
+	p.in.Close()
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+}
+
+// serveGrace is how long after a run's time its programs may take to
+// report: one that has not by then is killed (a kernel that never
+// finishes would otherwise hold the run, and the GPU, for good).
+var serveGrace = 90 * time.Second
+
+// serveLine is the one line a serve program prints when it is done.
+type serveLine struct {
+	Latencies []float64      `json:"latencies_ms"` // the LS's
+	Requests  int            `json:"requests"`
+	Items     int            `json:"items"` // the BE's: images or sequences, as Unit says
+	Unit      string         `json:"unit"`
+	Seconds   float64        `json:"seconds"`
+	Info      map[string]any `json:"info"` // the model's parameter count and shape
+}
+
+// runServe runs one setup at one rate and collects what its programs
+// print. LS first: it starts the LS, then, once the LS is ready, the BE,
+// and tells both to go when both are ready. BE first: it starts the BE and
+// tells it to go, then starts the LS while the BE runs, and once the LS is
+// ready tells it to go and marks the start of the BE's window, which it
+// ends when the LS has reported: the BE is measured over the LS's serving.
+func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Duration) (served, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d+4*time.Minute)
+	defer cancel()
+	var lsProc, beProc *serveProc
+	var r served
+	defer func() {
+		for _, p := range []*serveProc{lsProc, beProc} {
+			if p != nil {
+				p.stop()
+			}
+		}
+	}()
+	startLS := func() error {
+		rate := lsRate
+		if s.lsRate < 0 {
+			rate = 0
+		}
+		argv := append(append([]string{}, ls...), fmt.Sprintf("--rate=%g", rate))
+		p, err := w.startServe(ctx, s.lsPre, s.lsEnv, argv...)
+		if err != nil {
+			return fmt.Errorf("LS: %w", err)
+		}
+		lsProc = p
+		return nil
+	}
+	beFirst := s.beFirst && s.withLS && s.withBE
+	startBE := func() error {
+		argv := be
+		if beFirst {
+			argv = append(append([]string{}, be...), "--marks")
+		}
+		p, err := w.startServe(ctx, s.bePre, s.beEnv, argv...)
+		if err != nil {
+			return fmt.Errorf("BE: %w", err)
+		}
+		beProc = p
+		return nil
+	}
+	if beFirst {
+		if err := startBE(); err != nil {
+			return r, err
+		}
+		fmt.Fprintln(beProc.in, "go")
+		if err := startLS(); err != nil {
+			return r, err
+		}
+		fmt.Fprintln(lsProc.in, "go")
+		fmt.Fprintln(beProc.in, "start") // the window's start
+	} else {
+		if s.withLS {
+			if err := startLS(); err != nil {
+				return r, err
+			}
+		}
+		if s.withBE {
+			if err := startBE(); err != nil {
+				return r, err
+			}
+		}
+		for _, p := range []*serveProc{lsProc, beProc} {
+			if p != nil {
+				fmt.Fprintln(p.in, "go")
+			}
+		}
+	}
+	late := time.AfterFunc(d+serveGrace, cancel)
+	defer late.Stop()
+	var v serveLine
+	result := func(p *serveProc, which string) error {
+		v = serveLine{}
+		line, err := p.out.ReadString('\n')
+		if err != nil && ctx.Err() != nil {
+			return fmt.Errorf("%s gave no result within %v of its start (stopped; hung?)", p.cmd.Args[0], d+serveGrace)
+		}
+		if err != nil {
+			return fmt.Errorf("%s ended without its results: %w", p.cmd.Args[0], err)
+		}
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			return fmt.Errorf("the %s printed %q: %w", which, line, err)
+		}
+		return nil
+	}
+	if lsProc != nil {
+		if err := result(lsProc, "LS"); err != nil {
+			return r, err
+		}
+		r.latencies, r.requests, r.lsInfo = v.Latencies, v.Requests, v.Info
+		if beFirst {
+			fmt.Fprintln(beProc.in, "stop") // the window's end
+		}
+	}
+	if beProc != nil {
+		if err := result(beProc, "BE"); err != nil {
+			return r, err
+		}
+		r.items, r.unit, r.seconds, r.beInfo = v.Items, v.Unit, v.Seconds, v.Info
+	}
+	return r, nil
+}

@@ -1,0 +1,141 @@
+// Tests of the serve benchmark's runs and setups (serve_setups.go): the run
+// protocol with stand-in programs, in each start order, and setups in
+// orders.
+
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestRunServe drives the run protocol with stand-ins for the LS service
+// and the BE job: both get ready, both are told to go, both report.
+func TestRunServe(t *testing.T) {
+	dir := t.TempDir()
+	ls := filepath.Join(dir, "ls")
+	os.WriteFile(ls, []byte("#!/bin/sh\necho ready; read go; echo '{\"latencies_ms\": [1.5, 2.5, 9], \"requests\": 3}'\n"), 0o755)
+	be := filepath.Join(dir, "be")
+	os.WriteFile(be, []byte("#!/bin/sh\necho ready; read go; echo '{\"items\": 640, \"unit\": \"images\", \"seconds\": 2, \"info\": {\"params\": 25e6}}'\n"), 0o755)
+	w := Workers{}
+	m, err := w.runServe(setup{withLS: true, withBE: true}, []string{ls}, []string{be}, 100, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.latencies) != 3 || m.requests != 3 || m.items != 640 || m.unit != "images" || m.seconds != 2 || m.beInfo["params"] != 25e6 {
+		t.Errorf("served %+v", m)
+	}
+	// a program that never reports is stopped, not waited on for good
+	hung := filepath.Join(dir, "hung")
+	os.WriteFile(hung, []byte("#!/bin/sh\necho ready; read go; echo $$ >"+filepath.Join(dir, "hung.pid")+"; exec sleep 60\n"), 0o755)
+	defer func(g time.Duration) { serveGrace = g }(serveGrace)
+	serveGrace = 300 * time.Millisecond
+	start := time.Now()
+	if _, err := w.runServe(setup{withBE: true}, nil, []string{hung}, 0, time.Second); err == nil || !strings.Contains(err.Error(), "no result within") {
+		t.Errorf("a program that never reports: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("stopping it took %v", d)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "hung.pid")); err != nil {
+		t.Error(err)
+	} else if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid <= 0 || syscall.Kill(pid, 0) == nil {
+		t.Errorf("the program that never reported (pid %d) still runs", pid)
+	}
+	bad := filepath.Join(dir, "bad")
+	os.WriteFile(bad, []byte("#!/bin/sh\necho loading; exit 1\n"), 0o755)
+	if _, err := w.runServe(setup{withBE: true}, nil, []string{bad}, 0, 1); err == nil || !strings.Contains(err.Error(), "did not get ready") {
+		t.Errorf("a program that never gets ready: %v", err)
+	}
+}
+
+// TestRunServeOrders: LS first, the LS is ready before the BE starts and
+// both are told to go then; BE first, the BE starts and goes, the LS
+// starts while it runs, and the BE is measured from the LS's go to its
+// result, its start-up left out.
+func TestRunServeOrders(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	// the LS waits (up to 5 s) for the BE to have gone, if it is to, so the
+	// log's order does not hang on how fast the BE reads its go
+	ls := filepath.Join(dir, "ls")
+	os.WriteFile(ls, []byte(`#!/bin/sh
+for i in $(seq 50); do grep -q "be go" `+log+` 2>/dev/null && break; [ -n "$BE_FIRST" ] || break; sleep 0.1; done
+echo "ls start" >>`+log+`
+sleep 1 # its warm-up and graph capture, outside the BE's window
+echo "ls ready" >>`+log+`
+echo ready; read go; echo "ls go" >>`+log+`
+sleep 0.5 # serving
+echo "ls done" >>`+log+`
+echo '{"latencies_ms": [1, 2], "requests": 2}'
+`), 0o755)
+	be := filepath.Join(dir, "be")
+	os.WriteFile(be, []byte(`#!/bin/sh
+echo "be start $*" >>`+log+`
+echo ready; read go; echo "be go" >>`+log+`
+if [ "$1" != --marks ]; then echo '{"items": 640, "seconds": 8}'; exit; fi
+read start; t0=$(date +%s%N); echo "be window start" >>`+log+`
+read stop; t1=$(date +%s%N); echo "be window end" >>`+log+`
+echo "{\"items\": 64, \"seconds\": $(( (t1 - t0) / 1000000 ))e-3}"
+`), 0o755)
+	events := func() []string {
+		b, _ := os.ReadFile(log)
+		os.Remove(log)
+		return strings.Split(strings.TrimSpace(string(b)), "\n")
+	}
+	before := func(ev []string, a, b string) bool {
+		i, j := slices.Index(ev, a), slices.Index(ev, b)
+		return i >= 0 && j >= 0 && i < j
+	}
+	w := Workers{}
+	m, err := w.runServe(setup{withLS: true, withBE: true}, []string{ls}, []string{be}, 100, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := events()
+	if !before(ev, "ls ready", "be start ") || !before(ev, "be start ", "ls go") || !before(ev, "be start ", "be go") || m.items != 640 || m.seconds != 8 {
+		t.Errorf("LS first: %q, served %+v", ev, m)
+	}
+	t.Setenv("BE_FIRST", "1")
+	m, err = w.runServe(setup{withLS: true, withBE: true, beFirst: true}, []string{ls}, []string{be}, 100, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev = events()
+	for _, o := range [][2]string{{"be start --marks", "be go"}, {"be go", "ls start"}, {"ls ready", "ls go"}, {"ls ready", "be window start"},
+		{"ls done", "be window end"}} {
+		if !before(ev, o[0], o[1]) {
+			t.Errorf("BE first: %q before %q? %q", o[0], o[1], ev)
+		}
+	}
+	if len(m.latencies) != 2 || m.items != 64 || m.seconds < 0.45 || m.seconds > 1.2 {
+		t.Errorf("BE first: served %+v, want the BE over the LS's 0.5 s of serving, not its 1 s start", m)
+	}
+	// an order asks for both programs: one alone runs as it always did
+	m, err = w.runServe(setup{withBE: true, beFirst: true}, nil, []string{be}, 0, time.Second)
+	if err != nil || m.items != 640 {
+		t.Errorf("BE alone, BE first: %+v %v", m, err)
+	}
+}
+
+func TestInOrders(t *testing.T) {
+	s := []setup{{name: "MPS", withLS: true, withBE: true}, {name: "carve tide, x", withLS: true, withBE: true}}
+	var got []string
+	for _, x := range inOrders(s, []string{"be-first", "ls-first"}) {
+		got = append(got, fmt.Sprintf("%s/%v", x.name, x.beFirst))
+	}
+	want := []string{"MPS (BE first)/true", "MPS/false", "carve tide, x (BE first)/true", "carve tide, x/false"}
+	if !slices.Equal(got, want) {
+		t.Errorf("setups in orders: %q, want %q", got, want)
+	}
+	if got := inOrders(s, nil); len(got) != 2 || got[0].beFirst || got[1].name != "carve tide, x" {
+		t.Errorf("no order: %+v, want LS first, as before", got)
+	}
+}

@@ -1,0 +1,247 @@
+// The serve benchmark's table and plot, read from a saved result: each
+// mechanism's point at each rate, the LS's latency and SLO attainment
+// against the BE's throughput.
+
+package bench
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/carve-gpu/carve/internal/report"
+	"github.com/carve-gpu/carve/internal/stats"
+)
+
+// servePoint is one mechanism's outcome at one rate, as the table and the
+// plot read it from a result.
+type servePoint struct {
+	pair, mech  string
+	rate        float64
+	lat         stats.Stats
+	p999        float64
+	be          float64
+	beUnit      string  // img/s, seq/s
+	slo, attain float64 // the SLO and the share of requests that met it (NaN: no SLO)
+}
+
+func servePoints(r *report.Result) []servePoint {
+	slos, _ := r.Params["slo_ms"].(map[string]any)
+	var out []servePoint
+	for _, s := range r.Series {
+		p := servePoint{pair: s.Victim + " beside " + s.Competitor, mech: s.Mechanism, slo: math.NaN(), attain: math.NaN()}
+		for _, pt := range s.Points {
+			switch {
+			case strings.HasPrefix(pt.Label, "LS latency @"):
+				p.lat = pt.Stats
+				p.rate, _ = strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(pt.Label, "LS latency @"), "/s"), 64)
+			case pt.Label == "LS p99.9":
+				p.p999 = pt.Stats.P50
+			case pt.Label == "BE throughput":
+				p.be, p.beUnit = pt.Stats.P50, pt.Unit
+			case pt.Label == "SLO attainment":
+				p.attain = pt.Stats.P50
+			}
+		}
+		if v, ok := slos[fmt.Sprintf("%s @%g/s", s.Victim, p.rate)].(float64); ok {
+			p.slo = v
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func serveTable(tw io.Writer, r *report.Result) {
+	points := servePoints(r)
+	alone := map[string]float64{} // BE alone, per pair
+	lsAlone := map[string]float64{}
+	for _, p := range points {
+		if p.mech == "BE alone, whole GPU" {
+			alone[p.pair] = p.be
+		}
+		if p.mech == "LS alone, whole GPU" {
+			lsAlone[fmt.Sprintf("%s@%g", p.pair, p.rate)] = p.lat.P99
+		}
+	}
+	fmt.Fprintln(tw, "PAIR\tRATE\tMECHANISM\tLS P50\tLS P99\tLS P99.9\tP99 VS ALONE\tSLO MS\tSLO MET\tBE /S\tBE VS ALONE")
+	for _, p := range points {
+		ratio, slo, be, met := "-", "-", "-", "-"
+		if !math.IsNaN(p.attain) {
+			met = fmt.Sprintf("%.2f%%", 100*p.attain)
+		}
+		if a := lsAlone[fmt.Sprintf("%s@%g", p.pair, p.rate)]; a > 0 && p.lat.N > 0 {
+			ratio = fmt.Sprintf("%.2fx", p.lat.P99/a)
+		}
+		if !math.IsNaN(p.slo) {
+			slo = fmt.Sprintf("%.2f", p.slo)
+		}
+		if a := alone[p.pair]; a > 0 && p.be > 0 {
+			be = fmt.Sprintf("%.0f%%", 100*p.be/a)
+		}
+		rate, lat := "-", "-\t-\t-"
+		if p.lat.N > 0 {
+			rate = fmt.Sprintf("%g/s", p.rate)
+			lat = fmt.Sprintf("%.2f\t%.2f\t%.2f", p.lat.P50, p.lat.P99, p.p999)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\n", p.pair, rate, p.mech, lat, ratio, slo, met, p.be, be)
+	}
+	fmt.Fprintln(tw, "latency in ms from the request's arrival, queueing included; SLO: 2 x the LS's p99 alone on the whole GPU at the same rate")
+	fmt.Fprintln(tw, "BE /S: "+beUnits(points))
+	if models, ok := r.Params["models"].(map[string]any); ok && len(models) > 0 {
+		fmt.Fprintln(tw, "models: "+describeModels(models))
+	}
+	for _, p := range points {
+		if strings.HasSuffix(p.mech, beFirstSuffix) {
+			fmt.Fprintln(tw, "(BE first): the BE started and ran before the LS started, warmed up and captured its graph; its throughput is over the LS's serving only; otherwise the LS was ready first")
+			break
+		}
+	}
+	if over, ok := r.Params["over_half_capacity"].([]any); ok {
+		for _, o := range over {
+			fmt.Fprintf(tw, "rate %v: the LS is overloaded by its own requests; such points say little of sharing\n", o)
+		}
+	}
+	if failed, ok := r.Params["failed"].([]any); ok {
+		for _, f := range failed {
+			fmt.Fprintf(tw, "not measured: %v\n", f)
+		}
+	}
+}
+
+// plotServe draws, per pair and rate, the LS's p99 (log scale) against the
+// BE's throughput, one marker per mechanism and setting: down and to the
+// right is better.
+func plotServe(r *report.Result, dir string) error {
+	points := servePoints(r)
+	var panels []*plot.Plot
+	var keys []string
+	byKey := map[string][]servePoint{}
+	for _, p := range points {
+		if p.lat.N == 0 {
+			continue
+		}
+		k := fmt.Sprintf("%s, %g requests/s", p.pair, p.rate)
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], p)
+	}
+	for _, k := range keys {
+		pl := plot.New()
+		pl.Title.Text = k
+		pl.X.Label.Text = "BE throughput (" + cmp.Or(beUnitOf(byKey[k]), "img/s") + ")"
+		pl.Y.Label.Text = "LS p99 latency (ms, log)"
+		pl.Y.Scale = plot.LogScale{}
+		pl.Y.Tick.Marker = logTicks{}
+		top, right := 0.0, maxBE(byKey[k])
+		for _, p := range byKey[k] {
+			top = max(top, p.lat.P99, p.slo)
+		}
+		pl.Y.Max, pl.X.Max, pl.X.Min = 3*top, 1.1*right, 0 // room above for the legend
+		for i, p := range byKey[k] {
+			sc, err := plotter.NewScatter(plotter.XYs{{X: p.be, Y: p.lat.P99}})
+			if err != nil {
+				return err
+			}
+			sc.Color, sc.Shape = plotutil.Color(i), plotutil.Shape(i)
+			sc.Radius = vg.Points(4)
+			pl.Add(sc)
+			pl.Legend.Add(p.mech, sc)
+			if !math.IsNaN(p.slo) && i == 0 {
+				l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: p.slo}, {X: 1.1 * right, Y: p.slo}})
+				if err != nil {
+					return err
+				}
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+				l.Color = color.RGBA{R: 200, A: 255}
+				pl.Add(l)
+				pl.Legend.Add(fmt.Sprintf("SLO %.2f ms", p.slo), l)
+			}
+		}
+		pl.Legend.Top, pl.Legend.Left = true, true
+		panels = append(panels, pl)
+	}
+	if len(panels) == 0 {
+		return errors.New("serve result has no LS latencies to plot")
+	}
+	return report.SavePanels(panels, min(2, len(panels)), 8*vg.Inch, 6*vg.Inch, filepath.Join(dir, r.Benchmark))
+}
+
+// logTicks labels 1, 2 and 5 of each decade of a log axis.
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for d := math.Pow(10, math.Floor(math.Log10(lo))); d <= hi; d *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			if v := m * d; v >= lo && v <= hi {
+				out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+			}
+		}
+	}
+	return out
+}
+
+// beUnits says each BE's throughput unit, e.g. "densenet161 in img/s,
+// transformer-train in seq/s".
+func beUnits(points []servePoint) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range points {
+		if _, be, _ := strings.Cut(p.pair, " beside "); p.beUnit != "" && !seen[be] {
+			seen[be] = true
+			out = append(out, be+" in "+p.beUnit)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// describeModels says each model's parameters (and, for the language
+// models, tokens), sorted by name.
+func describeModels(models map[string]any) string {
+	var out []string
+	for name, v := range models {
+		info, _ := v.(map[string]any)
+		s := name
+		if n, ok := info["params"].(float64); ok {
+			s += fmt.Sprintf(" %.0fM parameters", n/1e6)
+		}
+		for _, k := range []string{"prompt_tokens", "new_tokens", "seq", "batch"} {
+			if n, ok := info[k].(float64); ok {
+				s += fmt.Sprintf(", %s %g", strings.ReplaceAll(k, "_", " "), n)
+			}
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ")
+}
+
+func beUnitOf(ps []servePoint) string {
+	for _, p := range ps {
+		if p.beUnit != "" {
+			return p.beUnit
+		}
+	}
+	return ""
+}
+
+func maxBE(ps []servePoint) float64 {
+	m := 1.0
+	for _, p := range ps {
+		m = max(m, p.be)
+	}
+	return m
+}

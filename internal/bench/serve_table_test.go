@@ -1,0 +1,77 @@
+// Tests of the serve benchmark's table and plot (serve_table.go).
+
+package bench
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/carve-gpu/carve/internal/report"
+	"github.com/carve-gpu/carve/internal/stats"
+)
+
+func TestServeRender(t *testing.T) {
+	pt := func(label string, st stats.Stats) report.Point { return report.Point{Label: label, Stats: st} }
+	series := func(mech string, lat []float64, be float64, attain float64) report.Series {
+		s := report.Series{Mechanism: mech, Victim: "resnet50:graph", Competitor: "densenet161", Measured: true}
+		if lat != nil {
+			s.Points = append(s.Points, pt("LS latency @400/s", stats.Summarize(lat)), pt("LS p99.9", one(lat[len(lat)-1])))
+			if !math.IsNaN(attain) {
+				s.Points = append(s.Points, pt("SLO attainment", one(attain)))
+			}
+		}
+		if be > 0 {
+			s.Points = append(s.Points, report.Point{Label: "BE throughput", Unit: "img/s", Stats: one(be)})
+		}
+		return s
+	}
+	r := &report.Result{Benchmark: "serve", Device: "test GPU", Params: map[string]any{"slo_ms": map[string]any{"resnet50:graph @400/s": 4.0}},
+		Series: []report.Series{
+			series("BE alone, whole GPU", nil, 1000, math.NaN()),
+			series("LS alone, whole GPU", []float64{1, 1.2, 2}, 0, 1),
+			series("MPS 25%/75%", []float64{2, 3, 12}, 900, 0.67),
+			series("carve tide, 8 in flight, 300µs queued, share 0.05", []float64{1.1, 1.3, 2.5}, 700, 1),
+			series("carve tide, 8 in flight, 300µs queued, share 0.05 (BE first)", []float64{1.2, 1.5, 3.5}, 650, 0.99),
+		}}
+	// a language-model pair, its BE in sequences/s, and the models as the
+	// programs described them
+	llm := func(mech string, lat []float64, be float64) report.Series {
+		s := series(mech, lat, be, math.NaN())
+		s.Victim, s.Competitor = "llm:graph", "transformer-train"
+		if lat != nil {
+			s.Points[0].Label = "LS latency @50/s"
+		}
+		if be > 0 {
+			s.Points[len(s.Points)-1].Unit = "seq/s"
+		}
+		return s
+	}
+	r.Series = append(r.Series, llm("BE alone, whole GPU", nil, 120), llm("LS alone, whole GPU", []float64{7, 7.5, 9}, 0),
+		llm("carve tide, 8 in flight, 300µs queued, share 0.05", []float64{8, 9, 12}, 90))
+	r.Params["models"] = map[string]any{"llm:graph": map[string]any{"params": 439.4e6, "prompt_tokens": 32.0, "new_tokens": 16.0},
+		"transformer-train": map[string]any{"params": 218e6, "seq": 256.0, "batch": 64.0}}
+	var b bytes.Buffer
+	if err := WriteTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"MPS 25%/75%", "67.00%", "90%", "carve tide, 8 in flight, 300µs queued, share 0.05", "4.00", "1.25x",
+		"share 0.05 (BE first)", "65%", "its throughput is over the LS's serving only",
+		"llm:graph beside transformer-train  50/s", "75%", "BE /S: densenet161 in img/s, transformer-train in seq/s",
+		"models: llm:graph 439M parameters, prompt tokens 32, new tokens 16; transformer-train 218M parameters, seq 256, batch 64"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	dir := t.TempDir()
+	if err := Plot(r, dir); err != nil {
+		t.Fatal(err)
+	}
+	if svg, err := os.ReadFile(filepath.Join(dir, "serve.svg")); err != nil || !bytes.Contains(svg, []byte("carve tide")) || !bytes.Contains(svg, []byte("(BE first)")) ||
+		!bytes.Contains(svg, []byte("BE throughput (seq/s)")) || !bytes.Contains(svg, []byte("BE throughput (img/s)")) {
+		t.Errorf("plot: %v", err)
+	}
+}
