@@ -48,8 +48,9 @@ test: kube node
 	CGO_ENABLED=0 $(GO) vet ./...
 	CGO_ENABLED=0 $(GO) test -count=1 ./...
 
-# the tests of ctl, place, daemon and dra SOAK_COUNT times over, beside two
-# CPU-bound processes (test/soak.sh); not part of make test
+# the tests of the shim (shim/shimtest), ctl, place, daemon and dra
+# SOAK_COUNT times over, beside two CPU-bound processes (test/soak.sh); not
+# part of make test
 SOAK_COUNT ?= 50
 soak:
 	GO=$(GO) test/soak.sh $(SOAK_COUNT)

@@ -1,5 +1,8 @@
 package ctl_test
 
+// Blocks of another release of carve: a control block (Open, List) or a
+// node block (OpenNode) of another layout is refused, and saying so.
+
 import (
 	"os"
 	"strings"
@@ -37,5 +40,28 @@ func TestBlockOfAnotherRelease(t *testing.T) {
 	}
 	if _, err := ctl.List(dir); err != nil {
 		t.Errorf("listing a directory with a block of another release: %v", err)
+	}
+}
+
+// TestNodeOfAnotherRelease: a node block of another layout is refused with
+// what to do, never mapped as this one.
+func TestNodeOfAnotherRelease(t *testing.T) {
+	dir := t.TempDir()
+	n, err := ctl.OpenNode(dir, "node-test", live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := n.Path
+	n.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[4] = ctl.NodeVersion - 1 // version: a uint16 at 4
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctl.OpenNode(dir, "node-test", live); err == nil || !strings.Contains(err.Error(), "remove it") {
+		t.Errorf("OpenNode of a version %d block: %v", ctl.NodeVersion-1, err)
 	}
 }

@@ -1,19 +1,22 @@
-package ctl_test
+package shimtest_test
 
-// Tests of libcarve.so against a fake libcuda.so.1: the shim is built with
-// the system C compiler, loaded with LD_PRELOAD into a small C program that
-// stands in for an unmodified CUDA program, and driven through the same
-// control blocks carve writes.
+// Package shimtest_test holds the tests of libcarve.so, the C files of
+// shim/, against a fake libcuda.so.1 (shim/fake/fakecuda.c): the shim is
+// built with the system C compiler (internal/shimtest), loaded with
+// LD_PRELOAD into a small C program that stands in for an unmodified CUDA
+// program (shim/test/driver.c), and driven through the same control blocks
+// carve writes (internal/ctl). Each file tests one of the shim's concepts
+// and is named after its file: mem_test.go shim/mem.c, and so on.
+//
+// This one holds the driver process under the shim, which every test
+// starts, and the shim at load time (main.c): the mask applied and
+// followed, and the refusals.
 
 import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,118 +27,6 @@ import (
 
 // artifacts compiles the shim, the fake driver and the test programs once.
 func artifacts(t testing.TB) shimtest.Built { return shimtest.Build(t) }
-
-// layout runs the C program that prints the headers' layouts: per struct
-// ("" for carve_ctl, "node", "slot"), each field's offset and size; the
-// fault codes; and the constants (in fields["const"], value in [0]).
-func layout(t testing.TB) (map[string]map[string][2]uintptr, map[uint32]string) {
-	out, err := exec.Command(artifacts(t).Layout).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fields := map[string]map[string][2]uintptr{}
-	faults := map[uint32]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if strings.HasPrefix(line, "kind ") { // fieldKinds's
-			continue
-		}
-		var code uint32
-		var name string
-		if _, err := fmt.Sscanf(line, "faultcode %d %s", &code, &name); err == nil {
-			faults[code] = name
-			continue
-		}
-		var value uint64
-		if rest, ok := strings.CutPrefix(line, "const "); ok {
-			i := strings.LastIndexByte(rest, ' ')
-			if _, err := fmt.Sscanf(rest[i+1:], "%d", &value); err != nil {
-				t.Fatalf("%q: %v", line, err)
-			}
-			if fields["const"] == nil {
-				fields["const"] = map[string][2]uintptr{}
-			}
-			fields["const"][rest[:i]] = [2]uintptr{uintptr(value)}
-			continue
-		}
-		var off, size uintptr
-		if _, err := fmt.Sscanf(line, "%s %d %d", &name, &off, &size); err != nil {
-			t.Fatalf("%q: %v", line, err)
-		}
-		st, field, ok := strings.Cut(name, ".")
-		if !ok {
-			st, field = "", name
-		}
-		if fields[st] == nil {
-			fields[st] = map[string][2]uintptr{}
-		}
-		fields[st][field] = [2]uintptr{off, size}
-	}
-	return fields, faults
-}
-
-// compareLayout checks that typ mirrors the C struct c field by field.
-func compareLayout(t testing.TB, c map[string][2]uintptr, typ reflect.Type, size uintptr) {
-	t.Helper()
-	if c["sizeof"][0] != size || typ.Size() != size {
-		t.Fatalf("%s: sizes C %d, Go %d, const %d", typ, c["sizeof"][0], typ.Size(), size)
-	}
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		name := f.Tag.Get("c")
-		cf, ok := c[name]
-		if !ok {
-			t.Errorf("Go field %s.%s (c:%q) has no C counterpart", typ, f.Name, name)
-			continue
-		}
-		if cf[0] != f.Offset || cf[1] != f.Type.Size() {
-			t.Errorf("%s.%s: C offset %d size %d, Go offset %d size %d", typ, name, cf[0], cf[1], f.Offset, f.Type.Size())
-		}
-		delete(c, name)
-	}
-	delete(c, "sizeof")
-	for name := range c {
-		t.Errorf("C field %s has no Go counterpart in %s", name, typ)
-	}
-}
-
-func TestLayoutMatchesHeader(t *testing.T) {
-	fields, faults := layout(t)
-	compareLayout(t, fields[""], reflect.TypeFor[ctl.Block](), ctl.Size)
-	compareLayout(t, fields["part"], reflect.TypeFor[ctl.BlockPart](), 128)
-	if !reflect.DeepEqual(faults, ctl.FaultNames) {
-		t.Errorf("CARVE_FAULTS %v, Go's FaultNames %v", faults, ctl.FaultNames)
-	}
-}
-
-func TestNodeLayoutMatchesHeader(t *testing.T) {
-	fields, _ := layout(t)
-	compareLayout(t, fields["node"], reflect.TypeFor[ctl.NodeBlock](), ctl.NodeSize)
-	compareLayout(t, fields["slot"], reflect.TypeFor[ctl.NodeSlot](), 64)
-}
-
-func TestConstantsMatchHeaders(t *testing.T) {
-	fields, _ := layout(t)
-	for name, goValue := range map[string]uint64{
-		"CARVE_CTL_MAGIC": ctl.Magic, "CARVE_CTL_VERSION": ctl.Version, "CARVE_CTL_SIZE": ctl.Size, "CARVE_GPUS": ctl.GPUs,
-		"CARVE_NODE_MAGIC": ctl.NodeMagic, "CARVE_NODE_VERSION": ctl.NodeVersion, "CARVE_NODE_SIZE": ctl.NodeSize,
-		"CARVE_NODE_SLOTS": ctl.NodeSlots, "CARVE_NODE_LEASE_NS": uint64(ctl.NodeLease), "CARVE_NODE_QUIET_NS": uint64(ctl.NodeQuiet), "CARVE_NODE_TIMING_NS": uint64(ctl.NodeTiming),
-		"CARVE_NODE_NARROW_MIN":          ctl.NarrowMin,
-		"CARVE_NODE_SLOT_LOCK(5)":        uint64(ctl.NodeSlotLock(5)),
-		"CARVE_FLAG_ALLOW_UNPARTITIONED": ctl.FlagAllowUnpartitioned, "CARVE_FLAG_ALL_SMS": ctl.FlagAllSMs,
-		"CARVE_FLAG_MPS": ctl.FlagMPS, "CARVE_FLAG_LS_OWN": ctl.FlagLSOwn,
-		"CARVE_STATE_NEW": ctl.StateNew, "CARVE_STATE_HOOKED": ctl.StateHooked,
-		"CARVE_STATE_UNHOOKED": ctl.StateUnhooked, "CARVE_STATE_NO_DRIVER": ctl.StateNoDriver,
-		"CARVE_CLASS_NONE": ctl.ClassNone, "CARVE_CLASS_LS": ctl.ClassLS, "CARVE_CLASS_BE": ctl.ClassBE,
-		"CARVE_TIDE_OFF": ctl.TideOff, "CARVE_TIDE_IDLE": ctl.TideIdle, "CARVE_TIDE_BUSY": ctl.TideBusy, "CARVE_TIDE_HELD": ctl.TideHeld,
-	} {
-		c, ok := fields["const"][name]
-		if !ok {
-			t.Errorf("%s: not printed by the layout program", name)
-		} else if uint64(c[0]) != goValue {
-			t.Errorf("%s: C %d, Go %d", name, c[0], goValue)
-		}
-	}
-}
 
 // proc is a driver process under the shim.
 type proc struct {
@@ -244,6 +135,22 @@ func (p *proc) ready(t testing.TB) {
 	}
 }
 
+// ask sends one command to the driver and returns its answer.
+func (p *proc) ask(t testing.TB, cmd string) string {
+	t.Helper()
+	fmt.Fprintln(p.in, cmd)
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("%s: driver died: %v; stderr: %s", cmd, err, p.stderr)
+	}
+	return strings.TrimSpace(line)
+}
+
+// maskLine is what the driver says of a launch with the mask m.
+func maskLine(m [4]uint32) string {
+	return fmt.Sprintf("mask %08x %08x %08x %08x 1 1", m[0], m[1], m[2], m[3])
+}
+
 // live has bits 0-3 and 9-16 live, like the start of the H100's bit space.
 var live = [4]uint32{0x0001fe0f, 0, 0, 0}
 
@@ -348,60 +255,6 @@ func TestShimRefusals(t *testing.T) {
 				t.Errorf("stderr %q lacks %q", p.stderr, tc.wantStderr)
 			}
 		})
-	}
-}
-
-// A process without a block of its own (a child of the partitioned one)
-// gets a copy of its parent's, or of CARVE_CTL_ROOT's, under its own pid.
-func TestShimChildGetsOwnBlock(t *testing.T) {
-	a := artifacts(t)
-	dir := t.TempDir()
-	mask := enableOnly(1, 9)
-	tide := ctl.Tide{Node: "node-none", InflightMax: 3, Queue: 250 * time.Microsecond, Share: 0.25, Epoch: 7 * time.Millisecond}
-	root, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), Mask: mask, Live: live, SMs: 4, Class: ctl.ClassBE, Tide: tide, Comm: []string{"parent"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	cmd := exec.Command(a.Driver)
-	cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "CARVE_CTL_DIR=" + dir, "CARVE_LIBCUDA=" + a.Fake, "CARVE_CTL_ROOT=" + root.Path}
-	cmd.Stdin = strings.NewReader("launch 0x40\nlaunch 0x40\n")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	want := fmt.Sprintf("mask %08x %08x %08x %08x 1 1", mask[0], mask[1], mask[2], mask[3])
-	if !strings.Contains(string(out), want) {
-		t.Fatalf("output %q lacks %q", out, want)
-	}
-	child, err := ctl.Open(dir, cmd.Process.Pid)
-	if err != nil {
-		t.Fatalf("child block: %v", err)
-	}
-	defer child.Close()
-	s := child.Snapshot()
-	if s.Mask != mask || s.Live != live || s.Launches != 2 || s.PID != cmd.Process.Pid || s.SMs != 4 ||
-		s.Class != ctl.ClassBE || s.Tide != tide || s.Tenant != os.Getpid() {
-		t.Errorf("child block %+v, want the parent's partition, class and tide policy %+v", s, tide)
-	}
-	if len(s.Command) == 0 || !strings.HasSuffix(s.Command[0], "driver") {
-		t.Errorf("child command %q", s.Command)
-	}
-	if r := root.Snapshot(); r.Launches != 0 {
-		t.Errorf("root block counted %d launches of the child", r.Launches)
-	}
-	// ls drops the child's block now that it has exited
-	entries, err := ctl.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.PID == cmd.Process.Pid {
-			t.Errorf("List kept the exited child %d", e.PID)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(cmd.Process.Pid))); !os.IsNotExist(err) {
-		t.Errorf("exited child's block still on disk: %v", err)
 	}
 }
 

@@ -1,9 +1,14 @@
-package ctl_test
+package shimtest_test
+
+// The block the shim makes for a child process (shim/ctl.c): a copy of
+// its parent's, or of CARVE_CTL_ROOT's, under its own pid, that holds the
+// parent's value of every field carve_ctl.h marks INHERIT.
 
 import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +16,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/shimtest"
 )
 
 // fieldKinds reads what the block of a child process takes of each field
@@ -44,7 +51,7 @@ type field struct {
 // blockFields lists the control block's fields from the headers, each
 // with its kind; a field without one fails the test.
 func blockFields(t testing.TB) []field {
-	layout, _ := layout(t)
+	layout, _ := shimtest.Layout(t)
 	kinds := fieldKinds(t)
 	var fs []field
 	for name, at := range layout[""] {
@@ -185,4 +192,58 @@ func TestChildInheritsEveryField(t *testing.T) {
 		}
 		compareBlocks(t, parent, child, cmd.Process.Pid, fs)
 	})
+}
+
+// A process without a block of its own (a child of the partitioned one)
+// gets a copy of its parent's, or of CARVE_CTL_ROOT's, under its own pid.
+func TestShimChildGetsOwnBlock(t *testing.T) {
+	a := artifacts(t)
+	dir := t.TempDir()
+	mask := enableOnly(1, 9)
+	tide := ctl.Tide{Node: "node-none", InflightMax: 3, Queue: 250 * time.Microsecond, Share: 0.25, Epoch: 7 * time.Millisecond}
+	root, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), Mask: mask, Live: live, SMs: 4, Class: ctl.ClassBE, Tide: tide, Comm: []string{"parent"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	cmd := exec.Command(a.Driver)
+	cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "CARVE_CTL_DIR=" + dir, "CARVE_LIBCUDA=" + a.Fake, "CARVE_CTL_ROOT=" + root.Path}
+	cmd.Stdin = strings.NewReader("launch 0x40\nlaunch 0x40\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := fmt.Sprintf("mask %08x %08x %08x %08x 1 1", mask[0], mask[1], mask[2], mask[3])
+	if !strings.Contains(string(out), want) {
+		t.Fatalf("output %q lacks %q", out, want)
+	}
+	child, err := ctl.Open(dir, cmd.Process.Pid)
+	if err != nil {
+		t.Fatalf("child block: %v", err)
+	}
+	defer child.Close()
+	s := child.Snapshot()
+	if s.Mask != mask || s.Live != live || s.Launches != 2 || s.PID != cmd.Process.Pid || s.SMs != 4 ||
+		s.Class != ctl.ClassBE || s.Tide != tide || s.Tenant != os.Getpid() {
+		t.Errorf("child block %+v, want the parent's partition, class and tide policy %+v", s, tide)
+	}
+	if len(s.Command) == 0 || !strings.HasSuffix(s.Command[0], "driver") {
+		t.Errorf("child command %q", s.Command)
+	}
+	if r := root.Snapshot(); r.Launches != 0 {
+		t.Errorf("root block counted %d launches of the child", r.Launches)
+	}
+	// ls drops the child's block now that it has exited
+	entries, err := ctl.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.PID == cmd.Process.Pid {
+			t.Errorf("List kept the exited child %d", e.PID)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(cmd.Process.Pid))); !os.IsNotExist(err) {
+		t.Errorf("exited child's block still on disk: %v", err)
+	}
 }

@@ -1,8 +1,11 @@
-package ctl_test
+package shimtest_test
+
+// Tide (shim/tide.c): an LS tenant's activity in the node block, the BE
+// gate, share, floor and bounded queue beside it, the lease after an LS
+// tenant dies, and the timing events that hold BE tenants to no share.
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -78,7 +81,7 @@ func TestLSBusyTracking(t *testing.T) {
 	if !ok || !s.Busy || s.Reserved != [4]uint32{0x3, 0, 0, 0} {
 		t.Fatalf("right after the launch: slot %+v (found %v), want busy, reserving TPC bits 0-1", s, ok)
 	}
-	if bits := n.BusyBits(); bits != 1<<s.Slot {
+	if bits := playOn(t, n).busyBits(); bits != 1<<s.Slot {
 		t.Errorf("node busy bits %#x while slot %d is busy", bits, s.Slot)
 	}
 	// the poller looks every 10 us (here at every step): busy until the
@@ -92,7 +95,7 @@ func TestLSBusyTracking(t *testing.T) {
 	if s, _ = busyOf(n, p.pid); s.Busy || s.Requests != 1 || s.BusyTime != 20*ms {
 		t.Errorf("after the work: %+v, want idle, 1 request, busy 20 ms", s)
 	}
-	if bits := n.BusyBits(); bits != 0 {
+	if bits := playOn(t, n).busyBits(); bits != 0 {
 		t.Errorf("node busy bits %#x with the tenant idle", bits)
 	}
 	p.wait(t)
@@ -170,7 +173,7 @@ func TestBEUnboundWhileLSQuiet(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
-	ls := playLS(n, c, enableOnly(0, 1))
+	ls := playLS(t, n, c, enableOnly(0, 1))
 	be, _ := beOn(t, c, dir, ctl.Tide{InflightMax: 2})
 	be.say(t, "dur 5000")
 	if d := be.burst(t, 10); d != 0 {
@@ -203,7 +206,7 @@ func TestBEHeldWhileLSBusy(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
-	ls := playLS(n, c, enableOnly(0, 1))
+	ls := playLS(t, n, c, enableOnly(0, 1))
 	be, h := beOn(t, c, dir, ctl.Tide{InflightMax: 2, Epoch: time.Second})
 	be.say(t, "dur 1000")
 	ls.set(true)
@@ -229,7 +232,7 @@ func TestBEShare(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
-	ls := playLS(n, c, enableOnly(0, 1))
+	ls := playLS(t, n, c, enableOnly(0, 1))
 	be, h := beOn(t, c, dir, ctl.Tide{Share: 0.5, Epoch: 20 * time.Millisecond})
 	c.RunFor(20 * ms) // the share's bucket, empty at the start, fills in an epoch
 	ls.set(true)
@@ -251,7 +254,7 @@ func TestBEFloor(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
-	ls := playLS(n, c, enableOnly(0, 1))
+	ls := playLS(t, n, c, enableOnly(0, 1))
 	floor := enableOnly(9, 10, 11, 12, 13, 14, 15, 16)
 	be, h := startOn(t, c, dir, "BE", ctl.Init{Mask: allLive, Live: live, Class: ctl.ClassBE, Floor: [4]uint32{^floor[0], ^floor[1], ^floor[2], ^floor[3]},
 		Tide: ctl.Tide{Node: "node-test", Share: 1, Epoch: 20 * time.Millisecond}})
@@ -289,7 +292,7 @@ func TestBENarrowMin(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
-	ls := playLS(n, c, enableOnly(0, 1, 2, 3, 9)) // 5 of the 12 TPCs reserved
+	ls := playLS(t, n, c, enableOnly(0, 1, 2, 3, 9)) // 5 of the 12 TPCs reserved
 	be, h := beOn(t, c, dir, ctl.Tide{Share: 1, Epoch: 20 * time.Millisecond})
 	be.say(t, "dur 1000")
 	ls.set(true)
@@ -324,7 +327,7 @@ func TestBEShareBudget(t *testing.T) {
 			dir := t.TempDir()
 			n := tideNode(t, dir)
 			c := shimtest.NewClock(t, dir, 100*time.Microsecond)
-			ls := playLS(n, c, enableOnly(0, 1))
+			ls := playLS(t, n, c, enableOnly(0, 1))
 			be, h := beOn(t, c, dir, ctl.Tide{Share: tc.share, Epoch: 20 * time.Millisecond, InflightMax: 2})
 			ls.serve(ms) // the BE's queue is bounded from now
 			be.say(t, "dur 5000")
@@ -359,7 +362,7 @@ func TestBEInflightBound(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
-	ls := playLS(n, c, enableOnly(0, 1))
+	ls := playLS(t, n, c, enableOnly(0, 1))
 	be, h := beOn(t, c, dir, ctl.Tide{InflightMax: 2})
 	ls.serve(ms)
 	be.say(t, "dur 5000")
@@ -393,13 +396,13 @@ func TestLeaseAfterLSDies(t *testing.T) {
 	ls.p.cmd.Process.Signal(syscall.SIGKILL)
 	ls.p.cmd.Wait()
 	c.Release(ls.pid)
-	if d := be.burst(t, 1); d != n.Lease() || d != ctl.NodeLease {
+	if d := be.burst(t, 1); d != playOn(t, n).lease() || d != ctl.NodeLease {
 		t.Errorf("after the LS tenant died, a BE launch waited %v, want the lease, %v", d, ctl.NodeLease)
 	}
 	if freed := n.Reclaim(); freed != 1 {
 		t.Errorf("Reclaim freed %d slots, want the dead tenant's", freed)
 	}
-	if bits := n.BusyBits(); bits != 0 {
+	if bits := playOn(t, n).busyBits(); bits != 0 {
 		t.Errorf("node busy bits %#x after the dead tenant's slot was freed", bits)
 	}
 }
@@ -410,7 +413,7 @@ func TestBENeverStarved(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
-	ls := playLS(n, c, enableOnly(0, 1))
+	ls := playLS(t, n, c, enableOnly(0, 1))
 	be, h := beOn(t, c, dir, ctl.Tide{Epoch: 50 * time.Millisecond})
 	ls.set(true)
 	for i := range 3 {
@@ -429,7 +432,7 @@ func TestBEQueueBound(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
-	ls := playLS(n, c, enableOnly(0, 1))
+	ls := playLS(t, n, c, enableOnly(0, 1))
 	be, h := beOn(t, c, dir, ctl.Tide{Queue: 12 * time.Millisecond})
 	ls.serve(ms)
 	be.say(t, "dur 5000")
@@ -545,29 +548,6 @@ func BenchmarkLaunchCost(b *testing.B) {
 	}
 }
 
-// TestNodeOfAnotherRelease: a node block of another layout is refused with
-// what to do, never mapped as this one.
-func TestNodeOfAnotherRelease(t *testing.T) {
-	dir := t.TempDir()
-	n, err := ctl.OpenNode(dir, "node-test", live)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := n.Path
-	n.Close()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[4] = ctl.NodeVersion - 1 // version: a uint16 at 4
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ctl.OpenNode(dir, "node-test", live); err == nil || !strings.Contains(err.Error(), "remove it") {
-		t.Errorf("OpenNode of a version %d block: %v", ctl.NodeVersion-1, err)
-	}
-}
-
 // TestBENoShareWhileLSTimes: while a busy LS tenant times its own work (it
 // recorded an event made for timing in the last ctl.NodeTiming), a BE
 // tenant gets no share of the LS's busy time; then its share again. An
@@ -576,11 +556,11 @@ func TestBENoShareWhileLSTimes(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
-	ls := playLS(n, c, enableOnly(0, 1))
+	ls := playLS(t, n, c, enableOnly(0, 1))
 	be, h := beOn(t, c, dir, ctl.Tide{Share: 0.5, Epoch: time.Second})
 	c.RunFor(time.Second) // the share's bucket full
 	ls.set(true)
-	n.PlayTiming(0, c.Now())
+	ls.node.timing(0, c.Now())
 	got, d := be.ask(t, "klaunch kernel")
 	if want := maskLine(enableOnly(2, 3, 9, 10, 11, 12, 13, 14, 15, 16)); got != want || d != ctl.NodeTiming {
 		t.Errorf("BE launch while the LS times: %q after %v, want %q (its share, off TPC bits 0-1) after %v",
@@ -590,7 +570,7 @@ func TestBENoShareWhileLSTimes(t *testing.T) {
 		t.Errorf("BE status %+v, want one launch held, then run within its share", st)
 	}
 	ls.set(false)
-	n.PlayTiming(0, c.Now())
+	ls.node.timing(0, c.Now())
 	if got, d := be.ask(t, "klaunch kernel"); got != maskLine(allLive) || d != 0 {
 		t.Errorf("BE launch beside an idle LS that just timed: %q after %v, want its whole partition at once", got, d)
 	}
@@ -608,6 +588,7 @@ func TestLSStampsTimingEvents(t *testing.T) {
 	if !ok {
 		t.Fatal("the LS tenant has no slot")
 	}
+	node := playOn(t, n)
 	if got := p.say(t, "evnew 2"); got != "ev 0" {
 		t.Fatalf("evnew 2 (CU_EVENT_DISABLE_TIMING): %q", got)
 	}
@@ -615,16 +596,16 @@ func TestLSStampsTimingEvents(t *testing.T) {
 		t.Fatalf("evnew 0: %q", got)
 	}
 	c.RunFor(ms)
-	if got := p.say(t, "evrecord 0"); got != "rc 0" || n.Timing(s.Slot) != 0 {
-		t.Errorf("record of an event without timing: %q, stamp %v, want rc 0 and none", got, n.Timing(s.Slot))
+	if got := p.say(t, "evrecord 0"); got != "rc 0" || node.stamp(s.Slot) != 0 {
+		t.Errorf("record of an event without timing: %q, stamp %v, want rc 0 and none", got, node.stamp(s.Slot))
 	}
 	for _, how := range []string{"", " ptds", " flags"} {
 		c.RunFor(ms)
-		if got := p.say(t, "evrecord 1"+how); got != "rc 0" || n.Timing(s.Slot) != c.Now() {
-			t.Errorf("evrecord 1%s of a timing event: %q, stamp %v, want rc 0 and %v", how, got, n.Timing(s.Slot), c.Now())
+		if got := p.say(t, "evrecord 1"+how); got != "rc 0" || node.stamp(s.Slot) != c.Now() {
+			t.Errorf("evrecord 1%s of a timing event: %q, stamp %v, want rc 0 and %v", how, got, node.stamp(s.Slot), c.Now())
 		}
 	}
-	stamp := n.Timing(s.Slot)
+	stamp := node.stamp(s.Slot)
 	if got := p.say(t, "evdel 1"); got != "rc 0" {
 		t.Fatalf("evdel 1: %q", got)
 	}
@@ -633,8 +614,8 @@ func TestLSStampsTimingEvents(t *testing.T) {
 		t.Fatalf("evnew 2: %q", got)
 	}
 	c.RunFor(ms)
-	if got := p.say(t, "evrecord 2"); got != "rc 0" || n.Timing(s.Slot) != stamp {
+	if got := p.say(t, "evrecord 2"); got != "rc 0" || node.stamp(s.Slot) != stamp {
 		t.Errorf("record of an event without timing after a timing one was destroyed: %q, stamp %v, want %v",
-			got, n.Timing(s.Slot), stamp)
+			got, node.stamp(s.Slot), stamp)
 	}
 }

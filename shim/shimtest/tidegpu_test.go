@@ -1,4 +1,4 @@
-package ctl_test
+package shimtest_test
 
 // Tide on a node of two GPUs (the fake driver's), on the virtual clock:
 // each GPU has its node block, and a tenant with partitions on both takes
@@ -45,7 +45,7 @@ func TestBEHeldPerGPU(t *testing.T) {
 	dir := t.TempDir()
 	n0, n1 := twoNodes(t, dir)
 	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
-	ls0, ls1 := playLS(n0, c, enableOnly(0, 1)), playLS(n1, c, enableOnly(17, 18))
+	ls0, ls1 := playLS(t, n0, c, enableOnly(0, 1)), playLS(t, n1, c, enableOnly(17, 18))
 	be, h := startOn(t, c, dir, "BE", onBoth(ctl.ClassBE, allLive, liveOf1, ctl.Tide{Epoch: time.Second}))
 	be.say(t, "dur 1000")
 	ls0.set(true)
@@ -79,7 +79,7 @@ func TestBEShareAndFloorPerGPU(t *testing.T) {
 	dir := t.TempDir()
 	n0, n1 := twoNodes(t, dir)
 	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
-	ls0, ls1 := playLS(n0, c, enableOnly(0, 1)), playLS(n1, c, enableOnly(0, 1, 2, 3))
+	ls0, ls1 := playLS(t, n0, c, enableOnly(0, 1)), playLS(t, n1, c, enableOnly(0, 1, 2, 3))
 	in := onBoth(ctl.ClassBE, allLive, liveOf1, ctl.Tide{Share: 1, Epoch: 20 * time.Millisecond})
 	floor1 := enableOnly(13, 14, 15, 16, 17, 18, 19, 20) // GPU 1's live bits but 0-3
 	in.More[0].Floor = [4]uint32{^floor1[0], ^floor1[1], ^floor1[2], ^floor1[3]}

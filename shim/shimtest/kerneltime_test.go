@@ -1,4 +1,8 @@
-package ctl_test
+package shimtest_test
+
+// Tide's measurement of a BE's kernels (shim/tide.c, TideStatus.Kernel),
+// what its share is spent at: on the real clock under load, and on the
+// virtual clock across holds and after a quiet LS tenant.
 
 import (
 	"fmt"
@@ -93,7 +97,7 @@ func TestBEKernelTimeAcrossHolds(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
-	ls := playLS(n, c, enableOnly(0, 1))
+	ls := playLS(t, n, c, enableOnly(0, 1))
 	be, h := beOn(t, c, dir, ctl.Tide{InflightMax: 2, Epoch: time.Second})
 	ls.serve(ms) // the BE's queue is bounded from now
 	be.say(t, "dur 5000")
@@ -128,7 +132,7 @@ func TestBEKernelTimeAfterQuiet(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, ms)
-	ls := playLS(n, c, enableOnly(0, 1))
+	ls := playLS(t, n, c, enableOnly(0, 1))
 	be, h := beOn(t, c, dir, ctl.Tide{InflightMax: 2})
 	be.say(t, "dur 5000")
 	if d := be.burst(t, 20); d != 0 {

@@ -1,4 +1,4 @@
-package ctl_test
+package shimtest_test
 
 // Tide's tests on a virtual clock (shimtest.Clock): the driver processes
 // load the shim's test build, whose clocks, naps and yields run on a clock
@@ -98,14 +98,14 @@ func (v *vproc) wait(t testing.TB) {
 	v.c.Release(v.pid)
 }
 
-// playedLS is an LS tenant the test plays in the node block (ctl.Node's
-// Play functions), in slot 0, reserving the TPCs of a partition (TPC bits
+// playedLS is an LS tenant the test plays in the node block (a player),
+// in slot 0, reserving the TPCs of a partition (TPC bits
 // 0-1 for lsOn's): busy exactly while the test says, with a heartbeat at
 // every step while busy.
 // A BE's shim then sees each change at the step the test makes it, with no
 // second actor's timing in play.
 type playedLS struct {
-	n    *ctl.Node
+	node player
 	c    *shimtest.Clock
 	busy bool
 }
@@ -117,19 +117,21 @@ func lsOnClock(t testing.TB) (string, *ctl.Node, *shimtest.Clock, *playedLS) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, 10*us)
-	return dir, n, c, playLS(n, c, enableOnly(0, 1))
+	return dir, n, c, playLS(t, n, c, enableOnly(0, 1))
 }
 
-func playLS(n *ctl.Node, c *shimtest.Clock, partition [4]uint32) *playedLS {
-	l := &playedLS{n: n, c: c}
+// playLS plays an LS tenant of the given partition in n's slot 0, not yet
+// busy.
+func playLS(t testing.TB, n *ctl.Node, c *shimtest.Clock, partition [4]uint32) *playedLS {
+	l := &playedLS{node: playOn(t, n), c: c}
 	var reserved [4]uint32 // as enable bits, as a shim writes them
 	for w := range reserved {
 		reserved[w] = ^partition[w] & live[w]
 	}
-	n.PlayLS(0, os.Getpid(), reserved)
+	l.node.ls(0, os.Getpid(), reserved)
 	c.Every(func(now time.Duration) {
 		if l.busy {
-			n.PlayBeat(0, now)
+			l.node.beat(0, now)
 		}
 	})
 	return l
@@ -139,7 +141,7 @@ func playLS(n *ctl.Node, c *shimtest.Clock, partition [4]uint32) *playedLS {
 // clock's next step on, or from a command sent now.
 func (l *playedLS) set(busy bool) {
 	l.busy = busy
-	l.n.PlayBusy(0, busy, l.c.Now())
+	l.node.busy(0, busy, l.c.Now())
 }
 
 // at makes the tenant busy or idle from virtual time t on (ahead of the
@@ -149,6 +151,6 @@ func (l *playedLS) at(t time.Duration, busy bool) { l.c.At(t, func() { l.set(bus
 // serve has the tenant serve one request of d, ending now: BE tenants bound
 // their queues for ctl.NodeQuiet after.
 func (l *playedLS) serve(d time.Duration) {
-	l.n.PlayBusy(0, true, l.c.Now()-d)
-	l.n.PlayBusy(0, false, l.c.Now())
+	l.node.busy(0, true, l.c.Now()-d)
+	l.node.busy(0, false, l.c.Now())
 }

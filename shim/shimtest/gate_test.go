@@ -1,4 +1,4 @@
-package ctl_test
+package shimtest_test
 
 // Tide's BE gate (shim/tide.c, be_launch_before) with slicing off, on the
 // virtual clock: a launch that passed the LS check and then waited for
@@ -118,7 +118,7 @@ func TestGateExNullConfig(t *testing.T) {
 			dir := t.TempDir()
 			n := tideNode(t, dir)
 			c := shimtest.NewClock(t, dir, 100*us)
-			ls := playLS(n, c, enableOnly(0, 1))
+			ls := playLS(t, n, c, enableOnly(0, 1))
 			be, h := beOn(t, c, dir, ctl.Tide{Epoch: epoch, Slice: slice})
 			ls.set(true)
 			for _, cmd := range []string{"klaunch exnull", "klaunch exnull ptds"} {

@@ -1,4 +1,4 @@
-package ctl_test
+package shimtest_test
 
 // Slicing (shim/slice.c) on the virtual clock: a BE tenant with a slice
 // length cuts its long kernels into pieces while an LS tenant is active.
@@ -302,14 +302,14 @@ func TestSliceLSWaitsOnePiece(t *testing.T) {
 // (its heartbeat stops) holds the remaining pieces back for its lease
 // alone; then they run, every block once.
 func TestSliceHolderDies(t *testing.T) {
-	dir, n, c, ls := lsOnClock(t)
+	dir, _, c, ls := lsOnClock(t)
 	ls.serve(ms)
 	be := sliceBE(t, c, dir, ctl.Tide{InflightMax: 1, Epoch: time.Second})
 	be.say(t, "dur 1000")
 	be.learn(t, 1, "kernel")
 	start := c.Now()
 	died := start + 450*us
-	c.At(died, func() { n.PlayBusy(0, true, died) }) // busy, and never beats again
+	c.At(died, func() { ls.node.busy(0, true, died) }) // busy, and never beats again
 	be.launch(t, 1, 1, "kernel")
 	be.say(t, "sync")
 	wantRuns(t, be, 1, 2, 1+5, "a cut kernel whose holder died")

@@ -1,0 +1,80 @@
+package ctl_test
+
+// Go's mirrors of the shim's headers against the headers, as the C
+// compiler lays them out (shim/test/layout.c, through shimtest.Layout):
+// Block and BlockPart against shim/carve_ctl.h, NodeBlock and NodeSlot
+// against shim/carve_node.h, and the constants and fault names of both.
+// The shim is compiled from the headers and cannot differ from them; the
+// Go copy can, so these tests are ctl's.
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/shimtest"
+)
+
+// compareLayout checks that typ mirrors the C struct c field by field.
+func compareLayout(t testing.TB, c map[string][2]uintptr, typ reflect.Type, size uintptr) {
+	t.Helper()
+	if c["sizeof"][0] != size || typ.Size() != size {
+		t.Fatalf("%s: sizes C %d, Go %d, const %d", typ, c["sizeof"][0], typ.Size(), size)
+	}
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name := f.Tag.Get("c")
+		cf, ok := c[name]
+		if !ok {
+			t.Errorf("Go field %s.%s (c:%q) has no C counterpart", typ, f.Name, name)
+			continue
+		}
+		if cf[0] != f.Offset || cf[1] != f.Type.Size() {
+			t.Errorf("%s.%s: C offset %d size %d, Go offset %d size %d", typ, name, cf[0], cf[1], f.Offset, f.Type.Size())
+		}
+		delete(c, name)
+	}
+	delete(c, "sizeof")
+	for name := range c {
+		t.Errorf("C field %s has no Go counterpart in %s", name, typ)
+	}
+}
+
+func TestLayoutMatchesHeader(t *testing.T) {
+	fields, faults := shimtest.Layout(t)
+	compareLayout(t, fields[""], reflect.TypeFor[ctl.Block](), ctl.Size)
+	compareLayout(t, fields["part"], reflect.TypeFor[ctl.BlockPart](), 128)
+	if !reflect.DeepEqual(faults, ctl.FaultNames) {
+		t.Errorf("CARVE_FAULTS %v, Go's FaultNames %v", faults, ctl.FaultNames)
+	}
+}
+
+func TestNodeLayoutMatchesHeader(t *testing.T) {
+	fields, _ := shimtest.Layout(t)
+	compareLayout(t, fields["node"], reflect.TypeFor[ctl.NodeBlock](), ctl.NodeSize)
+	compareLayout(t, fields["slot"], reflect.TypeFor[ctl.NodeSlot](), 64)
+}
+
+func TestConstantsMatchHeaders(t *testing.T) {
+	fields, _ := shimtest.Layout(t)
+	for name, goValue := range map[string]uint64{
+		"CARVE_CTL_MAGIC": ctl.Magic, "CARVE_CTL_VERSION": ctl.Version, "CARVE_CTL_SIZE": ctl.Size, "CARVE_GPUS": ctl.GPUs,
+		"CARVE_NODE_MAGIC": ctl.NodeMagic, "CARVE_NODE_VERSION": ctl.NodeVersion, "CARVE_NODE_SIZE": ctl.NodeSize,
+		"CARVE_NODE_SLOTS": ctl.NodeSlots, "CARVE_NODE_LEASE_NS": uint64(ctl.NodeLease), "CARVE_NODE_QUIET_NS": uint64(ctl.NodeQuiet), "CARVE_NODE_TIMING_NS": uint64(ctl.NodeTiming),
+		"CARVE_NODE_NARROW_MIN":          ctl.NarrowMin,
+		"CARVE_NODE_SLOT_LOCK(5)":        uint64(ctl.NodeSlotLock(5)),
+		"CARVE_FLAG_ALLOW_UNPARTITIONED": ctl.FlagAllowUnpartitioned, "CARVE_FLAG_ALL_SMS": ctl.FlagAllSMs,
+		"CARVE_FLAG_MPS": ctl.FlagMPS, "CARVE_FLAG_LS_OWN": ctl.FlagLSOwn,
+		"CARVE_STATE_NEW": ctl.StateNew, "CARVE_STATE_HOOKED": ctl.StateHooked,
+		"CARVE_STATE_UNHOOKED": ctl.StateUnhooked, "CARVE_STATE_NO_DRIVER": ctl.StateNoDriver,
+		"CARVE_CLASS_NONE": ctl.ClassNone, "CARVE_CLASS_LS": ctl.ClassLS, "CARVE_CLASS_BE": ctl.ClassBE,
+		"CARVE_TIDE_OFF": ctl.TideOff, "CARVE_TIDE_IDLE": ctl.TideIdle, "CARVE_TIDE_BUSY": ctl.TideBusy, "CARVE_TIDE_HELD": ctl.TideHeld,
+	} {
+		c, ok := fields["const"][name]
+		if !ok {
+			t.Errorf("%s: not printed by the layout program", name)
+		} else if uint64(c[0]) != goValue {
+			t.Errorf("%s: C %d, Go %d", name, c[0], goValue)
+		}
+	}
+}
