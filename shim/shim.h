@@ -9,6 +9,7 @@
 #ifndef CARVE_SHIM_H
 #define CARVE_SHIM_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "carve_ctl.h"
@@ -74,8 +75,10 @@ void carve_event_created(CUevent ev, unsigned flags);
 void carve_event_destroyed(CUevent ev);
 void carve_event_recorded(CUevent ev);
 
-/* mem.c: each takes the driver's function (real) and its arguments */
-void carve_mem_init(void *cuda, const char *dir); /* at load, once the driver is loaded */
+/* mem_alloc.c: plain and pitched allocations, arrays, what the program is
+ * told. Each carve_mem_ call of a path (this file's, mem_pool.c's,
+ * mem_graph.c's, mem_vmm.c's, mem_ctx.c's) takes the driver's function
+ * (real) and its arguments. */
 CUresult carve_mem_alloc(void *real, CUdeviceptr *p, size_t n);
 CUresult carve_mem_alloc_own(void *real, CUdeviceptr *p, size_t n); /* the shim's own, charged, never refused aloud */
 CUresult carve_mem_alloc_v1(void *real, unsigned *p, unsigned n);
@@ -88,6 +91,12 @@ CUresult carve_mem_info(void *real, size_t *free, size_t *total);
 CUresult carve_mem_info_v1(void *real, unsigned *free, unsigned *total);
 CUresult carve_mem_total(void *real, size_t *bytes, CUdevice dev);
 CUresult carve_mem_total_v1(void *real, unsigned *bytes, CUdevice dev);
+CUresult carve_mem_array(void *real, CUarray *a, const CUDA_ARRAY_DESCRIPTOR *d);
+CUresult carve_mem_array3d(void *real, CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR *d);
+CUresult carve_mem_mipmap(void *real, CUmipmappedArray *a, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels);
+CUresult carve_mem_array_destroy(void *real, CUarray a);
+CUresult carve_mem_mipmap_destroy(void *real, CUmipmappedArray a);
+/* mem_pool.c */
 CUresult carve_mem_alloc_async(void *real, CUdeviceptr *p, size_t n, CUstream s);
 CUresult carve_mem_alloc_pool(void *real, CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s);
 CUresult carve_mem_free_async(void *real, CUdeviceptr p, CUstream s);
@@ -97,6 +106,7 @@ CUresult carve_mem_pool_trim(void *real, CUmemoryPool pool, size_t keep);
 CUresult carve_mem_pool_set(void *real, CUmemoryPool pool, int attr, void *value);
 CUresult carve_mem_device_pool(void *real, CUdevice dev, CUmemoryPool pool);
 void carve_mem_synced(void); /* after a synchronization: pools may have released memory */
+/* mem_graph.c */
 CUresult carve_mem_instantiate(void *real, CUgraphExec *e, CUgraph g, void *a, void *b, size_t c);
 CUresult carve_mem_exec_destroy(void *real, CUgraphExec e);
 CUresult carve_mem_alloc_node(void *real, CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, void *params);
@@ -108,20 +118,114 @@ struct carve_graph_launch { /* what a graph's launch or upload charged, for carv
 };
 int carve_mem_graph_before(CUgraphExec e, struct carve_graph_launch *l); /* 0: refused */
 void carve_mem_graph_after(const struct carve_graph_launch *l);
-CUresult carve_mem_array(void *real, CUarray *a, const CUDA_ARRAY_DESCRIPTOR *d);
-CUresult carve_mem_array3d(void *real, CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR *d);
-CUresult carve_mem_mipmap(void *real, CUmipmappedArray *a, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels);
-CUresult carve_mem_array_destroy(void *real, CUarray a);
-CUresult carve_mem_mipmap_destroy(void *real, CUmipmappedArray a);
+/* mem_vmm.c */
 CUresult carve_mem_create(void *real, CUmemGenericAllocationHandle *h, size_t n, const void *prop, unsigned long long flags);
 CUresult carve_mem_release(void *real, CUmemGenericAllocationHandle h);
 CUresult carve_mem_map(void *real, CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h, unsigned long long flags);
 CUresult carve_mem_unmap(void *real, CUdeviceptr p, size_t n);
 CUresult carve_mem_retain(void *real, CUmemGenericAllocationHandle *h, void *addr);
+/* mem_ctx.c */
 CUresult carve_mem_set_limit(void *real, int what, size_t value);
-void carve_mem_context_gone(CUcontext c);      /* after cuCtxDestroy */
 CUcontext carve_mem_primary(CUdevice dev);     /* before a primary context's release or reset */
 void carve_mem_primary_after(CUdevice dev, CUcontext c, int reset);
+
+/* mem.c: the account, the table of what each allocation holds, and what
+ * pools and graph memory reserve; what the files of each path share */
+void carve_mem_init(void *cuda, const char *dir); /* at load, once the driver is loaded */
+void carve_mem_context_gone(CUcontext c);        /* after cuCtxDestroy */
+struct carve_mem_drv { /* the driver's functions the memory files call themselves */
+	CUresult (*ctx_current)(CUcontext *);
+	CUresult (*ctx_device)(CUdevice *);
+	CUresult (*ctx_limit)(size_t *, int);
+	CUresult (*device_pool)(CUmemoryPool *, CUdevice);
+	CUresult (*pool_get)(CUmemoryPool, int, void *);
+	CUresult (*pool_trim)(CUmemoryPool, size_t);
+	CUresult (*graph_attr)(CUdevice, int, void *);
+	CUresult (*graph_trim)(CUdevice);
+	CUresult (*graph_nodes)(CUgraph, CUgraphNode *, size_t *);
+	CUresult (*node_type)(CUgraphNode, int *);
+	CUresult (*alloc_params)(CUgraphNode, void *);
+	CUresult (*child_graph)(CUgraphNode, CUgraph *);
+	CUresult (*mem_free)(CUdeviceptr);
+	CUresult (*primary_state)(CUdevice, unsigned *, int *);
+	CUresult (*primary_retain)(CUcontext *, CUdevice);
+	CUresult (*primary_release)(CUdevice);
+};
+extern struct carve_mem_drv carve_mem_drv;
+extern struct carve_ctl *carve_mem_acct; /* the tenant's account */
+extern int carve_mem_on;                 /* counting: a block, the driver, not a forked child */
+static inline int carve_mem_counting(void)
+{
+	return __atomic_load_n(&carve_mem_on, __ATOMIC_RELAXED);
+}
+static inline uint64_t carve_mem_limit(void)
+{
+	return __atomic_load_n(&carve_mem_acct->mem_limit, __ATOMIC_RELAXED);
+}
+CUcontext carve_mem_ctx(void);   /* the current context, or NULL */
+CUdevice carve_mem_device(void); /* the current context's device, or 0 */
+/* the account: carve_mem_charge adds n bytes unless that passes the limit
+ * (0 if it would); carve_mem_charge_or_refuse reclaims first where it
+ * would (carve_mem_reclaim), and counts and says a refusal (0);
+ * carve_mem_refused counts and says one of n bytes; carve_mem_credit takes
+ * n bytes back. */
+int carve_mem_charge(uint64_t n);
+int carve_mem_charge_or_refuse(uint64_t n);
+void carve_mem_refused(uint64_t n);
+void carve_mem_credit(uint64_t n);
+void carve_mem_reclaim(void); /* with no pool's lock held */
+/* the table: what each allocation holds, by kind and key */
+enum carve_mem_kind { MEM_PTR = 1, MEM_ARRAY, MEM_MIPMAP, MEM_VMM, MEM_MAP, MEM_EXEC, MEM_HEAP };
+struct carve_mem_entry {
+	uint64_t key;
+	uint64_t size;
+	uint64_t aux;  /* MEM_MAP: the handle; MEM_HEAP: the size the context had */
+	CUcontext ctx; /* MEM_PTR, MEM_ARRAY, MEM_MIPMAP, MEM_HEAP: credited when it goes */
+	uint32_t kind; /* 0: empty */
+	int32_t refs;  /* MEM_VMM: the handle's references and mappings */
+	int32_t maps;
+	int32_t pad;
+};
+void carve_mem_put(const struct carve_mem_entry *e);                            /* replaces one of its kind and key */
+int carve_mem_take(uint32_t kind, uint64_t key, struct carve_mem_entry *out); /* 0: none */
+int carve_mem_get(uint32_t kind, uint64_t key, struct carve_mem_entry *out);  /* 0: none */
+void carve_mem_keep(uint32_t kind, uint64_t key, uint64_t size);             /* in the current context */
+/* carve_mem_vmm_count moves a handle's references and mappings: the bytes
+ * to credit when both are gone */
+uint64_t carve_mem_vmm_count(CUmemGenericAllocationHandle handle, int refs, int maps);
+/* carve_mem_freed settles a free the driver answered with r, of the entry
+ * taken before the call (if kept): credited, or put back */
+CUresult carve_mem_freed(CUresult r, int kept, const struct carve_mem_entry *e);
+int carve_mem_on_device(const void *props); /* a pool's or cuMemCreate's properties place memory on a device */
+/* what pools reserve: a record for each, which the account follows */
+#define CARVE_MEM_GRAIN (2ull << 20) /* a pool, and graph memory, grow by multiples of this */
+#define CARVE_MEM_POOLS 64
+struct carve_mem_pool {
+	CUmemoryPool h; /* NULL: a free slot */
+	pthread_mutex_t mu;
+	uint64_t charged;   /* the reserved bytes the account holds for it */
+	uint64_t threshold; /* its release threshold */
+	int counted;        /* 0: a pool of host memory */
+};
+extern struct carve_mem_pool carve_mem_pools[CARVE_MEM_POOLS];
+extern int carve_mem_npools;                /* slots in use or used */
+extern pthread_mutex_t carve_mem_pools_mu; /* taken to fill or empty a slot */
+extern uint64_t carve_mem_pool_gen;         /* moves when a device's current pool may have */
+uint64_t carve_mem_pool_attr(CUmemoryPool h, int attr);
+/* carve_mem_find_pool: the record of pool h, made if make (counted as asked) */
+struct carve_mem_pool *carve_mem_find_pool(CUmemoryPool h, int make, int counted);
+/* carve_mem_pool_commit: the account holds what pool p reserves now, less
+ * pre charged for it beforehand (p locked) */
+void carve_mem_pool_commit(struct carve_mem_pool *p, uint64_t pre);
+/* what each device's graph memory reserves, as a pool's */
+struct carve_mem_gdev {
+	pthread_mutex_t mu;
+	uint64_t charged;
+};
+extern int carve_mem_graphs_seen; /* a graph allocated memory: graph memory is read after launches */
+struct carve_mem_gdev *carve_mem_gdev_of(CUdevice d); /* NULL: past the devices kept */
+uint64_t carve_mem_graph_attr(CUdevice d, int attr);
+void carve_mem_graph_commit(CUdevice d, struct carve_mem_gdev *g, uint64_t pre); /* g locked */
 
 /* ctl.c */
 struct carve_ctl *carve_attach(const char *dir);
