@@ -51,24 +51,67 @@ void carve_slice_edit(uint8_t *tmd); /* in the launch callback, after the mask *
  * back naming others, so none of what slicing knew of it is used again. */
 void carve_slice_context_gone(CUcontext c);
 
-/* tide.c */
+/* tide.c: each launch through tide, around the driver's call */
 void carve_tide_init(void *cuda, const char *dir); /* LS or BE tenant with a node block: take part */
-void carve_capture(CUstream s, int begin);
 void carve_launch_before(CUstream s);
 void carve_launch_after(CUstream s, CUresult r);
 /* carve_tide_mask changes the mask of this launch on the tenant's GPU gpu
  * for tide (within live). */
 void carve_tide_mask(int gpu, uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_MASK_WORDS]);
-int carve_tide_ls(void);       /* an LS tenant in tide */
 /* carve_tide_ls_active: for a BE tenant's launch this thread began
  * (carve_launch_before), whether an LS tenant is active on its GPU: busy
  * now, or it served a request in the last CARVE_NODE_QUIET_NS (what bounds
  * the BE's queue); and the launch's context into *ctx. */
 int carve_tide_ls_active(CUcontext *ctx);
+
+/* tide_be.c: a BE tenant's gate on each of its GPUs */
+void carve_tide_be_init(void *cuda);
+void carve_tide_be_join(int g);
+void carve_tide_be_launch_before(int g); /* held while LS work is in flight there, but for its share */
+void carve_tide_be_launch_after(int g, CUstream s);
+/* carve_tide_be_narrowed: is this thread's launch on GPU g one the gate
+ * narrowed, onto enough TPCs still? its mask into m */
+int carve_tide_be_narrowed(int g, const uint32_t mask[4], const uint32_t live[4], uint32_t m[4]);
+
+/* tide_ls.c: an LS tenant's streams with work, and the poller */
+int carve_tide_ls_init(void *cuda); /* 0: the driver lacks stream queries */
+int carve_tide_ls_start(void);      /* the poller; 0 if it could not start */
+void carve_tide_ls_launch(int g, CUstream s, CUcontext ctx); /* counted in its stream; the tenant busy on g */
+void carve_tide_ls_submitted(void);
+void carve_capture(CUstream s, int begin);
+int carve_tide_ls(void);       /* an LS tenant in tide */
 /* carve_tide_capturing: stream captures under way in the process (any
  * thread, any mode) */
 int carve_tide_capturing(void);
 void carve_tide_timing(void);  /* an LS tenant recorded a timing event */
+
+/* tide_node.c: the tenant's GPUs in tide, their node blocks and slots */
+struct carve_tide_be; /* tide_be.c's */
+struct carve_tide_gpu { /* a GPU of the tenant's in tide */
+	struct carve_node *node;      /* NULL: this GPU takes no part */
+	int fd;                       /* kept open: it carries our slot's lock */
+	struct carve_node_slot *slot; /* LS: ours */
+	uint64_t busy_since;          /* LS: when it last became busy here (under tide_ls.c's track_mu) */
+	struct carve_tide_be *be;     /* BE */
+};
+extern struct carve_tide_gpu carve_tide_gpus[CARVE_GPUS];
+extern int carve_tide_ngpus;
+extern int carve_tide_cls;      /* CARVE_CLASS_LS or _BE while tide is on */
+extern int carve_tide_captures; /* captures under way in the process */
+/* carve_tide_join maps GPU g's node block and, for an LS tenant, takes a
+ * slot there (1; 0: g takes no part); carve_tide_leave gives the slots up. */
+int carve_tide_join(int g, const char *dir, int ls, char name[64]);
+void carve_tide_leave(void);
+void carve_tide_set_busy(int g, int b); /* says in our slot on GPU g and its node whether we are */
+/* carve_tide_ls_busy: how many other LS tenants have work in flight on GPU
+ * g (with a fresh heartbeat), ORing their reserved TPCs into out (if
+ * given), counting in *timing those timing their work; with none, the
+ * latest heartbeat into *newest (if given). */
+int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing);
+/* carve_tide_active: is LS work active at t (busy, or newest in the last
+ * CARVE_NODE_QUIET_NS)? */
+int carve_tide_active(int busy, uint64_t newest, uint64_t t);
+void carve_tide_ls_off(int g, uint32_t off[4]); /* what an LS tenant's launches on g keep off */
 
 /* timing.c: an LS tenant's events made for timing */
 void carve_event_created(CUevent ev, unsigned flags);
