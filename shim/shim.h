@@ -41,15 +41,122 @@ struct carve_launch { /* a cuLaunchKernel(Ex) call, as the wrapper got it */
 	CUstream s;
 	void **p, **e;
 };
-void carve_slice_init(void *cuda);
 /* carve_slice_launch makes the launch through tide's gate (carve_launch_before
  * and _after around each driver call), whole or in pieces. */
 CUresult carve_slice_launch(const struct carve_launch *l);
 void carve_slice_edit(uint8_t *tmd); /* in the launch callback, after the mask */
+
+/* slice_code.c: slicing's tables, each context's kernels, stream and
+ * memory, a function's code and its copies */
+void carve_slice_init(void *cuda);
 /* carve_slice_context_gone: context c was destroyed, or its primary
  * released (it may have gone): its handle, and its functions', may come
  * back naming others, so none of what slicing knew of it is used again. */
 void carve_slice_context_gone(CUcontext c);
+struct carve_slice_drv { /* the driver's functions slicing calls itself */
+	CUresult (*module_load)(CUmodule *, const void *, unsigned, int *, void **);
+	CUresult (*module_function)(CUfunction *, CUmodule, const char *);
+	CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+	CUresult (*stream_create)(CUstream *, unsigned);
+	CUresult (*stream_sync)(CUstream);
+	CUresult (*dtoh)(void *, CUdeviceptr, size_t, CUstream);
+	CUresult (*func_attr)(int *, int, CUfunction);
+	CUresult (*event_create)(CUevent *, unsigned);
+	CUresult (*event_record)(CUevent, CUstream);
+	CUresult (*event_query)(CUevent);
+	CUresult (*elapsed)(float *, CUevent, CUevent);
+	CUresult (*stream_wait)(CUstream, CUevent, unsigned);
+	CUresult (*capturing)(CUstream, int *);
+	CUresult (*occupancy)(int *, CUfunction, int, size_t); /* cuOccupancyMaxActiveBlocksPerMultiprocessor */
+	CUresult (*ctx_device)(CUdevice *);
+	CUresult (*dev_attr)(int *, int, CUdevice); /* the driver's, not the shim's (its SM count is the partition's) */
+	launch_fn launch;
+	/* CUDA 12 runtimes may launch a CUkernel in place of a CUfunction:
+	 * its attributes are the kernel's on the context's device (optional) */
+	CUresult (*kernel_attr)(int *, int, CUfunction, CUdevice);
+	CUresult (*kernel_function)(CUfunction *, CUfunction); /* cuKernelGetFunction */
+	CUresult (*exchange_mode)(int *); /* cuThreadExchangeStreamCaptureMode */
+};
+extern struct carve_slice_drv carve_slice_drv;
+extern int carve_slice_usable; /* the driver has them all */
+/* Slicing's own driver calls would end a capture in global mode begun on
+ * any thread meanwhile: carve_slice_own puts this thread in relaxed mode
+ * before the first of them in a launch, carve_slice_own_end puts its mode
+ * back at the launch's end. */
+void carve_slice_own(void);
+void carve_slice_own_end(void);
+/* the tables: functions, contexts, copies (under carve_slice_mu) */
+extern pthread_mutex_t carve_slice_mu;
+enum carve_slice_state { SLICE_EMPTY, SLICE_RECORDING, SLICE_KNOWN, SLICE_SCANNING, SLICE_READY, SLICE_NEVER };
+struct carve_slice_fn {
+	CUcontext ctx;
+	CUfunction f;
+	int state;
+	uint64_t program; /* where the driver put the code */
+	uint32_t len;     /* the code's bytes, up to its end marker */
+	uint64_t wave_ns; /* its measured time a wave (EWMA), 0: not yet */
+	uint64_t launches, timed;
+	unsigned outstanding; /* its timing pairs recorded, not read */
+	unsigned occ_threads, occ_smem, occ; /* blocks resident an SM, at that block size and shared memory */
+};
+#define CARVE_SLICE_FNS 4096
+extern struct carve_slice_fn carve_slice_fns[CARVE_SLICE_FNS];
+/* A launch timed gets a pair of events around it on its stream, from its
+ * context's pool (an event is recorded only on its own context's
+ * streams); the pair is read, without waiting, at a later launch. */
+#define CARVE_SLICE_TIMES 64
+struct carve_slice_timing {
+	CUevent a, b;
+	int fn, busy;   /* busy: its pair is recorded, not read yet */
+	uint32_t waves; /* the waves of blocks the launch or piece timed ran */
+};
+struct carve_slice_ctx {
+	CUcontext ctx;
+	int state; /* 0 none, 1 being set up, 2 ready, -1 failed */
+	int gpu, sms; /* its device: which of the tenant's GPUs, and its SMs */
+	CUfunction scan, copy;
+	CUstream own;       /* slicing's stream in this context */
+	CUdeviceptr result; /* the scan's two words, */
+	int scanning;       /* which one scan at a time uses */
+	struct carve_slice_timing times[CARVE_SLICE_TIMES]; /* under carve_slice_tmu */
+	CUdeviceptr chunk;  /* copies' memory */
+	size_t used, total;
+};
+#define CARVE_SLICE_CTXS 16
+extern struct carve_slice_ctx carve_slice_ctxs[CARVE_SLICE_CTXS];
+extern int carve_slice_pending;        /* timing pairs recorded, not read (changed under carve_slice_tmu) */
+extern uint64_t carve_slice_harvested; /* the coarse clock when pairs were last read */
+extern pthread_mutex_t carve_slice_tmu; /* the timing pairs; taken before carve_slice_mu */
+struct carve_slice_copy {
+	unsigned fn; /* index in carve_slice_fns, +1: 0 is empty */
+	unsigned s;
+	CUdeviceptr at;
+	CUevent done; /* recorded after it was written */
+	int seen;     /* done was seen complete: no launch waits for it again */
+};
+#define CARVE_SLICE_COPIES 8192
+extern unsigned carve_slice_ncopies;
+int carve_slice_fn_find(CUcontext ctx, CUfunction f); /* finds or makes (under carve_slice_mu); -1 if full */
+struct carve_slice_copy *carve_slice_copy_find(unsigned fn, unsigned s); /* under carve_slice_mu */
+void carve_slice_set_state(int i, int state);
+void carve_slice_never(int i, const char *why); /* function i is never cut */
+/* per context: carve_slice_ctx_entry finds or makes (under carve_slice_mu)
+ * context c's entry (NULL if full); carve_slice_ctx_ready returns it set up
+ * on first use (NULL if it cannot be); carve_slice_slot reserves a copy's
+ * place in its memory (0: none). */
+struct carve_slice_ctx *carve_slice_ctx_entry(CUcontext c);
+struct carve_slice_ctx *carve_slice_ctx_ready(CUcontext c);
+CUdeviceptr carve_slice_slot(struct carve_slice_ctx *e, size_t len);
+/* a function's code: carve_slice_compile_time_cluster says whether f
+ * carries cluster dimensions of its own (-1: unknown); carve_slice_scan
+ * measures function i's code; carve_slice_make_copy writes the prologue
+ * for blocks from s and the code at at, on stream, into *out;
+ * carve_slice_ready_on makes stream s wait for copy c. */
+int carve_slice_compile_time_cluster(CUfunction f);
+void carve_slice_scan(int i, struct carve_slice_ctx *e);
+CUresult carve_slice_make_copy(int i, struct carve_slice_ctx *e, unsigned s, CUdeviceptr at, CUstream stream,
+			       struct carve_slice_copy *out);
+CUresult carve_slice_ready_on(int i, struct carve_slice_copy *c, CUstream s);
 
 /* tide.c: each launch through tide, around the driver's call */
 void carve_tide_init(void *cuda, const char *dir); /* LS or BE tenant with a node block: take part */
