@@ -39,8 +39,7 @@ func tenant(t *testing.T, top *topo.Topology, limit uint64, flags uint32, env ..
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := ctl.Create(dir, ctl.Init{PID: p.Process.Pid, Mask: mask, Live: top.Live(), Flags: flags,
-		Tide: ctl.Tide{Node: ctl.NodeName(top.UUID)}, MemLimit: limit, Comm: []string{"sleep", "30"}})
+	h, err := ctl.Create(dir, ctl.Init{PID: p.Process.Pid, Flags: flags, MemLimit: limit, Comm: []string{"sleep", "30"}, Parts: []ctl.Part{{Mask: mask, Live: top.Live(), Node: ctl.NodeName(top.UUID)}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestLsAndSet(t *testing.T) {
 	}
 	// this test process plays the partitioned program on TPCs 0-3
 	mask, _ := partition.Mask(top, partition.Set{0, 1, 2, 3})
-	h, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), Mask: mask, Live: top.Live(), Comm: []string{"python3", "serve.py"}})
+	h, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), Comm: []string{"python3", "serve.py"}, Parts: []ctl.Part{{Mask: mask, Live: top.Live()}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestLsAndSet(t *testing.T) {
 	}
 	defer nb.Process.Kill()
 	nmask, _ := partition.Mask(top, partition.Set{10, 11, 12, 13, 14, 15, 16, 17, 18, 19})
-	nh, err := ctl.Create(dir, ctl.Init{PID: nb.Process.Pid, Mask: nmask, Live: top.Live(), Comm: []string{"sleep", "30"}})
+	nh, err := ctl.Create(dir, ctl.Init{PID: nb.Process.Pid, Comm: []string{"sleep", "30"}, Parts: []ctl.Part{{Mask: nmask, Live: top.Live()}}})
 	if err != nil {
 		t.Fatal(err)
 	}

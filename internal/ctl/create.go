@@ -22,28 +22,24 @@ import (
 type Init struct {
 	PID    int
 	Tenant int // the pid whose partition this is (default: PID)
-	Mask   topo.Disable
-	Live   topo.Enable
-	SMs    int // of the partition
 	Flags  uint32
-	Class  uint32      // ClassNone, ClassLS or ClassBE
-	Tide   Tide        // for LS and BE tenants
-	Floor  topo.Enable // a BE tenant's floor TPCs, chosen for Policy.Floor
+	Class  uint32 // ClassNone, ClassLS or ClassBE
+	Tide   Tide   // an LS or BE tenant's policy (Policy.Apply); its Node and Floor are the parts'
 	Comm   []string
 
 	MemLimit uint64 // bytes of GPU memory the tenant may allocate (0: no limit)
 
-	GPU string // the UUID of the GPU the mask is of ("": not known, the shim masks launches on any)
-
-	// More are the tenant's partitions on its other GPUs, each naming its
-	// GPU (at most GPUs-1); the fields above are its first GPU's.
-	More []Part
+	// Parts are the tenant's partitions, one a GPU (at most GPUs), its
+	// first GPU's first. A part names its GPU by UUID where there are
+	// several; a lone part that names none masks launches on any GPU.
+	Parts []Part
 }
 
-// Part is a tenant's partition on one GPU: the GPU's UUID and node block,
-// the mask, the GPU's live TPCs, the partition's SMs and a BE tenant's
-// floor. A block holds its first GPU's in its header (Init's and
-// Snapshot's fields) and the others' in its table (More).
+// Part is a tenant's partition on one GPU: the GPU's UUID and node block
+// (an LS or BE tenant's), the mask, the GPU's live TPCs, the partition's
+// SMs and a BE tenant's floor TPCs, chosen for Policy.Floor. A block holds
+// its first GPU's in its header (Snapshot's fields) and the others' in its
+// table (More).
 type Part struct {
 	GPU   string       `json:"gpu"`
 	Node  string       `json:"node,omitempty"`
@@ -59,7 +55,7 @@ type Part struct {
 // period that share is counted over. Node names the GPU's node block in
 // the runtime directory (NodeName of its UUID); carve records it for every
 // partition, so that it also says which GPU a partition is on. Floor is
-// how many TPCs the block's floor (Init.Floor) holds: read from it, never
+// how many TPCs the block's floor (Part.Floor) holds: read from it, never
 // written.
 type Tide struct {
 	Node        string        `json:"node"`
@@ -78,14 +74,7 @@ func Create(dir string, in Init) (*Handle, error) {
 }
 
 func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
-	var gpu [16]byte
-	if in.GPU != "" {
-		var err error
-		if gpu, err = ParseUUID(in.GPU); err != nil {
-			return nil, fmt.Errorf("creating control block: %w", err)
-		}
-	}
-	more, err := blockParts(in)
+	first, gpu, more, err := blockParts(in)
 	if err != nil {
 		return nil, fmt.Errorf("creating control block: %w", err)
 	}
@@ -117,14 +106,14 @@ func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
 	}
 	b.CreatedNS = uint64(time.Now().UnixNano())
 	b.Gen = 2
-	b.Mask, b.Live, b.SMs = in.Mask, in.Live, uint32(in.SMs)
+	b.Mask, b.Live, b.SMs = first.Mask, first.Live, uint32(first.SMs)
 	b.GPU = gpu
 	copy(b.Comm[:len(b.Comm)-1], strings.Join(in.Comm, "\x00"))
-	copy(b.Node[:len(b.Node)-1], in.Tide.Node)
+	copy(b.Node[:len(b.Node)-1], first.Node)
 	b.InflightMax, b.SharePPM, b.EpochNS = uint32(in.Tide.InflightMax), uint32(in.Tide.Share*1e6), uint64(in.Tide.Epoch)
 	b.QueueUS = uint32(in.Tide.Queue.Microseconds())
 	b.SliceUS = uint32(in.Tide.Slice.Microseconds())
-	b.Floor = in.Floor
+	b.Floor = first.Floor
 	b.MemLimit = in.MemLimit
 	b.More = more
 	if err := os.Rename(tmp, path); err != nil {
@@ -135,30 +124,46 @@ func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
 	return h, nil
 }
 
-// blockParts is the table of in's other GPUs: each names its GPU, none
-// twice nor the first's, and the first names its own.
-func blockParts(in Init) (more [GPUs - 1]BlockPart, err error) {
-	if len(in.More) > len(more) {
-		return more, fmt.Errorf("partitions on %d GPUs: a block holds at most %d", len(in.More)+1, GPUs)
+// blockParts are in's first part, with its GPU's UUID, and the table of
+// its other GPUs: each names its GPU, none twice, and where there are
+// several the first names its own.
+func blockParts(in Init) (first Part, gpu [16]byte, more [GPUs - 1]BlockPart, err error) {
+	if in.Tide.Node != "" || in.Tide.Floor != 0 {
+		return first, gpu, more, errors.New("a node block or floor named in Init.Tide: each part names its own")
 	}
-	if len(in.More) > 0 && in.GPU == "" {
-		return more, errors.New("a partition on several GPUs names each GPU, the first too")
+	if len(in.Parts) == 0 { // all TPCs of any GPU (a claim's account)
+		return first, gpu, more, nil
 	}
-	seen := map[string]bool{in.GPU: true}
-	for i, p := range in.More {
+	if len(in.Parts) > GPUs {
+		return first, gpu, more, fmt.Errorf("partitions on %d GPUs: a block holds at most %d", len(in.Parts), GPUs)
+	}
+	first = in.Parts[0]
+	if first.GPU == "" && len(in.Parts) > 1 {
+		return first, gpu, more, errors.New("a partition on several GPUs names each GPU, the first too")
+	}
+	if first.GPU != "" {
+		if gpu, err = ParseUUID(first.GPU); err != nil {
+			return first, gpu, more, err
+		}
+	}
+	if len(first.Node) >= len(Block{}.Node) {
+		return first, gpu, more, fmt.Errorf("node block name %q: longer than %d bytes", first.Node, len(Block{}.Node)-1)
+	}
+	seen := map[string]bool{FormatUUID(gpu): true}
+	for i, p := range in.Parts[1:] {
 		u, err := ParseUUID(p.GPU)
 		if err != nil {
-			return more, err
+			return first, gpu, more, err
 		}
 		if seen[FormatUUID(u)] {
-			return more, fmt.Errorf("GPU %s named twice", p.GPU)
+			return first, gpu, more, fmt.Errorf("GPU %s named twice", p.GPU)
 		}
 		seen[FormatUUID(u)] = true
 		if len(p.Node) >= len(more[i].Node) {
-			return more, fmt.Errorf("node block name %q: longer than %d bytes", p.Node, len(more[i].Node)-1)
+			return first, gpu, more, fmt.Errorf("node block name %q: longer than %d bytes", p.Node, len(more[i].Node)-1)
 		}
 		more[i] = BlockPart{GPU: u, Mask: p.Mask, Live: p.Live, Floor: p.Floor, SMs: uint32(p.SMs)}
 		copy(more[i].Node[:], p.Node)
 	}
-	return more, nil
+	return first, gpu, more, nil
 }

@@ -50,7 +50,7 @@ func TestUUIDRoundTrip(t *testing.T) {
 			t.Errorf("ParseUUID(%q) took it", bad)
 		}
 	}
-	if _, err := ctl.Create(t.TempDir(), ctl.Init{PID: 1, GPU: "GPU-0"}); err == nil {
+	if _, err := ctl.Create(t.TempDir(), ctl.Init{PID: 1, Parts: []ctl.Part{{GPU: "GPU-0"}}}); err == nil {
 		t.Error("Create took a block for a GPU whose UUID it cannot read")
 	}
 	if ctl.FormatUUID([16]byte{}) != "" {
@@ -62,8 +62,7 @@ func TestUUIDRoundTrip(t *testing.T) {
 // more than a block holds; what it holds reads back.
 func TestBlockParts(t *testing.T) {
 	dir := t.TempDir()
-	h, err := ctl.Create(dir, ctl.Init{PID: 7, GPU: fakeGPU0, Mask: enableOnly(0), Live: live, SMs: 2, Tide: ctl.Tide{Node: "node-a"},
-		More: []ctl.Part{{GPU: fakeGPU1, Node: "node-b", Mask: enableOnly(17), Live: live1, SMs: 2, Floor: [4]uint32{1 << 18}}}})
+	h, err := ctl.Create(dir, ctl.Init{PID: 7, Parts: []ctl.Part{{GPU: fakeGPU0, Mask: enableOnly(0), Live: live, SMs: 2, Node: "node-a"}, {GPU: fakeGPU1, Node: "node-b", Mask: enableOnly(17), Live: live1, SMs: 2, Floor: [4]uint32{1 << 18}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,9 +77,9 @@ func TestBlockParts(t *testing.T) {
 	}
 	h.Close()
 	for name, in := range map[string]ctl.Init{
-		"twice":         {PID: 8, GPU: fakeGPU0, More: []ctl.Part{{GPU: fakeGPU0}}},
-		"first unnamed": {PID: 8, More: []ctl.Part{{GPU: fakeGPU1}}},
-		"too many":      {PID: 8, GPU: fakeGPU0, More: make([]ctl.Part, ctl.GPUs)},
+		"twice":         {PID: 8, Parts: []ctl.Part{{GPU: fakeGPU0}, {GPU: fakeGPU0}}},
+		"first unnamed": {PID: 8, Parts: []ctl.Part{{}, {GPU: fakeGPU1}}},
+		"too many":      {PID: 8, Parts: append([]ctl.Part{{GPU: fakeGPU0}}, make([]ctl.Part, ctl.GPUs)...)},
 	} {
 		if _, err := ctl.Create(dir, in); err == nil {
 			t.Errorf("%s: created", name)

@@ -43,7 +43,7 @@ type Policy struct {
 	Queue time.Duration `flag:"queue" config:"queue" for:"be" help:"GPU time in flight at most, by its kernels' measured time (0: no bound)"`
 	// BE: how many TPCs it keeps to while LS work is in flight, which LS
 	// tenants keep off (0: none; then all but the busy LS tenants'). Which
-	// TPCs they are is for placement to choose (Init.Floor).
+	// TPCs they are is for placement to choose (Part.Floor).
 	Floor int `flag:"be-floor" config:"beFloor" for:"be" help:"TPCs it keeps to while LS work is in flight, which LS tenants keep off (0: all but the busy LS tenants'); with --be-share 1 it runs there all the while, its memory traffic bounded by its TPCs"`
 	// BE: while an LS tenant is active on the GPU (it served a request in
 	// the last NodeQuiet), a sliceable kernel whose measured time is over
@@ -53,7 +53,7 @@ type Policy struct {
 	Slice time.Duration `flag:"slice" config:"slice" for:"be" help:"while an LS tenant is active on the GPU, kernels measured longer than this go in pieces this long, each held back on its own, so that an LS request waits for at most one piece beyond the BE's --queue (0: never cut; e.g. 200us)"`
 	// Any class: the GPU memory its processes may allocate together (zero:
 	// no limit). A share of the GPU's memory is for placement to resolve
-	// (Init.MemLimit).
+	// (Place resolves it into bytes before Apply).
 	Mem MemLimit `flag:"mem" config:"memory" help:"GPU memory its processes may allocate together: a size (12G, 512M, 12GiB, bytes; powers of 1024) or a share of the GPU's (60%); the limits of the GPU's tenants must fit its memory (--share over-commits it)"`
 }
 
@@ -225,18 +225,16 @@ func (p Policy) RunArgs() []string {
 	return args
 }
 
-// Apply writes p (normalized) into what a new block starts with: the
-// class, the flag an LS tenant that keeps to its own TPCs sets, a BE
-// tenant's tide policy, keeping in.Tide.Node, and a memory limit given in
-// bytes. The floor's TPCs and a memory limit given as a share of the GPU
-// are placement's to write (in.Floor, in.MemLimit).
+// Apply writes p (normalized, its memory limit resolved into bytes) into
+// what a new block starts with: the class, the flag an LS tenant that
+// keeps to its own TPCs sets, a BE tenant's tide policy and the memory
+// limit. The floor's TPCs are placement's to choose (Part.Floor).
 func (p Policy) Apply(in *Init) {
 	in.Class = p.Class
 	if p.Own {
 		in.Flags |= FlagLSOwn
 	}
-	in.Tide = Tide{Node: in.Tide.Node, InflightMax: p.Inflight, Queue: p.Queue, Share: p.Share, Epoch: p.Epoch,
-		Slice: p.Slice}
+	in.Tide = Tide{InflightMax: p.Inflight, Queue: p.Queue, Share: p.Share, Epoch: p.Epoch, Slice: p.Slice}
 	in.MemLimit = p.Mem.Bytes
 }
 

@@ -108,9 +108,9 @@ func TestPolicyInBlock(t *testing.T) {
 		{Class: ctl.ClassLS, Own: true, Mem: ctl.MemLimit{Bytes: 12 << 30}},
 		{},
 	} {
-		in := ctl.Init{PID: 1000 + i, Mask: floor.Disable(), Live: floor, Flags: ctl.FlagMPS, Tide: ctl.Tide{Node: "node-x"}}
+		in := ctl.Init{PID: 1000 + i, Flags: ctl.FlagMPS, Parts: []ctl.Part{{Mask: floor.Disable(), Live: floor, Node: "node-x"}}}
 		if p.Floor > 0 {
-			in.Floor = floor
+			in.Parts[0].Floor = floor
 		}
 		p.Apply(&in)
 		h, err := ctl.Create(dir, in)
@@ -186,9 +186,9 @@ func TestEveryPolicyFieldInBlock(t *testing.T) {
 			if err := p.Normalize(ctl.FieldNames); err != nil {
 				t.Fatalf("Policy.%s: %v", f.Name, err)
 			}
-			in := ctl.Init{PID: 2000, Mask: floor.Disable(), Live: floor}
+			in := ctl.Init{PID: 2000, Parts: []ctl.Part{{Mask: floor.Disable(), Live: floor}}}
 			if p.Floor > 0 {
-				in.Floor = floor
+				in.Parts[0].Floor = floor
 			}
 			p.Apply(&in)
 			h, err := ctl.Create(dir, in)

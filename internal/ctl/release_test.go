@@ -17,7 +17,7 @@ import (
 // placement beside such a block), and a listing of the directory goes on.
 func TestBlockOfAnotherRelease(t *testing.T) {
 	dir := t.TempDir()
-	h, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), Mask: enableOnly(0, 1), Live: live})
+	h, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), Parts: []ctl.Part{{Mask: enableOnly(0, 1), Live: live}}})
 	if err != nil {
 		t.Fatal(err)
 	}

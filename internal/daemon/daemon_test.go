@@ -154,10 +154,10 @@ func TestDaemon(t *testing.T) {
 	node := filepath.Join(dir, "node-GPU-test")
 	ls, be := sleeper(t), sleeper(t)
 	for _, in := range []ctl.Init{
-		{PID: ls, Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff}, SMs: 8, Class: ctl.ClassLS,
-			Tide: ctl.Tide{Node: "node-GPU-test"}, Comm: []string{"python3", "serve.py"}, MemLimit: 12 << 30},
-		{PID: be, Mask: [4]uint32{}, Live: [4]uint32{0xffff}, Class: ctl.ClassBE,
-			Tide: ctl.Tide{Node: "node-GPU-test", InflightMax: 8}, Comm: []string{"python3", "train.py"}},
+		{PID: ls, Parts: []ctl.Part{{Node: "node-GPU-test", Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff}, SMs: 8}}, Class: ctl.ClassLS,
+			Comm: []string{"python3", "serve.py"}, MemLimit: 12 << 30},
+		{PID: be, Parts: []ctl.Part{{Node: "node-GPU-test", Mask: [4]uint32{}, Live: [4]uint32{0xffff}}}, Class: ctl.ClassBE,
+			Tide: ctl.Tide{InflightMax: 8}, Comm: []string{"python3", "train.py"}},
 	} {
 		h, err := ctl.Create(dir, in)
 		if err != nil {
@@ -171,7 +171,7 @@ func TestDaemon(t *testing.T) {
 			t.Fatal(err)
 		}
 		os.MkdirAll(cd, 0o755)
-		h, err := ctl.CreateClaimRoot(cd, ctl.Init{Mask: [4]uint32{^uint32(0xf0)}, Live: [4]uint32{0xffff}, SMs: 8, Comm: []string{"claim", "ns/" + name}})
+		h, err := ctl.CreateClaimRoot(cd, ctl.Init{Comm: []string{"claim", "ns/" + name}, Parts: []ctl.Part{{Mask: [4]uint32{^uint32(0xf0)}, Live: [4]uint32{0xffff}, SMs: 8}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -368,7 +368,7 @@ func TestDaemonFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { c.Process.Kill(); c.Wait() }()
-	h, err := ctl.Create(dir, ctl.Init{PID: c.Process.Pid, Mask: [4]uint32{^uint32(0xf0)}, Live: live, SMs: 8, Comm: []string{"static"}})
+	h, err := ctl.Create(dir, ctl.Init{PID: c.Process.Pid, Comm: []string{"static"}, Parts: []ctl.Part{{Mask: [4]uint32{^uint32(0xf0)}, Live: live, SMs: 8}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,8 +396,7 @@ func TestMetricsPerGPU(t *testing.T) {
 	dir := t.TempDir()
 	const gpu0, gpu1 = "GPU-72602ec6-310b-1ada-b02f-5c7ec60e17ef", "GPU-5d1e2b7a-0c44-4f0e-9a31-7be0c2f4d6a1"
 	pid := sleeper(t)
-	h, err := ctl.Create(dir, ctl.Init{PID: pid, GPU: gpu0, Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff}, Comm: []string{"train"},
-		More: []ctl.Part{{GPU: gpu1, Mask: [4]uint32{^uint32(0xff0)}, Live: [4]uint32{0xfff}}}})
+	h, err := ctl.Create(dir, ctl.Init{PID: pid, Comm: []string{"train"}, Parts: []ctl.Part{{GPU: gpu0, Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff}}, {GPU: gpu1, Mask: [4]uint32{^uint32(0xff0)}, Live: [4]uint32{0xfff}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestMoveTenant(t *testing.T) {
 		s, _ := partition.ParseTPCs(tpcs)
 		set, _ := s.Resolve(top, nil)
 		m, _ := partition.Mask(top, set)
-		h, err := ctl.Create(dir, ctl.Init{PID: pid, Tenant: tenant, Mask: m, Live: top.Live()})
+		h, err := ctl.Create(dir, ctl.Init{PID: pid, Tenant: tenant, Parts: []ctl.Part{{Mask: m, Live: top.Live()}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -136,20 +136,17 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 		}
 	}
 	in := ctl.Init{PID: r.PID, Flags: r.Flags, Comm: r.Comm}
-	r.Policy.Apply(&in)
-	in.MemLimit = limit
+	policy := r.Policy
+	policy.Mem = ctl.MemLimit{Bytes: limit}
+	policy.Apply(&in)
 	var placed []PlacedOn
-	for i, g := range gpus {
+	for _, g := range gpus {
 		part, on, err := placeOn(g, r, l, limit)
 		if err != nil {
 			return nil, g.wrap(err, len(gpus))
 		}
 		placed = append(placed, on)
-		if i == 0 {
-			in.GPU, in.Mask, in.Live, in.SMs, in.Floor, in.Tide.Node = part.GPU, part.Mask, part.Live, part.SMs, part.Floor, part.Node
-		} else {
-			in.More = append(in.More, part)
-		}
+		in.Parts = append(in.Parts, part)
 	}
 	p := &Placed{Set: placed[0].Set, Mask: placed[0].Mask, Overlaps: placed[0].Overlaps, Dir: claimDir, Memory: placed[0].Memory,
 		More: placed[1:]}
@@ -247,7 +244,7 @@ func openNode(dir string, in ctl.Init) error {
 // nodes are the partitions of in that name a node block.
 func nodes(in ctl.Init) []ctl.Part {
 	var out []ctl.Part
-	for _, p := range append([]ctl.Part{{GPU: in.GPU, Node: in.Tide.Node, Live: in.Live}}, in.More...) {
+	for _, p := range in.Parts {
 		if p.Node != "" {
 			out = append(out, p)
 		}

@@ -177,7 +177,7 @@ func TestClaimProcessesByLock(t *testing.T) {
 	// pid 1 of a container, still running (a holder of the lock) and pid 7
 	// of one that ended (no holder), though both pids run here
 	for _, pid := range []int{1, os.Getpid()} {
-		h, err := ctl.Create(r.Dir, ctl.Init{PID: pid, Mask: r.Mask, Live: top.Live()})
+		h, err := ctl.Create(r.Dir, ctl.Init{PID: pid, Parts: []ctl.Part{{Mask: r.Mask, Live: top.Live()}}})
 		if err != nil {
 			t.Fatal(err)
 		}

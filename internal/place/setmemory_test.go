@@ -25,8 +25,7 @@ func TestSetMemory(t *testing.T) {
 		limit       uint64
 		flags       uint32
 	}{{root, root, 10 * gib, ctl.FlagMPS}, {child, root, 10 * gib, ctl.FlagMPS}, {other, other, 60 * gib, 0}} {
-		h, err := ctl.Create(dir, ctl.Init{PID: b.pid, Tenant: b.tenant, Mask: top.Live().Disable(), Live: top.Live(),
-			Flags: b.flags, Tide: ctl.Tide{Node: ctl.NodeName(top.UUID)}, MemLimit: b.limit})
+		h, err := ctl.Create(dir, ctl.Init{PID: b.pid, Tenant: b.tenant, Flags: b.flags, MemLimit: b.limit, Parts: []ctl.Part{{Mask: top.Live().Disable(), Live: top.Live(), Node: ctl.NodeName(top.UUID)}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -55,12 +55,11 @@ func startOn(t testing.TB, c *shimtest.Clock, dir, name string, in ctl.Init) (*v
 }
 
 func lsOn(t testing.TB, c *shimtest.Clock, dir string) (*vproc, *ctl.Handle) {
-	return startOn(t, c, dir, "LS", ctl.Init{Mask: enableOnly(0, 1), Live: live, Class: ctl.ClassLS, Tide: ctl.Tide{Node: "node-test"}})
+	return startOn(t, c, dir, "LS", ctl.Init{Class: ctl.ClassLS, Parts: []ctl.Part{{Mask: enableOnly(0, 1), Live: live, Node: "node-test"}}})
 }
 
 func beOn(t testing.TB, c *shimtest.Clock, dir string, tide ctl.Tide) (*vproc, *ctl.Handle) {
-	tide.Node = "node-test"
-	return startOn(t, c, dir, "BE", ctl.Init{Mask: allLive, Live: live, SMs: allLiveSMs, Class: ctl.ClassBE, Tide: tide})
+	return startOn(t, c, dir, "BE", ctl.Init{Class: ctl.ClassBE, Tide: tide, Parts: []ctl.Part{{Node: "node-test", Mask: allLive, Live: live, SMs: allLiveSMs}}})
 }
 
 // ask sends cmd and drives the clock until the answer comes: the answer,

@@ -14,7 +14,7 @@ import (
 // the block, and the block outlives the process for carve ls.
 func TestFaultRecorded(t *testing.T) {
 	dir := t.TempDir()
-	p, h := startExec(t, dir, ctl.Init{Mask: enableOnly(0), Live: live, Comm: []string{"faulty"}}, "FAKECUDA_FAULT_AT=2")
+	p, h := startExec(t, dir, ctl.Init{Comm: []string{"faulty"}, Parts: []ctl.Part{{Mask: enableOnly(0), Live: live}}}, "FAKECUDA_FAULT_AT=2")
 	p.ready(t)
 	before := time.Now()
 	p.ask(t, "klaunch kernel")

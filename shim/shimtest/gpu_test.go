@@ -30,7 +30,7 @@ const unmasked = "mask 00000000 00000000 00000000 00000000 0 1"
 func TestLaunchOnAnotherGPU(t *testing.T) {
 	mask := enableOnly(0, 1, 9)
 	start := func(t *testing.T, gpu string, flags uint32) (*proc, *ctl.Handle) {
-		p, h := startExec(t, t.TempDir(), ctl.Init{GPU: gpu, Mask: mask, Live: live, Flags: flags})
+		p, h := startExec(t, t.TempDir(), ctl.Init{Flags: flags, Parts: []ctl.Part{{GPU: gpu, Mask: mask, Live: live}}})
 		p.ready(t)
 		if got := h.Snapshot().GPU; got != gpu {
 			t.Fatalf("snapshot's GPU %q, want %q", got, gpu)
@@ -134,8 +134,7 @@ var live1 = [4]uint32{0x001e000f | 0x1e000, 0, 0, 0}
 // twoGPUs is a partition on both fake GPUs: TPC bits 0-1 of GPU 0 (4 SMs),
 // 17-19 of GPU 1 (6 SMs), whose bits 9-12 are dead there.
 func twoGPUs(flags uint32) ctl.Init {
-	return ctl.Init{GPU: fakeGPU0, Mask: enableOnly(0, 1), Live: live, SMs: 4, Flags: flags,
-		More: []ctl.Part{{GPU: fakeGPU1, Mask: enableOnly(17, 18, 19), Live: live1, SMs: 6}}}
+	return ctl.Init{Flags: flags, Parts: []ctl.Part{{GPU: fakeGPU0, Mask: enableOnly(0, 1), Live: live, SMs: 4}, {GPU: fakeGPU1, Mask: enableOnly(17, 18, 19), Live: live1, SMs: 6}}}
 }
 
 // TestPartitionPerGPU: a tenant with a partition on each of two GPUs has
@@ -216,7 +215,7 @@ func TestPartitionPerGPUReordered(t *testing.T) {
 // whose program sees both: a launch on GPU 0 is refused, and the program
 // is told GPU 0's whole SM count.
 func TestPartitionOnOneOfTwoGPUs(t *testing.T) {
-	in := ctl.Init{GPU: fakeGPU1, Mask: enableOnly(17, 18), Live: live1, SMs: 4}
+	in := ctl.Init{Parts: []ctl.Part{{GPU: fakeGPU1, Mask: enableOnly(17, 18), Live: live1, SMs: 4}}}
 	p, _ := startExec(t, t.TempDir(), in)
 	p.ready(t)
 	if got := p.ask(t, "sms 0"); got != "sms 132 rc 0" {

@@ -145,7 +145,7 @@ func TestChildInheritsEveryField(t *testing.T) {
 	fs := blockFields(t)
 	t.Run("parent", func(t *testing.T) {
 		dir := t.TempDir()
-		p, h := startExec(t, dir, ctl.Init{Mask: enableOnly(0), Live: live, Comm: []string{"driver"}})
+		p, h := startExec(t, dir, ctl.Init{Comm: []string{"driver"}, Parts: []ctl.Part{{Mask: enableOnly(0), Live: live}}})
 		p.ready(t)
 		fillBlock(t, h.Path, fs)
 		parent, err := os.ReadFile(h.Path)
@@ -170,7 +170,7 @@ func TestChildInheritsEveryField(t *testing.T) {
 		if err := os.Mkdir(cd, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		root, err := ctl.CreateClaimRoot(cd, ctl.Init{Mask: enableOnly(0), Live: live, Comm: []string{"claim", "ns/name"}})
+		root, err := ctl.CreateClaimRoot(cd, ctl.Init{Comm: []string{"claim", "ns/name"}, Parts: []ctl.Part{{Mask: enableOnly(0), Live: live}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,8 +200,10 @@ func TestShimChildGetsOwnBlock(t *testing.T) {
 	a := artifacts(t)
 	dir := t.TempDir()
 	mask := enableOnly(1, 9)
-	tide := ctl.Tide{Node: "node-none", InflightMax: 3, Queue: 250 * time.Microsecond, Share: 0.25, Epoch: 7 * time.Millisecond}
-	root, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), Mask: mask, Live: live, SMs: 4, Class: ctl.ClassBE, Tide: tide, Comm: []string{"parent"}})
+	tide := ctl.Tide{InflightMax: 3, Queue: 250 * time.Microsecond, Share: 0.25, Epoch: 7 * time.Millisecond}
+	root, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), Class: ctl.ClassBE, Tide: tide, Comm: []string{"parent"},
+		Parts: []ctl.Part{{Node: "node-none", Mask: mask, Live: live, SMs: 4}}})
+	tide.Node = "node-none" // as the block gives it back
 	if err != nil {
 		t.Fatal(err)
 	}

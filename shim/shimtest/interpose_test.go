@@ -15,7 +15,7 @@ import (
 // flavours of the default stream) and through the exported names.
 func TestInterposedLaunchesKeepTheMask(t *testing.T) {
 	mask := enableOnly(0, 9)
-	p, _ := startExec(t, t.TempDir(), ctl.Init{Mask: mask, Live: live, SMs: 4})
+	p, _ := startExec(t, t.TempDir(), ctl.Init{Parts: []ctl.Part{{Mask: mask, Live: live, SMs: 4}}})
 	p.ready(t)
 	for _, cmd := range []string{"klaunch kernel", "klaunch kernel ptds", "klaunch ex", "klaunch ex ptds",
 		"klaunch coop", "klaunch graph", "direct"} {
@@ -35,7 +35,7 @@ func TestInterposedLaunchesKeepTheMask(t *testing.T) {
 // carve run was given --all-sms; a resize changes what later queries see.
 func TestReportedSMs(t *testing.T) {
 	dir := t.TempDir()
-	p, h := startExec(t, dir, ctl.Init{Mask: enableOnly(0, 1), Live: live, SMs: 4})
+	p, h := startExec(t, dir, ctl.Init{Parts: []ctl.Part{{Mask: enableOnly(0, 1), Live: live, SMs: 4}}})
 	p.ready(t)
 	if got := p.ask(t, "sms"); got != "sms 4 rc 0" {
 		t.Errorf("partition of 2 TPCs: %q, want 4 SMs", got)
@@ -48,7 +48,7 @@ func TestReportedSMs(t *testing.T) {
 	}
 	p.wait(t)
 
-	p, _ = startExec(t, dir, ctl.Init{Mask: enableOnly(0, 1), Live: live, SMs: 4, Flags: ctl.FlagAllSMs})
+	p, _ = startExec(t, dir, ctl.Init{Flags: ctl.FlagAllSMs, Parts: []ctl.Part{{Mask: enableOnly(0, 1), Live: live, SMs: 4}}})
 	p.ready(t)
 	if got := p.ask(t, "sms"); got != "sms 132 rc 0" {
 		t.Errorf("--all-sms: %q, want the whole GPU's 132", got)

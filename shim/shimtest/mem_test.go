@@ -22,7 +22,7 @@ const mib = 1 << 20
 // memory limit (0: none).
 func memProc(t testing.TB, dir string, limit uint64, env ...string) (*proc, *ctl.Handle) {
 	t.Helper()
-	p, h := startExec(t, dir, ctl.Init{Mask: enableOnly(0), Live: live, MemLimit: limit}, env...)
+	p, h := startExec(t, dir, ctl.Init{MemLimit: limit, Parts: []ctl.Part{{Mask: enableOnly(0), Live: live}}}, env...)
 	p.ready(t)
 	return p, h
 }

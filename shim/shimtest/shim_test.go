@@ -165,7 +165,7 @@ func enableOnly(bits ...int) [4]uint32 {
 func TestShimAppliesAndFollowsMask(t *testing.T) {
 	dir := t.TempDir()
 	first := enableOnly(0, 1, 2)
-	p, h := startExec(t, dir, ctl.Init{Mask: first, Live: live, Comm: []string{"driver"}})
+	p, h := startExec(t, dir, ctl.Init{Comm: []string{"driver"}, Parts: []ctl.Part{{Mask: first, Live: live}}})
 	p.ready(t)
 
 	if m, en := p.launch(t, 0x40); m != first || en != 1 {
@@ -237,7 +237,7 @@ func TestShimRefusals(t *testing.T) {
 			if mask == ([4]uint32{}) {
 				mask = enableOnly(0)
 			}
-			p, h := startExec(t, t.TempDir(), ctl.Init{Mask: mask, Live: live, Flags: tc.flags}, tc.env...)
+			p, h := startExec(t, t.TempDir(), ctl.Init{Flags: tc.flags, Parts: []ctl.Part{{Mask: mask, Live: live}}}, tc.env...)
 			if tc.wantCode == 0 || tc.version != 0 {
 				p.ready(t)
 			}

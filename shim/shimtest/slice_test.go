@@ -541,8 +541,7 @@ func TestSliceCopiesCharged(t *testing.T) {
 		t.Run(fmt.Sprint("limit ", tc.limit), func(t *testing.T) {
 			dir, _, c, ls := lsOnClock(t)
 			ls.set(true)
-			be, h := startOn(t, c, dir, "BE", ctl.Init{Mask: allLive, Live: live, SMs: allLiveSMs, Class: ctl.ClassBE, MemLimit: tc.limit,
-				Tide: ctl.Tide{Node: "node-test", Share: 1, Slice: slicePiece}})
+			be, h := startOn(t, c, dir, "BE", ctl.Init{Class: ctl.ClassBE, MemLimit: tc.limit, Tide: ctl.Tide{Share: 1, Slice: slicePiece}, Parts: []ctl.Part{{Mask: allLive, Live: live, SMs: allLiveSMs, Node: "node-test"}}})
 			be.say(t, "dur 1000")
 			be.learn(t, 1, "kernel")
 			be.launch(t, 1, 1, "kernel")

@@ -33,14 +33,13 @@ func tideNode(t testing.TB, dir string) *ctl.Node {
 }
 
 func startLS(t testing.TB, dir string) *proc {
-	p, _ := startExec(t, dir, ctl.Init{Mask: enableOnly(0, 1), Live: live, Class: ctl.ClassLS, Tide: ctl.Tide{Node: "node-test"}})
+	p, _ := startExec(t, dir, ctl.Init{Class: ctl.ClassLS, Parts: []ctl.Part{{Mask: enableOnly(0, 1), Live: live, Node: "node-test"}}})
 	p.ready(t)
 	return p
 }
 
 func startBE(t testing.TB, dir string, tide ctl.Tide) (*proc, *ctl.Handle) {
-	tide.Node = "node-test"
-	p, h := startExec(t, dir, ctl.Init{Mask: allLive, Live: live, SMs: allLiveSMs, Class: ctl.ClassBE, Tide: tide})
+	p, h := startExec(t, dir, ctl.Init{Class: ctl.ClassBE, Tide: tide, Parts: []ctl.Part{{Node: "node-test", Mask: allLive, Live: live, SMs: allLiveSMs}}})
 	p.ready(t)
 	return p, h
 }
@@ -121,7 +120,7 @@ func TestLSKeepsOffFixed(t *testing.T) {
 	if got := p.ask(t, "klaunch kernel"); got != want {
 		t.Errorf("LS launch after fixed moved to TPC 11: %q, want %q", got, want)
 	}
-	other, _ := startExec(t, dir, ctl.Init{Mask: enableOnly(2, 3), Live: live, Class: ctl.ClassLS, Tide: ctl.Tide{Node: "node-test"}})
+	other, _ := startExec(t, dir, ctl.Init{Class: ctl.ClassLS, Parts: []ctl.Part{{Mask: enableOnly(2, 3), Live: live, Node: "node-test"}}})
 	other.ready(t)
 	want = maskLine([4]uint32{^live[0] | 1<<11 | 1<<2 | 1<<3, ^live[1], ^live[2], ^live[3]})
 	if got := p.ask(t, "klaunch kernel"); got != want {
@@ -137,8 +136,7 @@ func TestLSOwn(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
-	p, _ := startOn(t, c, dir, "LS", ctl.Init{Mask: enableOnly(0, 1), Live: live, Class: ctl.ClassLS, Flags: ctl.FlagLSOwn,
-		Tide: ctl.Tide{Node: "node-test"}})
+	p, _ := startOn(t, c, dir, "LS", ctl.Init{Class: ctl.ClassLS, Flags: ctl.FlagLSOwn, Parts: []ctl.Part{{Mask: enableOnly(0, 1), Live: live, Node: "node-test"}}})
 	p.say(t, "dur 20000")
 	if got, want := p.say(t, "klaunch kernel"), maskLine(enableOnly(0, 1)); got != want {
 		t.Errorf("LS launch, own TPCs only: %q, want %q", got, want)
@@ -256,8 +254,7 @@ func TestBEFloor(t *testing.T) {
 	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
 	ls := playLS(t, n, c, enableOnly(0, 1))
 	floor := enableOnly(9, 10, 11, 12, 13, 14, 15, 16)
-	be, h := startOn(t, c, dir, "BE", ctl.Init{Mask: allLive, Live: live, Class: ctl.ClassBE, Floor: [4]uint32{^floor[0], ^floor[1], ^floor[2], ^floor[3]},
-		Tide: ctl.Tide{Node: "node-test", Share: 1, Epoch: 20 * time.Millisecond}})
+	be, h := startOn(t, c, dir, "BE", ctl.Init{Class: ctl.ClassBE, Tide: ctl.Tide{Share: 1, Epoch: 20 * time.Millisecond}, Parts: []ctl.Part{{Mask: allLive, Live: live, Floor: [4]uint32{^floor[0], ^floor[1], ^floor[2], ^floor[3]}, Node: "node-test"}}})
 	if got := h.Snapshot().Tide.Floor; got != 8 {
 		t.Errorf("snapshot's floor: %d TPCs, want 8", got)
 	}
@@ -510,12 +507,12 @@ func BenchmarkLaunchCost(b *testing.B) {
 	}{
 		{"no shim", func(b *testing.B, dir string) *proc { return startNoShim(b) }},
 		{"partition", func(b *testing.B, dir string) *proc {
-			p, _ := startExec(b, dir, ctl.Init{Mask: allLive, Live: live})
+			p, _ := startExec(b, dir, ctl.Init{Parts: []ctl.Part{{Mask: allLive, Live: live}}})
 			p.ready(b)
 			return p
 		}},
 		{"partition of a GPU named", func(b *testing.B, dir string) *proc {
-			p, _ := startExec(b, dir, ctl.Init{GPU: fakeGPU0, Mask: allLive, Live: live})
+			p, _ := startExec(b, dir, ctl.Init{Parts: []ctl.Part{{GPU: fakeGPU0, Mask: allLive, Live: live}}})
 			p.ready(b)
 			return p
 		}},

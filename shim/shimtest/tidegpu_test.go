@@ -30,9 +30,7 @@ func twoNodes(t testing.TB, dir string) (*ctl.Node, *ctl.Node) {
 // onBoth is a tenant of class with partitions on both fake GPUs, in their
 // node blocks: GPU 0's mask and GPU 1's given.
 func onBoth(class uint32, mask0, mask1 [4]uint32, tide ctl.Tide) ctl.Init {
-	tide.Node = "node-0"
-	return ctl.Init{GPU: fakeGPU0, Mask: mask0, Live: live, Class: class, Tide: tide,
-		More: []ctl.Part{{GPU: fakeGPU1, Node: "node-1", Mask: mask1, Live: live1}}}
+	return ctl.Init{Class: class, Tide: tide, Parts: []ctl.Part{{GPU: fakeGPU0, Node: "node-0", Mask: mask0, Live: live}, {GPU: fakeGPU1, Node: "node-1", Mask: mask1, Live: live1}}}
 }
 
 // liveOf1 enables every live TPC of GPU 1.
@@ -82,7 +80,7 @@ func TestBEShareAndFloorPerGPU(t *testing.T) {
 	ls0, ls1 := playLS(t, n0, c, enableOnly(0, 1)), playLS(t, n1, c, enableOnly(0, 1, 2, 3))
 	in := onBoth(ctl.ClassBE, allLive, liveOf1, ctl.Tide{Share: 1, Epoch: 20 * time.Millisecond})
 	floor1 := enableOnly(13, 14, 15, 16, 17, 18, 19, 20) // GPU 1's live bits but 0-3
-	in.More[0].Floor = [4]uint32{^floor1[0], ^floor1[1], ^floor1[2], ^floor1[3]}
+	in.Parts[1].Floor = [4]uint32{^floor1[0], ^floor1[1], ^floor1[2], ^floor1[3]}
 	be, _ := startOn(t, c, dir, "BE", in)
 	ls0.set(true)
 	ls1.set(true)
@@ -108,8 +106,7 @@ func TestLSBusyPerGPU(t *testing.T) {
 	n0, n1 := twoNodes(t, dir)
 	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
 	ls, _ := startOn(t, c, dir, "LS", onBoth(ctl.ClassLS, enableOnly(0, 1), enableOnly(17, 18), ctl.Tide{}))
-	be, _ := startOn(t, c, dir, "BE", ctl.Init{GPU: fakeGPU1, Mask: liveOf1, Live: live1, Class: ctl.ClassBE,
-		Tide: ctl.Tide{Node: "node-1", Epoch: time.Second}})
+	be, _ := startOn(t, c, dir, "BE", ctl.Init{Class: ctl.ClassBE, Tide: ctl.Tide{Epoch: time.Second}, Parts: []ctl.Part{{GPU: fakeGPU1, Mask: liveOf1, Live: live1, Node: "node-1"}}})
 	be.say(t, "ctx 1")
 	ls.say(t, "dur 50000")
 	if got, want := ls.say(t, "klaunch kernel"), maskLine([4]uint32{^live[0], ^live[1], ^live[2], ^live[3]}); got != want {

@@ -16,7 +16,7 @@ import (
 // after it unsubscribes the mask is still applied.
 func TestProfilerSharesTheCallback(t *testing.T) {
 	mask := enableOnly(1, 2)
-	p, h := startExec(t, t.TempDir(), ctl.Init{Mask: mask, Live: live})
+	p, h := startExec(t, t.TempDir(), ctl.Init{Parts: []ctl.Part{{Mask: mask, Live: live}}})
 	p.ready(t)
 	if got := p.ask(t, "profiler"); got != "rc 0" {
 		t.Fatalf("the profiler's subscription: %q", got)
@@ -58,7 +58,7 @@ func TestProfilerSharesTheCallback(t *testing.T) {
 // shim refuses to run unpartitioned, saying why.
 func TestInjectionAtInit(t *testing.T) {
 	mask := enableOnly(3)
-	p, _ := startExec(t, t.TempDir(), ctl.Init{Mask: mask, Live: live}, "FAKECUDA_NEED_INIT=1", "FAKECUDA_INJECT=1")
+	p, _ := startExec(t, t.TempDir(), ctl.Init{Parts: []ctl.Part{{Mask: mask, Live: live}}}, "FAKECUDA_NEED_INIT=1", "FAKECUDA_INJECT=1")
 	p.ready(t)
 	if got := p.ask(t, "klaunch kernel"); got != maskLine(mask) {
 		t.Errorf("launch beside the injection: %q", got)
@@ -68,7 +68,7 @@ func TestInjectionAtInit(t *testing.T) {
 	}
 	p.wait(t)
 
-	p, _ = startExec(t, t.TempDir(), ctl.Init{Mask: mask, Live: live}, "FAKECUDA_NEED_INIT=1", "FAKECUDA_INJECT=2")
+	p, _ = startExec(t, t.TempDir(), ctl.Init{Parts: []ctl.Part{{Mask: mask, Live: live}}}, "FAKECUDA_NEED_INIT=1", "FAKECUDA_INJECT=2")
 	if code := p.wait(t); code != 86 || !strings.Contains(p.stderr.String(), "another tool holds the driver's launch callbacks") {
 		t.Errorf("beside an injection that bypassed the shared table: exit %d, stderr %q", code, p.stderr)
 	}
@@ -78,7 +78,7 @@ func TestInjectionAtInit(t *testing.T) {
 // profiler subscribes and unsubscribes again and again; every launch still
 // goes out with a callback (and so its mask).
 func TestProfilerComesAndGoesUnderLoad(t *testing.T) {
-	p, h := startExec(t, t.TempDir(), ctl.Init{Mask: enableOnly(0, 9), Live: live})
+	p, h := startExec(t, t.TempDir(), ctl.Init{Parts: []ctl.Part{{Mask: enableOnly(0, 9), Live: live}}})
 	p.ready(t)
 	if got := p.ask(t, "storm 20000"); got != "bare 0" {
 		t.Errorf("launches that went out without the callback: %q", got)
