@@ -20,7 +20,7 @@ type Built struct {
 	Dir    string
 	Shim   string // libcarve.so
 	Fake   string // the fake libcuda.so.1 (shim/fake)
-	Driver string // a program that drives the fake driver (shim/test/driver.c)
+	Driver string // a program that drives the fake driver (shim/test/driver)
 	Layout string // prints struct carve_ctl's layout (shim/test/layout.c)
 
 	// TestShim is libcarve.so built with TestCFlags: where CARVE_TEST_CLOCK
@@ -75,6 +75,10 @@ func build() (Built, error) {
 	if err != nil {
 		return Built{}, err
 	}
+	driver, err := cSources(filepath.Join(src, "test", "driver"))
+	if err != nil {
+		return Built{}, err
+	}
 	b := Built{Dir: d, Shim: filepath.Join(d, "libcarve.so"), Fake: filepath.Join(d, "libcuda.so.1"),
 		Driver: filepath.Join(d, "driver"), Layout: filepath.Join(d, "layout")}
 	b.TestShim = filepath.Join(d, "test", "libcarve.so") // the same name, for LD_PRELOAD
@@ -85,7 +89,7 @@ func build() (Built, error) {
 		append(append(append([]string{cc}, CFlags...), "-shared", "-o", b.Shim), append(sources, "-ldl", "-pthread")...),
 		append(append(append([]string{cc}, TestCFlags...), "-shared", "-o", b.TestShim), append(sources, "-ldl", "-pthread")...),
 		append(append([]string{cc, "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-o", b.Fake}, fake...), "-ldl", "-pthread"),
-		{cc, "-O2", "-Wall", "-o", b.Driver, filepath.Join(src, "test", "driver.c"), "-ldl", "-pthread"},
+		append(append([]string{cc, "-O2", "-Wall", "-o", b.Driver}, driver...), "-ldl", "-pthread"),
 		{cc, "-Wall", "-o", b.Layout, filepath.Join(src, "test", "layout.c")},
 	}
 	for _, s := range steps {
