@@ -19,8 +19,8 @@ import (
 type Built struct {
 	Dir    string
 	Shim   string // libcarve.so
-	Fake   string // the fake libcuda.so.1
-	Driver string // a program that drives the fake driver (shim/test/driver.c)
+	Fake   string // the fake libcuda.so.1 (shim/fake)
+	Driver string // a program that drives the fake driver (shim/test/driver)
 	Layout string // prints struct carve_ctl's layout (shim/test/layout.c)
 
 	// TestShim is libcarve.so built with TestCFlags: where CARVE_TEST_CLOCK
@@ -67,9 +67,17 @@ func build() (Built, error) {
 		return Built{}, err
 	}
 	src := ShimDir()
-	sources, err := filepath.Glob(filepath.Join(src, "*.c"))
-	if err != nil || len(sources) == 0 {
-		return Built{}, fmt.Errorf("no shim sources in %s", src)
+	sources, err := cSources(src)
+	if err != nil {
+		return Built{}, err
+	}
+	fake, err := cSources(filepath.Join(src, "fake"))
+	if err != nil {
+		return Built{}, err
+	}
+	driver, err := cSources(filepath.Join(src, "test", "driver"))
+	if err != nil {
+		return Built{}, err
 	}
 	b := Built{Dir: d, Shim: filepath.Join(d, "libcarve.so"), Fake: filepath.Join(d, "libcuda.so.1"),
 		Driver: filepath.Join(d, "driver"), Layout: filepath.Join(d, "layout")}
@@ -80,8 +88,8 @@ func build() (Built, error) {
 	steps := [][]string{
 		append(append(append([]string{cc}, CFlags...), "-shared", "-o", b.Shim), append(sources, "-ldl", "-pthread")...),
 		append(append(append([]string{cc}, TestCFlags...), "-shared", "-o", b.TestShim), append(sources, "-ldl", "-pthread")...),
-		{cc, "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-o", b.Fake, filepath.Join(src, "fake", "fakecuda.c"), "-ldl", "-pthread"},
-		{cc, "-O2", "-Wall", "-o", b.Driver, filepath.Join(src, "test", "driver.c"), "-ldl", "-pthread"},
+		append(append([]string{cc, "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-o", b.Fake}, fake...), "-ldl", "-pthread"),
+		append(append([]string{cc, "-O2", "-Wall", "-o", b.Driver}, driver...), "-ldl", "-pthread"),
 		{cc, "-Wall", "-o", b.Layout, filepath.Join(src, "test", "layout.c")},
 	}
 	for _, s := range steps {
@@ -90,4 +98,14 @@ func build() (Built, error) {
 		}
 	}
 	return b, nil
+}
+
+// cSources are the C files of dir, every one: a program or library of
+// shim/ is the files of its directory.
+func cSources(dir string) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.c"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("no C sources in %s", dir)
+	}
+	return files, nil
 }

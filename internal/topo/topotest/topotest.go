@@ -35,7 +35,7 @@ func H100(t testing.TB) *topo.Topology {
 }
 
 // SecondUUID is the second GPU's UUID: that of the fake driver's second
-// device (shim/fake/fakecuda.c), as H100's is its first's.
+// device (shim/fake/gpus.c), as H100's is its first's.
 const SecondUUID = "GPU-5d1e2b7a-0c44-4f0e-9a31-7be0c2f4d6a1"
 
 // SecondDead are the mask bits live on the recorded H100 and dead on the
