@@ -30,13 +30,14 @@ import (
 	"k8s.io/klog/v2"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
+	configapi "github.com/carve-gpu/carve/internal/api/gpu.carve.dev/v1alpha1"
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/place"
 )
 
 // DriverName is the DRA driver's name, and the domain of its attributes.
-const DriverName = "gpu.carve.dev"
+const DriverName = configapi.GroupName
 
 // Driver prepares and unprepares claims on one node.
 type Driver struct {
