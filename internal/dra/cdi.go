@@ -1,3 +1,7 @@
+// The CDI specs the driver writes: one a prepared claim, putting the shim,
+// the claim's directory and carve's MPS into its containers, and where
+// things are on the node and in the containers (Paths).
+
 package dra
 
 import (

@@ -1,3 +1,7 @@
+// The GPUs' health: the NVIDIA driver's list of GPUs and the kernel log's
+// Xid reports, made into the devices' taints and the kubelet's health
+// reports (Health).
+
 package dra
 
 import (

@@ -17,6 +17,8 @@ import (
 	serjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
+
+	configapi "github.com/carve-gpu/carve/internal/api/gpu.carve.dev/v1alpha1"
 )
 
 // manifests holds the example claims and pods (examples/); carve-dra
@@ -192,16 +194,16 @@ func TestManifests(t *testing.T) {
 				t.Errorf("template %s asks for no %s", tmpl.Name, CapacityTPCs)
 			}
 		}
-		var configs []*Config
+		var configs []*configapi.ClaimConfig
 		for _, c := range devs.Config {
-			cfg, err := ParseConfig(c.Opaque.Parameters.Raw)
+			cfg, err := configapi.ParseConfig(c.Opaque.Parameters.Raw)
 			if err != nil || c.Opaque.Driver != DriverName {
 				t.Errorf("template %s: config for %s: %v", tmpl.Name, c.Opaque.Driver, err)
 				continue
 			}
 			configs = append(configs, cfg)
 		}
-		if _, err := Resolve(configs); err != nil {
+		if _, err := configapi.Resolve(configs); err != nil {
 			t.Errorf("template %s: %v", tmpl.Name, err)
 		}
 	}

@@ -1,3 +1,6 @@
+// The MPS condition of a prepared claim's devices: whether it wanted
+// carve's MPS and joined it.
+
 package dra
 
 import (

@@ -1,3 +1,6 @@
+// Starting the plugin (Serve: registering with the kubelet and publishing
+// the node's GPUs), finding the node's GPUs and installing the shim.
+
 package dra
 
 import (

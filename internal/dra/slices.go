@@ -1,3 +1,7 @@
+// The node's GPUs as the driver publishes them: one device a GPU, with
+// its TPCs and memory as consumable capacities, in the node's
+// ResourceSlice.
+
 package dra
 
 import (

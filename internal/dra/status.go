@@ -1,7 +1,9 @@
+// A prepared claim's status in the API (status.devices): its Ready and
+// MPS conditions and the partition it got.
+
 package dra
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,10 +15,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
-
-	"github.com/carve-gpu/carve/internal/ctl"
-	"github.com/carve-gpu/carve/internal/partition"
-	"github.com/carve-gpu/carve/internal/place"
 )
 
 // Status is what a prepared claim's device status says in its data: the
@@ -62,7 +60,7 @@ func (d *Driver) writeStatus(ctx context.Context, c *resourceapi.ResourceClaim, 
 			Message: "partition reserved on the node", ObservedGeneration: c.Generation}
 		if r.Err != nil {
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonFailed, r.Err.Error()
-		} else if st, err := d.status(c, res.Device); err == nil {
+		} else if st, err := d.state().status(c, res.Device); err == nil {
 			b, _ := json.Marshal(st)
 			e.Data = &runtime.RawExtension{Raw: b}
 		}
@@ -93,40 +91,6 @@ func (d *Driver) writeStatus(ctx context.Context, c *resourceapi.ResourceClaim, 
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Writing a claim's status failed", "claim", klog.KObj(c))
 	}
-}
-
-// status describes c's reservation on the node, its partition on the GPU
-// of device.
-func (d *Driver) status(c *resourceapi.ResourceClaim, device string) (Status, error) {
-	cl, ok, err := d.reservation(string(c.UID))
-	if err != nil || !ok {
-		return Status{}, cmp.Or(err, fmt.Errorf("claim %s is not reserved", c.UID))
-	}
-	for _, g := range d.GPUs {
-		part, on := place.PartOn(cl.Root, g.Topology)
-		if !on || g.DeviceName() != device {
-			continue
-		}
-		set := partition.FromMask(g.Topology, part.Mask)
-		return Status{GPU: g.Topology.UUID, TPCs: set.String(), Count: len(set), SMs: part.SMs,
-			Class: cmp.Or(ctl.ClassName(cl.Root.Class), "none"), MPS: cl.Root.Flags&ctl.FlagMPS != 0, Memory: cl.Root.Memory.Limit}, nil
-	}
-	return Status{}, fmt.Errorf("claim %s has no partition on %s", c.UID, device)
-}
-
-// reservation is claim uid's reservation on the node (its checkpoint), if
-// it is reserved.
-func (d *Driver) reservation(uid string) (ctl.Claim, bool, error) {
-	claims, _, err := ctl.Claims(d.Paths.RuntimeDir)
-	if err != nil {
-		return ctl.Claim{}, false, err
-	}
-	for _, cl := range claims {
-		if cl.UID == uid {
-			return cl, true, nil
-		}
-	}
-	return ctl.Claim{}, false, nil
 }
 
 func ptrString(s string) *string { return &s }

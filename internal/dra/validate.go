@@ -1,3 +1,6 @@
+// Checking a claim's configs at admission as prepare will (ValidateClaim),
+// and how a claim's error reads.
+
 package dra
 
 import (

@@ -1,3 +1,6 @@
+// The validating admission webhook for ResourceClaims and
+// ResourceClaimTemplates: AdmissionReviews in, ValidateClaim's verdict out.
+
 package dra
 
 import (
