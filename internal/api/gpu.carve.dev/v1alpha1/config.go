@@ -38,7 +38,7 @@ func makeWireType() (reflect.Type, int) {
 		if names[f.name] {
 			panic(fmt.Sprintf("ctl.Policy's config tag %q is a field of ClaimConfig's own", f.name))
 		}
-		fields = append(fields, reflect.StructField{Name: fmt.Sprintf("Policy%d", f.index), Type: reflect.PointerTo(f.json),
+		fields = append(fields, reflect.StructField{Name: "Policy" + f.field.Name, Type: reflect.PointerTo(f.json),
 			Tag: reflect.StructTag(fmt.Sprintf(`json:"%s,omitempty"`, f.name))})
 	}
 	return reflect.StructOf(fields), own

@@ -23,11 +23,11 @@ type Policy map[string]any
 
 // policyField is a field of ctl.Policy that a config may set.
 type policyField struct {
-	name  string       // its config tag, the config's JSON field
-	index int          // in ctl.Policy
-	typ   reflect.Type // in ctl.Policy
-	value reflect.Type // of its value in Policy
-	json  reflect.Type // of the JSON it is written as
+	name  string          // its config tag, the config's JSON field
+	field ctl.PolicyField // in ctl.Policy
+	typ   reflect.Type    // in ctl.Policy
+	value reflect.Type    // of its value in Policy
+	json  reflect.Type    // of the JSON it is written as
 }
 
 var (
@@ -41,23 +41,22 @@ var policyFields = findPolicyFields()
 
 func findPolicyFields() []policyField {
 	var out []policyField
-	t := reflect.TypeFor[ctl.Policy]()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name := f.Tag.Get(string(ctl.ConfigNames))
+	for _, f := range ctl.PolicyFields() {
+		name := f.Config
 		if name == "" {
 			continue
 		}
-		pf := policyField{name: name, index: i, typ: f.Type, value: f.Type, json: f.Type}
+		typ := reflect.TypeOf(f.Value(ctl.Policy{}))
+		pf := policyField{name: name, field: f, typ: typ, value: typ, json: typ}
 		switch {
-		case f.Type == memLimitType: // parsed by Resolve, as ctl.ParseMemLimit reads it
+		case typ == memLimitType: // parsed by Resolve, as ctl.ParseMemLimit reads it
 			pf.value, pf.json = reflect.TypeFor[string](), reflect.TypeFor[string]()
-		case f.Type == durationType: // a Go duration string, as metav1.Duration writes it
+		case typ == durationType: // a Go duration string, as metav1.Duration writes it
 			pf.json = reflect.TypeFor[metav1.Duration]()
-		case f.Type.Kind() == reflect.Bool || f.Type.Kind() == reflect.Int || f.Type.Kind() == reflect.Float64:
+		case typ.Kind() == reflect.Bool || typ.Kind() == reflect.Int || typ.Kind() == reflect.Float64:
 		default:
 			panic(fmt.Sprintf("ctl.Policy.%s (config %q) is a %s: a claim config has no JSON for it (add it to %s)",
-				f.Name, name, f.Type, "internal/api/gpu.carve.dev/v1alpha1/policy.go"))
+				f.Name, name, typ, "internal/api/gpu.carve.dev/v1alpha1/policy.go"))
 		}
 		out = append(out, pf)
 	}
@@ -87,7 +86,6 @@ func (f policyField) toJSON(x any) (reflect.Value, error) {
 // apply sets the fields of dst that p names; a memory limit that does not
 // parse is an error that names its field.
 func (p Policy) apply(dst *ctl.Policy) error {
-	out := reflect.ValueOf(dst).Elem()
 	for _, f := range policyFields {
 		x, ok := p[f.name]
 		if !ok {
@@ -104,7 +102,7 @@ func (p Policy) apply(dst *ctl.Policy) error {
 			}
 			v = reflect.ValueOf(m)
 		}
-		out.Field(f.index).Set(v.Convert(f.typ))
+		reflect.ValueOf(f.field.Addr(dst)).Elem().Set(v.Convert(f.typ))
 	}
 	for name := range p {
 		if !slices.ContainsFunc(policyFields, func(f policyField) bool { return f.name == name }) {
