@@ -24,6 +24,9 @@ func TestEveryPolicyFieldIsConfigured(t *testing.T) {
 		f := pt.Field(i)
 		name := f.Tag.Get("config")
 		if name == "" {
+			if f.Name != "Class" { // a claim config's own field, "class"
+				t.Errorf("ctl.Policy.%s has no config tag: a claim cannot set it", f.Name)
+			}
 			continue
 		}
 		n++
