@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/carve-gpu/carve/internal/shimtest"
 )
 
 // TestVersionFlag: carve --version (and -v) says what carve version says.
@@ -62,8 +64,7 @@ func TestArgumentErrors(t *testing.T) {
 // the program in place of the test.
 func TestRunErrorsBeforeNotes(t *testing.T) {
 	fakeDriverProc(t, sandbox(t))
-	t.Setenv("CARVE_SHIM", filepath.Join(t.TempDir(), "libcarve.so"))
-	os.WriteFile(os.Getenv("CARVE_SHIM"), nil, 0o644)
+	t.Setenv("CARVE_SHIM", shimtest.Build(t).Shim)
 	for _, tc := range []struct {
 		args []string
 		want string

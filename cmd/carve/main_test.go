@@ -16,6 +16,7 @@ import (
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/report"
+	"github.com/carve-gpu/carve/internal/shimtest"
 	"github.com/carve-gpu/carve/internal/stats"
 	"github.com/carve-gpu/carve/internal/status"
 	"github.com/carve-gpu/carve/internal/topo"
@@ -52,8 +53,7 @@ func sandbox(t *testing.T) *topo.Topology {
 
 func TestErrors(t *testing.T) {
 	sandbox(t)
-	shim := filepath.Join(t.TempDir(), "libcarve.so")
-	os.WriteFile(shim, nil, 0o644)
+	shim := shimtest.Build(t).Shim
 	for _, tc := range []struct {
 		args []string
 		want string
