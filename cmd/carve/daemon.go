@@ -59,7 +59,7 @@ if it stops. It keeps no state of its own, so a restart serves the same.`,
 		},
 	}
 	c.Flags().StringVar(&o.Listen, "listen", "127.0.0.1:9400", "address of /metrics and /status")
-	c.Flags().DurationVar(&o.Interval, "interval", time.Second, "how often ended tenants are cleaned up")
+	c.Flags().DurationVar(&o.Interval, "interval", time.Second, "how often ended tenants are cleaned up (10ms to 1h)")
 	c.Flags().BoolVar(&noMPS, "no-mps", false, "leave MPS alone")
 	c.Flags().BoolVar(&o.StopMPS, "stop-mps-on-exit", false, "stop MPS when the daemon ends (default: MPS runs on for its clients)")
 	return c
@@ -77,8 +77,11 @@ work in flight, a BE tenant's share of the time its launches were held back
 and its kernels in flight. --count stops after that many frames.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if interval < 10*time.Millisecond || count < 0 {
-				return errors.New("--interval: at least 10ms; --count: at least 0")
+			if err := daemon.CheckInterval("--interval", interval); err != nil {
+				return err
+			}
+			if count < 0 {
+				return errors.New("--count: at least 0")
 			}
 			dir, err := ctl.Dir()
 			if err != nil {
@@ -110,7 +113,7 @@ and its kernels in flight. --count stops after that many frames.`,
 			return nil
 		},
 	}
-	c.Flags().DurationVar(&interval, "interval", time.Second, "time between frames")
+	c.Flags().DurationVar(&interval, "interval", time.Second, "time between frames (10ms to 1h)")
 	c.Flags().IntVar(&count, "count", 0, "frames to show (0: until interrupted)")
 	return c
 }

@@ -37,7 +37,7 @@ import (
 type Options struct {
 	Dir      string        // the runtime directory of control and node blocks
 	Listen   string        // address of /metrics and /status, e.g. 127.0.0.1:9400
-	Interval time.Duration // how often dead tenants' slots are freed
+	Interval time.Duration // how often dead tenants' slots are freed: 0 (a second) or MinInterval to MaxInterval
 	MPS      *mps.Daemon   // carve's MPS daemon: started, or adopted where it runs; nil: none
 	// StopMPS stops MPS when Run returns, started or adopted. Without it
 	// MPS runs on for its clients: a restarted daemon adopts it, and only
@@ -47,13 +47,33 @@ type Options struct {
 	Ready   func(addr string) // called with the address once it listens
 }
 
+// MinInterval and MaxInterval bound Options.Interval, and carve top's
+// --interval: shorter would spin a CPU over the blocks, longer leaves
+// ended tenants' slots taken for hours.
+const (
+	MinInterval = 10 * time.Millisecond
+	MaxInterval = time.Hour
+)
+
+// CheckInterval says why d is not an interval from MinInterval to
+// MaxInterval, naming it as flag; nil where it is one.
+func CheckInterval(flag string, d time.Duration) error {
+	if d < MinInterval || d > MaxInterval {
+		return fmt.Errorf("%s %v: want %v to %v", flag, d, MinInterval, MaxInterval)
+	}
+	return nil
+}
+
 // Run serves until ctx ends.
 func Run(ctx context.Context, o Options) error {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	if o.Interval <= 0 {
+	if o.Interval == 0 {
 		o.Interval = time.Second
+	}
+	if err := CheckInterval("--interval", o.Interval); err != nil {
+		return err
 	}
 	// the address first: a daemon that cannot serve starts nothing
 	if _, _, err := net.SplitHostPort(o.Listen); err != nil {

@@ -351,6 +351,36 @@ func TestDaemonAddressBeforeMPS(t *testing.T) {
 	}
 }
 
+// TestDaemonIntervalBounded: an interval that would spin a CPU over the
+// blocks, or leave ended tenants' slots taken for hours, is refused before
+// the daemon listens or starts MPS; 0 is a second.
+func TestDaemonIntervalBounded(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{time.Nanosecond, "--interval 1ns: want 10ms to 1h0m0s"},
+		{-time.Second, "--interval -1s: want 10ms to 1h0m0s"},
+		{2 * time.Hour, "--interval 2h0m0s: want 10ms to 1h0m0s"},
+	} {
+		d := &mps.Daemon{Root: filepath.Join(t.TempDir(), "mps"), Control: mpstest.Control(t)}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := Run(ctx, Options{Dir: t.TempDir(), Listen: "127.0.0.1:0", Interval: tc.d, MPS: d})
+		cancel()
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("interval %v: %v, want %q", tc.d, err, tc.want)
+		}
+		if _, serr := os.Stat(d.PipeDir()); serr == nil {
+			t.Errorf("interval %v: MPS was started", tc.d)
+		}
+	}
+	for _, d := range []time.Duration{MinInterval, time.Second, MaxInterval} {
+		if err := CheckInterval("--interval", d); err != nil {
+			t.Errorf("CheckInterval(%v) = %v", d, err)
+		}
+	}
+}
+
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // TestDaemonFence: the daemon keeps the node block's fixed TPCs (those LS
