@@ -43,8 +43,13 @@ type Options struct {
 	// MPS runs on for its clients: a restarted daemon adopts it, and only
 	// carve mps stop ends it.
 	StopMPS bool
-	Log     *slog.Logger
-	Ready   func(addr string) // called with the address once it listens
+	// ShowCommands serves each tenant's command line (its "command" in
+	// /status, its metrics' command label). Without it they are left out:
+	// a command line may carry what its tenant would not have read by
+	// whoever reaches the daemon's address.
+	ShowCommands bool
+	Log          *slog.Logger
+	Ready        func(addr string) // called with the address once it listens
 }
 
 // MinInterval and MaxInterval bound Options.Interval, and carve top's
@@ -98,7 +103,7 @@ func Run(ctx context.Context, o Options) error {
 			}()
 		}
 	}
-	c := &collector{dir: o.Dir}
+	c := &collector{dir: o.Dir, showCommands: o.ShowCommands}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	mux := http.NewServeMux()
@@ -108,6 +113,11 @@ func Run(ctx context.Context, o Options) error {
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
+		}
+		if !o.ShowCommands {
+			for i := range rows {
+				rows[i].Command = nil
+			}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(rows)
@@ -174,8 +184,9 @@ func answering(d *mps.Daemon, pid int, log *slog.Logger) {
 
 // collector reads the blocks at each scrape.
 type collector struct {
-	dir       string
-	reclaimed atomic.Int64
+	dir          string
+	showCommands bool // Options.ShowCommands: the command label is "" without it
+	reclaimed    atomic.Int64
 }
 
 // reclaim frees the slots of LS tenants that no longer run, in every node
@@ -225,7 +236,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	rows, _ := status.List(c.dir, events)
 	for _, r := range rows {
 		command := ""
-		if len(r.Command) > 0 {
+		if len(r.Command) > 0 && c.showCommands {
 			command = status.Command(r, 40)
 		}
 		l := []string{fmt.Sprint(r.PID), r.Class, command, r.Claim}

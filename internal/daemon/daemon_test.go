@@ -182,7 +182,7 @@ func TestDaemon(t *testing.T) {
 
 	d, starts := countedMPS(t)
 	t.Cleanup(func() { d.Stop() })
-	addr, stop := start(t, Options{Dir: dir, MPS: d})
+	addr, stop := start(t, Options{Dir: dir, MPS: d, ShowCommands: true})
 	if !d.Running() {
 		t.Error("MPS is not running under the daemon")
 	}
@@ -233,7 +233,7 @@ func TestDaemon(t *testing.T) {
 	// restarted, it adopts MPS, starting no second one, serves the same
 	// tenants and frees the slots of the dead
 	takeSlot(t, node, 5, deadPID(t), true)
-	addr, stop = start(t, Options{Dir: dir, MPS: d})
+	addr, stop = start(t, Options{Dir: dir, MPS: d, ShowCommands: true})
 	if got := d.PID(); got != pid {
 		t.Errorf("MPS pid %d after the restart, want %d, the one adopted", got, pid)
 	}
@@ -432,7 +432,7 @@ func TestMetricsPerGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Close()
-	addr, _ := start(t, Options{Dir: dir})
+	addr, _ := start(t, Options{Dir: dir, ShowCommands: true})
 	m := get(t, "http://"+addr+"/metrics")
 	for _, want := range []string{
 		`carve_tenant_tpcs{claim="",class="",command="train",gpu="` + gpu0 + `",pid="` + itoa(pid) + `"} 4`,
@@ -441,5 +441,38 @@ func TestMetricsPerGPU(t *testing.T) {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %s:\n%s", want, m)
 		}
+	}
+}
+
+// TestDaemonLeavesOutCommands: without ShowCommands (carve daemon
+// --show-commands) no tenant's command line is served, in /status or in
+// the metrics' command label; with it, both name it.
+func TestDaemonLeavesOutCommands(t *testing.T) {
+	dir := t.TempDir()
+	pid := sleeper(t)
+	h, err := ctl.Create(dir, ctl.Init{PID: pid, Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff},
+		Comm: []string{"serve", "--token=s3cret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	for _, show := range []bool{false, true} {
+		addr, stop := start(t, Options{Dir: dir, ShowCommands: show})
+		m, st := get(t, "http://"+addr+"/metrics"), get(t, "http://"+addr+"/status")
+		var rows []status.Row
+		if err := json.Unmarshal([]byte(st), &rows); err != nil || len(rows) != 1 {
+			t.Fatalf("/status: %v %s", err, st)
+		}
+		label := `carve_tenant_tpcs{claim="",class="",command="",gpu="",pid="` + itoa(pid) + `"} 4`
+		if show {
+			label = `carve_tenant_tpcs{claim="",class="",command="serve --token=s3cret",gpu="",pid="` + itoa(pid) + `"} 4`
+		}
+		if !strings.Contains(m, label) {
+			t.Errorf("show commands %v: metrics lack %s:\n%s", show, label, m)
+		}
+		if shown := strings.Contains(m+st, "s3cret"); shown != show || (len(rows[0].Command) > 0) != show {
+			t.Errorf("show commands %v: served the command line: %v, /status: %s", show, shown, st)
+		}
+		stop()
 	}
 }
