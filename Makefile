@@ -3,13 +3,14 @@
 # libcuda), carve-dra's end-to-end tests against a control plane and a
 # kubelet that make kube builds from their Go modules (test/kube) and a
 # containerd that make node builds from its own (test/node); make soak runs the tests of
-# the packages tide's tenants go through 50 times beside a loaded CPU.
+# the packages tide's tenants go through 50 times beside a loaded CPU;
+# make fuzz runs each fuzz target for FUZZTIME (default 10m).
 GO      ?= go
 CC      ?= cc
 CFLAGS  ?= -O2 -Wall -Wextra -Werror
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build test lint clean kube node soak
+.PHONY: build test lint clean kube node soak fuzz
 build: bin/carve bin/carve-dra bin/libcarve.so
 
 GOSRC := $(shell find cmd internal -name '*.go' -o -name '*.ptx' -o -name '*.py') go.mod go.sum
@@ -47,6 +48,13 @@ build/node/.built: test/node/go.mod test/node/go.sum test/node/tools.go
 test: kube node
 	CGO_ENABLED=0 $(GO) vet ./...
 	CGO_ENABLED=0 $(GO) test -count=1 ./...
+	GO=$(GO) FUZZTIME=5s test/fuzz.sh
+
+# each fuzz target (test/fuzz.sh) for FUZZTIME, one after another; make
+# test runs them for 5 s each
+FUZZTIME ?= 10m
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) test/fuzz.sh
 
 # the tests of the shim (shim/shimtest), ctl, place, daemon and dra
 # SOAK_COUNT times over, beside two CPU-bound processes (test/soak.sh); not

@@ -29,6 +29,11 @@
 
 #include "shim.h"
 
+/* The control block's version, exported (the library's one visible variable)
+ * so that carve can tell its own library from any other file before it
+ * preloads one (internal/preload's Verify). */
+__attribute__((visibility("default"))) const unsigned carve_abi_version = CARVE_CTL_VERSION;
+
 static int env_is_1(const char *name)
 {
 	const char *e = getenv(name);

@@ -8,7 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/shimtest"
 )
 
 // TestVersionFlag: carve --version (and -v) says what carve version says.
@@ -62,8 +66,7 @@ func TestArgumentErrors(t *testing.T) {
 // the program in place of the test.
 func TestRunErrorsBeforeNotes(t *testing.T) {
 	fakeDriverProc(t, sandbox(t))
-	t.Setenv("CARVE_SHIM", filepath.Join(t.TempDir(), "libcarve.so"))
-	os.WriteFile(os.Getenv("CARVE_SHIM"), nil, 0o644)
+	t.Setenv("CARVE_SHIM", shimtest.Build(t).Shim)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -122,5 +125,37 @@ func TestFileOfAnotherKind(t *testing.T) {
 				t.Errorf("carve %s: %v, want an error with %q", strings.Join(tc.args, " "), err, want)
 			}
 		}
+	}
+}
+
+// TestBenchReportRefusesWhatItCannotShow: carve bench report of a result
+// with nothing to plot fails, saying so, and leaves no plot; a FIFO or a
+// device is refused at once, not read.
+func TestBenchReportRefusesWhatItCannotShow(t *testing.T) {
+	dir := t.TempDir()
+	bare := filepath.Join(dir, "granularity.json")
+	os.WriteFile(bare, []byte(`{"benchmark":"granularity"}`), 0o644)
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{bare, "cannot plot the granularity result: it has no points"},
+		{fifo, fifo + " is not a regular file"},
+		{"/dev/zero", "/dev/zero is not a regular file"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, _, err := carve(t, "bench", "report", tc.path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("carve bench report %s: %v, want an error with %q", tc.path, err, tc.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("carve bench report %s: still reading after 10 s", tc.path)
+		}
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 2 {
+		t.Errorf("bench report left %v, want only the result and the FIFO", files)
 	}
 }

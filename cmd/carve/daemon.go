@@ -26,7 +26,9 @@ func newDaemonCmd() *cobra.Command {
 		Long: `daemon runs until stopped (SIGINT or SIGTERM): it starts carve's MPS daemon if
 it is not running, frees the node-block slots of LS tenants that died, and
 serves what the partitioned processes are doing: Prometheus metrics on
-/metrics and the rows of carve ls as JSON on /status.
+/metrics and the rows of carve ls as JSON on /status, on --listen
+(default 127.0.0.1, this host only), without authentication. Tenants'
+command lines are left out of both unless --show-commands is given.
 
 When it stops, MPS runs on, so that a restart or a rolling upgrade takes no
 running tenant off MPS; the next daemon adopts the MPS daemon it finds in
@@ -58,8 +60,9 @@ if it stops. It keeps no state of its own, so a restart serves the same.`,
 		},
 	}
 	c.Flags().StringVar(&o.Listen, "listen", "127.0.0.1:9400", "address of /metrics and /status")
-	c.Flags().DurationVar(&o.Interval, "interval", time.Second, "how often ended tenants are cleaned up")
+	c.Flags().DurationVar(&o.Interval, "interval", time.Second, "how often ended tenants are cleaned up (10ms to 1h)")
 	c.Flags().BoolVar(&noMPS, "no-mps", false, "leave MPS alone")
+	c.Flags().BoolVar(&o.ShowCommands, "show-commands", false, "serve tenants' command lines in /status and the metrics' command label (default: left out)")
 	c.Flags().BoolVar(&o.StopMPS, "stop-mps-on-exit", false, "stop MPS when the daemon ends (default: MPS runs on for its clients)")
 	return c
 }

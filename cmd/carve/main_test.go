@@ -5,12 +5,12 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/carve-gpu/carve/internal/shimtest"
 	"github.com/carve-gpu/carve/internal/topo"
 	"github.com/carve-gpu/carve/internal/topo/topotest"
 )
@@ -45,8 +45,7 @@ func sandbox(t *testing.T) *topo.Topology {
 
 func TestErrors(t *testing.T) {
 	sandbox(t)
-	shim := filepath.Join(t.TempDir(), "libcarve.so")
-	os.WriteFile(shim, nil, 0o644)
+	shim := shimtest.Build(t).Shim
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -86,7 +85,11 @@ func TestErrors(t *testing.T) {
 		{[]string{"run", "--be", "--be-share", "2", "--", "true"}, "BE share 2: want a fraction"},
 		{[]string{"run", "--be", "--epoch", "10us", "--", "true"}, "epoch 10µs: want 1ms"},
 		{[]string{"run", "--ls", "--", "true"}, "name a partition"},
-		{[]string{"top", "--interval", "1ms"}, "--interval: at least 10ms"},
+		{[]string{"top", "--interval", "1ms"}, "--interval 1ms: want 10ms to 1h0m0s"},
+		{[]string{"top", "--interval", "2h"}, "--interval 2h0m0s: want 10ms to 1h0m0s"},
+		{[]string{"top", "--count", "-1"}, "--count: at least 0"},
+		{[]string{"daemon", "--no-mps", "--listen", "127.0.0.1:0", "--interval", "1ns"}, "--interval 1ns: want 10ms to 1h0m0s"},
+		{[]string{"daemon", "--no-mps", "--listen", "127.0.0.1:0", "--interval", "-1s"}, "--interval -1s: want 10ms to 1h0m0s"},
 		{[]string{"bench", "serve", "--ls", "vgg:graph"}, `LS "vgg:graph"`},
 		{[]string{"bench", "kernels"}, "name the records to read: JOB=FILE"},
 		{[]string{"bench", "kernels", "bert=/nonexistent/bert.*.tsv"}, "no such file (records of job bert"},

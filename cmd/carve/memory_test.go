@@ -14,6 +14,7 @@ import (
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/mps"
 	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/shimtest"
 	"github.com/carve-gpu/carve/internal/topo"
 	"github.com/carve-gpu/carve/internal/topo/topotest"
 )
@@ -54,8 +55,7 @@ func tenant(t *testing.T, top *topo.Topology, limit uint64, flags uint32, env ..
 func TestRunMemoryOverCommitted(t *testing.T) {
 	top := sandbox(t)
 	fakeDriverProc(t, top)
-	t.Setenv("CARVE_SHIM", filepath.Join(t.TempDir(), "libcarve.so"))
-	os.WriteFile(os.Getenv("CARVE_SHIM"), nil, 0o644)
+	t.Setenv("CARVE_SHIM", shimtest.Build(t).Shim)
 	pid := tenant(t, top, 70*gib, 0)
 	_, stderr, err := carve(t, "run", "-n", "4", "--mem", "12G", "--", "true")
 	if err == nil || err.Error() == "" || stderr != "" {
@@ -126,14 +126,13 @@ func TestSetMemory(t *testing.T) {
 // TestRunMemoryEnv: under carve's MPS a program run with --mem gets the
 // driver's limit for its GPU, a share resolved against the GPU's memory;
 // outside MPS it gets none (the shim's account holds it); run says the
-// limit, and that a tenant without one shares the GPU. The shim given is
-// an empty file, which the loader skips: what is checked is the
-// environment carve hands the program.
+// limit, and that a tenant without one shares the GPU. The shim finds no
+// driver and lets the program run: what is checked is the environment
+// carve hands the program.
 func TestRunMemoryEnv(t *testing.T) {
 	carveBin, _ := builtCarve(t)
 	top := topotest.H100(t)
-	shim := filepath.Join(t.TempDir(), "libcarve.so")
-	os.WriteFile(shim, nil, 0o644)
+	shim := shimtest.Build(t).Shim
 	// carve's MPS daemon "runs": its pid file names a live process
 	pipe := mps.Default().PipeDir()
 	os.MkdirAll(pipe, 0o700)

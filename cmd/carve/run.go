@@ -80,7 +80,9 @@ COMMAND's exit status is carve's.
 
 If the hook cannot be installed (unknown driver interface or descriptor
 version) the program is stopped with exit status 86 rather than run on all
-TPCs, unless --allow-unpartitioned is given.`,
+TPCs, unless --allow-unpartitioned is given. A --shim (or $CARVE_SHIM) that
+is not carve's libcarve.so, of this carve's version, is refused with exit
+status 86 before the program starts.`,
 		Args: needArgs("a command"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			policy, err := tide.policy()
@@ -105,7 +107,9 @@ TPCs, unless --allow-unpartitioned is given.`,
 				return err
 			}
 			lib, err := preload.Find(shim)
-			if err != nil {
+			if errors.Is(err, preload.ErrNotShim) {
+				return &exitError{preload.ExitRefused, err}
+			} else if err != nil {
 				return err
 			}
 			on, ords, err := gpus(devices, s, err)

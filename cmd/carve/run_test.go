@@ -7,13 +7,16 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/shimtest"
 	"github.com/carve-gpu/carve/internal/topo/topotest"
 )
 
@@ -128,5 +131,41 @@ func TestConcurrentRuns(t *testing.T) {
 	}
 	if after, _ := ctl.List(dir); len(after) != 64 {
 		t.Errorf("refused runs left blocks: %d live, want 64", len(after))
+	}
+}
+
+// TestRunRefusesAnotherShim: carve run with a --shim (or $CARVE_SHIM) that
+// is not carve's library (empty, text, another program) exits with status
+// 86, naming the file and why, and does not run the program.
+func TestRunRefusesAnotherShim(t *testing.T) {
+	carveBin, _ := builtCarve(t)
+	dir := t.TempDir()
+	empty, text := filepath.Join(dir, "empty.so"), filepath.Join(dir, "passwd")
+	os.WriteFile(empty, nil, 0o644)
+	os.WriteFile(text, []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644)
+	ran := filepath.Join(dir, "ran")
+	for _, tc := range []struct {
+		shim, env, why string
+	}{
+		{empty, "", "not an ELF file"},
+		{text, "", "not an ELF file"},
+		{shimtest.Build(t).Driver, "", "an executable, not a shared library"},
+		{"", empty, "not an ELF file"},
+	} {
+		args := []string{"run", "-t", "0"}
+		if tc.shim != "" {
+			args = append(args, "--shim", tc.shim)
+		}
+		cmd := exec.Command(carveBin, append(args, "--", "touch", ran)...)
+		cmd.Env = append(os.Environ(), "CARVE_SHIM="+tc.env)
+		out, err := cmd.CombinedOutput()
+		name := tc.shim + tc.env
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 86 ||
+			!strings.Contains(string(out), "shim "+name+": not carve's library: "+tc.why) {
+			t.Errorf("shim %s: %v, said %q; want exit status 86 saying %q", name, err, out, tc.why)
+		}
+		if _, err := os.Stat(ran); err == nil {
+			t.Fatalf("shim %s: the program ran", name)
+		}
 	}
 }

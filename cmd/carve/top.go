@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/daemon"
 	"github.com/carve-gpu/carve/internal/status"
 )
 
@@ -27,8 +28,11 @@ work in flight, a BE tenant's share of the time its launches were held back
 and its kernels in flight. --count stops after that many frames.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if interval < 10*time.Millisecond || count < 0 {
-				return errors.New("--interval: at least 10ms; --count: at least 0")
+			if err := daemon.CheckInterval("--interval", interval); err != nil {
+				return err
+			}
+			if count < 0 {
+				return errors.New("--count: at least 0")
 			}
 			dir, err := ctl.Dir()
 			if err != nil {
@@ -60,7 +64,7 @@ and its kernels in flight. --count stops after that many frames.`,
 			return nil
 		},
 	}
-	c.Flags().DurationVar(&interval, "interval", time.Second, "time between frames")
+	c.Flags().DurationVar(&interval, "interval", time.Second, "time between frames (10ms to 1h)")
 	c.Flags().IntVar(&count, "count", 0, "frames to show (0: until interrupted)")
 	return c
 }

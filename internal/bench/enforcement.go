@@ -188,7 +188,7 @@ func plotEnforcement(r *report.Result, dir string) error {
 		var names []string
 		var sts []stats.Stats
 		for _, s := range r.Series {
-			if s.Victim == v {
+			if s.Victim == v && len(s.Points) > 0 {
 				names = append(names, s.Mechanism)
 				sts = append(sts, s.Points[0].Stats)
 			}
@@ -216,6 +216,9 @@ func enforcementTable(tw io.Writer, r *report.Result) {
 	refs, _ := r.Params["scaled_alone_ms"].(map[string]any)
 	fmt.Fprintln(tw, "VICTIM\tSETUP\tMIN\tP50\tP99\tMAX\tP99 VS REFERENCE")
 	for _, s := range r.Series {
+		if len(s.Points) == 0 {
+			continue
+		}
 		st := s.Points[0].Stats
 		vs := "-"
 		if ref, ok := refs[s.Victim].(float64); ok {

@@ -250,6 +250,10 @@ func plotGranularity(r *report.Result, dir string) error {
 		}
 		pts := make(plotter.XYs, len(s.Points))
 		for j, q := range s.Points {
+			if q.Stats.P50 <= 0 {
+				return fmt.Errorf("cannot plot the granularity result: %s's median on %d SMs is %g ms, which its log scale cannot show",
+					s.Mechanism, q.SMs, q.Stats.P50)
+			}
 			pts[j] = plotter.XY{X: float64(q.SMs), Y: q.Stats.P50}
 			top = max(top, q.Stats.P50)
 		}
@@ -261,6 +265,9 @@ func plotGranularity(r *report.Result, dir string) error {
 		sc.Shape = plotutil.Shape(i)
 		p.Add(l, sc)
 		p.Legend.Add(s.Mechanism, l, sc)
+	}
+	if top == 0 {
+		return errors.New("cannot plot the granularity result: it has no measured points")
 	}
 	for _, s := range r.Series {
 		if s.Measured {

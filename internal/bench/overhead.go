@@ -169,7 +169,7 @@ func plotOverhead(r *report.Result, dir string) error {
 		for _, st := range sts {
 			lo, hi = min(lo, st.Min), max(hi, st.Max)
 		}
-		if hi > 5*lo { // rare slow launches would flatten the boxes
+		if lo > 0 && hi > 5*lo { // rare slow launches would flatten the boxes
 			p.Y.Scale = plot.LogScale{}
 			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 			p.Title.Text += " (log scale)"
@@ -188,6 +188,9 @@ func overheadTable(tw io.Writer, r *report.Result) {
 		fmt.Fprintf(tw, "%s (%s)\nMECHANISM\tN\tMIN\tP50\tP99\tMAX\tMEAN\tP50 VS %s\tMEAN VS %[3]s\n",
 			p.Label, cmp.Or(p.Unit, "ms"), none.Mechanism)
 		for _, s := range r.Series {
+			if k >= len(s.Points) {
+				continue
+			}
 			st, base := s.Points[k].Stats, p.Stats
 			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%+.1f%%\t%+.1f%%\n", s.Mechanism, st.N, st.Min, st.P50, st.P99, st.Max, st.Mean,
 				100*(st.P50/base.P50-1), 100*(st.Mean/base.Mean-1))

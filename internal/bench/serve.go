@@ -151,8 +151,8 @@ func (o ServeOptions) Check() error {
 	if o.Pattern != "poisson" && o.Pattern != "onoff" {
 		return fmt.Errorf("pattern %q: want poisson or onoff", o.Pattern)
 	}
-	if o.Duration < time.Second || o.LSTPCs < 1 || o.BEBatch < 1 {
-		return errors.New("--duration: at least 1s; --ls-tpcs, --be-batch: at least 1")
+	if o.Duration < time.Second || o.Duration > time.Hour || o.LSTPCs < 1 || o.BEBatch < 1 {
+		return errors.New("--duration: 1s to 1h; --ls-tpcs, --be-batch: at least 1")
 	}
 	if out, err := exec.Command(o.Python, "-c", "import "+imports+"; assert torch.cuda.is_available()").CombinedOutput(); err != nil {
 		return fmt.Errorf("%s cannot run the models (it needs %s and a GPU; --python names another): %w\n%s", o.Python, imports, err, lastLines(out, 3))

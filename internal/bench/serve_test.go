@@ -44,6 +44,8 @@ func TestServeOptionsCheck(t *testing.T) {
 		{func(o *ServeOptions) { o.MPSSplits = []int{100} }, "MPS split 100%"},
 		{func(o *ServeOptions) { o.StaticSplits = []int{0} }, "static split 0 TPCs"},
 		{func(o *ServeOptions) { o.Pattern = "burst" }, `pattern "burst"`},
+		{func(o *ServeOptions) { o.Duration = time.Millisecond }, "--duration: 1s to 1h"},
+		{func(o *ServeOptions) { o.Duration = 2 * time.Hour }, "--duration: 1s to 1h"},
 		{func(o *ServeOptions) { o.Orders = []string{"ls-first", "lsfirst"} }, `order "lsfirst": want ls-first or be-first`},
 		{func(o *ServeOptions) { o.Orders = []string{"ls-first", "ls-first"} }, `order "ls-first" given twice`},
 		{func(o *ServeOptions) {}, "no such file"},

@@ -37,14 +37,36 @@ import (
 type Options struct {
 	Dir      string        // the runtime directory of control and node blocks
 	Listen   string        // address of /metrics and /status, e.g. 127.0.0.1:9400
-	Interval time.Duration // how often dead tenants' slots are freed
+	Interval time.Duration // how often dead tenants' slots are freed: 0 (a second) or MinInterval to MaxInterval
 	MPS      *mps.Daemon   // carve's MPS daemon: started, or adopted where it runs; nil: none
 	// StopMPS stops MPS when Run returns, started or adopted. Without it
 	// MPS runs on for its clients: a restarted daemon adopts it, and only
 	// carve mps stop ends it.
 	StopMPS bool
-	Log     *slog.Logger
-	Ready   func(addr string) // called with the address once it listens
+	// ShowCommands serves each tenant's command line (its "command" in
+	// /status, its metrics' command label). Without it they are left out:
+	// a command line may carry what its tenant would not have read by
+	// whoever reaches the daemon's address.
+	ShowCommands bool
+	Log          *slog.Logger
+	Ready        func(addr string) // called with the address once it listens
+}
+
+// MinInterval and MaxInterval bound Options.Interval, and carve top's
+// --interval: shorter would spin a CPU over the blocks, longer leaves
+// ended tenants' slots taken for hours.
+const (
+	MinInterval = 10 * time.Millisecond
+	MaxInterval = time.Hour
+)
+
+// CheckInterval says why d is not an interval from MinInterval to
+// MaxInterval, naming it as flag; nil where it is one.
+func CheckInterval(flag string, d time.Duration) error {
+	if d < MinInterval || d > MaxInterval {
+		return fmt.Errorf("%s %v: want %v to %v", flag, d, MinInterval, MaxInterval)
+	}
+	return nil
 }
 
 // Run serves until ctx ends.
@@ -52,8 +74,11 @@ func Run(ctx context.Context, o Options) error {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	if o.Interval <= 0 {
+	if o.Interval == 0 {
 		o.Interval = time.Second
+	}
+	if err := CheckInterval("--interval", o.Interval); err != nil {
+		return err
 	}
 	// the address first: a daemon that cannot serve starts nothing
 	if _, _, err := net.SplitHostPort(o.Listen); err != nil {
@@ -78,7 +103,7 @@ func Run(ctx context.Context, o Options) error {
 			}()
 		}
 	}
-	c := &collector{dir: o.Dir}
+	c := &collector{dir: o.Dir, showCommands: o.ShowCommands}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	mux := http.NewServeMux()
@@ -88,6 +113,11 @@ func Run(ctx context.Context, o Options) error {
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
+		}
+		if !o.ShowCommands {
+			for i := range rows {
+				rows[i].Command = nil
+			}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(rows)
@@ -154,8 +184,9 @@ func answering(d *mps.Daemon, pid int, log *slog.Logger) {
 
 // collector reads the blocks at each scrape.
 type collector struct {
-	dir       string
-	reclaimed atomic.Int64
+	dir          string
+	showCommands bool // Options.ShowCommands: the command label is "" without it
+	reclaimed    atomic.Int64
 }
 
 // reclaim frees the slots of LS tenants that no longer run, in every node
@@ -205,7 +236,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	rows, _ := status.List(c.dir, events)
 	for _, r := range rows {
 		command := ""
-		if len(r.Command) > 0 {
+		if len(r.Command) > 0 && c.showCommands {
 			command = status.Command(r, 40)
 		}
 		l := []string{fmt.Sprint(r.PID), r.Class, command, r.Claim}

@@ -182,7 +182,7 @@ func TestDaemon(t *testing.T) {
 
 	d, starts := countedMPS(t)
 	t.Cleanup(func() { d.Stop() })
-	addr, stop := start(t, Options{Dir: dir, MPS: d})
+	addr, stop := start(t, Options{Dir: dir, MPS: d, ShowCommands: true})
 	if !d.Running() {
 		t.Error("MPS is not running under the daemon")
 	}
@@ -233,7 +233,7 @@ func TestDaemon(t *testing.T) {
 	// restarted, it adopts MPS, starting no second one, serves the same
 	// tenants and frees the slots of the dead
 	takeSlot(t, node, 5, deadPID(t), true)
-	addr, stop = start(t, Options{Dir: dir, MPS: d})
+	addr, stop = start(t, Options{Dir: dir, MPS: d, ShowCommands: true})
 	if got := d.PID(); got != pid {
 		t.Errorf("MPS pid %d after the restart, want %d, the one adopted", got, pid)
 	}
@@ -351,6 +351,36 @@ func TestDaemonAddressBeforeMPS(t *testing.T) {
 	}
 }
 
+// TestDaemonIntervalBounded: an interval that would spin a CPU over the
+// blocks, or leave ended tenants' slots taken for hours, is refused before
+// the daemon listens or starts MPS; 0 is a second.
+func TestDaemonIntervalBounded(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{time.Nanosecond, "--interval 1ns: want 10ms to 1h0m0s"},
+		{-time.Second, "--interval -1s: want 10ms to 1h0m0s"},
+		{2 * time.Hour, "--interval 2h0m0s: want 10ms to 1h0m0s"},
+	} {
+		d := &mps.Daemon{Root: filepath.Join(t.TempDir(), "mps"), Control: mpstest.Control(t)}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := Run(ctx, Options{Dir: t.TempDir(), Listen: "127.0.0.1:0", Interval: tc.d, MPS: d})
+		cancel()
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("interval %v: %v, want %q", tc.d, err, tc.want)
+		}
+		if _, serr := os.Stat(d.PipeDir()); serr == nil {
+			t.Errorf("interval %v: MPS was started", tc.d)
+		}
+	}
+	for _, d := range []time.Duration{MinInterval, time.Second, MaxInterval} {
+		if err := CheckInterval("--interval", d); err != nil {
+			t.Errorf("CheckInterval(%v) = %v", d, err)
+		}
+	}
+}
+
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // TestDaemonFence: the daemon keeps the node block's fixed TPCs (those LS
@@ -401,7 +431,7 @@ func TestMetricsPerGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Close()
-	addr, _ := start(t, Options{Dir: dir})
+	addr, _ := start(t, Options{Dir: dir, ShowCommands: true})
 	m := get(t, "http://"+addr+"/metrics")
 	for _, want := range []string{
 		`carve_tenant_tpcs{claim="",class="",command="train",gpu="` + gpu0 + `",pid="` + itoa(pid) + `"} 4`,
@@ -410,5 +440,38 @@ func TestMetricsPerGPU(t *testing.T) {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %s:\n%s", want, m)
 		}
+	}
+}
+
+// TestDaemonLeavesOutCommands: without ShowCommands (carve daemon
+// --show-commands) no tenant's command line is served, in /status or in
+// the metrics' command label; with it, both name it.
+func TestDaemonLeavesOutCommands(t *testing.T) {
+	dir := t.TempDir()
+	pid := sleeper(t)
+	h, err := ctl.Create(dir, ctl.Init{PID: pid, Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff},
+		Comm: []string{"serve", "--token=s3cret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	for _, show := range []bool{false, true} {
+		addr, stop := start(t, Options{Dir: dir, ShowCommands: show})
+		m, st := get(t, "http://"+addr+"/metrics"), get(t, "http://"+addr+"/status")
+		var rows []status.Row
+		if err := json.Unmarshal([]byte(st), &rows); err != nil || len(rows) != 1 {
+			t.Fatalf("/status: %v %s", err, st)
+		}
+		label := `carve_tenant_tpcs{claim="",class="",command="",gpu="",pid="` + itoa(pid) + `"} 4`
+		if show {
+			label = `carve_tenant_tpcs{claim="",class="",command="serve --token=s3cret",gpu="",pid="` + itoa(pid) + `"} 4`
+		}
+		if !strings.Contains(m, label) {
+			t.Errorf("show commands %v: metrics lack %s:\n%s", show, label, m)
+		}
+		if shown := strings.Contains(m+st, "s3cret"); shown != show || (len(rows[0].Command) > 0) != show {
+			t.Errorf("show commands %v: served the command line: %v, /status: %s", show, shown, st)
+		}
+		stop()
 	}
 }

@@ -6,10 +6,15 @@
 package preload
 
 import (
+	"debug/elf"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/carve-gpu/carve/internal/ctl"
 )
 
 // Variables the shim reads.
@@ -20,15 +25,29 @@ const (
 	VarShim               = "CARVE_SHIM"
 )
 
+// ExitRefused is the exit status of a program that carve refuses to run
+// unpartitioned: the shim's CARVE_EXIT_REFUSED (shim/shim.h), and carve
+// run's when the shim it would preload is not carve's library.
+const ExitRefused = 86
+
+// ABISymbol is the variable libcarve.so exports, holding the control
+// block's version (ctl.Version), by which Verify knows the library.
+const ABISymbol = "carve_abi_version"
+
+// ErrNotShim is wrapped by the error of Find and Verify for a file that is
+// not carve's library, or not of this carve's control-block version.
+var ErrNotShim = errors.New("not carve's library")
+
 // Find locates libcarve.so: flag, else $CARVE_SHIM, else beside the carve
-// binary (bin/) or in ../lib/carve/ from it.
+// binary (bin/) or in ../lib/carve/ from it; and checks with Verify that
+// what it found is carve's library.
 func Find(flag string) (string, error) {
 	for _, p := range []string{flag, os.Getenv(VarShim)} {
 		if p != "" {
 			if _, err := os.Stat(p); err != nil {
 				return "", fmt.Errorf("shim %s: %w", p, err)
 			}
-			return filepath.Abs(p)
+			return verified(p)
 		}
 	}
 	exe, err := os.Executable()
@@ -38,10 +57,84 @@ func Find(flag string) (string, error) {
 	dir := filepath.Dir(exe)
 	for _, p := range []string{filepath.Join(dir, "libcarve.so"), filepath.Join(dir, "..", "lib", "carve", "libcarve.so")} {
 		if _, err := os.Stat(p); err == nil {
-			return filepath.Abs(p)
+			return verified(p)
 		}
 	}
 	return "", fmt.Errorf("libcarve.so not found beside %s: build it with 'make', or pass --shim", exe)
+}
+
+func verified(p string) (string, error) {
+	if err := Verify(p); err != nil {
+		return "", err
+	}
+	return filepath.Abs(p)
+}
+
+// Verify checks that path is carve's library, of this carve's control-block
+// version: an ELF shared object whose dynamic symbols define ABISymbol,
+// holding ctl.Version. A file that is not (an empty file, text, another
+// library) would be preloaded to no effect, and the program run on the
+// whole GPU; the error, wrapping ErrNotShim, names the file and says why.
+func Verify(path string) error {
+	why := abiMismatch(path)
+	if why == "" {
+		return nil
+	}
+	return fmt.Errorf("shim %s: %w: %s", path, ErrNotShim, why)
+}
+
+// abiMismatch says why path is not carve's library ("" where it is).
+func abiMismatch(path string) string {
+	if fi, err := os.Stat(path); err != nil {
+		return err.Error()
+	} else if !fi.Mode().IsRegular() {
+		return "not a regular file (" + fi.Mode().Type().String() + ")"
+	} else if fi.Size() == 0 {
+		return "not an ELF file (it is empty)"
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		var fe *elf.FormatError
+		if errors.As(err, &fe) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return "not an ELF file (" + err.Error() + ")"
+		}
+		return err.Error()
+	}
+	defer f.Close()
+	if f.Type != elf.ET_DYN {
+		return fmt.Sprintf("an ELF %s, not a shared library", f.Type)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return "an executable, not a shared library"
+		}
+	}
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		return "a shared library without dynamic symbols (" + err.Error() + ")"
+	}
+	for _, sym := range syms {
+		if sym.Name != ABISymbol || sym.Section == elf.SHN_UNDEF || int(sym.Section) >= len(f.Sections) {
+			continue
+		}
+		if sym.Size != 4 {
+			return fmt.Sprintf("its %s is %d bytes, not 4", ABISymbol, sym.Size)
+		}
+		sec := f.Sections[sym.Section]
+		if sym.Value < sec.Addr || sym.Value+4 > sec.Addr+sec.Size || sec.Type == elf.SHT_NOBITS {
+			return fmt.Sprintf("its %s lies outside its section %s", ABISymbol, sec.Name)
+		}
+		var b [4]byte
+		if _, err := sec.ReadAt(b[:], int64(sym.Value-sec.Addr)); err != nil {
+			return fmt.Sprintf("reading its %s: %v", ABISymbol, err)
+		}
+		if v := f.ByteOrder.Uint32(b[:]); v != ctl.Version {
+			return fmt.Sprintf("its control-block version (%s) is %d, this carve's is %d: install the libcarve.so built with this carve",
+				ABISymbol, v, ctl.Version)
+		}
+		return ""
+	}
+	return "a shared library that does not define " + ABISymbol + " (a libcarve.so older than this carve, or another library)"
 }
 
 // Env returns env with the shim preloaded (before any library already in

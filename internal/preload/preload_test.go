@@ -1,11 +1,15 @@
 package preload
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/carve-gpu/carve/internal/shimtest"
 )
 
 func TestSet(t *testing.T) {
@@ -27,8 +31,7 @@ func TestEnvKeepsEarlierPreloads(t *testing.T) {
 }
 
 func TestFind(t *testing.T) {
-	lib := filepath.Join(t.TempDir(), "libcarve.so")
-	os.WriteFile(lib, nil, 0o644)
+	lib := shimtest.Build(t).Shim
 	if p, err := Find(lib); err != nil || p != lib {
 		t.Errorf("Find(flag) = %q, %v", p, err)
 	}
@@ -38,5 +41,59 @@ func TestFind(t *testing.T) {
 	}
 	if _, err := Find("/nonexistent/libcarve.so"); err == nil || !strings.Contains(err.Error(), "shim /nonexistent") {
 		t.Errorf("missing shim: %v", err)
+	}
+}
+
+// TestVerifyRefusesWhatIsNotTheShim: Find and Verify take carve's own
+// library and refuse, naming the file and why, an empty file, text,
+// another shared library, an executable, a directory and a library of
+// another control-block version.
+func TestVerifyRefusesWhatIsNotTheShim(t *testing.T) {
+	built := shimtest.Build(t)
+	dir := t.TempDir()
+	file := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cc := func(name, src string) string {
+		c := file(name+".c", []byte(src))
+		so := filepath.Join(dir, name+".so")
+		if out, err := exec.Command("cc", "-shared", "-fPIC", "-o", so, c).CombinedOutput(); err != nil {
+			t.Fatalf("cc %s: %v\n%s", c, err, out)
+		}
+		return so
+	}
+	if err := Verify(built.Shim); err != nil {
+		t.Errorf("Verify(the shim) = %v", err)
+	}
+	if err := Verify(built.TestShim); err != nil {
+		t.Errorf("Verify(the shim's test build) = %v", err)
+	}
+	for _, tc := range []struct {
+		path, why string
+	}{
+		{file("empty.so", nil), "not an ELF file"},
+		{file("passwd", []byte("root:x:0:0:root:/root:/bin/bash\n")), "not an ELF file"},
+		{cc("other", "int other(void) { return 1; }\n"), "does not define carve_abi_version"},
+		{cc("old", "const unsigned carve_abi_version = 1;\n"), "control-block version (carve_abi_version) is 1, this carve's is 5"},
+		{cc("short", "const unsigned char carve_abi_version = 5;\n"), "is 1 bytes, not 4"},
+		{cc("undefined", "extern const unsigned carve_abi_version;\nunsigned f(void) { return carve_abi_version; }\n"), "does not define"},
+		{built.Driver, "not a shared library"},
+		{dir, "not a regular file"},
+	} {
+		for _, find := range []func(string) (string, error){func(p string) (string, error) { return "", Verify(p) }, Find} {
+			_, err := find(tc.path)
+			if !errors.Is(err, ErrNotShim) || !strings.Contains(err.Error(), "shim "+tc.path+": not carve's library: ") ||
+				!strings.Contains(err.Error(), tc.why) {
+				t.Errorf("%s: %v, want ErrNotShim saying %q", tc.path, err, tc.why)
+			}
+		}
+	}
+	t.Setenv(VarShim, file("env.so", nil))
+	if _, err := Find(""); !errors.Is(err, ErrNotShim) {
+		t.Errorf("Find($CARVE_SHIM empty) = %v, want ErrNotShim", err)
 	}
 }

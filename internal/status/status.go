@@ -14,7 +14,6 @@ import (
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
-	"github.com/carve-gpu/carve/internal/place"
 	"github.com/carve-gpu/carve/internal/topo"
 	"github.com/carve-gpu/carve/internal/xid"
 )
@@ -164,9 +163,9 @@ func ShortGPU(uuid string) string {
 		return "-"
 	}
 	if len(uuid) > 12 {
-		return uuid[:12]
+		uuid = uuid[:12]
 	}
-	return uuid
+	return Printable(uuid)
 }
 
 // List returns the rows of the blocks in dir: live processes by pid, then
@@ -272,11 +271,11 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, unreadable error) {
 		}
 		state += Elsewhere(r) + Refused(r)
 		sms := SMsText(r.SMs)
-		pid, command := fmt.Sprint(r.PID), place.CommandLine(r.Command, 50)
+		pid, command := fmt.Sprint(r.PID), CommandLine(r.Command, 50)
 		if r.Claim != "" {
-			command = "claim " + r.Claim + ": " + command
+			command = "claim " + Printable(r.Claim) + ": " + command
 			if r.PID == 0 {
-				pid, command = "-", "claim "+r.Claim
+				pid, command = "-", "claim "+Printable(r.Claim)
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", pid, orDash(r.Class), ShortGPU(r.GPU), r.TPCs, r.NumTPCs, sms,
@@ -306,8 +305,8 @@ func SMsText(n int) string {
 	return fmt.Sprint(n)
 }
 
-// Command is the row's command line, cut to width.
-func Command(r Row, width int) string { return place.CommandLine(r.Command, width) }
+// Command is the row's command line, made Printable and cut to width.
+func Command(r Row, width int) string { return CommandLine(r.Command, width) }
 
 // Elsewhere says, after a row's state, how many of its launches were on
 // another GPU than its partition's, and so ran on all that GPU's TPCs; ""
@@ -316,7 +315,7 @@ func Elsewhere(r Row) string {
 	if r.OtherLaunches == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; %d launches UNMASKED on %s", r.OtherLaunches, r.OtherGPU)
+	return fmt.Sprintf("; %d launches UNMASKED on %s", r.OtherLaunches, Printable(r.OtherGPU))
 }
 
 // MemText is a row's MEM: what its tenant holds of the GPU's memory and
@@ -414,12 +413,12 @@ func writeFaults(w io.Writer, rows []Row, now time.Time, unreadable error) {
 		cause := ""
 		switch r.Fault.Cause {
 		case "faulted":
-			cause = "; its kernel faulted (" + r.Fault.Xid + ")"
+			cause = "; its kernel faulted (" + Printable(r.Fault.Xid) + ")"
 		case "beside":
-			cause = "; ended beside another's fault: " + r.Fault.Xid
+			cause = "; ended beside another's fault: " + Printable(r.Fault.Xid)
 		}
-		fmt.Fprintf(w, "  pid %d (%s, TPCs %s, %s context): %s at %s, %s ago; %s%s\n", r.PID, place.CommandLine(r.Command, 40), r.TPCs,
-			context(r), r.Fault.Name, r.Fault.Call, now.Sub(at).Round(time.Second), state, cause)
+		fmt.Fprintf(w, "  pid %d (%s, TPCs %s, %s context): %s at %s, %s ago; %s%s\n", r.PID, CommandLine(r.Command, 40), r.TPCs,
+			context(r), Printable(r.Fault.Name), Printable(r.Fault.Call), now.Sub(at).Round(time.Second), state, cause)
 	}
 	closeGroup(group)
 	if unreadable != nil {
