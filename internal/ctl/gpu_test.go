@@ -1,7 +1,7 @@
-package ctl_test
-
 // GPU UUIDs as blocks hold them (gpu.go), and a block's partitions on
 // several GPUs (Create); with the test GPUs they name, the fake driver's.
+
+package ctl_test
 
 import (
 	"fmt"

@@ -1,9 +1,9 @@
-package shimtest_test
-
 // Which of the tenant's GPUs a launch is on (shim/gpu.c): each launch is
 // masked with the partition of its context's GPU, found by UUID among the
 // block's, one on a GPU the block does not name is refused, and the
 // launch callback asks the driver nothing to find it.
+
+package shimtest_test
 
 import (
 	"fmt"

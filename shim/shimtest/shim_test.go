@@ -1,5 +1,3 @@
-package shimtest_test
-
 // Package shimtest_test holds the tests of libcarve.so, the C files of
 // shim/, against a fake libcuda.so.1 (shim/fake/fakecuda.c): the shim is
 // built with the system C compiler (internal/shimtest), loaded with
@@ -11,6 +9,8 @@ package shimtest_test
 // This one holds the driver process under the shim, which every test
 // starts, and the shim at load time (main.c): the mask applied and
 // followed, and the refusals.
+
+package shimtest_test
 
 import (
 	"bufio"
