@@ -1,4 +1,4 @@
-// The memory account of a tenant's ended processes (mem.go): what a scan
+// The memory account of a tenant's ended processes (account.go): what a scan
 // of the runtime directory credits, and when it removes the account.
 
 package ctl_test
