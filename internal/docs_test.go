@@ -1,5 +1,3 @@
-package internal_test
-
 // What README.md and ARCHITECTURE.md say about the code, checked against
 // the code: the numbers they state against the Go constants (which
 // TestConstantsMatchHeaders in internal/ctl checks against the C headers),
@@ -10,6 +8,8 @@ package internal_test
 // they are checked rather than generated: a generator would need markers in
 // the Markdown and a step to remember, where this fails in go test with the
 // sentence and the value it should say.
+
+package internal_test
 
 import (
 	"fmt"

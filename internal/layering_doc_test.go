@@ -1,3 +1,6 @@
+// Tests that every package of the module has a doc comment saying what it
+// holds.
+
 package internal_test
 
 import (

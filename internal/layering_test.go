@@ -1,8 +1,8 @@
-package internal_test
-
 // The rules ARCHITECTURE.md states about carve's packages, checked on the
 // import graph that 'go list' reports, and on the source of the files
 // that handle TPC masks.
+
+package internal_test
 
 import (
 	"bufio"

@@ -1,8 +1,7 @@
 /*
  * slice_ptx.h: the two kernels slicing runs on the GPU, as PTX text, and
- * the constants they share with the code that launches them: slice.c, and
- * experiments/slicing/slicer.c, the preloaded experiment that proved the
- * method on an unmodified PyTorch program.
+ * the constants they share with the code that launches them and reads
+ * what they found: slice.c and slice_code.c, its only users.
  *
  * PREFIX_scan (one warp): the length of the code at src up to and with
  * its end marker, out[0] (0: none within bound bytes), and out[1], how

@@ -1,3 +1,7 @@
+// Tests of carve-dra's command line (main.go) against the Helm chart that
+// starts it: every flag the chart passes exists, the plugin's container
+// mounts every node path carve-dra uses, and it stops without a node name.
+
 package main
 
 import (

@@ -1,3 +1,7 @@
+// carve-dra webhook: the admission webhook's command, which serves over
+// HTTPS the dra package's check of a claim's carve config, its certificate
+// and key read again from their files when either changes.
+
 package main
 
 import (

@@ -1,3 +1,6 @@
+// Tests of carve-dra webhook (webhook.go): it serves HTTPS with the
+// certificate it is given and answers an AdmissionReview.
+
 package main
 
 import (

@@ -1,3 +1,8 @@
+// The flags carve run and carve set share: the three ways of naming a
+// partition (-t, -g, -n), the tide classes and the tenant's policy (one
+// flag per field of ctl.Policy), the GPUs --device names, and the line
+// saying where a tenant was placed.
+
 package main
 
 import (

@@ -1,3 +1,7 @@
+// carve bench colour: FGPU's CP-against-CMP experiment with carve's memory
+// map, a victim on the TPCs of one L2 side beside a competitor, its pages
+// coloured or not.
+
 package bench
 
 import (

@@ -1,3 +1,7 @@
+// carve bench enforcement: a GEMM victim in a share of the GPU while a
+// competitor runs without pause in the rest, under each mechanism, with its
+// plot and table.
+
 package bench
 
 import (

@@ -1,3 +1,7 @@
+// The environment the benchmarks of separate processes share (Env): the
+// GPU's topology, this carve binary and its shim, an MPS daemon of their
+// own, and the command prefixes that run a worker through them.
+
 package bench
 
 import (

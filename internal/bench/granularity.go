@@ -1,3 +1,7 @@
+// carve bench granularity: an n x n GEMM timed at every partition size each
+// mechanism can express (carve's TPC counts, green contexts' SM groups,
+// MPS percentages, MIG's documented sizes), with its plot and table.
+
 package bench
 
 import (

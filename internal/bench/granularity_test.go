@@ -1,3 +1,6 @@
+// Tests of granularity.go: the MPS percentages for each TPC count, and the
+// MPS series measured with a fake worker.
+
 package bench
 
 import (

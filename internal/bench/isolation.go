@@ -1,3 +1,8 @@
+// carve bench isolation: FGPU's experiment, the isolation suite in one
+// partition alone and beside each interferer in the other, and FGPU's
+// variation metric (its Table III) computed from the result, with its plot
+// and table.
+
 package bench
 
 import (

@@ -1,3 +1,8 @@
+// carve bench kernels: the kernels a job ran, as
+// experiments/kernels/recorder.c records them, read and summarized by
+// duration and by shape (how many blocks an SM holds, cooperative or
+// cluster launches), with each job's top kernels, as Markdown tables.
+
 package bench
 
 import (

@@ -1,3 +1,7 @@
+// Tests of kernels.go on a hand-written recorder file: reading it, each
+// kernel's residency and shape, the cut after the warm-up, the summaries
+// and their tables.
+
 package bench
 
 import (

@@ -1,3 +1,7 @@
+// carve bench overhead: what each mechanism (none, carve, MPS, MPS with a
+// percentage, carve under MPS, a green context) costs a process, measured
+// in worker processes, with its plot and table.
+
 package bench
 
 import (

@@ -1,3 +1,7 @@
+// carve bench predict: random groups of profiled kernels co-run, each in a
+// partition of its own, and their measured times set against the model's
+// prediction.
+
 package bench
 
 import (

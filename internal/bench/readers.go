@@ -1,3 +1,7 @@
+// carve bench readers: FGPU's Fig. 8, one SM loading lines of one L2 slice
+// from DRAM while more and more SMs read the same or other slices, with its
+// plot and table.
+
 package bench
 
 import (

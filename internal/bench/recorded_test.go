@@ -1,3 +1,6 @@
+// Tests that every benchmark result committed under results/ can be shown
+// again, its table and its plots (render.go), as carve bench report does.
+
 package bench
 
 import (

@@ -1,3 +1,6 @@
+// Showing a benchmark's result again: each benchmark's table and plots by
+// its name, and Save, which writes a result's JSON and plots.
+
 package bench
 
 import (

@@ -1,3 +1,6 @@
+// Tests of render.go: a result saved, loaded and drawn again, each
+// benchmark's plots from a small result, and isolation's variations.
+
 package bench
 
 import (

@@ -1,3 +1,8 @@
+// The processes a benchmark runs: a setup's command prefix and
+// environment, a competitor started and stopped, a victim's JSON read back,
+// GEMM workers under MPS, and CoRunner, which runs a group of workers'
+// kernels together in rounds.
+
 package bench
 
 import (

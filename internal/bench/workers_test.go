@@ -1,3 +1,6 @@
+// Tests of workers.go: CoRunner's rounds, and that a worker does not outlive
+// the carve that started it.
+
 package bench
 
 import (

@@ -1,3 +1,6 @@
+// Tests of the chart package: carve's chart renders (chart.go), and the
+// containers of its pod templates (containers.go).
+
 package chart
 
 import (

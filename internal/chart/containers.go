@@ -1,3 +1,6 @@
+// The containers of rendered manifests' pod templates (DaemonSets,
+// Deployments), each with the template it came from.
+
 package chart
 
 import (

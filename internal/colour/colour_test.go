@@ -1,3 +1,6 @@
+// Tests of colour.go: a pool hands out lines of each colour until it is
+// used up, never an unknown line, and never changes a table it handed out.
+
 package colour
 
 import (

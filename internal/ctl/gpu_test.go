@@ -1,7 +1,7 @@
-package ctl_test
-
 // GPU UUIDs as blocks hold them (gpu.go), and a block's partitions on
 // several GPUs (Create); with the test GPUs they name, the fake driver's.
+
+package ctl_test
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"github.com/carve-gpu/carve/internal/ctl"
 )
 
-// The fake driver's two GPUs (shim/fake/fakecuda.c); the first is that of
+// The fake driver's two GPUs (shim/fake/gpus.c); the first is that of
 // the topology in internal/topo/testdata.
 const (
 	fakeGPU0 = "GPU-72602ec6-310b-1ada-b02f-5c7ec60e17ef"

@@ -1,11 +1,11 @@
-package ctl_test
-
 // Go's mirrors of the shim's headers against the headers, as the C
 // compiler lays them out (shim/test/layout.c, through shimtest.Layout):
 // Block and BlockPart against shim/carve_ctl.h, NodeBlock and NodeSlot
 // against shim/carve_node.h, and the constants and fault names of both.
 // The shim is compiled from the headers and cannot differ from them; the
 // Go copy can, so these tests are ctl's.
+
+package ctl_test
 
 import (
 	"reflect"

@@ -1,7 +1,7 @@
-package ctl_test
-
-// The memory account of a tenant's ended processes (mem.go): what a scan
+// The memory account of a tenant's ended processes (account.go): what a scan
 // of the runtime directory credits, and when it removes the account.
+
+package ctl_test
 
 import (
 	"os"

@@ -1,3 +1,7 @@
+// Tests of policy.go: each rule refuses what it should, an LS tenant's
+// defaults, the policy in a block and back, carve run's flags for it, and
+// every field of each class's policy through a block.
+
 package ctl_test
 
 import (

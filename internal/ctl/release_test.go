@@ -1,7 +1,7 @@
-package ctl_test
-
 // Blocks of another release of carve: a control block (Open, List) or a
 // node block (OpenNode) of another layout is refused, and saying so.
+
+package ctl_test
 
 import (
 	"os"

@@ -1,3 +1,7 @@
+// Tests of the cuda package that need no GPU: the driver's version from
+// /proc, loading without a driver, error results, the sole GPU, and the
+// layouts of the driver structs vmm.go and l2.go mirror.
+
 package cuda
 
 import (

@@ -1,3 +1,7 @@
+// Green contexts: a device's SM resource, split into groups of SMs, and a
+// context confined to some of them; with page-locked host memory that
+// kernels write and the host reads without a copy.
+
 package cuda
 
 import (

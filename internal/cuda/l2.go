@@ -1,3 +1,6 @@
+// The L2's persisting lines: a share of the L2 set aside for them, and a
+// stream's access window, which marks accesses to a range persisting.
+
 package cuda
 
 import "unsafe"

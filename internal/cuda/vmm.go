@@ -1,3 +1,7 @@
+// Virtual memory management: a range of device addresses backed page by
+// page by physical allocations (MapPages), with the driver structs it
+// passes.
+
 package cuda
 
 import "fmt"

@@ -1,3 +1,7 @@
+// Tests of daemon.go: slots of dead LS tenants freed, tenants and claims
+// served as metrics and JSON, carve's MPS run, started and stopped, bad
+// addresses refused, the node's fixed TPCs, and metrics per GPU.
+
 package daemon
 
 import (

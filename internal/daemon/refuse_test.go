@@ -1,3 +1,6 @@
+// Tests of daemon.go's adoption of an MPS that refuses its clients: it is
+// adopted with a warning saying how to replace it.
+
 package daemon
 
 import (

@@ -1,3 +1,7 @@
+// Discovery on a real device: GPU runs carve's SM-recording kernel under a
+// TPC mask on the thread that opened it, identifies the device, and
+// DiscoverGPU runs topo's whole discovery with it.
+
 package discover
 
 import (

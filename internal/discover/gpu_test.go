@@ -1,3 +1,6 @@
+// Tests of gpu.go on a real GPU: a fresh discovery matches the recording,
+// and kernels launched under a partition's mask run on its SMs only.
+
 package discover
 
 import (

@@ -1,3 +1,6 @@
+// Tests of load.go: the probe child's environment, and a cached topology
+// without the GPU's memory given it on its first load.
+
 package discover
 
 import (

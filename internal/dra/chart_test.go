@@ -1,3 +1,8 @@
+// Tests of the Helm chart (deploy/helm/carve-dra) the driver installs
+// with: it renders, with its defaults and with every option changed,
+// objects that decode strictly and hang together, and a real API server
+// accepts them.
+
 package dra
 
 import (

@@ -1,3 +1,7 @@
+// Tests of claims' CDI specs (cdi.go) in containers made by hand
+// (dratest): each program is pid 1 of its own PID namespace, yet runs on
+// its claim's partition, holds its node slot and is gated by tide.
+
 package dra
 
 import (

@@ -1,3 +1,8 @@
+// Tests of preparing and unpreparing claims (driver.go, prepare.go,
+// state.go) on the recorded H100 with a fake API: disjoint TPCs, idempotent
+// prepares, bad claims, BE claims and policies, GPUs gone, the sweep, and
+// concurrent prepares; and testDriver, the other tests' driver.
+
 package dra
 
 import (

@@ -1,3 +1,9 @@
+// The end-to-end test against a real API server and scheduler (make kube):
+// the chart's objects accepted, the GPU published, claims' TPCs and memory
+// allocated, prepared and unprepared, carve-dra's rights kept to its own
+// node; and controlPlane, which starts etcd, kube-apiserver and
+// kube-scheduler for it and for the other tests that need them.
+
 package dra
 
 import (

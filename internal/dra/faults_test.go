@@ -1,3 +1,7 @@
+// Tests of the driver across faults (checkpoint.go, state.go): a plugin
+// killed after each step of a prepare, and a restarted plugin that adopts
+// prepared claims or finds their GPU gone.
+
 package dra
 
 import (

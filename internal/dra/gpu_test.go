@@ -1,3 +1,6 @@
+// Tests of the prepare path on the node's real GPU 0, over the kubelet's
+// gRPC socket: a tenant in each claim's container runs on its partition.
+
 package dra
 
 import (

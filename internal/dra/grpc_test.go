@@ -1,3 +1,6 @@
+// Tests of the plugin's node service (plugin.go) through a fake kubelet:
+// registration, and claims prepared and unprepared over its gRPC socket.
+
 package dra
 
 import (

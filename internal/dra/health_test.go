@@ -1,3 +1,6 @@
+// Tests of health.go on a fake node: Xid reports and GPUs gone become
+// taints, held a while and lifted, and the kubelet's health reports.
+
 package dra
 
 import (

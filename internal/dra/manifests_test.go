@@ -1,3 +1,7 @@
+// Tests of the example manifests (deploy/kubernetes) and of the chart's
+// DeviceClass and RBAC: they decode strictly, and the ClusterRole allows
+// every call carve-dra makes.
+
 package dra
 
 import (

@@ -1,3 +1,7 @@
+// Tests of claims' memory: each GPU's memory published as a consumable
+// capacity (slices.go), a claim's consumed memory its processes' limit
+// (prepare.go), and bad memory settings refused.
+
 package dra
 
 import (

@@ -1,3 +1,6 @@
+// Tests of mpscond.go: a claim that asks for MPS where carve's MPS is not
+// running, or is gone, is prepared time-sliced and its condition says so.
+
 package dra
 
 import (

@@ -1,3 +1,6 @@
+// Tests of claims on several GPUs: a partition on each, reserved all or
+// nothing, and the device ordinals their containers see.
+
 package dra
 
 import (

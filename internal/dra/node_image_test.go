@@ -1,3 +1,7 @@
+// The images TestRealNode (node_test.go) imports into containerd: an
+// archive of files and the libraries they need, for this machine's
+// platform.
+
 package dra
 
 import (

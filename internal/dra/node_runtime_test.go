@@ -1,3 +1,7 @@
+// The node TestRealNode (node_test.go) runs: containerd with its CRI
+// plugin and Debian's runc, and a kubelet against the control plane, with
+// the checks of what this machine needs for them.
+
 package dra
 
 import (

@@ -1,3 +1,8 @@
+// TestRealNode: a real node (kubelet, containerd, runc) beside the control
+// plane, carve-dra registered with its kubelet, runs a pod whose claim's
+// CDI spec puts the shim, carve's MPS and the claim's memory limit into
+// its container, and unprepares the claim when the pod goes.
+
 package dra
 
 import (

@@ -1,3 +1,7 @@
+// Tests of webhook.go and validate.go: the webhook refuses a claim exactly
+// where prepare would, allows claims with no config for carve, and is
+// reached through the chart's ValidatingWebhookConfiguration.
+
 package dra
 
 import (

@@ -1,3 +1,6 @@
+// Tests of evaluate.go: an evaluation repredicted with carve's model, saved
+// and loaded again.
+
 package evaluate
 
 import (

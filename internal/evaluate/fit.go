@@ -1,3 +1,7 @@
+// Fit: the shared DRAM bandwidth of carve's model fitted to one
+// evaluation's co-runs, then every evaluation predicted with it, in sample
+// and held out.
+
 package evaluate
 
 import (

@@ -1,3 +1,6 @@
+// Tests of jsonfile.go: a record saved and loaded again, and a file that is
+// not one named in the error with what is wanted.
+
 package jsonfile
 
 import (

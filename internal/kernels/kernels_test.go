@@ -1,3 +1,6 @@
+// Tests of kernels.go: every .ptx is what its .cu compiles to, and an
+// unknown module is refused.
+
 package kernels
 
 import (

@@ -1,3 +1,8 @@
+// The L2 slices behind a pool's lines, learnt by contention: FindClasses
+// hammers one line at a time and gives each candidate the class of the
+// hammer that slows it, Interference measures how classes slow each other,
+// and Groups joins those that share DRAM.
+
 package memmap
 
 import (

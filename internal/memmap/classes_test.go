@@ -1,3 +1,7 @@
+// Tests of classes.go and l2sets.go against models of the H100 (a fake
+// memory's slices, an LRU L2) and against recorded H100 timings; and of
+// structure.go's SplitGroups.
+
 package memmap
 
 import (

@@ -1,3 +1,7 @@
+// Probe, memmap's kernels on one GPU: L2 scans, pointer chases, lines
+// labelled from each L2 side, coloured vector adds co-run under masks, L2
+// set-aside, contention, readers and eviction timings.
+
 package memmap
 
 import (

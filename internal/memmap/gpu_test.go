@@ -1,3 +1,6 @@
+// Tests of gpu.go and structure.go on a real GPU: the slices and groups of
+// 1 MiB and an eviction set learnt.
+
 package memmap
 
 import (

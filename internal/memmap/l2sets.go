@@ -1,3 +1,6 @@
+// An L2 set's lines found by eviction (after SGDRC's Algorithm 2), and how
+// many of them are needed for the rest to evict the target.
+
 package memmap
 
 import (

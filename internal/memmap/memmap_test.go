@@ -1,3 +1,7 @@
+// Tests of memmap.go on synthetic scans and a scan recorded on the H100:
+// chunks labelled with their L2 partition, runs of colours, the chase
+// builders, lines labelled from each side.
+
 package memmap
 
 import (

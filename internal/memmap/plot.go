@@ -1,3 +1,6 @@
+// PlotStructure: the interference between L2 classes, ordered by group, as
+// a heat map.
+
 package memmap
 
 import (

@@ -1,3 +1,7 @@
+// carve memmap: its options, the run that measures a GPU's memory system
+// (latencies, the L2 partitions of a pool and, if asked, its slices,
+// groups and L2 sets), and the result saved and printed.
+
 package memmap
 
 import (

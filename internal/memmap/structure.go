@@ -1,3 +1,8 @@
+// Structure, what carve learns about the memory behind the L2 from the
+// first bytes of a pool (its slices and the groups that share DRAM), every
+// line of a pool labelled with its group, and the groups split into two
+// colours.
+
 package memmap
 
 import (

@@ -1,3 +1,6 @@
+// Reading the model commands' arguments: KERNEL:VALUE pairs, and the
+// GPC-packed placement of each named kernel on a profiled size.
+
 package model
 
 import (

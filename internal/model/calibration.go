@@ -1,3 +1,7 @@
+// carve's calibration: the model built from a directory of profiles, with
+// or without the shared DRAM bandwidth carve bench fit found, and that
+// calibration saved as calibration.json.
+
 package model
 
 import (

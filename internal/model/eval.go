@@ -1,3 +1,7 @@
+// What evaluating a model takes: random co-run groups of kernels on
+// partitions (the paper's section 7.3), and the summary of its errors
+// against measurements.
+
 package model
 
 import (

@@ -1,3 +1,6 @@
+// Tests of eval.go: random co-run groups, and the summary of a model's
+// errors.
+
 package model
 
 import (

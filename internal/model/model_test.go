@@ -1,3 +1,7 @@
+// Tests of model.go, the paper's equations (latency alone, windows,
+// co-run predictions with and without contention, penalties), and of
+// plan.go's Plan.
+
 package model
 
 import (

@@ -1,3 +1,6 @@
+// Plan: the fewest SMs each kernel needs for its co-run latency, as a
+// Predictor predicts it, to meet its deadline.
+
 package model
 
 import (

@@ -1,3 +1,6 @@
+// A kernel's profile on one GPU (its time alone on each partition size and
+// its ncu counters), saved and loaded as DIR/KERNEL.json.
+
 package model
 
 import (

@@ -1,3 +1,5 @@
+// Tests of profile.go: a profile saved and loaded again.
+
 package model
 
 import (

@@ -1,3 +1,6 @@
+// FromProfiles: the model's kernels, and the GPU's constants measured from
+// them, built from a set of profiles.
+
 package model
 
 import (

@@ -1,3 +1,6 @@
+// Tests of profiles.go: the model's kernels and the GPU's constants built
+// from profiles.
+
 package model
 
 import (

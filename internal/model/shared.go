@@ -1,3 +1,7 @@
+// carve's own interference model: kernels co-running share one DRAM
+// bandwidth, each pulling what it reached alone on its SMs; the prediction,
+// and the fit of the shared bandwidth to measured co-runs.
+
 package model
 
 import (

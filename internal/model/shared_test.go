@@ -1,3 +1,6 @@
+// Tests of shared.go: co-run predictions under a shared bandwidth, and its
+// fit to measured groups.
+
 package model
 
 import (

@@ -1,3 +1,7 @@
+// MPS's device-memory limit, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT: the setting
+// that limits a client on one or more GPUs, read back, and the limit a
+// running process was started with.
+
 package mps
 
 import (

@@ -1,3 +1,6 @@
+// Tests of memory.go: the limit written as MPS takes it and read back, and
+// the limit a running process was started with.
+
 package mps
 
 import (

@@ -1,3 +1,6 @@
+// Tests of mps.go: the control daemon started and stopped, a client's
+// environment, a missing control program, and a stale pid file.
+
 package mps
 
 import (

@@ -1,3 +1,6 @@
+// Tests of mps.go's process handling: the control daemon in a session of
+// its own, and a killed one not yet reaped not taken for running.
+
 package mps
 
 import (

@@ -1,3 +1,6 @@
+// ParseCounts: "all" or a list of TPC counts, as the commands that sweep
+// partition sizes take them.
+
 package partition
 
 import (

@@ -1,3 +1,6 @@
+// The GPUs a command's --device values name, each with its own partition
+// where the value gives one.
+
 package partition
 
 import (

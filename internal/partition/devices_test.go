@@ -1,3 +1,6 @@
+// Tests of devices.go: --device values read into GPUs and their own
+// partitions.
+
 package partition
 
 import (

@@ -1,3 +1,6 @@
+// Tests of partition.go (specs parsed and resolved, TPCs packed into the
+// fewest GPCs, masks) and of counts.go's ParseCounts.
+
 package partition
 
 import (

@@ -2,7 +2,8 @@
 // into an unmodified program: LD_PRELOAD, the directory of control blocks,
 // and the block a program (and its children) copies its partition from.
 // Everything that starts a partitioned program goes through Env, so that
-// the variables the shim reads are named in one place (see shim/carve.h).
+// the variables the shim reads are named in one place (the shim reads them
+// in shim/main.c and shim/ctl.c).
 package preload
 
 import (

@@ -1,3 +1,6 @@
+// Tests of preload.go: environment variables set and removed, earlier
+// LD_PRELOADs kept beside the shim's, and the shim found.
+
 package preload
 
 import (

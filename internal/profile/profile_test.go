@@ -1,3 +1,6 @@
+// Tests of profile.go: ncu's output parsed into counters, and a program's
+// times on each partition size.
+
 package profile
 
 import (

@@ -1,3 +1,7 @@
+// carve profile: its options, the suite kernels (or a program) profiled
+// alone on GPC-packed partitions of each TPC count, and the table of
+// profiles.
+
 package profile
 
 import (

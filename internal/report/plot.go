@@ -1,3 +1,6 @@
+// The pieces results' plots are drawn with: box plots, panels laid out in
+// rows, and a plot saved as PNG and SVG.
+
 package report
 
 import (

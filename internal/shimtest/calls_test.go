@@ -1,3 +1,6 @@
+// Tests that the shim's files call each other without a circle: each file
+// compiled on its own, which files it uses read from the objects' symbols.
+
 package shimtest
 
 import (

@@ -1,3 +1,7 @@
+// Clock, a test's side of the virtual clock of the shim's test build
+// (shim/test/vclock.h): the time it steps, the threads of the processes on
+// it, and the commands sent to a driver process and answered on it.
+
 package shimtest
 
 import (

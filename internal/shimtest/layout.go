@@ -1,8 +1,8 @@
-package shimtest
-
 // The layout program's report (shim/test/layout.c): what the C compiler
 // makes of the shim's headers, for the tests that compare Go's mirrors
 // with them (internal/ctl) and those that read the fields from them.
+
+package shimtest
 
 import (
 	"fmt"

@@ -1,3 +1,7 @@
+// Tests of the shim's test build (shimtest.go, clock.go): the libcarve.so
+// make builds has none of its hooks, and a Clock runs the fake driver's
+// kernels on virtual time.
+
 package shimtest
 
 import (

@@ -1,3 +1,5 @@
+// Tests of stats.go: a sample's summary.
+
 package stats
 
 import "testing"

@@ -1,3 +1,7 @@
+// Tests of status.go's rows for tenants on several GPUs: launches on
+// another GPU that ran unmasked, and a tenant with a partition on each of
+// two GPUs, in carve ls and top.
+
 package status
 
 import (

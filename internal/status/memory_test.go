@@ -1,3 +1,6 @@
+// Tests of status.go's memory columns: each row's tenant memory and limit,
+// and a tenant refused at its limit marked.
+
 package status
 
 import (

@@ -1,3 +1,6 @@
+// Tests of status.go: faults grouped by MPS server, a Kubernetes claim's
+// rows, and a BE row's tide text.
+
 package status
 
 import (

@@ -1,3 +1,6 @@
+// carve top's frame: what changed for each process between two listings,
+// printed as rates over the interval.
+
 package status
 
 import (

@@ -1,3 +1,5 @@
+// Tests of top.go: rates between two listings, and the frame printed.
+
 package status
 
 import (

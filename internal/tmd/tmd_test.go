@@ -1,3 +1,7 @@
+// Tests of tmd.go: its constants against shim/carve_tmd.h, the mask
+// written into a launch descriptor, and the slicing fields against the
+// bit ranges of QMD V04.
+
 package tmd
 
 import (

@@ -1,3 +1,7 @@
+// The topology cache: a file per GPU and driver under CacheDir, read and
+// written atomically, and the cached topology of a GPU found by UUID or by
+// its live TPC bits.
+
 package topo
 
 import (

@@ -1,3 +1,7 @@
+// Discovery: the live TPC bits and the SMs behind each found by launching
+// a Prober's SM-recording kernel under single-bit masks, then the GPCs by
+// launching thread-block clusters, which never span a GPC.
+
 package topo
 
 import (

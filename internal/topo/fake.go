@@ -1,3 +1,6 @@
+// Fake, a Prober that plays a recorded topology back, so that discovery
+// runs without a GPU.
+
 package topo
 
 import (

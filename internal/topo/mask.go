@@ -1,3 +1,6 @@
+// TPC masks: Enable, a set of TPC bits that are on, and Disable, the
+// hardware mask a launch is given to keep off the TPCs of its set bits.
+
 package topo
 
 import (

@@ -1,3 +1,6 @@
+// The topologies carve discovered on lent GPUs (testdata/h100.json,
+// h200.json), loaded for the package's tests.
+
 package topo
 
 import (

@@ -1,3 +1,7 @@
+// Tests of discover.go against recorded GPUs played back by fake.go (dead
+// bits, MPS refused), of topo.go's validation and the recorded H100's
+// layout, and of cache.go.
+
 package topo
 
 import (

@@ -1,3 +1,7 @@
+// The competitor kernels a victim is measured beside: Mandelbrot (compute)
+// and random walks (memory), with their CPU references, and NewWorkload,
+// which prepares a competitor or an app of the suite by name.
+
 package workload
 
 import (

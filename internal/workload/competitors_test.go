@@ -1,3 +1,6 @@
+// Tests of competitors.go's CPU references: Mandelbrot and the random
+// walks.
+
 package workload
 
 import "testing"

@@ -1,3 +1,6 @@
+// ServeCoRun: a co-run worker's side, which runs its workload once for
+// every line it reads and prints its time.
+
 package workload
 
 import (

@@ -1,3 +1,6 @@
+// Tests of corun.go: a worker says ready, then answers each line with a
+// time.
+
 package workload
 
 import (

@@ -1,3 +1,6 @@
+// GEMM: N x N float matrices multiplied with carve's sgemm kernel, checked
+// against a float64 CPU reference and timed under a TPC mask.
+
 package workload
 
 import (

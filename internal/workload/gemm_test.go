@@ -1,3 +1,5 @@
+// Tests of gemm.go's CPU reference and relative error.
+
 package workload
 
 import "testing"

@@ -1,3 +1,7 @@
+// Tests of the workloads on a real GPU: the GEMM, the competitors and every
+// app of both suites against their CPU references, masked and not, and a
+// GEMM confined to a green context.
+
 package workload
 
 import (

@@ -1,3 +1,7 @@
+// Green contexts for the benchmarks: a device's SMs split into the
+// driver's smallest groups, the groups divided in two by share, and a
+// victim run in one green context beside a competitor in the other.
+
 package workload
 
 import (

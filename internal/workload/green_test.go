@@ -1,3 +1,5 @@
+// Tests of green.go: groups of SMs divided in two by share.
+
 package workload
 
 import (

@@ -1,3 +1,7 @@
+// The latency model's suite (after Table 2 of the memory-aware latency
+// prediction paper): each app's buffers and run, and the CPU reference it
+// is checked against.
+
 package workload
 
 import (

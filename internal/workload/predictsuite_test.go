@@ -1,3 +1,6 @@
+// Tests of predictsuite.go's CPU references: conv, mvt, pathfinder,
+// raytrace and dxtc.
+
 package workload
 
 import (

@@ -1,3 +1,6 @@
+// The Python programs of carve bench serve, embedded: the LS service
+// (serve_ls.py) and the BE job (serve_be.py).
+
 package workload
 
 import _ "embed"

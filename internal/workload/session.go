@@ -1,3 +1,7 @@
+// Session: carve's kernel modules loaded in a context (primary or green)
+// with a stream and timing events, and kernels launched and timed there,
+// under a TPC mask through carve's own launch hook.
+
 package workload
 
 import (

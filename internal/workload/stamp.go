@@ -1,3 +1,7 @@
+// The stamp kernel, which writes the GPU's global timer as it starts: the
+// host and GPU clocks related, and when a launched kernel began running,
+// for launch-overhead workers.
+
 package workload
 
 import (

@@ -1,3 +1,7 @@
+// The isolation suite (after FGPU's Table I): Workload, each app's buffers
+// and run at its benchmark and check sizes, the CPU references, and the
+// suite timed and checked.
+
 package workload
 
 import (

@@ -1,3 +1,6 @@
+// Tests of suite.go's CPU references (bitonic sort, Walsh transform,
+// stencil, scalar product) and its relative error.
+
 package workload
 
 import (

@@ -1,3 +1,5 @@
+// The PyTorch victim's script (torch_matmul.py), embedded.
+
 package workload
 
 import _ "embed"

@@ -1,3 +1,6 @@
+// Tests of xid.go: an Xid report parsed from a recorded kernel log, and
+// this machine's log read.
+
 package xid
 
 import (

@@ -1,11 +1,11 @@
-package shimtest_test
-
 // Tide's tests on a virtual clock (shimtest.Clock): the driver processes
 // load the shim's test build, whose clocks, naps and yields run on a clock
 // the test advances, and the fake driver runs its kernels on it. A step
 // happens only once every thread of theirs waits for the clock or is
 // parked, so what the shim does at each time, and so every count, is the
 // same on every run, however loaded the host.
+
+package shimtest_test
 
 import (
 	"fmt"

@@ -1,6 +1,6 @@
-package shimtest_test
-
 // The first fault a driver call returns, recorded in the block (shim/fault.c).
+
+package shimtest_test
 
 import (
 	"strings"

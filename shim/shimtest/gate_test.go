@@ -1,8 +1,9 @@
-package shimtest_test
+// Tide's BE gate (shim/tide_be.c, carve_tide_be_launch_before) with
+// slicing off, on the virtual clock: a launch that passed the LS check and
+// then waited for room in its bounded queue is checked again before it
+// goes.
 
-// Tide's BE gate (shim/tide.c, be_launch_before) with slicing off, on the
-// virtual clock: a launch that passed the LS check and then waited for
-// room in its bounded queue is checked again before it goes.
+package shimtest_test
 
 import (
 	"fmt"

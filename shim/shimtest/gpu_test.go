@@ -1,9 +1,9 @@
-package shimtest_test
-
 // Which of the tenant's GPUs a launch is on (shim/gpu.c): each launch is
 // masked with the partition of its context's GPU, found by UUID among the
 // block's, one on a GPU the block does not name is refused, and the
 // launch callback asks the driver nothing to find it.
+
+package shimtest_test
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 	"github.com/carve-gpu/carve/internal/ctl"
 )
 
-// The fake driver's two GPUs (shim/fake/fakecuda.c); the first is that of
+// The fake driver's two GPUs (shim/fake/gpus.c); the first is that of
 // the topology in internal/topo/testdata.
 const (
 	fakeGPU0 = "GPU-72602ec6-310b-1ada-b02f-5c7ec60e17ef"

@@ -1,8 +1,8 @@
-package shimtest_test
-
 // The block the shim makes for a child process (shim/ctl.c): a copy of
 // its parent's, or of CARVE_CTL_ROOT's, under its own pid, that holds the
 // parent's value of every field carve_ctl.h marks INHERIT.
+
+package shimtest_test
 
 import (
 	"bytes"

@@ -1,8 +1,8 @@
-package shimtest_test
-
 // The driver calls the shim sees (shim/interpose.c): launches through
 // every entry point keep the mask, and the program is told its
 // partition's SM count.
+
+package shimtest_test
 
 import (
 	"testing"

@@ -1,8 +1,8 @@
-package shimtest_test
-
-// Tide's measurement of a BE's kernels (shim/tide.c, TideStatus.Kernel),
+// Tide's measurement of a BE's kernels (shim/tide_be.c, TideStatus.Kernel),
 // what its share is spent at: on the real clock under load, and on the
 // virtual clock across holds and after a quiet LS tenant.
+
+package shimtest_test
 
 import (
 	"fmt"

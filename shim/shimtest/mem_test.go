@@ -1,9 +1,9 @@
-package shimtest_test
-
 // Tests of the shim's device-memory account (shim/mem.c) against the fake
 // driver's memory: every path charges and credits exact bytes, refusals
 // change nothing, pools count by what they reserve, children share their
 // tenant's limit, and the counts hold under many threads.
+
+package shimtest_test
 
 import (
 	"fmt"

@@ -1,10 +1,10 @@
-package shimtest_test
-
 // What a test plays in the blocks the shim reads: it maps a block's file
 // a second time, as the shim does, and reads and writes it through ctl's
 // mirrors (ctl.Block, ctl.NodeBlock). A player writes a node block as an
-// LS tenant's shim keeps its slot (shim/tide.c), on the shims' clock (now,
+// LS tenant's shim keeps its slot (shim/tide_node.c), on the shims' clock (now,
 // in ns): BE tenants' shims then see exactly what the test wrote, and when.
+
+package shimtest_test
 
 import (
 	"os"

@@ -1,16 +1,16 @@
-package shimtest_test
-
 // Package shimtest_test holds the tests of libcarve.so, the C files of
-// shim/, against a fake libcuda.so.1 (shim/fake/fakecuda.c): the shim is
+// shim/, against a fake libcuda.so.1 (shim/fake/): the shim is
 // built with the system C compiler (internal/shimtest), loaded with
 // LD_PRELOAD into a small C program that stands in for an unmodified CUDA
-// program (shim/test/driver.c), and driven through the same control blocks
+// program (shim/test/driver/), and driven through the same control blocks
 // carve writes (internal/ctl). Each file tests one of the shim's concepts
 // and is named after its file: mem_test.go shim/mem.c, and so on.
 //
 // This one holds the driver process under the shim, which every test
 // starts, and the shim at load time (main.c): the mask applied and
 // followed, and the refusals.
+
+package shimtest_test
 
 import (
 	"bufio"

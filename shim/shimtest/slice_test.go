@@ -1,5 +1,3 @@
-package shimtest_test
-
 // Slicing (shim/slice.c) on the virtual clock: a BE tenant with a slice
 // length cuts its long kernels into pieces while an LS tenant is active.
 // The fake driver's test functions (1-16) run the blocks their descriptor
@@ -8,6 +6,8 @@ package shimtest_test
 // kernel time ("dur") by the blocks it ran. One block of each is resident
 // an SM, so a wave of blocks is as many as the BE's partition has SMs:
 // pieces are whole waves.
+
+package shimtest_test
 
 import (
 	"fmt"

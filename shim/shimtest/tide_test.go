@@ -1,8 +1,8 @@
-package shimtest_test
-
 // Tide (shim/tide.c): an LS tenant's activity in the node block, the BE
 // gate, share, floor and bounded queue beside it, the lease after an LS
 // tenant dies, and the timing events that hold BE tenants to no share.
+
+package shimtest_test
 
 import (
 	"fmt"

@@ -1,8 +1,8 @@
-package shimtest_test
-
 // Tide on a node of two GPUs (the fake driver's), on the virtual clock:
 // each GPU has its node block, and a tenant with partitions on both takes
 // part in each; its launches go through the node of their context's GPU.
+
+package shimtest_test
 
 import (
 	"testing"

@@ -1,8 +1,8 @@
-package shimtest_test
-
 // The launch-tools table shared with profilers (shim/tools.c): a profiler
 // that subscribes as CUPTI does, or is injected at cuInit, gets the
 // callbacks, and launches keep their mask while it comes and goes.
+
+package shimtest_test
 
 import (
 	"strings"

@@ -1,3 +1,6 @@
+// ServingCert: a CA and a serving certificate it signs, as PEM, for tests
+// of an HTTPS admission webhook.
+
 package dratest
 
 import (

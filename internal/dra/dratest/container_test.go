@@ -1,3 +1,6 @@
+// Tests of container.go: Direct points the environment's container paths at
+// the mounts' sources, the longest mount first.
+
 package dratest
 
 import (

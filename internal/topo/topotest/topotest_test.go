@@ -1,3 +1,6 @@
+// Tests of topotest.go: the second GPU is the first with four of its TPCs
+// dead, its logical TPCs from the first dead one on at other mask bits.
+
 package topotest_test
 
 import (
