@@ -453,8 +453,7 @@ func TestMetricsPerGPU(t *testing.T) {
 func TestDaemonLeavesOutCommands(t *testing.T) {
 	dir := t.TempDir()
 	pid := sleeper(t)
-	h, err := ctl.Create(dir, ctl.Init{PID: pid, Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff},
-		Comm: []string{"serve", "--token=s3cret"}})
+	h, err := ctl.Create(dir, ctl.Init{PID: pid, Comm: []string{"serve", "--token=s3cret"}, Parts: []ctl.Part{{Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
