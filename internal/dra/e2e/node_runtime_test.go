@@ -1,4 +1,8 @@
-package dra
+// The real node's processes for TestRealNode: containerd with its CRI
+// plugin and a kubelet, each of its own in the test's directory, and what
+// they leave on the host put back.
+
+package e2e
 
 import (
 	"bufio"

@@ -1,4 +1,7 @@
-package dra
+// Container images for TestRealNode, built here from files of this
+// machine: a program and the libraries it links, in one layer.
+
+package e2e
 
 import (
 	"archive/tar"
