@@ -1,9 +1,7 @@
-// Package e2e holds carve-dra's end-to-end tests: the plugin against a real
-// control plane (etcd, kube-apiserver and kube-scheduler, make kube), and
-// on a real node (its kubelet and containerd, make kube node); each skips
-// where what it runs is not built. This file holds what they share of a
-// driver: one for the recorded H100 on node-a, built on dra's exported
-// API, a fake kubelet of its sockets, and what is left on the node.
+// What the end-to-end tests share of a driver: one for the recorded H100
+// on node-a, built on dra's exported API, a fake kubelet of its sockets,
+// and what is left on the node.
+
 package e2e
 
 import (
