@@ -105,3 +105,27 @@ func TestWebhookOtherClaims(t *testing.T) {
 		t.Errorf("a claim whose class cannot be read: %+v, %v", resp, err)
 	}
 }
+
+// TestConfigCaseClaims: dratest's claims of the config cases ask for TPCs
+// by the capacity carve-dra publishes them as, and their configs are for
+// carve-dra.
+func TestConfigCaseClaims(t *testing.T) {
+	for _, c := range dratest.ConfigCases {
+		claim := c.NewClaim(DriverName)
+		if _, ok := claim.Spec.Devices.Requests[0].Exactly.Capacity.Requests[CapacityTPCs]; !ok {
+			t.Errorf("%s: the claim asks for %v, not for %s", c.Name, claim.Spec.Devices.Requests[0].Exactly.Capacity.Requests, CapacityTPCs)
+		}
+		var configs []resourceapi.DeviceConfiguration
+		for _, cfg := range claim.Spec.Devices.Config {
+			configs = append(configs, cfg.DeviceConfiguration)
+		}
+		for _, cfg := range c.ClassConfigs() {
+			configs = append(configs, cfg.DeviceConfiguration)
+		}
+		for _, cfg := range configs {
+			if cfg.Opaque.Driver != DriverName {
+				t.Errorf("%s: a config for %s", c.Name, cfg.Opaque.Driver)
+			}
+		}
+	}
+}
