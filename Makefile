@@ -25,7 +25,7 @@ bin/libcarve.so: $(wildcard shim/*.c shim/*.h)
 	@mkdir -p bin
 	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -shared -o $@ $(wildcard shim/*.c) -ldl -pthread
 
-# kube-apiserver, kube-scheduler and etcd for internal/dra's TestEndToEnd,
+# kube-apiserver, kube-scheduler and etcd for internal/dra/e2e's tests,
 # and the kubelet for its TestRealNode
 kube: build/kube/.built
 build/kube/.built: test/kube/go.mod test/kube/go.sum test/kube/tools.go test/kube/etcd/main.go
@@ -34,7 +34,7 @@ build/kube/.built: test/kube/go.mod test/kube/go.sum test/kube/tools.go test/kub
 		k8s.io/kubernetes/cmd/kubelet ./etcd
 	touch $@
 
-# containerd, its runc shim and ctr for internal/dra's TestRealNode, static
+# containerd, its runc shim and ctr for internal/dra/e2e's TestRealNode, static
 # (without the snapshotters that need cgo: btrfs, devmapper, zfs); the
 # test runs them with Debian's runc (apt-get install runc)
 node: build/node/.built
@@ -56,7 +56,7 @@ FUZZTIME ?= 10m
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) test/fuzz.sh
 
-# the tests of the shim (shim/shimtest), ctl, place, daemon and dra
+# the tests of the shim (shim/shimtest), ctl, place, daemon, dra and dra/e2e
 # SOAK_COUNT times over, beside two CPU-bound processes (test/soak.sh); not
 # part of make test
 SOAK_COUNT ?= 50

@@ -5,9 +5,6 @@
 package dra
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,51 +15,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	serjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
-	"k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
 
 	configapi "github.com/carve-gpu/carve/internal/api/gpu.carve.dev/v1alpha1"
+	"github.com/carve-gpu/carve/internal/chart/charttest"
 )
-
-// manifests holds the example claims and pods (examples/); carve-dra
-// itself installs from its chart.
-const manifests = "../../deploy/kubernetes"
-
-// objects decodes every document of the YAML files in dir strictly (an
-// unknown field is an error) with client-go's scheme.
-func objects(t *testing.T, dir string) []runtime.Object {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if len(files) == 0 {
-		t.Fatalf("no manifests in %s", dir)
-	}
-	var out []runtime.Object
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, doc := range bytes.Split(b, []byte("\n---\n")) {
-			obj, err := decodeStrict(doc)
-			if err != nil {
-				t.Errorf("%s, document %d: %v", f, i+1, err)
-				continue
-			}
-			out = append(out, obj)
-		}
-	}
-	return out
-}
-
-var strict = serjson.NewSerializerWithOptions(serjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, serjson.SerializerOptions{Yaml: true, Strict: true})
-
-// decodeStrict decodes one YAML document of a kind client-go knows,
-// strictly.
-func decodeStrict(doc []byte) (runtime.Object, error) {
-	obj, _, err := strict.Decode(doc, nil, nil)
-	return obj, err
-}
 
 func all[T runtime.Object](objs []runtime.Object) []T {
 	var found []T
@@ -84,25 +41,9 @@ func one[T runtime.Object](t *testing.T, objs []runtime.Object) T {
 	return found[0]
 }
 
-// named is the object of type T named name.
-func named[T interface {
-	runtime.Object
-	GetName() string
-}](t *testing.T, objs []runtime.Object, name string) T {
-	t.Helper()
-	for _, x := range all[T](objs) {
-		if x.GetName() == name {
-			return x
-		}
-	}
-	var zero T
-	t.Fatalf("no %T named %s", zero, name)
-	return zero
-}
-
 // clusterRole is carve-dra's ClusterRole, as the chart renders it.
 func clusterRole(t *testing.T) *rbacv1.ClusterRole {
-	return named[*rbacv1.ClusterRole](t, chartObjects(t, nil), "carve-dra")
+	return charttest.Named[*rbacv1.ClusterRole](t, charttest.Objects(t, nil), "carve-dra")
 }
 
 // allowed checks that role lets carve-dra make every call it made. A
@@ -148,13 +89,13 @@ func allowed(t *testing.T, role *rbacv1.ClusterRole, actions []k8stesting.Action
 // pid; every example claim asks carve's class for TPCs with configs
 // carve-dra accepts.
 func TestManifests(t *testing.T) {
-	objs := chartObjects(t, nil)
+	objs := charttest.Objects(t, nil)
 	class := one[*resourceapi.DeviceClass](t, objs)
 	if len(class.Spec.Selectors) != 1 || !strings.Contains(class.Spec.Selectors[0].CEL.Expression, `"`+DriverName+`"`) {
 		t.Errorf("DeviceClass selectors %+v", class.Spec.Selectors)
 	}
-	ds := named[*appsv1.DaemonSet](t, objs, "carve-dra")
-	sa := named[*corev1.ServiceAccount](t, objs, "carve-dra")
+	ds := charttest.Named[*appsv1.DaemonSet](t, objs, "carve-dra")
+	sa := charttest.Named[*corev1.ServiceAccount](t, objs, "carve-dra")
 	pod := ds.Spec.Template.Spec
 	if pod.ServiceAccountName != sa.Name || ds.Namespace != sa.Namespace {
 		t.Errorf("DaemonSet runs as %s/%s, the service account is %s/%s", ds.Namespace, pod.ServiceAccountName, sa.Namespace, sa.Name)
@@ -167,8 +108,8 @@ func TestManifests(t *testing.T) {
 	if !strings.Contains(vap.Spec.MatchConditions[0].Expression, `"`+user+`"`) {
 		t.Errorf("the admission policy matches %q, not %s", vap.Spec.MatchConditions[0].Expression, user)
 	}
-	for _, values := range []map[string]any{nil, helmSet("health.xid", false)} {
-		for _, d := range all[*appsv1.DaemonSet](chartObjects(t, values)) {
+	for _, values := range []map[string]any{nil, charttest.Set("health.xid", false)} {
+		for _, d := range all[*appsv1.DaemonSet](charttest.Objects(t, values)) {
 			for _, c := range d.Spec.Template.Spec.Containers {
 				if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged &&
 					(values == nil) != (d.Name == "carve-dra") {
@@ -177,12 +118,12 @@ func TestManifests(t *testing.T) {
 			}
 		}
 	}
-	if mps := named[*appsv1.DaemonSet](t, objs, "carve-daemon"); !pod.HostPID || !mps.Spec.Template.Spec.HostPID {
+	if mps := charttest.Named[*appsv1.DaemonSet](t, objs, "carve-daemon"); !pod.HostPID || !mps.Spec.Template.Spec.HostPID {
 		t.Error("the plugin must see the MPS daemon's pid: hostPID in both DaemonSets")
 	}
 
 	templates := 0
-	for _, o := range objects(t, filepath.Join(manifests, "examples")) {
+	for _, o := range charttest.Examples(t) {
 		tmpl, ok := o.(*resourceapi.ResourceClaimTemplate)
 		if !ok {
 			continue

@@ -1,10 +1,8 @@
-// The end-to-end test against a real API server and scheduler (make kube):
-// the chart's objects accepted, the GPU published, claims' TPCs and memory
-// allocated, prepared and unprepared, carve-dra's rights kept to its own
-// node; and controlPlane, which starts etcd, kube-apiserver and
-// kube-scheduler for it and for the other tests that need them.
+// carve-dra against a real control plane (etcd, kube-apiserver and
+// kube-scheduler, make kube): starting one, and TestEndToEnd, the plugin
+// publishing, the scheduler allocating and a fake kubelet preparing.
 
-package dra
+package e2e
 
 import (
 	"context"
@@ -38,20 +36,22 @@ import (
 	"k8s.io/client-go/rest"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 
+	"github.com/carve-gpu/carve/internal/chart/charttest"
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/dra"
 	"github.com/carve-gpu/carve/internal/place"
 )
 
 // kubeBin is where make kube puts kube-apiserver, kube-scheduler and etcd.
 func kubeBin() string { return buildDir("CARVE_KUBE_BIN", "kube") }
 
-// buildDir is the folder of build/ that make fills with name, or the one
-// the environment variable env names.
+// buildDir is the folder of the module's build/ that make fills with name,
+// or the one the environment variable env names.
 func buildDir(env, name string) string {
 	if d := os.Getenv(env); d != "" {
 		return d
 	}
-	return "../../build/" + name
+	return filepath.Join(charttest.Root(), "build", name)
 }
 
 // controlPlane is etcd, kube-apiserver and kube-scheduler on loopback
@@ -215,7 +215,7 @@ func (cp *controlPlane) create(t *testing.T, obj runtime.Object) {
 // service account (no controller manager makes it).
 func (cp *controlPlane) deploy(t *testing.T) {
 	t.Helper()
-	cp.install(t, helmSet("webhook.enabled", false))
+	cp.install(t, charttest.Set("webhook.enabled", false))
 	cp.create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "default"}})
 }
 
@@ -266,7 +266,7 @@ func TestEndToEnd(t *testing.T) {
 	td := newTestDriver(t)
 	td.Client = plugin
 	dir := t.TempDir()
-	s := Sockets{PluginDir: filepath.Join(dir, "plugin"), RegistrarDir: filepath.Join(dir, "registry")}
+	s := dra.Sockets{PluginDir: filepath.Join(dir, "plugin"), RegistrarDir: filepath.Join(dir, "registry")}
 	os.MkdirAll(s.RegistrarDir, 0o750)
 	k, _ := serve(t, td, s)
 	for {
@@ -286,7 +286,7 @@ func TestEndToEnd(t *testing.T) {
 	// the example templates' claims, by the templates' names, and one of
 	// 1 TPC whose config carve-dra refuses (a BE knob on an LS claim)
 	claims := map[string]*resourceapi.ResourceClaim{}
-	for _, o := range objects(t, filepath.Join(manifests, "examples")) {
+	for _, o := range charttest.Examples(t) {
 		if tmpl, ok := o.(*resourceapi.ResourceClaimTemplate); ok {
 			claims[tmpl.Name] = &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: tmpl.Name}, Spec: tmpl.Spec.Spec}
 		}
@@ -298,22 +298,22 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("the examples' claim templates are not those this test knows: %v", slices.Collect(maps.Keys(claims)))
 	}
 	for name, q := range map[string]string{"ls": "16Gi", "be": "24Gi", "tpcs-22": "16Gi", "tpcs-44": "16Gi"} {
-		if got := claims[name].Spec.Devices.Requests[0].Exactly.Capacity.Requests[CapacityMemory]; got.String() != q {
+		if got := claims[name].Spec.Devices.Requests[0].Exactly.Capacity.Requests[dra.CapacityMemory]; got.String() != q {
 			t.Fatalf("the example claim %s asks for memory %q, this test knows it as %s", name, got.String(), q)
 		}
 	}
 	bad := claims["ls"].DeepCopy()
 	bad.Name = "bad"
-	bad.Spec.Devices.Requests[0].Exactly.Capacity.Requests[CapacityTPCs] = resource.MustParse("1")
-	bad.Spec.Devices.Requests[0].Exactly.Capacity.Requests[CapacityMemory] = resource.MustParse("1Gi")
+	bad.Spec.Devices.Requests[0].Exactly.Capacity.Requests[dra.CapacityTPCs] = resource.MustParse("1")
+	bad.Spec.Devices.Requests[0].Exactly.Capacity.Requests[dra.CapacityMemory] = resource.MustParse("1Gi")
 	bad.Spec.Devices.Config[0].Opaque.Parameters.Raw = []byte(`{"apiVersion": "gpu.carve.dev/v1alpha1", "kind": "ClaimConfig", "class": "ls", "inflight": 4}`)
 	bad.Spec.Devices.Config[0].Opaque.Parameters.Object = nil
 	claims["bad"] = bad
 	for name, mem := range map[string]string{"mem-32": "32Gi", "mem-16": "16Gi"} { // few TPCs, much memory
 		c := claims["tpcs-22"].DeepCopy()
 		c.Name = name
-		c.Spec.Devices.Requests[0].Exactly.Capacity.Requests[CapacityTPCs] = resource.MustParse("4")
-		c.Spec.Devices.Requests[0].Exactly.Capacity.Requests[CapacityMemory] = resource.MustParse(mem)
+		c.Spec.Devices.Requests[0].Exactly.Capacity.Requests[dra.CapacityTPCs] = resource.MustParse("4")
+		c.Spec.Devices.Requests[0].Exactly.Capacity.Requests[dra.CapacityMemory] = resource.MustParse(mem)
 		claims[name] = c
 	}
 
@@ -365,7 +365,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if cur, err := cp.client.ResourceV1().ResourceClaims("default").Get(ctx, "bad", metav1.GetOptions{}); err != nil ||
 		len(cur.Status.Devices) != 1 || len(cur.Status.Devices[0].Conditions) == 0 ||
-		cur.Status.Devices[0].Conditions[0].Reason != ReasonFailed || !strings.Contains(cur.Status.Devices[0].Conditions[0].Message, "inflight") {
+		cur.Status.Devices[0].Conditions[0].Reason != dra.ReasonFailed || !strings.Contains(cur.Status.Devices[0].Conditions[0].Message, "inflight") {
 		t.Errorf("the refused claim's status: %+v %v", cur.Status.Devices, err)
 	}
 	for _, c := range allocated {
@@ -428,7 +428,7 @@ func ownNodeOnly(ctx context.Context, t *testing.T, cp *controlPlane, plugin *ku
 	t.Helper()
 	slice := func(nodeName string) *resourceapi.ResourceSlice {
 		return &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}, Spec: resourceapi.ResourceSliceSpec{
-			Driver: DriverName, NodeName: &nodeName, Pool: resourceapi.ResourcePool{Name: nodeName, ResourceSliceCount: 1}}}
+			Driver: dra.DriverName, NodeName: &nodeName, Pool: resourceapi.ResourcePool{Name: nodeName, ResourceSliceCount: 1}}}
 	}
 	// the API server compiles a new admission policy in the background, a
 	// while after it is created (longer on a loaded host): wait until it
@@ -462,7 +462,7 @@ func ownNodeOnly(ctx context.Context, t *testing.T, cp *controlPlane, plugin *ku
 	// deleted (made by the admin, as that driver's plugin would)
 	foreign := slice(node)
 	foreign.Spec.Driver = "gpu.example.com"
-	notCarve := "may change only the ResourceSlices of driver " + DriverName
+	notCarve := "may change only the ResourceSlices of driver " + dra.DriverName
 	if _, err := plugin.ResourceV1().ResourceSlices().Create(ctx, foreign, metav1.CreateOptions{}); err == nil || !strings.Contains(err.Error(), notCarve) {
 		t.Errorf("carve-dra on %s writing another driver's slice on its node: %v", node, err)
 	}
@@ -479,20 +479,20 @@ func ownNodeOnly(ctx context.Context, t *testing.T, cp *controlPlane, plugin *ku
 	// a claim allocated on node-b (by the admin, as a scheduler would)
 	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "on-b"},
 		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
-			{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: DriverName}}}}}}
+			{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: dra.DriverName}}}}}}
 	claim, err = cp.client.ResourceV1().ResourceClaims("default").Create(ctx, claim, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	claim.Status.Allocation = &resourceapi.AllocationResult{
 		Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
-			{Request: "gpu", Driver: DriverName, Pool: "node-b", Device: "gpu-0"}}},
+			{Request: "gpu", Driver: dra.DriverName, Pool: "node-b", Device: "gpu-0"}}},
 		NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
 			{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"node-b"}}}}}}}
 	if claim, err = cp.client.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	claim.Status.Devices = []resourceapi.AllocatedDeviceStatus{{Driver: DriverName, Pool: "node-b", Device: "gpu-0"}}
+	claim.Status.Devices = []resourceapi.AllocatedDeviceStatus{{Driver: dra.DriverName, Pool: "node-b", Device: "gpu-0"}}
 	if _, err := plugin.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err == nil ||
 		!strings.Contains(err.Error(), `cannot arbitrary-node:update resource "resourceclaims/driver"`) {
 		t.Errorf("carve-dra on %s writing the status of a claim on node-b: %v", node, err)
@@ -541,7 +541,7 @@ func waitPending(ctx context.Context, t *testing.T, c kubernetes.Interface, pod 
 }
 
 func consumed(r resourceapi.DeviceRequestAllocationResult) int64 {
-	q, ok := r.ConsumedCapacity[CapacityTPCs]
+	q, ok := r.ConsumedCapacity[dra.CapacityTPCs]
 	if !ok {
 		return -1
 	}
@@ -549,7 +549,7 @@ func consumed(r resourceapi.DeviceRequestAllocationResult) int64 {
 }
 
 func consumedMemory(r resourceapi.DeviceRequestAllocationResult) int64 {
-	q, ok := r.ConsumedCapacity[CapacityMemory]
+	q, ok := r.ConsumedCapacity[dra.CapacityMemory]
 	if !ok {
 		return -1
 	}
@@ -557,6 +557,6 @@ func consumedMemory(r resourceapi.DeviceRequestAllocationResult) int64 {
 }
 
 func memoryCapacity(d resourceapi.Device) int64 {
-	q := d.Capacity[CapacityMemory].Value
+	q := d.Capacity[dra.CapacityMemory].Value
 	return q.Value()
 }

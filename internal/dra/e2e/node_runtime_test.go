@@ -1,8 +1,8 @@
-// The node TestRealNode (node_test.go) runs: containerd with its CRI
-// plugin and Debian's runc, and a kubelet against the control plane, with
-// the checks of what this machine needs for them.
+// The real node's processes for TestRealNode: containerd with its CRI
+// plugin and a kubelet, each of its own in the test's directory, and what
+// they leave on the host put back.
 
-package dra
+package e2e
 
 import (
 	"bufio"

@@ -1,8 +1,7 @@
-// The images TestRealNode (node_test.go) imports into containerd: an
-// archive of files and the libraries they need, for this machine's
-// platform.
+// Container images for TestRealNode, built here from files of this
+// machine: a program and the libraries it links, in one layer.
 
-package dra
+package e2e
 
 import (
 	"archive/tar"

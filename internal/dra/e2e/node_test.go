@@ -1,9 +1,7 @@
-// TestRealNode: a real node (kubelet, containerd, runc) beside the control
-// plane, carve-dra registered with its kubelet, runs a pod whose claim's
-// CDI spec puts the shim, carve's MPS and the claim's memory limit into
-// its container, and unprepares the claim when the pod goes.
+// TestRealNode: carve-dra on a real node (make kube node's kubelet and
+// containerd, Debian's runc), its pod's container running the shim.
 
-package dra
+package e2e
 
 import (
 	"context"
@@ -24,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/dra"
 	"github.com/carve-gpu/carve/internal/shimtest"
 )
 
@@ -105,7 +104,7 @@ func TestRealNode(t *testing.T) {
 	phase("kubelet registered its node")
 
 	td.Client = pluginClient(ctx, t, cp)
-	serve(t, td, Sockets{PluginDir: filepath.Join(k.root, "plugins", DriverName), RegistrarDir: registry})
+	serve(t, td, dra.Sockets{PluginDir: filepath.Join(k.root, "plugins", dra.DriverName), RegistrarDir: registry})
 	if err := waitFor(60*time.Second, func() error {
 		l, err := cp.client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
 		if err == nil && len(l.Items) != 1 {
@@ -119,8 +118,8 @@ func TestRealNode(t *testing.T) {
 
 	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "real"},
 		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpu",
-			Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: DriverName, Capacity: &resourceapi.CapacityRequirements{
-				Requests: map[resourceapi.QualifiedName]resource.Quantity{CapacityTPCs: resource.MustParse("4"), CapacityMemory: resource.MustParse("1Gi")}}}}}}}}
+			Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: dra.DriverName, Capacity: &resourceapi.CapacityRequirements{
+				Requests: map[resourceapi.QualifiedName]resource.Quantity{dra.CapacityTPCs: resource.MustParse("4"), dra.CapacityMemory: resource.MustParse("1Gi")}}}}}}}}
 	cp.create(t, claim)
 	no, grace := false, int64(1)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "real"},
@@ -152,7 +151,7 @@ func TestRealNode(t *testing.T) {
 
 	// the container's output, from the kubelet's log of it
 	limit := uint64(1 << 30)
-	want := []string{"preload " + ContainerShim, "mps " + ContainerPipe + " mounted", "limit 0=1G", "ready",
+	want := []string{"preload " + dra.ContainerShim, "mps " + dra.ContainerPipe + " mounted", "limit 0=1G", "ready",
 		fmt.Sprintf("meminfo %d %d rc 0", limit, limit)}
 	logFile := filepath.Join(k.logs, fmt.Sprintf("default_real_%s", pod.UID), "driver", "0.log")
 	var lines []string
@@ -184,7 +183,7 @@ func TestRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st Status
+	var st dra.Status
 	if len(cur.Status.Devices) != 1 || cur.Status.Devices[0].Data == nil || json.Unmarshal(cur.Status.Devices[0].Data.Raw, &st) != nil ||
 		st.Count != 4 || !st.MPS || st.Memory != limit {
 		t.Errorf("the claim's status: %+v", cur.Status.Devices)
