@@ -1,9 +1,9 @@
-package bench
-
 // The results 'carve bench report' reads are files anyone may hand it:
 // every benchmark's table and plots are drawn from minimal and odd results
 // without a panic, and a result that cannot be plotted is an error that
 // leaves no plot behind (TestReportOfMinimalResults, FuzzReport).
+
+package bench
 
 import (
 	"fmt"

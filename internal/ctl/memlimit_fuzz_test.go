@@ -1,8 +1,8 @@
-package ctl
-
 // FuzzParseMemLimit: a memory limit as users write it (--mem, a claim's
 // config) never panics; what parses is a size above 0 or a share in
 // (0, 100], and reads back the same from its String.
+
+package ctl
 
 import (
 	"math"

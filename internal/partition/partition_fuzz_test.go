@@ -1,8 +1,8 @@
-package partition
-
 // Fuzz targets for what users write as partitions (-g, -n, --device; -t's
 // is FuzzParseTPCs, in partition_test.go): no input panics, and what
 // parses is in range and reads back the same from its String.
+
+package partition
 
 import (
 	"math"

@@ -1,3 +1,7 @@
+// Tests of Printable and CommandLine (printable.go): what a tenant names
+// (its command line, a claim name) is printed with control characters and
+// invalid UTF-8 escaped.
+
 package status
 
 import (
