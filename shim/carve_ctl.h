@@ -53,6 +53,10 @@
 #define CARVE_TIDE_BUSY 2u    /* LS: work in flight */
 #define CARVE_TIDE_HELD 3u    /* BE: a launch is waiting for LS work to finish */
 
+/* a BE tenant's epoch_ns when the block says 0: carve's default epoch
+ * (ctl.DefaultPolicy.Epoch) */
+#define CARVE_EPOCH_NS 10000000ull /* 10 ms */
+
 /* Driver errors that end a context's work: after one, every later call of
  * the process fails too. The shim records the first it sees in fault. */
 #define CARVE_FAULTS(X) \
@@ -140,7 +144,7 @@ struct carve_ctl {
 	/* tide policy, written by carve run or carve set, read by the shim */
 	uint32_t inflight_max;   /* 496: BE: launches in flight at most, 0 = no bound */
 	uint32_t share_ppm;      /* 500: BE: share of the time it may run while LS work is in flight, per million */
-	uint64_t epoch_ns;       /* 504: BE: the period the share is counted over */
+	uint64_t epoch_ns;       /* 504: BE: the period the share is counted over, 0 = CARVE_EPOCH_NS */
 	char node[64];           /* 512: the GPU's node block file name (from its UUID; LS and BE tenants use the block), "" = none */
 
 	/* tide status, written by the shim */

@@ -26,7 +26,10 @@
  * A BE tenant's shim reads busy before each launch, and the slots it names:
  * it counts an LS tenant as busy only while its heartbeat is younger than
  * lease_ns, so a tenant that dies mid-request holds no one back for longer
- * than that. Whoever changes a slot's pid or reserved TPCs, or fixed, bumps
+ * than that; it honours no lease longer than CARVE_NODE_LEASE_NS, which
+ * carve writes there when it makes or opens the block and when it frees
+ * the slots of tenants that ended (every tenant may write the block), and
+ * no heartbeat more than a lease ahead of its clock. Whoever changes a slot's pid or reserved TPCs, or fixed, bumps
  * gen after, so that shims may keep what they computed from them until gen
  * moves.
  */

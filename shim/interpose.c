@@ -298,15 +298,20 @@ EVENT_RECORD_FLAGS(cuEventRecordWithFlags)
 EVENT_RECORD_FLAGS(cuEventRecordWithFlags_ptsz)
 
 /* Stream capture: launches into a capturing stream are recorded into a
- * graph, not run; tide.c must know. Not exported: the names of these calls
- * changed with their versions, and only the runtime captures. */
+ * graph, not run; tide.c must know. A capture counts from before the
+ * driver's begin (carve_capture, which waits out a poll of the LS poller
+ * under way), and no longer if the begin fails: a query of the stream
+ * between the driver's begin and the count would spoil the capture. Not
+ * exported: the names of these calls changed with their versions, and
+ * only the runtime captures. */
 #define CAPTURE(name)                                                   \
 	static void *real_##name;                                       \
 	static CUresult name(CUstream s, int mode)                      \
 	{                                                               \
+		carve_capture(s, 1);                                    \
 		CUresult r = REAL(name, capture_fn)(s, mode);           \
-		if (r == CUDA_SUCCESS)                                  \
-			carve_capture(s, 1);                            \
+		if (r != CUDA_SUCCESS)                                  \
+			carve_capture(s, 0);                            \
 		return r;                                               \
 	}
 CAPTURE(cuStreamBeginCapture)
@@ -318,9 +323,10 @@ CAPTURE(cuStreamBeginCapture_v2_ptsz)
 	static void *real_##name;                                                               \
 	static CUresult name(CUstream s, CUgraph g, const void *d, const void *dd, size_t n, int m) \
 	{                                                                                       \
+		carve_capture(s, 1);                                                            \
 		CUresult r = REAL(name, capture_graph_fn)(s, g, d, dd, n, m);                   \
-		if (r == CUDA_SUCCESS)                                                          \
-			carve_capture(s, 1);                                                    \
+		if (r != CUDA_SUCCESS)                                                          \
+			carve_capture(s, 0);                                                    \
 		return r;                                                                       \
 	}
 CAPTURE_TO_GRAPH(cuStreamBeginCaptureToGraph)

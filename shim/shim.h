@@ -185,6 +185,9 @@ int carve_tide_ls_init(void *cuda); /* 0: the driver lacks stream queries */
 int carve_tide_ls_start(void);      /* the poller; 0 if it could not start */
 void carve_tide_ls_launch(int g, CUstream s, CUcontext ctx); /* counted in its stream; the tenant busy on g */
 void carve_tide_ls_submitted(void);
+/* carve_capture: a capture of s begins (called before the driver's begin,
+ * so that the poller asks nothing of a capturing stream) or ends (after the
+ * driver's end, or its begin that failed) */
 void carve_capture(CUstream s, int begin);
 int carve_tide_ls(void);       /* an LS tenant in tide */
 /* carve_tide_capturing: stream captures under way in the process (any

@@ -306,7 +306,7 @@ void carve_tide_be_launch_before(int g)
 	uint32_t share = __atomic_load_n(&carve_block->share_ppm, __ATOMIC_RELAXED);
 	uint64_t epoch = __atomic_load_n(&carve_block->epoch_ns, __ATOMIC_RELAXED);
 	if (!epoch)
-		epoch = 10000000;
+		epoch = CARVE_EPOCH_NS;
 	uint64_t start = 0, now = 0; /* read once an LS tenant is found busy */
 	int waited = 0;
 	tide_narrow = 0;

@@ -11,7 +11,10 @@
  * the driver while the tenant launches. When all are done, it marks the
  * tenant idle. Launches into a stream being captured into a graph run
  * nothing and are not counted; while a capture is under way the poller asks
- * nothing (a query could spoil the capture). The LS tenant's kernels run on
+ * nothing (a query of a capturing stream spoils the capture). A capture
+ * counts from before the driver's begin, under the lock the poller holds
+ * from its look at the count to its last query (carve_capture), so no
+ * query falls after a begin, however the threads run. The LS tenant's kernels run on
  * its partition and on every TPC that no other LS tenant reserved and no
  * partition outside tide holds (the node block's fixed TPCs), or on its
  * partition alone with CARVE_FLAG_LS_OWN.
@@ -246,6 +249,11 @@ static void *poller(void *arg)
 	return NULL;
 }
 
+/* carve_capture counts a capture of s in (begin: before the driver's begin
+ * is called) or out (after its end, or after a begin that failed). It
+ * takes track_mu, which the poller holds from its look at the count to its
+ * last query: a poll under way ends before the driver's begin is called,
+ * and a poll after it sees the count. */
 void carve_capture(CUstream s, int begin)
 {
 	CUcontext ctx = NULL;

@@ -38,12 +38,19 @@ void carve_tide_set_busy(int g, int b)
 }
 
 /* lease_ok says whether a heartbeat at beat is younger than the lease of
- * node n (signed: a beat written after now was read is fresh, not 584
- * years old). */
+ * node n: the block's, but never longer than CARVE_NODE_LEASE_NS, the
+ * lease carve sets, since every tenant of the GPU may write the block. A
+ * beat written after now was read is fresh (signed: not 584 years old),
+ * but one more than a lease ahead of now was never written by a clock
+ * that shims share, and is stale: so a slot that no LS tenant renews holds
+ * BE tenants back for a lease at most, whatever the block says. */
 static int lease_ok(const struct carve_node *n, uint64_t beat, uint64_t now)
 {
-	uint64_t lease = n->lease_ns ? n->lease_ns : CARVE_NODE_LEASE_NS;
-	return (int64_t)(now - beat) < (int64_t)lease;
+	uint64_t lease = __atomic_load_n(&n->lease_ns, __ATOMIC_RELAXED);
+	if (!lease || lease > CARVE_NODE_LEASE_NS)
+		lease = CARVE_NODE_LEASE_NS;
+	int64_t age = (int64_t)(now - beat);
+	return age < (int64_t)lease && age > -(int64_t)lease;
 }
 
 /* carve_tide_ls_busy returns how many LS tenants have work in flight on GPU g now

@@ -102,6 +102,7 @@ func OpenNode(dir, name string, live topo.Enable) (*Node, error) {
 		return nil, fmt.Errorf("node block %s: magic %#x version %d, this carve's is %d (left by another release? "+
 			"with no LS or BE tenant running, remove it)", path, magic, version, NodeVersion)
 	}
+	n.resetLease()
 	return n, nil
 }
 
@@ -173,6 +174,10 @@ func Nodes(dir string) ([]*Node, error) {
 	return out, nil
 }
 
+// resetLease writes the lease carve sets into the block: every tenant of
+// the GPU may write it, and the shims honour none longer.
+func (n *Node) resetLease() { atomic.StoreUint64(&n.b.LeaseNS, uint64(NodeLease)) }
+
 // Name is the block's file name.
 func (n *Node) Name() string { return filepath.Base(n.Path) }
 
@@ -243,8 +248,10 @@ func NodeSlotLock(i int) int64 {
 // Reclaim frees the slots of tenants that have ended: those whose lock no
 // process holds. It takes each such slot's lock while it clears it, so that
 // a tenant taking the slot at the same moment is never undone, and it needs
-// no pid, so it is right for tenants in containers too.
+// no pid, so it is right for tenants in containers too. It writes the lease
+// carve sets into the block again (NodeLease).
 func (n *Node) Reclaim() int {
+	n.resetLease()
 	f, err := os.OpenFile(n.Path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return 0

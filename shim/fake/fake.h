@@ -25,7 +25,9 @@
  *     (CARVE_LIBCUDA): the devices, their names and UUIDs, and the rest
  *     refusing with CUDA_ERROR_NOT_SUPPORTED;
  *   - streams.c: streams (each context with a default stream of its own),
- *     events, stream capture and synchronization on the clock;
+ *     events, stream capture and synchronization on the clock (a query
+ *     of a capturing stream spoils its capture; a test may hold the next
+ *     begin of a capture on the clock, fakecuda_begin_capture_wait);
  *   - launch.c: kernel launches through every entry point, each calling
  *     the launch callback with a synthetic descriptor the way the driver
  *     does, and taking FAKECUDA_KERNEL_US microseconds on its stream; and
@@ -149,6 +151,7 @@ struct fstream {
 	uint64_t done_at; /* when the last work submitted finishes */
 	int capturing;
 	int global;         /* in global capture mode */
+	int invalidated;    /* its capture was spoiled (a query of it): its end fails */
 	CUcontext ctx;      /* the context current at its creation */
 	/* a copy to the host (cuMemcpyDtoHAsync) of the scan's result words,
 	 * made when the stream is synchronized, as its work is then done */

@@ -5,7 +5,11 @@
  * launch (launch.c) pushes on. A synchronization gives back what pools
  * hold beyond their thresholds (pools.c). Capture modes are kept as the
  * driver keeps them, and calls a global-mode capture forbids are refused
- * (fakecuda_unsafe_calls).
+ * (fakecuda_unsafe_calls). A query or synchronization of a capturing
+ * stream spoils its capture, as the driver's does: its end fails. A test
+ * may have the next begin of a capture wait on the clock once the stream
+ * is capturing (fakecuda_begin_capture_wait), as a thread may be held
+ * there on a real driver.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -190,9 +194,24 @@ int cuEventSynchronize(CUevent e)
 	return error();
 }
 
+/* spoiled: a query or synchronization of s, if it is capturing, spoils
+ * its capture (its end fails), as the driver's does in any mode: its error */
+static int spoiled(CUstream s)
+{
+	struct fstream *f = stream_of(s);
+	pthread_mutex_lock(&mu);
+	int c = f->capturing;
+	if (c)
+		f->invalidated = 1;
+	pthread_mutex_unlock(&mu);
+	return c ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : 0;
+}
+
 int cuStreamQuery(CUstream s)
 {
 	if (unsafe())
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	if (spoiled(s))
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	if (error())
 		return error();
@@ -202,7 +221,7 @@ int cuStreamQuery(CUstream s)
 int cuStreamSynchronize(CUstream s)
 {
 	COUNTED();
-	if (unsafe())
+	if (unsafe() || spoiled(s))
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	sleep_until(stream_of(s)->done_at);
 	to_host(stream_of(s));
@@ -235,24 +254,42 @@ int cuCtxSynchronize(void)
 	return error();
 }
 
+static uint64_t begin_wait; /* the next begin's wait on the clock, ns */
+
+/* fakecuda_begin_capture_wait: the next cuStreamBeginCapture waits ns on
+ * the clock once its stream is capturing, before it returns */
+void fakecuda_begin_capture_wait(uint64_t ns)
+{
+	__atomic_store_n(&begin_wait, ns, __ATOMIC_RELAXED);
+}
+
 int cuStreamBeginCapture_v2(CUstream s, int mode)
 {
-	stream_of(s)->cap = graph_new();
-	stream_of(s)->capturing = 1;
-	stream_of(s)->global = mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
+	struct fstream *f = stream_of(s);
+	pthread_mutex_lock(&mu);
+	f->cap = graph_new();
+	f->capturing = 1;
+	f->invalidated = 0;
+	f->global = mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
+	pthread_mutex_unlock(&mu);
 	if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL)
 		__atomic_add_fetch(&global_captures, 1, __ATOMIC_RELEASE);
+	uint64_t wait = __atomic_exchange_n(&begin_wait, 0, __ATOMIC_RELAXED);
+	if (wait)
+		sleep_until(now_ns() + wait);
 	return 0;
 }
 
+/* cuStreamEndCapture ends the capture; if it was spoiled, it fails and
+ * gives no graph, as the driver's does. */
 int cuStreamEndCapture(CUstream s, CUgraph *g)
 {
 	struct fstream *f = stream_of(s);
 	if (f->capturing && f->global)
 		__atomic_sub_fetch(&global_captures, 1, __ATOMIC_RELEASE);
-	f->capturing = f->global = 0;
-	*g = f->cap ? (CUgraph)f->cap : (CUgraph)0x1;
+	int bad = f->invalidated;
+	f->capturing = f->global = f->invalidated = 0;
+	*g = bad ? NULL : f->cap ? (CUgraph)f->cap : (CUgraph)0x1;
 	f->cap = NULL;
-	return 0;
+	return bad ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : 0;
 }
-

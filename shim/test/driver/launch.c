@@ -34,6 +34,12 @@
  *   flcap FN GRID N    N such launches into a stream being captured into
  *                      a graph (by cuLaunchKernel) -> "rc N capevents E":
  *                      E, the events recorded into captures so far
+ *   capwin US          launch into a new stream, then capture it in global
+ *                      mode with the fake's begin held US microseconds on
+ *                      the clock once the stream is capturing (a query
+ *                      then spoils the capture) -> "rc N": the first
+ *                      result of the begin, the launch into the capture
+ *                      and its end that was not 0, else 0
  *   gcap on|off        begin a global-mode capture (as PyTorch's) on a new
  *                      non-blocking stream, or end it -> "rc N unsafe U":
  *                      U, the calls the fake refused for a global-mode
@@ -150,6 +156,30 @@ static CUresult fl(unsigned fn, unsigned grid, unsigned rows, int n, const char 
 	return first;
 }
 
+/* capwin launches into a new stream, then captures one launch of it in
+ * global mode, the fake's begin held us microseconds on the clock once
+ * the stream is capturing: the first result that was not 0, else 0 */
+static CUresult capwin(int us)
+{
+	CUresult (*k)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+		      void **, void **) = proc("cuLaunchKernel", 0);
+	CUstream s = NULL;
+	CUgraph g = NULL;
+	CUresult r = ((CUresult(*)(CUstream *, unsigned))proc("cuStreamCreate", 0))(&s, CU_STREAM_NON_BLOCKING);
+	if (!r)
+		r = k(0, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL);
+	if (r)
+		return r;
+	((void (*)(uint64_t))dlsym(h, "fakecuda_begin_capture_wait"))((uint64_t)us * 1000);
+	r = ((CUresult(*)(CUstream, int))proc("cuStreamBeginCapture", 0))(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	if (r)
+		return r;
+	r = k(0, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL);
+	CUresult e = ((CUresult(*)(CUstream, CUgraph *))proc("cuStreamEndCapture", 0))(s, &g);
+	((CUresult(*)(CUstream))proc("cuStreamDestroy", 0))(s);
+	return r ? r : e;
+}
+
 /* launch_command answers the commands of this file; 0 if line is none of
  * them. */
 int launch_command(char *line)
@@ -207,6 +237,8 @@ int launch_command(char *line)
 			r = k((CUfunction)(uintptr_t)fn, grid, 1, 1, 128, 1, 1, 0, s, NULL, NULL);
 		CUresult e = ((CUresult(*)(CUstream, CUgraph *))proc("cuStreamEndCapture", 0))(s, &g);
 		printf("rc %d capevents %d\n", r ? r : e, ((int (*)(void))dlsym(h, "fakecuda_captured_events"))());
+	} else if (strncmp(line, "capwin ", 7) == 0) {
+		printf("rc %d\n", capwin(atoi(line + 7)));
 	} else if (strncmp(line, "stream new", 10) == 0) {
 		CUresult r = ((CUresult(*)(CUstream *, unsigned))proc("cuStreamCreate", 0))(&fl_stream, 0);
 		if (r)
