@@ -1,8 +1,8 @@
-package ctl_test
-
 // The node block's lease (node.go): every tenant of the GPU may write the
 // block, so carve writes its own lease there again whenever it opens the
 // block or frees the slots of tenants that ended.
+
+package ctl_test
 
 import (
 	"os"

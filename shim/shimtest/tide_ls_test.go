@@ -1,8 +1,8 @@
-package shimtest_test
-
 // An LS tenant's poller (shim/tide_ls.c) beside stream captures: it never
 // queries a stream that a capture has begun on, however the begin and its
 // looks interleave.
+
+package shimtest_test
 
 import (
 	"testing"

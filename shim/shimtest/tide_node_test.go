@@ -1,9 +1,9 @@
-package shimtest_test
-
 // What a BE tenant's shim believes of the node block (shim/tide_node.c):
 // every tenant of the GPU may write it, so a busy slot that no LS tenant
 // renews holds BE tenants back for carve's lease at most, whatever lease
 // or heartbeat the block says.
+
+package shimtest_test
 
 import (
 	"sync/atomic"
