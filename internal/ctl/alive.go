@@ -52,10 +52,25 @@ func (s Snapshot) Alive() bool {
 	if err != nil {
 		return s.StartTicks == 0 // a pid that runs, out of sight (another /proc)
 	}
-	if state == 'Z' || state == 'X' {
+	if (state == 'Z' || state == 'X') && !threads(s.PID) {
 		return false
 	}
 	return s.StartTicks == 0 || t == s.StartTicks
+}
+
+// threads says whether a process whose first thread has ended (the stat
+// of its pid says zombie) has threads that run: one that exits its main
+// thread does, and so does one whose other thread is exec'ing (carve run
+// does that), for a moment.
+func threads(pid int) bool {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if i := bytes.LastIndexByte(b, ')'); err == nil && i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X' {
+			return true
+		}
+	}
+	return false
 }
 
 // Held reports whether a process holds the lock on the block's file that a
