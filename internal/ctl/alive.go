@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // StartTicks reads field 22 of /proc/PID/stat: when the process started, in
@@ -53,7 +54,12 @@ func (s Snapshot) Alive() bool {
 		return s.StartTicks == 0 // a pid that runs, out of sight (another /proc)
 	}
 	if (state == 'Z' || state == 'X') && !threads(s.PID) {
-		return false
+		// an exec from another thread passes through this for a moment:
+		// a zombie is one still
+		time.Sleep(time.Millisecond)
+		if state, t, err = procStat(s.PID); err != nil || (state == 'Z' || state == 'X') && !threads(s.PID) {
+			return false
+		}
 	}
 	return s.StartTicks == 0 || t == s.StartTicks
 }
