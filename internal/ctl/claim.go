@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // A claim is a partition reserved for a Kubernetes ResourceClaim (carve's
@@ -67,35 +69,105 @@ func CreateClaimRoot(claimDir string, in Init) (*Handle, error) {
 
 // Claims returns the claims reserved in dir, by UID, with their running
 // processes (the blocks of ended ones are removed, as List does), and the
-// directories of interrupted reservations (no root).
+// directories of interrupted reservations (no root). It skips the claims
+// whose root it cannot read, and the blocks of processes it cannot read
+// (Read says which).
 func Claims(dir string) (claims []Claim, pending []string, err error) {
+	claims, pending, _, err = claimList(dir)
+	return claims, pending, err
+}
+
+func claimList(dir string) (claims []Claim, pending []string, skipped []Bad, err error) {
 	des, err := os.ReadDir(filepath.Join(dir, ClaimsDir))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing claims: %w", err)
+		return nil, nil, nil, fmt.Errorf("listing claims: %w", err)
 	}
 	for _, de := range des {
 		cd, err := ClaimDir(dir, de.Name())
 		if err != nil || !de.IsDir() {
 			continue
 		}
-		h, err := openPath(filepath.Join(cd, ClaimRoot))
+		c := Claim{UID: de.Name(), Dir: cd}
+		path := filepath.Join(cd, ClaimRoot)
+		err = readRoot(path, &c.Root)
 		if errors.Is(err, os.ErrNotExist) {
 			pending = append(pending, cd)
 			continue
 		}
-		if err != nil {
-			return nil, nil, err
+		if b, ok := badOf(path, err); ok {
+			skipped = append(skipped, b)
+			continue
 		}
-		c := Claim{UID: de.Name(), Dir: cd, Root: h.Snapshot()}
-		h.Close()
-		if c.Procs, _, err = scan(cd, true); err != nil {
-			return nil, nil, err
+		var bad []Bad
+		if c.Procs, _, bad, err = scan(cd, true); err != nil {
+			skipped = append(skipped, Bad{Path: cd, Reason: "open", Why: err.Error(), err: err})
+			continue
 		}
+		skipped = append(skipped, bad...)
 		claims = append(claims, c)
 	}
+	claims, bad := overlapping(claims)
+	skipped = append(skipped, bad...)
 	sort.Slice(claims, func(i, j int) bool { return claims[i].UID < claims[j].UID })
-	return claims, pending, nil
+	return claims, pending, skipped, nil
+}
+
+// readRoot reads a claim's root block into s.
+func readRoot(path string, s *Snapshot) error {
+	h, err := openPath(path)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if err := guarded(path, func() { *s = h.Snapshot() }); err != nil {
+		return err
+	}
+	return checkMasks(path, *s)
+}
+
+// overlapping skips the claims whose root holds every live TPC of a GPU
+// on which another claim holds TPCs too: claims are reserved on free TPCs
+// (a BE claim holds only its floor), so two never overlap, and one that
+// holds a whole GPU beside another was rewritten, by its pod, whose
+// directory it is in. A root rewritten otherwise is not told from one
+// carve wrote.
+func overlapping(claims []Claim) (kept []Claim, skipped []Bad) {
+	type held struct {
+		claim int
+		gpu   string
+		tpcs  topo.Enable
+		whole bool
+	}
+	var all []held
+	for i, c := range claims {
+		for _, p := range c.Root.Parts() {
+			tpcs := p.Mask.Enable().And(p.Live)
+			if c.Root.Class == ClassBE {
+				tpcs = p.Floor.And(p.Live)
+			}
+			if p.GPU != "" && p.Live != (topo.Enable{}) {
+				all = append(all, held{i, p.GPU, tpcs, tpcs == p.Live})
+			}
+		}
+	}
+	bad := map[int]string{}
+	for _, a := range all {
+		for _, b := range all {
+			if a.whole && b.claim != a.claim && a.gpu == b.gpu && b.tpcs.And(a.tpcs).Count() > 0 {
+				bad[a.claim] = fmt.Sprintf("claim %s holds every TPC of GPU %s, where claim %s holds TPCs too (its root rewritten?)",
+					claims[a.claim].UID, a.gpu, claims[b.claim].UID)
+			}
+		}
+	}
+	for i, c := range claims {
+		if why, ok := bad[i]; ok {
+			skipped = append(skipped, Bad{Path: filepath.Join(c.Dir, ClaimRoot), Reason: "overlap", Why: why})
+		} else {
+			kept = append(kept, c)
+		}
+	}
+	return kept, skipped
 }

@@ -57,6 +57,7 @@ const KeepEnded = time.Hour
 // until they are KeepEnded old, and a tenant's first block while its
 // children run (their memory account); what device memory a dead process
 // held is first credited back to its tenant's account (CreditEnded).
+// Blocks it cannot read are skipped (Read says which).
 func List(dir string) ([]Entry, error) {
 	live, _, err := Scan(dir)
 	return live, err
@@ -70,17 +71,22 @@ func Ended(dir string) ([]Entry, error) {
 }
 
 // Scan returns the live blocks and those of processes that ended after a
-// GPU fault, and removes the rest of the dead ones.
-func Scan(dir string) (live, ended []Entry, err error) { return scan(dir, false) }
+// GPU fault, and removes the rest of the dead ones. It skips the blocks it
+// cannot read (Read says which).
+func Scan(dir string) (live, ended []Entry, err error) {
+	live, ended, _, err = scan(dir, false)
+	return live, ended, err
+}
 
 // scan lists dir's blocks. A process runs while its shim holds the lock on
 // its block (Held); byLock: only then, for blocks whose pids belong to
 // another PID namespace; else also while its pid runs with its start time
 // (carve run makes a block before the program, and so its shim, starts).
-func scan(dir string, byLock bool) (live, ended []Entry, err error) {
+// skipped are the blocks it cannot read.
+func scan(dir string, byLock bool) (live, ended []Entry, skipped []Bad, err error) {
 	names, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing %s: %w", dir, err)
+		return nil, nil, nil, fmt.Errorf("listing %s: %w", dir, err)
 	}
 	var dead []Entry
 	for _, de := range names {
@@ -92,21 +98,18 @@ func scan(dir string, byLock bool) (live, ended []Entry, err error) {
 			}
 			continue
 		}
-		pid, err := strconv.Atoi(name)
-		if err != nil {
+		if _, err := strconv.Atoi(name); err != nil {
 			continue
 		}
-		h, err := Open(dir, pid)
+		e := Entry{Path: filepath.Join(dir, name)}
+		alive, err := readEntry(dir, &e, byLock)
+		if b, ok := badOf(e.Path, err); ok {
+			skipped = append(skipped, b)
+			continue
+		}
 		if err != nil {
-			continue // half-made or foreign file: not ours to judge
+			continue // gone meanwhile
 		}
-		s := h.Snapshot()
-		alive := h.Held() || !byLock && s.Alive()
-		if !alive && credit(dir, h) > 0 {
-			s = h.Snapshot()
-		}
-		h.Close()
-		e := Entry{Snapshot: s, Path: filepath.Join(dir, name)}
 		if alive {
 			live = append(live, e)
 		} else {
@@ -132,5 +135,26 @@ func scan(dir string, byLock bool) (live, ended []Entry, err error) {
 	}
 	sort.Slice(live, func(i, j int) bool { return live[i].PID < live[j].PID })
 	sort.Slice(ended, func(i, j int) bool { return ended[i].Fault.At.Before(ended[j].Fault.At) })
-	return live, ended, nil
+	return live, ended, skipped, nil
+}
+
+// readEntry reads the block e.Path into e, and says whether its process
+// runs; that of one that has ended is credited back first (credit).
+func readEntry(dir string, e *Entry, byLock bool) (alive bool, err error) {
+	h, err := openPath(e.Path)
+	if err != nil {
+		return false, err
+	}
+	defer h.Close()
+	err = guarded(e.Path, func() {
+		e.Snapshot = h.Snapshot()
+		alive = h.Held() || !byLock && e.Snapshot.Alive()
+		if !alive && credit(dir, h) > 0 {
+			e.Snapshot = h.Snapshot()
+		}
+	})
+	if err != nil {
+		return false, err
+	}
+	return alive, checkMasks(e.Path, e.Snapshot)
 }

@@ -43,26 +43,37 @@ func Open(dir string, pid int) (*Handle, error) {
 }
 
 // openPath maps the block in the file path; the error wraps
-// os.ErrNotExist when there is none.
+// os.ErrNotExist when there is none, and is a *Bad when there is one carve
+// cannot read. It follows no symbolic link, waits on no FIFO and maps only
+// a regular file of Size bytes.
 func openPath(path string) (*Handle, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, fmt.Errorf("control block %s: %w", path, err)
+		return nil, openError(path, err)
 	}
 	st, err := f.Stat()
-	if err != nil || st.Size() != Size {
+	if err == nil {
+		err = checkFile(path, st)
+	}
+	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("control block %s has the wrong size", path)
+		return nil, err
 	}
 	h, err := mapFile(path, f)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	if magic, version, size := h.b.Magic, h.b.Version, h.b.Size; magic != Magic || version != Version || size != Size {
+	var magic uint32
+	var version, size uint16
+	if err := guarded(path, func() { magic, version, size = h.b.Magic, h.b.Version, h.b.Size }); err != nil {
+		h.Close()
+		return nil, err
+	}
+	if magic != Magic || version != Version || size != Size {
 		h.Close() // unmaps h.b: say what it held from the copies
-		return nil, fmt.Errorf("control block %s: magic %#x version %d size %d, want %#x %d %d (carve and libcarve.so from different releases?)",
-			path, magic, version, size, Magic, Version, Size)
+		return nil, &Bad{Path: path, Reason: "magic", Why: fmt.Sprintf("control block %s: magic %#x version %d size %d, want %#x %d %d (carve and libcarve.so from different releases?)",
+			path, magic, version, size, Magic, Version, Size)}
 	}
 	return h, nil
 }

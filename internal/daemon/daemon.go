@@ -227,6 +227,7 @@ var (
 	descMemRef = prometheus.NewDesc("carve_tenant_memory_refused_total", "Allocations of the tenant refused at its memory limit.", labels, nil)
 	descLSBusy = prometheus.NewDesc("carve_node_ls_busy", "LS tenants of a GPU with work in flight now.", []string{"node"}, nil)
 	descRecl   = prometheus.NewDesc("carve_daemon_reclaimed_slots_total", "Node slots of dead LS tenants the daemon freed.", nil, nil)
+	descBad    = prometheus.NewDesc("carve_blocks_unreadable", "Control blocks carve could not read, and skipped, by why (see carve ls).", []string{"reason"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
@@ -234,6 +235,14 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeBy
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	events, _ := xid.Read()
 	rows, _ := status.List(c.dir, events)
+	rows, skipped := status.Readable(rows)
+	bad := map[string]int{}
+	for _, r := range skipped {
+		bad[r.Unreadable.Reason]++
+	}
+	for reason, n := range bad {
+		ch <- prometheus.MustNewConstMetric(descBad, prometheus.GaugeValue, float64(n), reason)
+	}
 	for _, r := range rows {
 		command := ""
 		if len(r.Command) > 0 && c.showCommands {

@@ -48,6 +48,10 @@ type Row struct {
 	// unpartitioned), and the last such GPU
 	OtherLaunches uint64 `json:"other_gpu_launches,omitempty"`
 	OtherGPU      string `json:"other_gpu,omitempty"`
+
+	// Unreadable is a block carve could not read, and skipped: a row of
+	// its own, with no other field set
+	Unreadable *ctl.Bad `json:"unreadable,omitempty"`
 }
 
 // GPUPart is a tenant's partition on one of its GPUs.
@@ -171,11 +175,13 @@ func ShortGPU(uuid string) string {
 // List returns the rows of the blocks in dir: live processes by pid, then
 // those that ended after a fault, by the fault's time. Faults are
 // attributed with the Xid reports events (nil: none could be read).
+// Last come the blocks it could not read, a row each (Row.Unreadable).
 func List(dir string, events []xid.Event) ([]Row, error) {
-	live, ended, err := ctl.Scan(dir)
+	l, err := ctl.Read(dir)
 	if err != nil {
 		return nil, err
 	}
+	live, ended := l.Live, l.Ended
 	rows := make([]Row, 0, len(live)+len(ended))
 	accounts := map[int]ctl.Memory{} // by tenant: its first block's
 	for _, e := range live {
@@ -193,11 +199,7 @@ func List(dir string, events []xid.Event) ([]Row, error) {
 	for _, e := range ended {
 		rows = append(rows, row(e, true))
 	}
-	claims, _, err := ctl.Claims(dir)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range claims {
+	for _, c := range l.Claims {
 		if len(c.Procs) == 0 { // reserved, no process yet (or no longer)
 			r := row(ctl.Entry{Snapshot: c.Root}, false)
 			r.Claim, r.State, r.Command = c.Name(), "reserved", nil
@@ -209,6 +211,9 @@ func List(dir string, events []xid.Event) ([]Row, error) {
 			r.Claim, r.Memory = c.Name(), memory(p.Memory, c.Root.Memory)
 			rows = append(rows, r)
 		}
+	}
+	for _, b := range l.Skipped {
+		rows = append(rows, Row{Unreadable: &b})
 	}
 	Attribute(rows, events)
 	return rows, nil
@@ -245,6 +250,8 @@ func Attribute(rows []Row, events []xid.Event) {
 // WriteTable prints rows as carve ls does, the faults below the live
 // processes; unreadable is why the kernel log could not be read, if so.
 func WriteTable(w io.Writer, rows []Row, now time.Time, unreadable error) {
+	rows, skipped := Readable(rows)
+	defer writeSkipped(w, skipped)
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no partitioned processes")
 		return
@@ -286,6 +293,26 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, unreadable error) {
 	}
 	tw.Flush()
 	writeFaults(w, faulted, now, unreadable)
+}
+
+// Readable splits rows into those of blocks read and those of blocks
+// that could not be (Row.Unreadable).
+func Readable(rows []Row) (read, skipped []Row) {
+	for _, r := range rows {
+		if r.Unreadable != nil {
+			skipped = append(skipped, r)
+		} else {
+			read = append(read, r)
+		}
+	}
+	return read, skipped
+}
+
+// writeSkipped prints a line for each block that could not be read.
+func writeSkipped(w io.Writer, skipped []Row) {
+	for _, r := range skipped {
+		fmt.Fprintf(w, "skipped %s (%s): %s\n", r.Unreadable.Path, r.Unreadable.Reason, r.Unreadable.Why)
+	}
 }
 
 // MoreParts are a row's partitions on its GPUs but the first, each shown

@@ -48,7 +48,7 @@ func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt ti
 	fmt.Fprintln(tw, "PID\tCLASS\tGPU\tTPCS\tN\tMEM\tLAUNCHES/S\tLS BUSY\tBE HELD\tBE IN FLIGHT\tSTATE\tCOMMAND")
 	n := 0
 	for _, r := range rows {
-		if r.Ended {
+		if r.Ended || r.Unreadable != nil {
 			continue
 		}
 		n++
