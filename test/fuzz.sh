@@ -2,7 +2,8 @@
 # fuzz.sh: runs each of carve's fuzz targets (Go native fuzzing) for FUZZTIME
 # (default 10m) one after another: the parsers of what users and tenants
 # hand carve (partition and device specs, memory limits, the results
-# 'carve bench report' reads). make fuzz runs it; make test runs it with
+# 'carve bench report' reads, control and node blocks as read from disk,
+# claim configs). make fuzz runs it; make test runs it with
 # FUZZTIME=5s. Each target's seeds already run in go test.
 set -eu
 GO=${GO:-go}
@@ -14,7 +15,10 @@ for target in \
 	FuzzParseCount:./internal/partition \
 	FuzzParseDevices:./internal/partition \
 	FuzzParseMemLimit:./internal/ctl \
-	FuzzReport:./internal/bench; do
+	FuzzReport:./internal/bench \
+	FuzzControlBlock:./internal/ctl \
+	FuzzNodeBlock:./internal/ctl \
+	FuzzClaimConfig:./internal/api/gpu.carve.dev/v1alpha1; do
 	name=${target%%:*}
 	pkg=${target#*:}
 	echo "fuzz: $name ($pkg) for $FUZZTIME"

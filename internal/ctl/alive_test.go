@@ -1,7 +1,7 @@
-package ctl_test
-
 // Whether a block's process runs (Alive): a process that has exited and
 // is not yet reaped has ended.
+
+package ctl_test
 
 import (
 	"fmt"

@@ -1,8 +1,8 @@
-package ctl_test
-
 // Fuzz targets of the blocks as read from disk: any bytes in a control
 // block's file (Open, Snapshot, Read) or a node block's (OpenNode, Nodes)
 // are read or refused with an error, never a panic or a wait.
+
+package ctl_test
 
 import (
 	"encoding/binary"

@@ -1,7 +1,7 @@
-package ctl_test
-
 // Blocks carve cannot read (Bad): a listing skips each and says why, and
 // goes on with the others.
+
+package ctl_test
 
 import (
 	"os"
