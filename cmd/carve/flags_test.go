@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/ctl/ctltest"
 )
 
 // runPolicy parses args as carve run's tide flags.
@@ -84,28 +85,14 @@ func TestRunFlagsPolicy(t *testing.T) {
 // through carve run's flags whole, so a field added to ctl.Policy with its
 // tags is a flag of carve run, or this names it.
 func TestEveryPolicyFieldIsAFlag(t *testing.T) {
-	for _, class := range []uint32{ctl.ClassLS, ctl.ClassBE, ctl.ClassNone} {
+	for _, class := range ctltest.Classes {
 		for _, f := range ctl.PolicyFields() {
-			if f.For != "" && f.For != ctl.ClassName(class) {
+			if !ctltest.For(class, f) {
 				continue
 			}
-			p := ctl.Policy{Class: class}
-			if class == ctl.ClassBE {
-				p.Epoch = ctl.DefaultPolicy.Epoch
-			}
-			switch v := f.Addr(&p).(type) {
-			case *bool:
-				*v = true
-			case *int:
-				*v = 12
-			case *float64:
-				*v = 0.5
-			case *time.Duration:
-				*v = 2 * time.Millisecond
-			case *ctl.MemLimit:
-				*v = ctl.MemLimit{Bytes: 3 << 30}
-			default:
-				t.Fatalf("Policy.%s: no value for a %T in this test", f.Name, v)
+			p, err := ctltest.WithField(class, f)
+			if err != nil {
+				t.Fatal(err)
 			}
 			if f.Flag == "" {
 				t.Errorf("Policy.%s has no flag tag: carve run cannot set it", f.Name)

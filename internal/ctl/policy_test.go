@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/ctl/ctltest"
 	"github.com/carve-gpu/carve/internal/topo"
 )
 
@@ -164,31 +165,14 @@ func TestEveryPolicyFieldInBlock(t *testing.T) {
 	for i := range 12 {
 		floor = floor.Set(i)
 	}
-	for _, class := range []uint32{ctl.ClassLS, ctl.ClassBE, ctl.ClassNone} {
+	for _, class := range ctltest.Classes {
 		for _, f := range ctl.PolicyFields() {
-			if f.For != "" && f.For != ctl.ClassName(class) {
+			if !ctltest.For(class, f) {
 				continue
 			}
-			p := ctl.Policy{Class: class}
-			if class == ctl.ClassBE {
-				p.Epoch = ctl.DefaultPolicy.Epoch
-			}
-			switch v := f.Addr(&p).(type) {
-			case *bool:
-				*v = true
-			case *int:
-				*v = 12
-			case *float64:
-				*v = 0.5
-			case *time.Duration:
-				*v = 2 * time.Millisecond
-			case *ctl.MemLimit:
-				*v = ctl.MemLimit{Bytes: 3 << 30}
-			default:
-				t.Fatalf("Policy.%s: no value for a %T in this test", f.Name, v)
-			}
-			if err := p.Normalize(ctl.FieldNames); err != nil {
-				t.Fatalf("Policy.%s: %v", f.Name, err)
+			p, err := ctltest.WithField(class, f)
+			if err != nil {
+				t.Fatal(err)
 			}
 			in := ctl.Init{PID: 2000, Parts: []ctl.Part{{Mask: floor.Disable(), Live: floor}}}
 			if p.Floor > 0 {

@@ -1,0 +1,41 @@
+// Package ctltest gives the tests that check each field of ctl.Policy in
+// turn (carve run's flags, the control block) a policy with one field set.
+package ctltest
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+)
+
+// Classes are the classes a field may be for, each with its fields.
+var Classes = []uint32{ctl.ClassLS, ctl.ClassBE, ctl.ClassNone}
+
+// WithField is a normalized policy of class with f set to a value of its
+// type that Normalize takes and the defaults leave unset (a BE's epoch
+// aside), or an error naming a field whose type it has no value for.
+func WithField(class uint32, f ctl.PolicyField) (ctl.Policy, error) {
+	p := ctl.Policy{Class: class}
+	if class == ctl.ClassBE {
+		p.Epoch = ctl.DefaultPolicy.Epoch
+	}
+	switch v := f.Addr(&p).(type) {
+	case *bool:
+		*v = true
+	case *int:
+		*v = 12
+	case *float64:
+		*v = 0.5
+	case *time.Duration:
+		*v = 2 * time.Millisecond
+	case *ctl.MemLimit:
+		*v = ctl.MemLimit{Bytes: 3 << 30}
+	default:
+		return p, fmt.Errorf("ctl.Policy.%s: ctltest has no value for a %T", f.Name, v)
+	}
+	return p, p.Normalize(ctl.FieldNames)
+}
+
+// For says whether f is a field of class's policy.
+func For(class uint32, f ctl.PolicyField) bool { return f.For == "" || f.For == ctl.ClassName(class) }
