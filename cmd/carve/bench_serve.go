@@ -26,7 +26,8 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "LS services beside BE jobs: latency and throughput under each way of sharing the GPU",
 		Long: `serve runs a latency-sensitive service (PyTorch, random weights, batch 1,
-from CUDA graphs or eagerly: resnet50, mobilenet_v3_large, bert-base at
+from CUDA graphs or eagerly: resnet50, mobilenet_v3_large, efficientnet_b0,
+bert-base at
 sequence 128, or llm, a Llama-shaped causal LM of about 440M parameters that
 answers each request with a 32-token prefill and 16 greedily decoded tokens:
 from CUDA graphs, by a decode loop of carve's own over the transformers
@@ -35,7 +36,7 @@ library's generation; eagerly, by the library's generation through its
 dynamic cache) with requests arriving open-loop (Poisson, or on/off
 bursts) and its latency counted from arrival to its result (llm: its last
 token), queueing included, beside a best-effort job in a closed loop
-(densenet161 inference or resnet50 training, batch 64 images; or
+(densenet161 or vit_b_16 inference or resnet50 training, batch 64 images; or
 transformer-train, a 220M-parameter decoder trained with AdamW and bf16
 autocast on 64 sequences of 256 tokens a step). For each pair and rate it
 measures each alone on the whole GPU, then together under time slicing, MPS

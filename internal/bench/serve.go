@@ -77,13 +77,15 @@ type ServeOptions struct {
 }
 
 // ServeLSModels are the LS services serve_ls.py builds: torchvision's
-// resnet50 and mobilenet_v3_large, bert-base, and llm, a causal LM that
-// answers each request with a prefill and a greedy decode of 16 tokens.
-var ServeLSModels = []string{"resnet50", "mobilenet_v3_large", "bert", "llm"}
+// resnet50, mobilenet_v3_large and efficientnet_b0, bert-base, and llm, a
+// causal LM that answers each request with a prefill and a greedy decode
+// of 16 tokens.
+var ServeLSModels = []string{"resnet50", "mobilenet_v3_large", "efficientnet_b0", "bert", "llm"}
 
-// ServeBEJobs are the BE jobs serve_be.py runs: densenet161 inference,
-// resnet50 training and the training of a decoder-only transformer.
-var ServeBEJobs = []string{"densenet161", "resnet50-train", "transformer-train"}
+// ServeBEJobs are the BE jobs serve_be.py runs: densenet161 and vit_b_16
+// inference, resnet50 training and the training of a decoder-only
+// transformer.
+var ServeBEJobs = []string{"densenet161", "vit_b_16", "resnet50-train", "transformer-train"}
 
 // ServeMechanisms are the ways of sharing serve can compare.
 var ServeMechanisms = []string{"timeslice", "mps", "mps-split", "static", "tide"}

@@ -35,7 +35,7 @@ func TestServeOptionsCheck(t *testing.T) {
 		{func(o *ServeOptions) { o.LS = []string{"vgg:graph"} }, `LS "vgg:graph"`},
 		{func(o *ServeOptions) { o.LS = []string{"gpt:graph"} }, "bert, llm, MODE graph or eager"},
 		{func(o *ServeOptions) { o.LS = []string{"llm:compiled"} }, `LS "llm:compiled"`},
-		{func(o *ServeOptions) { o.BE = []string{"gpt"} }, `BE "gpt": want one of densenet161, resnet50-train, transformer-train`},
+		{func(o *ServeOptions) { o.BE = []string{"gpt"} }, `BE "gpt": want one of densenet161, vit_b_16, resnet50-train, transformer-train`},
 		// the new models pass, and the Python must have transformers
 		{func(o *ServeOptions) { o.LS = []string{"llm:graph", "llm:eager"} }, "needs torch, torchvision, transformers"},
 		{func(o *ServeOptions) { o.BE = []string{"transformer-train"} }, "needs torch, torchvision, transformers"},

@@ -1,6 +1,6 @@
 """A best-effort job for carve bench serve.
 
-densenet161 inference at --batch (fp16, no grad), resnet50 training at
+densenet161 or vit_b_16 inference at --batch (fp16, no grad), resnet50 training at
 --batch (SGD, bf16 autocast), or transformer-train: a Llama-shaped decoder of
 about 220M parameters trained on --batch sequences of --seq random tokens
 (AdamW, bf16 autocast), in a closed loop. Prints "ready" after a warm-up,
@@ -17,7 +17,7 @@ steps that finished in the window, and the window's seconds.
 import argparse, json, sys, threading, time
 
 p = argparse.ArgumentParser()
-p.add_argument("--model", default="densenet161", choices=["densenet161", "resnet50-train", "transformer-train"])
+p.add_argument("--model", default="densenet161", choices=["densenet161", "vit_b_16", "resnet50-train", "transformer-train"])
 p.add_argument("--batch", type=int, default=64, help="images, or sequences, per step")
 p.add_argument("--seq", type=int, default=256, help="transformer-train: tokens per sequence")
 p.add_argument("--duration", type=float, default=8)
@@ -29,9 +29,9 @@ import torch
 torch.backends.cudnn.benchmark = True
 dev = "cuda"
 unit, info = "images", {"batch": a.batch}
-if a.model == "densenet161":
+if a.model in ("densenet161", "vit_b_16"):
     import torchvision
-    m = torchvision.models.densenet161(weights=None).eval().to(dev).half()
+    m = getattr(torchvision.models, a.model)(weights=None).eval().to(dev).half()
     x = torch.randn(a.batch, 3, 224, 224, device=dev, dtype=torch.half)
     info["dtype"] = "fp16"
 

@@ -1,7 +1,7 @@
 """A latency-sensitive service for carve bench serve.
 
-Builds a model with random weights at batch 1 (torchvision resnet50 or
-mobilenet_v3_large, bert-base at sequence 128, or llm: a Llama-shaped causal
+Builds a model with random weights at batch 1 (torchvision resnet50,
+mobilenet_v3_large or efficientnet_b0, bert-base at sequence 128, or llm: a Llama-shaped causal
 LM of about 440M parameters that answers each request by a prefill of
 --prompt tokens and a greedy decode of --tokens new ones), in fp16, run
 eagerly or replayed from CUDA graphs (llm: a decode loop of our own over
