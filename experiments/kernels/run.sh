@@ -32,35 +32,12 @@ fi
 device
 $PY -c 'import torch, torchvision, transformers; print("torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__)' 2>&1 | tee "$OUT/python.txt"
 
-# build: the toolkit's CUPTI headers and library, the newest kernel record
 step build the kernel recorder
-CUDA=${CUDA_HOME:-/usr/local/cuda}
-inc= lib=
-for d in "$CUDA/extras/CUPTI/include" "$CUDA/targets/x86_64-linux/include" "$CUDA/include"; do
-	[ -f "$d/cupti_activity.h" ] && { inc=$d; break; }
-done
-for f in "$CUDA/extras/CUPTI/lib64/libcupti.so" "$CUDA/targets/x86_64-linux/lib/libcupti.so" "$CUDA/lib64/libcupti.so" \
-	"$CUDA"/extras/CUPTI/lib64/libcupti.so.[0-9]* "$CUDA"/targets/x86_64-linux/lib/libcupti.so.[0-9]*; do
-	[ -e "$f" ] && { lib=$f; break; }
-done
 recorder=
-cc=$(command -v cc || command -v gcc)
-if [ -z "$cc" ]; then
-	fail "no C compiler (cc or gcc) to build the recorder"
-elif [ -z "$inc" ] || [ -z "$lib" ]; then
-	fail "no CUPTI under $CUDA (cupti_activity.h: ${inc:-none}, libcupti.so: ${lib:-none}); set CUDA_HOME"
+if (set -o pipefail; "$E/build.sh" "$W/libkrec.so" | tee "$OUT/recorder.txt"); then
+	recorder=$W/libkrec.so
 else
-	# the newest CUpti_ActivityKernelN first, older ones if it does not build
-	for rec in $(grep -ho 'CUpti_ActivityKernel[0-9]\+' "$inc"/cupti_activity*.h | sort -uV -r | head -4); do
-		echo "building against $inc, $lib, $rec"
-		if "$cc" -shared -fPIC -O2 -Wall -DCARVE_KERNEL_RECORD="$rec" -DCARVE_CUPTI_LIB="\"$lib\"" -I"$inc" -I"$CUDA/include" \
-			"$E/recorder.c" -ldl -lstdc++ -o "$W/libkrec.so"; then
-			recorder=$W/libkrec.so
-			echo "built with $rec" | tee "$OUT/recorder.txt"
-			break
-		fi
-	done
-	[ -n "$recorder" ] || fail "the kernel recorder did not build (see above)"
+	fail "the kernel recorder did not build (see above)"
 fi
 
 # record JOB: serve_be.py --model JOB under the recorder; "go" PAUSE s after
