@@ -4,7 +4,8 @@
 # BE under tide in both start orders, every process under the CUPTI kernel
 # recorder (experiments/kernels/recorder.c): each process's kernels in
 # OUT/k/PID.tsv, the files listed in order of creation in OUT/k/files.txt
-# (serve starts the BE alone, the LS alone, then each order's pair).
+# (serve starts the BE alone, the LS alone, then each order's pair), and
+# each process's kernels summed up by kernels.py (OUT/k/summary-PID.tsv).
 # Usage: [LS=efficientnet_b0:graph BE=vit_b_16 RATE=400 DURATION=6s
 # TIDE=8:300us:0.05] kernels.sh OUT (bin/carve and bin/libcarve.so built).
 set -u
@@ -23,4 +24,5 @@ CUDA_INJECTION64_PATH=$W/libkrec.so CARVE_KERNELS_OUT=$OUT/k/%p.tsv TO=540 T "$C
 echo "exit $?"
 cat "$OUT/serve.txt"
 ls -tr --full-time "$OUT/k" | grep tsv >"$OUT/k/files.txt"
+python3 "$E/kernels.py" "$OUT/k" | tee "$OUT/k/processes.txt"
 step done
