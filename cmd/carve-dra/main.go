@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/daemon"
 	"github.com/carve-gpu/carve/internal/dra"
 	"github.com/carve-gpu/carve/internal/mps"
 	"github.com/carve-gpu/carve/internal/preload"
@@ -96,6 +97,12 @@ be restarted at any time.`,
 func run(ctx context.Context, o options) error {
 	if o.node == "" {
 		return errors.New("--node-name (or $NODE_NAME) is required")
+	}
+	if err := daemon.CheckInterval("--health-interval", o.healthConfig.Interval); err != nil {
+		return err
+	}
+	if h := o.healthConfig.XidHold; h < 0 || h > 30*24*time.Hour {
+		return fmt.Errorf("--xid-taint-for %v: want 0 (until carve-dra restarts) to 720h", h)
 	}
 	os.Setenv("CARVE_RUNTIME_DIR", o.paths.RuntimeDir)
 	dir, err := ctl.Dir()

@@ -53,6 +53,22 @@ func TestNeedsNodeName(t *testing.T) {
 	}
 }
 
+// TestBoundedDurations: an interval that would spin a CPU, or a taint of
+// no sense, is refused before carve-dra does anything.
+func TestBoundedDurations(t *testing.T) {
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--health-interval", "1ns", "--health-interval 1ns: want 10ms to 1h0m0s"},
+		{"--health-interval", "2h", "--health-interval 2h0m0s: want 10ms to 1h0m0s"},
+		{"--xid-taint-for", "-1s", "--xid-taint-for -1s: want 0"},
+	} {
+		cmd := newRootCmd()
+		cmd.SetArgs([]string{"--kubeconfig", "/nonexistent", "--node-name", "n", tc.flag, tc.value})
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %s: %v, want %q", tc.flag, tc.value, err, tc.want)
+		}
+	}
+}
+
 // pathFlags are carve-dra's flags that name a place on the node it uses.
 var pathFlags = []string{"runtime-dir", "cdi-dir", "mps-dir", "mps-shm", "plugin-dir", "registrar-dir"}
 

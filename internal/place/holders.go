@@ -7,10 +7,10 @@ package place
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/printable"
 	"github.com/carve-gpu/carve/internal/topo"
 )
 
@@ -159,17 +159,5 @@ func (h Holder) String() string {
 	if h.Claim != "" {
 		return "claim " + h.ClaimName
 	}
-	return fmt.Sprintf("pid %d (%s)", h.Tenant, CommandLine(h.Command, 40))
-}
-
-// CommandLine is args joined, cut to width.
-func CommandLine(args []string, width int) string {
-	s := strings.Join(args, " ")
-	if len(s) > width {
-		s = s[:width-3] + "..."
-	}
-	if s == "" {
-		s = "?"
-	}
-	return s
+	return fmt.Sprintf("pid %d (%s)", h.Tenant, printable.CommandLine(h.Command, 40))
 }

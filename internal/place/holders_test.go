@@ -45,3 +45,12 @@ func TestOneReadPerPlacement(t *testing.T) {
 	reads("releasing a claim", err)
 	reads("fencing", Fence(dir))
 }
+
+// TestHolderNameEscaped: a holder's name, which carve run's notes print,
+// shows its command line escaped.
+func TestHolderNameEscaped(t *testing.T) {
+	h := Holder{Tenant: 7, Command: []string{"sh", "-c", "\x1b[2J"}}
+	if got, want := h.String(), `pid 7 (sh -c \x1b[2J)`; got != want {
+		t.Errorf("holder %q, want %q", got, want)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/printable"
 	"github.com/carve-gpu/carve/internal/topo"
 	"github.com/carve-gpu/carve/internal/xid"
 )
@@ -169,7 +170,7 @@ func ShortGPU(uuid string) string {
 	if len(uuid) > 12 {
 		uuid = uuid[:12]
 	}
-	return Printable(uuid)
+	return printable.String(uuid)
 }
 
 // List returns the rows of the blocks in dir: live processes by pid, then
@@ -278,11 +279,11 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, unreadable error) {
 		}
 		state += Elsewhere(r) + Refused(r)
 		sms := SMsText(r.SMs)
-		pid, command := fmt.Sprint(r.PID), CommandLine(r.Command, 50)
+		pid, command := fmt.Sprint(r.PID), printable.CommandLine(r.Command, 50)
 		if r.Claim != "" {
-			command = "claim " + Printable(r.Claim) + ": " + command
+			command = "claim " + printable.String(r.Claim) + ": " + command
 			if r.PID == 0 {
-				pid, command = "-", "claim "+Printable(r.Claim)
+				pid, command = "-", "claim "+printable.String(r.Claim)
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", pid, orDash(r.Class), ShortGPU(r.GPU), r.TPCs, r.NumTPCs, sms,
@@ -333,7 +334,7 @@ func SMsText(n int) string {
 }
 
 // Command is the row's command line, made Printable and cut to width.
-func Command(r Row, width int) string { return CommandLine(r.Command, width) }
+func Command(r Row, width int) string { return printable.CommandLine(r.Command, width) }
 
 // Elsewhere says, after a row's state, how many of its launches were on
 // another GPU than its partition's, and so ran on all that GPU's TPCs; ""
@@ -342,7 +343,7 @@ func Elsewhere(r Row) string {
 	if r.OtherLaunches == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; %d launches UNMASKED on %s", r.OtherLaunches, Printable(r.OtherGPU))
+	return fmt.Sprintf("; %d launches UNMASKED on %s", r.OtherLaunches, printable.String(r.OtherGPU))
 }
 
 // MemText is a row's MEM: what its tenant holds of the GPU's memory and
@@ -440,12 +441,12 @@ func writeFaults(w io.Writer, rows []Row, now time.Time, unreadable error) {
 		cause := ""
 		switch r.Fault.Cause {
 		case "faulted":
-			cause = "; its kernel faulted (" + Printable(r.Fault.Xid) + ")"
+			cause = "; its kernel faulted (" + printable.String(r.Fault.Xid) + ")"
 		case "beside":
-			cause = "; ended beside another's fault: " + Printable(r.Fault.Xid)
+			cause = "; ended beside another's fault: " + printable.String(r.Fault.Xid)
 		}
-		fmt.Fprintf(w, "  pid %d (%s, TPCs %s, %s context): %s at %s, %s ago; %s%s\n", r.PID, CommandLine(r.Command, 40), r.TPCs,
-			context(r), Printable(r.Fault.Name), Printable(r.Fault.Call), now.Sub(at).Round(time.Second), state, cause)
+		fmt.Fprintf(w, "  pid %d (%s, TPCs %s, %s context): %s at %s, %s ago; %s%s\n", r.PID, printable.CommandLine(r.Command, 40), r.TPCs,
+			context(r), printable.String(r.Fault.Name), printable.String(r.Fault.Call), now.Sub(at).Round(time.Second), state, cause)
 	}
 	closeGroup(group)
 	if unreadable != nil {

@@ -1,8 +1,8 @@
-// What carve ls and carve top print of what a tenant controls (its command
-// line, its claim's name, what its control block says), escaped so that it
-// cannot drive the terminal it is printed on.
-
-package status
+// Package printable escapes what a tenant controls (its command line, its
+// claim's name, what its control block says) before carve prints it for
+// people (carve ls, top, run's notes), so that it cannot drive the
+// terminal it is printed on.
+package printable
 
 import (
 	"fmt"
@@ -12,12 +12,12 @@ import (
 	"unicode/utf8"
 )
 
-// Printable is s with each rune that is not printable (control characters
+// String is s with each rune that is not printable (control characters
 // such as ESC and newline, format characters) written as Go escapes it
 // (\x1b, \n, \u200b), and each byte of invalid UTF-8 as \xNN; printable
 // text, spaces and backslashes included, is left as it is. JSON output
 // needs none of this: its encoder escapes what it writes.
-func Printable(s string) string {
+func String(s string) string {
 	if !needsEscape(s) {
 		return s
 	}
@@ -47,12 +47,12 @@ func needsEscape(s string) bool {
 	return false
 }
 
-// CommandLine is args, each made Printable, joined with spaces and cut to
+// CommandLine is args, each made printable (String), joined with spaces and cut to
 // width runes (the cut marked "..."); "?" for none.
 func CommandLine(args []string, width int) string {
 	parts := make([]string, len(args))
 	for i, a := range args {
-		parts[i] = Printable(a)
+		parts[i] = String(a)
 	}
 	s := strings.Join(parts, " ")
 	if utf8.RuneCountInString(s) > width {
