@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,8 +90,35 @@ func (d Daemon) ControlPath() (string, error) {
 	return "", errors.New("nvidia-cuda-mps-control not found on PATH or in " + strings.Join(searchDirs, ", "))
 }
 
-// PID returns the control daemon's pid if it runs, else 0.
+// Trusted says why the daemon's directories (Root and its pipe directory,
+// those that exist) cannot be trusted, or nil: each must be a directory,
+// not a link, owned by this user or root, that no one else may write.
+// Another user's directory, or one others may write, could hold the pid
+// file and pipes of a program of theirs, which carve's tenants would then
+// be told to connect to.
+func (d Daemon) Trusted() error {
+	for _, dir := range []string{d.Root, d.PipeDir()} {
+		st, err := os.Lstat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("MPS directory: %w", err)
+		}
+		sys, ok := st.Sys().(*syscall.Stat_t)
+		if !st.IsDir() || !ok || int(sys.Uid) != os.Getuid() && sys.Uid != 0 || st.Mode().Perm()&0o022 != 0 {
+			return fmt.Errorf("MPS directory %s must be a directory owned by uid %d (or root) that no one else may write", dir, os.Getuid())
+		}
+	}
+	return nil
+}
+
+// PID returns the control daemon's pid if it runs, else 0; a daemon whose
+// directories are not Trusted does not run, for carve.
 func (d Daemon) PID() int {
+	if d.Trusted() != nil {
+		return 0
+	}
 	b, err := os.ReadFile(filepath.Join(d.PipeDir(), "nvidia-cuda-mps-control.pid"))
 	if err != nil {
 		return 0
@@ -161,6 +189,9 @@ func (d Daemon) command(ctx context.Context, args ...string) (*exec.Cmd, error) 
 
 // Start starts the control daemon and waits until it answers.
 func (d Daemon) Start() error {
+	if err := d.Trusted(); err != nil {
+		return err
+	}
 	if d.Running() {
 		return fmt.Errorf("MPS already runs in %s (pid %d)", d.Root, d.PID())
 	}
@@ -168,6 +199,9 @@ func (d Daemon) Start() error {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("MPS directories: %w", err)
 		}
+	}
+	if err := d.Trusted(); err != nil { // made meanwhile by another
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

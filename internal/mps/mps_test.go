@@ -1,5 +1,6 @@
 // Tests of mps.go: the control daemon started and stopped, a client's
-// environment, a missing control program, and a stale pid file.
+// environment, a missing control program, a stale pid file, and directories
+// it cannot trust.
 
 package mps
 
@@ -87,5 +88,39 @@ func TestStalePidFile(t *testing.T) {
 	defer d.Stop()
 	if !d.Running() {
 		t.Error("not running after start")
+	}
+}
+
+// TestUntrustedDirectory: a daemon whose directory others may write is no
+// daemon of carve's: it does not run for carve, and none is started there.
+func TestUntrustedDirectory(t *testing.T) {
+	d := Daemon{Root: filepath.Join(t.TempDir(), "mps"), Control: mpstest.Control(t)}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+	for _, dir := range []string{d.Root, d.PipeDir()} {
+		if err := os.Chmod(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if d.Running() {
+			t.Errorf("%s is mode 0777, and its daemon runs for carve", dir)
+		}
+		if err := d.Start(); err == nil || !strings.Contains(err.Error(), "no one else may write") {
+			t.Errorf("start in %s of mode 0777: %v", dir, err)
+		}
+		if err := os.Chmod(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !d.Running() {
+		t.Error("not running once its directories are its own again")
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(d.Root, link); err != nil {
+		t.Fatal(err)
+	}
+	if (Daemon{Root: link, Control: d.Control}).Running() {
+		t.Error("a daemon reached through a symbolic link runs for carve")
 	}
 }
