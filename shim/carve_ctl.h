@@ -25,8 +25,8 @@
 #include <stdint.h>
 
 #define CARVE_CTL_MAGIC 0x45565243u /* "CRVE" little-endian */
-#define CARVE_CTL_VERSION 5u
-#define CARVE_CTL_SIZE 3072u
+#define CARVE_CTL_VERSION 6u
+#define CARVE_CTL_SIZE 5120u
 #define CARVE_MASK_WORDS 4 /* 128 TPC bits, as the Hopper descriptor holds */
 #define CARVE_GPUS 16      /* GPUs a block holds partitions on: the header's and CARVE_GPUS - 1 more */
 
@@ -75,6 +75,22 @@
 	X(807, CUDA_ERROR_MPS_SERVER_NOT_READY) \
 	X(810, CUDA_ERROR_MPS_CLIENT_TERMINATED) \
 	X(999, CUDA_ERROR_UNKNOWN)
+
+/* An LS tenant's busy periods (tide_ls.c: from the first launch after it
+ * was idle to the poller finding its work done), as a histogram of
+ * CARVE_HIST_BUCKETS buckets. Bucket i < CARVE_HIST_BUCKETS - 1 counts the
+ * periods shorter than CARVE_HIST_BOUND_NS(i) and no shorter than the bound
+ * of bucket i - 1 (bucket 0: shorter than 1 us); the last counts the rest.
+ * The bounds go up by octaves from 1 us, each octave cut in four equal
+ * steps: 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 5 ... us, within 25% of
+ * each other, up to 100.7 s (bucket 106's bound). Written by the shim's
+ * poller alone, with atomics; the count is the buckets' sum. */
+#define CARVE_HIST_BUCKETS 108
+#define CARVE_HIST_BOUND_NS(i) ((1000ull << ((i) / 4)) * (4 + (i) % 4) / 4)
+struct carve_hist {
+	uint64_t sum_ns;                     /* 0: the periods' total time */
+	uint64_t bucket[CARVE_HIST_BUCKETS]; /* 8: periods in each bucket */
+};
 
 /* The partition on one more GPU of the tenant (struct carve_ctl's more):
  * what the header holds of its first GPU, written by carve with it. */
@@ -196,6 +212,14 @@ struct carve_ctl {
 	 * creator but their masks and SM counts (under the seqlock) */
 	struct carve_gpu_part more[CARVE_GPUS - 1]; /* 1024 .. 2944 */
 	uint8_t more_reserved[128];                 /* 2944 .. 3072 */
+
+	/* LS status, written by the shim's poller: every busy period of the
+	 * process's (on any of its GPUs), and apart those that were alone:
+	 * no BE tenant launched on the GPU from CARVE_NODE_QUIET_NS before the
+	 * period began to its end (the node's be_launch_ns) */
+	struct carve_hist busy_hist;  /* 3072 .. 3944 */
+	struct carve_hist alone_hist; /* 3944 .. 4816 */
+	uint64_t hist_reserved[38];   /* 4816 .. 5120 */
 };
 
 /* Every field of struct carve_ctl, in order, with what the block of a child
@@ -271,11 +295,16 @@ struct carve_ctl {
 	X(slice_pieces, STATUS) \
 	X(tide_reserved, UNUSED) \
 	X(more, INHERIT) \
-	X(more_reserved, UNUSED)
+	X(more_reserved, UNUSED) \
+	X(busy_hist, STATUS) \
+	X(alone_hist, STATUS) \
+	X(hist_reserved, UNUSED)
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 _Static_assert(sizeof(struct carve_ctl) == CARVE_CTL_SIZE, "control block size");
 _Static_assert(sizeof(struct carve_gpu_part) == 128, "a GPU's partition entry");
+_Static_assert(sizeof(struct carve_hist) == 872, "a histogram");
+_Static_assert(__builtin_offsetof(struct carve_ctl, busy_hist) == 3072, "the histograms follow the table of more GPUs");
 _Static_assert(__builtin_offsetof(struct carve_ctl, more) == 1024, "the table of more GPUs follows the first 1024 bytes");
 #define CARVE_FIELD_SIZE(name, kind) +sizeof(((struct carve_ctl *)0)->name)
 _Static_assert(0 CARVE_CTL_FIELDS(CARVE_FIELD_SIZE) == sizeof(struct carve_ctl),

@@ -39,7 +39,7 @@
 #include <stdint.h>
 
 #define CARVE_NODE_MAGIC 0x45444f4eu /* "NODE" little-endian */
-#define CARVE_NODE_VERSION 3u
+#define CARVE_NODE_VERSION 4u
 #define CARVE_NODE_SIZE 4096u
 #define CARVE_NODE_SLOTS 32
 #define CARVE_NODE_LEASE_NS 100000000ull /* 100 ms */
@@ -91,7 +91,13 @@ struct carve_node {
 	/* slot i's tenant's latest record of a timing event (CLOCK_MONOTONIC;
 	 * 0: none), written by it, zeroed by whoever takes the slot */
 	uint64_t timing_ns[CARVE_NODE_SLOTS]; /* 2176 .. 2432 */
-	uint8_t rest[1664];      /* 2432 .. 4096 */
+	/* on a line of its own: CLOCK_MONOTONIC_COARSE of the latest launch
+	 * of any BE tenant on the GPU (0: none yet), written by BE shims once
+	 * a clock tick at most, read by LS shims when a busy period ends, to
+	 * tell the periods that were alone (carve_ctl.h's alone_hist) */
+	uint64_t be_launch_ns;   /* 2432 */
+	uint8_t pad2[56];        /* 2440 .. 2496 */
+	uint8_t rest[1600];      /* 2496 .. 4096 */
 };
 
 /* the byte of the file whose lock is slot i's */

@@ -399,9 +399,22 @@ gate:
 	}
 }
 
+/* stamp writes the coarse clock into GPU g's node as its latest BE launch
+ * (tide_ls.c tells an LS tenant's busy periods alone by it), once a tick
+ * at most, so that the line is seldom written. */
+static void stamp(int g)
+{
+	struct carve_node *node = carve_tide_gpus[g].node;
+	uint64_t now = carve_coarse_ns();
+	if (__atomic_load_n(&node->be_launch_ns, __ATOMIC_RELAXED) != now)
+		__atomic_store_n(&node->be_launch_ns, now, __ATOMIC_RELEASE);
+}
+
 void carve_tide_be_launch_after(int g, CUstream s)
 {
 	struct carve_tide_be *b = carve_tide_gpus[g].be;
+	if (!__atomic_load_n(&carve_tide_captures, __ATOMIC_RELAXED))
+		stamp(g);
 	if (!event_record || __atomic_load_n(&carve_tide_captures, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&b->mu);

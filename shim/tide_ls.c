@@ -18,6 +18,12 @@
  * its partition and on every TPC that no other LS tenant reserved and no
  * partition outside tide holds (the node block's fixed TPCs), or on its
  * partition alone with CARVE_FLAG_LS_OWN.
+ *
+ * Each busy period on a GPU (from the launch that found the tenant idle
+ * there to the poll that found its work done) goes into the block's
+ * busy_hist, and into alone_hist too if no BE tenant launched on that GPU
+ * from CARVE_NODE_QUIET_NS before it began to its end (the node's
+ * be_launch_ns, which BE shims stamp).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -203,6 +209,27 @@ static int launched_since(int g)
 	return 0;
 }
 
+/* hist_add counts a period of d ns into h (the poller's alone). */
+static void hist_add(struct carve_hist *h, uint64_t d)
+{
+	int i = 0;
+	while (i < CARVE_HIST_BUCKETS - 1 && d >= CARVE_HIST_BOUND_NS(i))
+		i++;
+	__atomic_add_fetch(&h->bucket[i], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&h->sum_ns, d, __ATOMIC_RELAXED);
+}
+
+/* period_ended records a busy period on GPU g of d ns, begun at since. */
+static void period_ended(int g, uint64_t since, uint64_t d)
+{
+	__atomic_add_fetch(&carve_tide_gpus[g].slot->busy_ns, d, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&carve_block->busy_ns, d, __ATOMIC_RELAXED);
+	hist_add(&carve_block->busy_hist, d);
+	uint64_t be = __atomic_load_n(&carve_tide_gpus[g].node->be_launch_ns, __ATOMIC_ACQUIRE);
+	if (!be || (int64_t)(since - be) > (int64_t)CARVE_NODE_QUIET_NS)
+		hist_add(&carve_block->alone_hist, d);
+}
+
 static void *poller(void *arg)
 {
 	(void)arg;
@@ -233,9 +260,7 @@ static void *poller(void *arg)
 					carve_tide_set_busy(g, 1);
 					continue;
 				}
-				uint64_t d = now - carve_tide_gpus[g].busy_since;
-				__atomic_add_fetch(&carve_tide_gpus[g].slot->busy_ns, d, __ATOMIC_RELAXED);
-				__atomic_add_fetch(&carve_block->busy_ns, d, __ATOMIC_RELAXED);
+				period_ended(g, carve_tide_gpus[g].busy_since, now - carve_tide_gpus[g].busy_since);
 			}
 			if (!any_busy()) {
 				__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_IDLE, __ATOMIC_RELAXED);

@@ -13,8 +13,8 @@ import (
 // Values shared with shim/carve_ctl.h.
 const (
 	Magic   = 0x45565243
-	Version = 5
-	Size    = 3072
+	Version = 6
+	Size    = 5120
 	GPUs    = 16 // GPUs a block holds partitions on: the header's, and GPUs-1 in its table
 
 	StateNew               = 0
@@ -113,6 +113,17 @@ type Block struct {
 
 	More         [GPUs - 1]BlockPart `c:"more"`
 	MoreReserved [128]byte           `c:"more_reserved"`
+
+	BusyHist     BlockHist  `c:"busy_hist"`
+	AloneHist    BlockHist  `c:"alone_hist"`
+	HistReserved [38]uint64 `c:"hist_reserved"`
+}
+
+// BlockHist mirrors struct carve_hist: an LS tenant's busy periods, by
+// bucket (HistBound), and their total time.
+type BlockHist struct {
+	SumNS  uint64              `c:"sum_ns"`
+	Bucket [HistBuckets]uint64 `c:"bucket"`
 }
 
 // BlockPart mirrors struct carve_gpu_part: the partition on one more GPU

@@ -8,6 +8,7 @@
 package ctl_test
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -44,6 +45,7 @@ func TestLayoutMatchesHeader(t *testing.T) {
 	fields, faults := shimtest.Layout(t)
 	compareLayout(t, fields[""], reflect.TypeFor[ctl.Block](), ctl.Size)
 	compareLayout(t, fields["part"], reflect.TypeFor[ctl.BlockPart](), 128)
+	compareLayout(t, fields["hist"], reflect.TypeFor[ctl.BlockHist](), 872)
 	if !reflect.DeepEqual(faults, ctl.FaultNames) {
 		t.Errorf("CARVE_FAULTS %v, Go's FaultNames %v", faults, ctl.FaultNames)
 	}
@@ -68,8 +70,9 @@ func TestConstantsMatchHeaders(t *testing.T) {
 		"CARVE_STATE_NEW": ctl.StateNew, "CARVE_STATE_HOOKED": ctl.StateHooked,
 		"CARVE_STATE_UNHOOKED": ctl.StateUnhooked, "CARVE_STATE_NO_DRIVER": ctl.StateNoDriver,
 		"CARVE_CLASS_NONE": ctl.ClassNone, "CARVE_CLASS_LS": ctl.ClassLS, "CARVE_CLASS_BE": ctl.ClassBE,
-		"CARVE_EPOCH_NS": uint64(ctl.DefaultPolicy.Epoch),
-		"CARVE_TIDE_OFF": ctl.TideOff, "CARVE_TIDE_IDLE": ctl.TideIdle, "CARVE_TIDE_BUSY": ctl.TideBusy, "CARVE_TIDE_HELD": ctl.TideHeld,
+		"CARVE_EPOCH_NS":     uint64(ctl.DefaultPolicy.Epoch),
+		"CARVE_HIST_BUCKETS": ctl.HistBuckets,
+		"CARVE_TIDE_OFF":     ctl.TideOff, "CARVE_TIDE_IDLE": ctl.TideIdle, "CARVE_TIDE_BUSY": ctl.TideBusy, "CARVE_TIDE_HELD": ctl.TideHeld,
 	} {
 		c, ok := fields["const"][name]
 		if !ok {
@@ -77,5 +80,21 @@ func TestConstantsMatchHeaders(t *testing.T) {
 		} else if uint64(c[0]) != goValue {
 			t.Errorf("%s: C %d, Go %d", name, c[0], goValue)
 		}
+	}
+}
+
+func TestHistBoundsMatchHeader(t *testing.T) {
+	fields, _ := shimtest.Layout(t)
+	for i := range ctl.HistBuckets - 1 {
+		name := fmt.Sprintf("CARVE_HIST_BOUND_NS(%d)", i)
+		c, ok := fields["const"][name]
+		if !ok {
+			t.Errorf("%s: not printed by the layout program", name)
+		} else if uint64(c[0]) != uint64(ctl.HistBound(i)) {
+			t.Errorf("%s: C %d, Go %d", name, c[0], ctl.HistBound(i))
+		}
+	}
+	if _, ok := fields["const"][fmt.Sprintf("CARVE_HIST_BOUND_NS(%d)", ctl.HistBuckets-1)]; ok {
+		t.Errorf("the layout program prints a bound for the last bucket, which has none")
 	}
 }

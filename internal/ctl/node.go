@@ -20,7 +20,7 @@ import (
 // Values shared with shim/carve_node.h.
 const (
 	NodeMagic   = 0x45444f4e
-	NodeVersion = 3
+	NodeVersion = 4
 	NodeSize    = 4096
 	NodeSlots   = 32
 	NodeLease   = 100 * time.Millisecond
@@ -50,20 +50,22 @@ type NodeSlot struct {
 // NodeBlock mirrors struct carve_node, the block the shims of one GPU's LS
 // and BE tenants share; TestNodeLayoutMatchesHeader checks it.
 type NodeBlock struct {
-	Magic     uint32              `c:"magic"`
-	Version   uint16              `c:"version"`
-	Size      uint16              `c:"size"`
-	Live      [4]uint32           `c:"live"`
-	LeaseNS   uint64              `c:"lease_ns"`
-	CreatedNS uint64              `c:"created_ns"`
-	Fixed     [4]uint32           `c:"fixed"`
-	Gen       uint32              `c:"gen"`
-	Busy      uint32              `c:"busy"`
-	BeatNS    uint64              `c:"beat_ns"`
-	Pad       [56]byte            `c:"pad"`
-	Slots     [NodeSlots]NodeSlot `c:"slots"`
-	TimingNS  [NodeSlots]uint64   `c:"timing_ns"`
-	Rest      [1664]byte          `c:"rest"`
+	Magic      uint32              `c:"magic"`
+	Version    uint16              `c:"version"`
+	Size       uint16              `c:"size"`
+	Live       [4]uint32           `c:"live"`
+	LeaseNS    uint64              `c:"lease_ns"`
+	CreatedNS  uint64              `c:"created_ns"`
+	Fixed      [4]uint32           `c:"fixed"`
+	Gen        uint32              `c:"gen"`
+	Busy       uint32              `c:"busy"`
+	BeatNS     uint64              `c:"beat_ns"`
+	Pad        [56]byte            `c:"pad"`
+	Slots      [NodeSlots]NodeSlot `c:"slots"`
+	TimingNS   [NodeSlots]uint64   `c:"timing_ns"`
+	BELaunchNS uint64              `c:"be_launch_ns"`
+	Pad2       [56]byte            `c:"pad2"`
+	Rest       [1600]byte          `c:"rest"`
 }
 
 var _ [NodeSize - unsafe.Sizeof(NodeBlock{})]byte

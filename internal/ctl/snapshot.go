@@ -88,6 +88,10 @@ type TideStatus struct {
 	Kernel       time.Duration `json:"kernel"`          // BE: its kernels\' time, as measured
 	Sliced       uint64        `json:"sliced"`          // BE: launches cut into pieces
 	SlicePieces  uint64        `json:"slice_pieces"`    // BE: the pieces they went as
+	// LS: its busy periods, all of them and those alone (no BE launch on
+	// the GPU from a second before to the end: carve_ctl.h's alone_hist)
+	Periods Hist `json:"-"`
+	Alone   Hist `json:"-"`
 }
 
 // Snapshot reads the block; the mask comes from a seqlock read.
@@ -160,7 +164,8 @@ func (h *Handle) Snapshot() Snapshot {
 		Held: time.Duration(atomic.LoadUint64(&b.HeldNS)), HeldLaunches: atomic.LoadUint64(&b.HeldLaunches),
 		NarrowLaunch: atomic.LoadUint64(&b.NarrowLaunch), Busy: time.Duration(atomic.LoadUint64(&b.BusyNS)),
 		Requests: atomic.LoadUint64(&b.Requests), Kernel: time.Duration(atomic.LoadUint32(&b.KernelUS)) * time.Microsecond,
-		Sliced: atomic.LoadUint64(&b.Sliced), SlicePieces: atomic.LoadUint64(&b.SlicePieces)}
+		Sliced: atomic.LoadUint64(&b.Sliced), SlicePieces: atomic.LoadUint64(&b.SlicePieces),
+		Periods: b.BusyHist.read(), Alone: b.AloneHist.read()}
 	s.Memory = Memory{Limit: atomic.LoadUint64(&b.MemLimit), Used: atomic.LoadUint64(&b.MemUsed),
 		Peak: atomic.LoadUint64(&b.MemPeak), Refused: atomic.LoadUint64(&b.MemRefused)}
 	if s.PID == 0 || s.PID == s.Tenant { // the account block

@@ -217,6 +217,10 @@ var (
 	descBusy   = prometheus.NewDesc("carve_ls_busy", "1 while the LS tenant has work in flight on the GPU.", labels, nil)
 	descBusyS  = prometheus.NewDesc("carve_ls_busy_seconds_total", "Time the LS tenant had work in flight.", labels, nil)
 	descReq    = prometheus.NewDesc("carve_ls_requests_total", "Times the LS tenant went from idle to busy.", labels, nil)
+	descPeriod = prometheus.NewDesc("carve_ls_busy_period_seconds",
+		"The LS tenant's busy periods, from its first launch after idle to its work drained (bounds: ctl.HistBound).", labels, nil)
+	descAlone = prometheus.NewDesc("carve_ls_busy_period_alone_seconds",
+		"The LS tenant's busy periods during which no BE tenant launched on the GPU (from a second before).", labels, nil)
 	descHeldS  = prometheus.NewDesc("carve_be_held_seconds_total", "Time the BE tenant's launches waited for LS work.", labels, nil)
 	descHeld   = prometheus.NewDesc("carve_be_held_launches_total", "BE launches that waited for LS work.", labels, nil)
 	descNarrow = prometheus.NewDesc("carve_be_narrow_launches_total", "BE launches let through, within the share, while LS work was in flight.", labels, nil)
@@ -275,6 +279,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descBusy, prometheus.GaugeValue, busy, l...)
 			ch <- prometheus.MustNewConstMetric(descBusyS, prometheus.CounterValue, t.Busy.Seconds(), l...)
 			ch <- prometheus.MustNewConstMetric(descReq, prometheus.CounterValue, float64(t.Requests), l...)
+			ch <- histogram(descPeriod, t.Periods, l)
+			ch <- histogram(descAlone, t.Alone, l)
 		case r.Class == "be":
 			ch <- prometheus.MustNewConstMetric(descHeldS, prometheus.CounterValue, t.Held.Seconds(), l...)
 			ch <- prometheus.MustNewConstMetric(descHeld, prometheus.CounterValue, float64(t.HeldLaunches), l...)
@@ -295,4 +301,18 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		n.Close()
 	}
 	ch <- prometheus.MustNewConstMetric(descRecl, prometheus.CounterValue, float64(c.reclaimed.Load()))
+}
+
+// histogram is h as a Prometheus histogram: every bucket's bound, in
+// seconds, with the periods shorter than it (the shim's bounds are
+// exclusive, Prometheus's le inclusive: a period of exactly a bound's
+// nanoseconds is counted in the bucket above).
+func histogram(desc *prometheus.Desc, h ctl.Hist, l []string) prometheus.Metric {
+	buckets := make(map[float64]uint64, ctl.HistBuckets-1)
+	var n uint64
+	for i := range ctl.HistBuckets - 1 {
+		n += h.Counts[i]
+		buckets[ctl.HistBound(i).Seconds()] = n
+	}
+	return prometheus.MustNewConstHistogram(desc, h.Count(), h.Sum.Seconds(), buckets, l...)
 }

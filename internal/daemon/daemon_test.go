@@ -478,3 +478,55 @@ func TestDaemonLeavesOutCommands(t *testing.T) {
 		stop()
 	}
 }
+
+// TestMetricsBusyPeriods: an LS tenant's busy periods, as its shim records
+// them in its block, are Prometheus histograms, all and alone, with the
+// cumulative count at each bound.
+func TestMetricsBusyPeriods(t *testing.T) {
+	dir := t.TempDir()
+	pid := sleeper(t)
+	h, err := ctl.Create(dir, ctl.Init{PID: pid, Class: ctl.ClassLS, Comm: []string{"serve"},
+		Parts: []ctl.Part{{Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	f, err := os.OpenFile(filepath.Join(dir, itoa(pid)), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	put := func(off uintptr, v uint64) {
+		if _, err := f.WriteAt(binary.LittleEndian.AppendUint64(nil, v), int64(off)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b ctl.Block
+	all, alone := unsafe.Offsetof(b.BusyHist), unsafe.Offsetof(b.AloneHist)
+	// as the shim records 3 periods of 1.1 us, 2 of 1.6 ms, 1 of 200 s; the
+	// 1.1 us ones alone
+	put(all, uint64(3*1100+2*1600000)+200e9)
+	put(all+8*(1+1), 3)  // bucket 1: 1 to 1.25 us
+	put(all+8*(1+43), 2) // bucket 43: 1.536 to 1.792 ms
+	put(all+8*(1+ctl.HistBuckets-1), 1)
+	put(alone, 3*1100)
+	put(alone+8*(1+1), 3)
+	addr, _ := start(t, Options{Dir: dir, ShowCommands: true})
+	m := get(t, "http://"+addr+"/metrics")
+	l := `claim="",class="ls",command="serve",`
+	for _, want := range []string{
+		`carve_ls_busy_period_seconds_bucket{` + l + `pid="` + itoa(pid) + `",le="1e-06"} 0`,
+		`carve_ls_busy_period_seconds_bucket{` + l + `pid="` + itoa(pid) + `",le="1.25e-06"} 3`,
+		`carve_ls_busy_period_seconds_bucket{` + l + `pid="` + itoa(pid) + `",le="0.001536"} 3`,
+		`carve_ls_busy_period_seconds_bucket{` + l + `pid="` + itoa(pid) + `",le="0.001792"} 5`,
+		`carve_ls_busy_period_seconds_bucket{` + l + `pid="` + itoa(pid) + `",le="+Inf"} 6`,
+		`carve_ls_busy_period_seconds_count{` + l + `pid="` + itoa(pid) + `"} 6`,
+		`carve_ls_busy_period_seconds_sum{` + l + `pid="` + itoa(pid) + `"} 200.0032033`,
+		`carve_ls_busy_period_alone_seconds_bucket{` + l + `pid="` + itoa(pid) + `",le="+Inf"} 3`,
+		`carve_ls_busy_period_alone_seconds_count{` + l + `pid="` + itoa(pid) + `"} 3`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s:\n%s", want, m)
+		}
+	}
+}

@@ -31,11 +31,12 @@ type Row struct {
 	LastLaunch string          `json:"last_launch,omitempty"` // RFC 3339
 	State      string          `json:"state"`
 	Refused    uint64          `json:"refused_masks"`
-	Applied    bool            `json:"current_mask_applied"` // the last launch used the newest mask
-	MPS        bool            `json:"mps"`                  // a client of carve's MPS daemon (in its fault domain)
-	Class      string          `json:"class"`                // "ls", "be" or ""
-	Tide       *ctl.TideStatus `json:"tide,omitempty"`       // an LS or BE tenant's work
-	Floor      string          `json:"floor,omitempty"`      // a BE tenant's floor: the TPCs it keeps to while LS work is in flight
+	Applied    bool            `json:"current_mask_applied"`   // the last launch used the newest mask
+	MPS        bool            `json:"mps"`                    // a client of carve's MPS daemon (in its fault domain)
+	Class      string          `json:"class"`                  // "ls", "be" or ""
+	Tide       *ctl.TideStatus `json:"tide,omitempty"`         // an LS or BE tenant's work
+	Floor      string          `json:"floor,omitempty"`        // a BE tenant's floor: the TPCs it keeps to while LS work is in flight
+	Periods    *Periods        `json:"busy_periods,omitempty"` // an LS tenant's busy periods over its life
 	Fault      *Fault          `json:"fault,omitempty"`
 	Memory     Memory          `json:"memory"`
 	Ended      bool            `json:"ended,omitempty"` // the process is gone (listed for its fault)
@@ -135,6 +136,9 @@ func row(e ctl.Entry, ended bool) Row {
 		r.Class = ctl.ClassName(e.Class)
 		ts := e.TideStatus
 		r.Tide = &ts
+		if e.Class == ctl.ClassLS {
+			r.Periods = PeriodsOf(ts.Periods, ts.Alone)
+		}
 	}
 	if !e.LastLaunch.IsZero() {
 		r.LastLaunch = e.LastLaunch.UTC().Format(time.RFC3339Nano)
@@ -378,7 +382,8 @@ func orDash(s string) string {
 }
 
 // TideText says what an LS or BE tenant's work has been: an LS tenant's
-// time with work in flight and its requests (idle to busy), a BE tenant's
+// time with work in flight, its requests (idle to busy) and its busy
+// periods' p50 and p99, all and alone, a BE tenant's
 // time held back and its launches held, let through and in flight, and
 // those cut into pieces (--slice).
 func TideText(r Row) string {
@@ -390,7 +395,7 @@ func TideText(r Row) string {
 		return "off (no node block)"
 	}
 	if r.Class == "ls" {
-		return fmt.Sprintf("busy %v over %d requests", t.Busy.Round(time.Millisecond), t.Requests)
+		return fmt.Sprintf("busy %v over %d requests, %s", t.Busy.Round(time.Millisecond), t.Requests, r.Periods.Text())
 	}
 	floor := ""
 	if r.Floor != "" {

@@ -1,9 +1,10 @@
 // Tests of status.go: faults grouped by MPS server, a Kubernetes claim's
-// rows, and a BE row's tide text.
+// rows, a BE row's tide text, and an LS row's busy periods.
 
 package status
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +79,42 @@ func TestTideText(t *testing.T) {
 	st.Sliced, st.SlicePieces = 12, 60
 	if got, want := TideText(Row{Class: "be", Tide: st}), ", 3 in flight, kernels 250µs, 12 cut into 60 pieces"; !strings.HasSuffix(got, want) {
 		t.Errorf("BE that cut launches: %q, want it to end %q", got, want)
+	}
+}
+
+// periodsHist is a histogram with n periods in the bucket whose bound is
+// the first at or above d.
+func periodsHist(counts map[time.Duration]uint64) ctl.Hist {
+	var h ctl.Hist
+	for d, n := range counts {
+		i := 0
+		for i < ctl.HistBuckets-1 && ctl.HistBound(i) < d {
+			i++
+		}
+		h.Counts[i] += n
+		h.Sum += time.Duration(n) * d
+	}
+	return h
+}
+
+// TestLSPeriods: an LS row says its busy periods' p50 and p99, all and
+// alone, in its tide text and in JSON.
+func TestLSPeriods(t *testing.T) {
+	all := periodsHist(map[time.Duration]uint64{2048 * time.Microsecond: 50, 8192 * time.Microsecond: 50})
+	alone := periodsHist(map[time.Duration]uint64{2048 * time.Microsecond: 50})
+	r := row(ctl.Entry{Snapshot: ctl.Snapshot{PID: 7, Tenant: 7, Class: ctl.ClassLS,
+		TideStatus: ctl.TideStatus{State: ctl.TideIdle, Busy: 512 * time.Millisecond, Requests: 100, Periods: all, Alone: alone}}}, false)
+	if want := "busy 512ms over 100 requests, periods p50 2.048ms p99 8.172ms (alone p50 1.92ms p99 2.045ms)"; TideText(r) != want {
+		t.Errorf("LS tide text %q, want %q", TideText(r), want)
+	}
+	j, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"busy_periods":{"count":100,"p50":2048000,"p99":8171520,"alone_count":50,"alone_p50":1920000,"alone_p99":2045440}`; !strings.Contains(string(j), want) {
+		t.Errorf("LS row's JSON lacks %s:\n%s", want, j)
+	}
+	if r := row(ctl.Entry{Snapshot: ctl.Snapshot{PID: 8, Tenant: 8, Class: ctl.ClassLS, TideStatus: ctl.TideStatus{State: ctl.TideIdle}}}, false); !strings.HasSuffix(TideText(r), ", no periods") {
+		t.Errorf("LS that served nothing: %q", TideText(r))
 	}
 }

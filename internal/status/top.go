@@ -1,5 +1,6 @@
 // carve top's frame: what changed for each process between two listings,
-// printed as rates over the interval.
+// printed as rates over the interval, and an LS tenant's busy periods
+// that ended in it.
 
 package status
 
@@ -12,9 +13,10 @@ import (
 
 // Rates are what changed for one process between two listings.
 type Rates struct {
-	Launches float64 // per second
-	Busy     float64 // LS: share of the time with work in flight
-	Held     float64 // BE: share of the time a launch waited
+	Launches float64  // per second
+	Busy     float64  // LS: share of the time with work in flight
+	Held     float64  // BE: share of the time a launch waited
+	Periods  *Periods // LS: the busy periods that ended in the interval
 }
 
 // Between computes each process's rates from two listings dt apart.
@@ -34,6 +36,9 @@ func Between(prev, cur []Row, dt time.Duration) map[int]Rates {
 		if r.Tide != nil && p.Tide != nil {
 			x.Busy = float64(r.Tide.Busy-p.Tide.Busy) / float64(dt)
 			x.Held = float64(r.Tide.Held-p.Tide.Held) / float64(dt)
+			if r.Class == "ls" {
+				x.Periods = periodsBetween(p.Tide, r.Tide)
+			}
 		}
 		out[r.PID] = x
 	}
@@ -45,7 +50,7 @@ func Between(prev, cur []Row, dt time.Duration) map[int]Rates {
 func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt time.Duration) {
 	fmt.Fprintf(w, "carve top  %s  (rates over %v)\n\n", now.Format("15:04:05"), dt.Round(time.Millisecond))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tCLASS\tGPU\tTPCS\tN\tMEM\tLAUNCHES/S\tLS BUSY\tBE HELD\tBE IN FLIGHT\tSTATE\tCOMMAND")
+	fmt.Fprintln(tw, "PID\tCLASS\tGPU\tTPCS\tN\tMEM\tLAUNCHES/S\tLS BUSY\tLS P50/P99\tBE HELD\tBE IN FLIGHT\tSTATE\tCOMMAND")
 	n := 0
 	for _, r := range rows {
 		if r.Ended || r.Unreadable != nil {
@@ -53,10 +58,11 @@ func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt ti
 		}
 		n++
 		x := rates[r.PID]
-		busy, held, infl := "-", "-", "-"
+		busy, quant, held, infl := "-", "-", "-", "-"
 		switch r.Class {
 		case "ls":
 			busy = fmt.Sprintf("%.0f%%", 100*x.Busy)
+			quant = x.Periods.Quantiles()
 		case "be":
 			held = fmt.Sprintf("%.0f%%", 100*x.Held)
 			if r.Tide != nil {
@@ -68,10 +74,10 @@ func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt ti
 			state = "FAULT " + r.Fault.Name
 		}
 		state += Elsewhere(r) + Refused(r)
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), ShortGPU(r.GPU), r.TPCs, r.NumTPCs,
-			MemText(r), x.Launches, busy, held, infl, state, Command(r, 40))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), ShortGPU(r.GPU), r.TPCs, r.NumTPCs,
+			MemText(r), x.Launches, busy, quant, held, infl, state, Command(r, 40))
 		for _, g := range MoreParts(r) {
-			fmt.Fprintf(tw, "\t\t%s\t%s\t%d\t\t\t\t\t\t\t\n", ShortGPU(g.GPU), g.TPCs, g.NumTPCs)
+			fmt.Fprintf(tw, "\t\t%s\t%s\t%d\t\t\t\t\t\t\t\t\n", ShortGPU(g.GPU), g.TPCs, g.NumTPCs)
 		}
 	}
 	tw.Flush()

@@ -1,4 +1,5 @@
-// Tests of top.go: rates between two listings, and the frame printed.
+// Tests of top.go: rates and busy periods between two listings, and the
+// frame printed.
 
 package status
 
@@ -12,11 +13,13 @@ import (
 
 func TestBetweenAndTop(t *testing.T) {
 	prev := []Row{
-		{PID: 1, Class: "ls", Launches: 100, Tide: &ctl.TideStatus{Busy: time.Second}},
+		{PID: 1, Class: "ls", Launches: 100, Tide: &ctl.TideStatus{Busy: time.Second,
+			Periods: periodsHist(map[time.Duration]uint64{1000 * time.Microsecond: 1000})}},
 		{PID: 2, Class: "be", Launches: 1000, Tide: &ctl.TideStatus{Held: 2 * time.Second}},
 	}
 	cur := []Row{
-		{PID: 1, Class: "ls", TPCs: "0-15", NumTPCs: 16, State: "partitioned", Launches: 300, Tide: &ctl.TideStatus{Busy: 1500 * time.Millisecond}},
+		{PID: 1, Class: "ls", TPCs: "0-15", NumTPCs: 16, State: "partitioned", Launches: 300, Tide: &ctl.TideStatus{Busy: 1500 * time.Millisecond,
+			Periods: periodsHist(map[time.Duration]uint64{1000 * time.Microsecond: 1000, 2048 * time.Microsecond: 100})}},
 		{PID: 2, Class: "be", TPCs: "0-65", NumTPCs: 66, State: "partitioned", Launches: 5000, Tide: &ctl.TideStatus{Held: 2250 * time.Millisecond, Inflight: 3}},
 		{PID: 3, TPCs: "16-20", NumTPCs: 5, State: "partitioned"}, // new: no rates yet
 	}
@@ -29,7 +32,12 @@ func TestBetweenAndTop(t *testing.T) {
 	}
 	var b strings.Builder
 	WriteTop(&b, cur, r, time.Date(2026, 11, 23, 3, 0, 0, 0, time.UTC), 2*time.Second)
-	for _, want := range []string{"25%", "12%", "2000", "0-65"} {
+	// the window holds the 100 periods of 1.792 to 2.048 ms alone, not the
+	// 1000 shorter ones before it
+	if p := r[1].Periods; p == nil || p.Count != 100 || p.P50 != 1920*time.Microsecond {
+		t.Errorf("the LS tenant's periods over the interval: %+v, want 100 with p50 1.92ms", p)
+	}
+	for _, want := range []string{"25%", "12%", "2000", "0-65", "1.92ms/2.045ms"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("top lacks %q:\n%s", want, b.String())
 		}

@@ -1,13 +1,16 @@
 // An LS tenant's poller (shim/tide_ls.c) beside stream captures: it never
 // queries a stream that a capture has begun on, however the begin and its
-// looks interleave.
+// looks interleave; its busy periods, all and alone, in its block's
+// histograms.
 
 package shimtest_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/shimtest"
 )
 
@@ -39,5 +42,70 @@ func TestCaptureBeginNeverQueried(t *testing.T) {
 	c.Settle()
 	if s, _ := busyOf(n, p.pid); s.Busy {
 		t.Errorf("after the kernel: %+v, want idle", s)
+	}
+}
+
+// period has the LS tenant p serve one request of a kernel of d (a
+// multiple of the clock's step) and waits for the poller to find it done.
+func period(t *testing.T, c *shimtest.Clock, p *vproc, d time.Duration) {
+	t.Helper()
+	p.say(t, fmt.Sprintf("dur %d", d/time.Microsecond))
+	p.say(t, "klaunch kernel")
+	c.RunFor(d)
+	c.Settle()
+}
+
+// histOf is a histogram of the periods ds, as the shim counts them.
+func histOf(ds ...time.Duration) ctl.Hist {
+	var h ctl.Hist
+	for _, d := range ds {
+		i := 0
+		for i < ctl.HistBuckets-1 && d >= ctl.HistBound(i) {
+			i++
+		}
+		h.Counts[i]++
+		h.Sum += d
+	}
+	return h
+}
+
+// TestLSBusyPeriods: an LS tenant's requests of 3 and 7 ms, alone on the
+// GPU, are busy periods of exactly that in its block's histograms, all
+// and alone; one of 20 ms just after a BE tenant launched counts in all
+// alone; one of 5 ms a second after the BE's last launch is alone again.
+func TestLSBusyPeriods(t *testing.T) {
+	dir := t.TempDir()
+	tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*us)
+	p, h := lsOn(t, c, dir)
+	period(t, c, p, 3*ms)
+	period(t, c, p, 7*ms)
+	st := h.Snapshot().TideStatus
+	if want := histOf(3*ms, 7*ms); st.Periods != want || st.Alone != want {
+		t.Fatalf("after two requests alone: periods %v alone %v, want both %v", st.Periods, st.Alone, want)
+	}
+	be, _ := beOn(t, c, dir, ctl.Tide{})
+	be.say(t, "dur 1000")
+	be.say(t, "klaunch kernel")
+	launched := c.Now()
+	period(t, c, p, 20*ms)
+	st = h.Snapshot().TideStatus
+	if want := histOf(3*ms, 7*ms, 20*ms); st.Periods != want {
+		t.Errorf("after a request beside a BE: periods %v, want %v", st.Periods, want)
+	}
+	if want := histOf(3*ms, 7*ms); st.Alone != want {
+		t.Errorf("after a request beside a BE: alone %v, want %v (not the 20 ms)", st.Alone, want)
+	}
+	c.RunFor(launched + ctl.NodeQuiet + c.Step - c.Now())
+	period(t, c, p, 5*ms)
+	st = h.Snapshot().TideStatus
+	if want := histOf(3*ms, 7*ms, 20*ms, 5*ms); st.Periods != want {
+		t.Errorf("a second after the BE: periods %v, want %v", st.Periods, want)
+	}
+	if want := histOf(3*ms, 7*ms, 5*ms); st.Alone != want {
+		t.Errorf("a second after the BE: alone %v, want %v", st.Alone, want)
+	}
+	if st.Requests != 4 || st.Busy != 35*ms {
+		t.Errorf("requests %d busy %v, want 4 and 35 ms", st.Requests, st.Busy)
 	}
 }

@@ -24,8 +24,11 @@ int main(void)
 	printf("slot.sizeof %zu %zu\n", sizeof(struct carve_node_slot), sizeof(struct carve_node_slot));
 #define P(name) printf("part.%s %zu %zu\n", #name, offsetof(struct carve_gpu_part, name), sizeof(((struct carve_gpu_part *)0)->name))
 	printf("part.sizeof %zu %zu\n", sizeof(struct carve_gpu_part), sizeof(struct carve_gpu_part));
+#define H(name) printf("hist.%s %zu %zu\n", #name, offsetof(struct carve_hist, name), sizeof(((struct carve_hist *)0)->name))
+	printf("hist.sizeof %zu %zu\n", sizeof(struct carve_hist), sizeof(struct carve_hist));
+	H(sum_ns); H(bucket);
 	P(gpu); P(mask); P(live); P(floor); P(sms); P(pad); P(node); P(reserved);
-	N(magic); N(version); N(size); N(live); N(lease_ns); N(created_ns); N(fixed); N(gen); N(busy); N(beat_ns); N(pad); N(slots); N(timing_ns); N(rest);
+	N(magic); N(version); N(size); N(live); N(lease_ns); N(created_ns); N(fixed); N(gen); N(busy); N(beat_ns); N(pad); N(slots); N(timing_ns); N(be_launch_ns); N(pad2); N(rest);
 	S(pid); S(busy); S(start_ticks); S(beat_ns); S(busy_ns); S(busy_since_ns); S(reserved); S(requests);
 #define C(name, value) printf("const %s %llu\n", name, (unsigned long long)(value));
 	C("CARVE_CTL_MAGIC", CARVE_CTL_MAGIC); C("CARVE_CTL_VERSION", CARVE_CTL_VERSION); C("CARVE_CTL_SIZE", CARVE_CTL_SIZE); C("CARVE_GPUS", CARVE_GPUS);
@@ -39,6 +42,9 @@ int main(void)
 	C("CARVE_CLASS_NONE", CARVE_CLASS_NONE); C("CARVE_CLASS_LS", CARVE_CLASS_LS); C("CARVE_CLASS_BE", CARVE_CLASS_BE); C("CARVE_EPOCH_NS", CARVE_EPOCH_NS);
 	C("CARVE_TIDE_OFF", CARVE_TIDE_OFF); C("CARVE_TIDE_IDLE", CARVE_TIDE_IDLE);
 	C("CARVE_TIDE_BUSY", CARVE_TIDE_BUSY); C("CARVE_TIDE_HELD", CARVE_TIDE_HELD);
+	C("CARVE_HIST_BUCKETS", CARVE_HIST_BUCKETS);
+	for (int i = 0; i < CARVE_HIST_BUCKETS - 1; i++)
+		printf("const CARVE_HIST_BOUND_NS(%d) %llu\n", i, (unsigned long long)CARVE_HIST_BOUND_NS(i));
 #define FAULT(code, name) printf("faultcode %d %s\n", code, #name);
 	CARVE_FAULTS(FAULT)
 	return 0;

@@ -1,0 +1,70 @@
+// An LS tenant's busy periods as carve ls, top and -o json show them: how
+// many, their p50 and p99 (ctl.Hist's quantiles), all of them and those
+// alone, over the tenant's life or over a window of top's.
+
+package status
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+)
+
+// Periods are an LS tenant's busy periods (from its first launch after
+// idle to its work drained; README.md says how they relate to requests):
+// all of them, and those during which no BE tenant launched on the GPU
+// (alone). The quantiles are to within a quarter octave.
+type Periods struct {
+	Count      uint64        `json:"count"`
+	P50        time.Duration `json:"p50"`
+	P99        time.Duration `json:"p99"`
+	AloneCount uint64        `json:"alone_count"`
+	AloneP50   time.Duration `json:"alone_p50"`
+	AloneP99   time.Duration `json:"alone_p99"`
+}
+
+// PeriodsOf are what the histograms all and alone hold.
+func PeriodsOf(all, alone ctl.Hist) *Periods {
+	return &Periods{Count: all.Count(), P50: all.Quantile(0.5), P99: all.Quantile(0.99),
+		AloneCount: alone.Count(), AloneP50: alone.Quantile(0.5), AloneP99: alone.Quantile(0.99)}
+}
+
+// periodsBetween are the periods an LS row's tenant saw since prev's.
+func periodsBetween(prev, cur *ctl.TideStatus) *Periods {
+	return PeriodsOf(cur.Periods.Sub(prev.Periods), cur.Alone.Sub(prev.Alone))
+}
+
+// roundPeriod rounds d for people: 3 significant digits or so.
+func roundPeriod(d time.Duration) time.Duration {
+	switch {
+	case d >= 100*time.Millisecond:
+		return d.Round(time.Millisecond)
+	case d >= 100*time.Microsecond:
+		return d.Round(time.Microsecond)
+	default:
+		return d.Round(10 * time.Nanosecond)
+	}
+}
+
+// Text is p the way carve ls says it: "periods p50 1.2ms p99 3.4ms (alone
+// p50 1ms p99 2ms)", "no periods" before the first.
+func (p *Periods) Text() string {
+	if p == nil || p.Count == 0 {
+		return "no periods"
+	}
+	s := fmt.Sprintf("periods p50 %v p99 %v", roundPeriod(p.P50), roundPeriod(p.P99))
+	if p.AloneCount > 0 {
+		s += fmt.Sprintf(" (alone p50 %v p99 %v)", roundPeriod(p.AloneP50), roundPeriod(p.AloneP99))
+	}
+	return s
+}
+
+// Quantiles is p's p50/p99 the way carve top's column says it, "-" with
+// no period.
+func (p *Periods) Quantiles() string {
+	if p == nil || p.Count == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%v/%v", roundPeriod(p.P50), roundPeriod(p.P99))
+}
