@@ -24,7 +24,7 @@ func TestMetricUnreadable(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "1"), make([]byte, ctl.Size), 0o600)
 	os.WriteFile(filepath.Join(dir, "2"), make([]byte, ctl.Size), 0o600)
 	os.WriteFile(filepath.Join(dir, "3"), make([]byte, 10), 0o600)
-	addr, _ := start(t, Options{Dir: dir, ShowCommands: true}) // its command is in the label asked for
+	addr, _ := start(t, Options{Dir: dir})
 	m := get(t, "http://"+addr+"/metrics")
 	for _, want := range []string{
 		`carve_blocks_unreadable{reason="magic"} 2`,

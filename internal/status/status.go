@@ -337,7 +337,7 @@ func SMsText(n int) string {
 	return fmt.Sprint(n)
 }
 
-// Command is the row's command line, made Printable and cut to width.
+// Command is the row's command line, made printable and cut to width.
 func Command(r Row, width int) string { return printable.CommandLine(r.Command, width) }
 
 // Elsewhere says, after a row's state, how many of its launches were on
