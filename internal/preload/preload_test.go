@@ -5,6 +5,7 @@ package preload
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/shimtest"
 )
 
@@ -81,7 +83,7 @@ func TestVerifyRefusesWhatIsNotTheShim(t *testing.T) {
 		{file("empty.so", nil), "not an ELF file"},
 		{file("passwd", []byte("root:x:0:0:root:/root:/bin/bash\n")), "not an ELF file"},
 		{cc("other", "int other(void) { return 1; }\n"), "does not define carve_abi_version"},
-		{cc("old", "const unsigned carve_abi_version = 1;\n"), "control-block version (carve_abi_version) is 1, this carve's is 5"},
+		{cc("old", "const unsigned carve_abi_version = 1;\n"), fmt.Sprintf("control-block version (carve_abi_version) is 1, this carve's is %d", ctl.Version)},
 		{cc("short", "const unsigned char carve_abi_version = 5;\n"), "is 1 bytes, not 4"},
 		{cc("undefined", "extern const unsigned carve_abi_version;\nunsigned f(void) { return carve_abi_version; }\n"), "does not define"},
 		{built.Driver, "not a shared library"},
