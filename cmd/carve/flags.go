@@ -89,8 +89,8 @@ func policyFlag(flags *pflag.FlagSet, field ctl.PolicyField, p *ctl.Policy) {
 		flags.Float64Var(v, field.Flag, def.(float64), help)
 	case *time.Duration:
 		flags.DurationVar(v, field.Flag, def.(time.Duration), help)
-	case pflag.Value:
-		*v.(*ctl.MemLimit) = def.(ctl.MemLimit)
+	case *ctl.MemLimit: // a pflag.Value
+		*v = def.(ctl.MemLimit)
 		flags.Var(v, field.Flag, help)
 	default:
 		panic(fmt.Sprintf("ctl.Policy.%s: carve run has no flag for a %T", field.Name, v))
