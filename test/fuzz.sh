@@ -4,7 +4,7 @@
 # hand carve (partition and device specs, memory limits, the results
 # 'carve bench report' reads, control and node blocks as read from disk,
 # claim configs). make fuzz runs it; make test runs it with
-# FUZZTIME=5s. Each target's seeds already run in go test.
+# FUZZTIME=2000x (a count of inputs each). Each target's seeds already run in go test.
 set -eu
 GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-10m}
