@@ -16,19 +16,26 @@ import (
 )
 
 // A claim is a partition reserved for a Kubernetes ResourceClaim (carve's
-// DRA driver), kept in the runtime directory as claims/UID/:
+// DRA driver). carve's record of its reservation is ClaimRecords/UID, which
+// no pod sees; what its pod sees of carve's runtime directory is its
+// directory, claims/UID/ (mode 0777 with the sticky bit, mounted into its
+// containers read-write):
 //
-//	root     the reservation: a control block for no process (pid 0) with
-//	         the claim's mask on each of its GPUs, class and tide policy. It is written last, so
-//	         a directory without it is an interrupted reservation, and while
-//	         it exists it is the claim's checkpoint.
+//	root     a copy of the reservation that the claim's processes read
+//	         and write: a control block for no process (pid 0) with the
+//	         claim's mask on each of its GPUs, class and tide policy, and the
+//	         claim's memory account, mode 0666, which every process of the
+//	         claim counts its device memory in, whatever its uid. carve reads
+//	         only the account of it (Claim.Account), never its policy.
 //	node-*   a hard link to each of its GPUs' node blocks (LS and BE claims)
 //	N        the blocks of the claim's processes, named by their pids in
 //	         their containers' namespace, each copied from root by the shim
 //
-// The directory is what the claim's containers see of carve's runtime
-// directory. Pids in it mean nothing outside the containers, so a process
-// counts as running while its shim holds the lock on its block (Held).
+// A reservation writes the directory, then the record; a directory
+// without a record is an interrupted reservation (or release), which the
+// next placement removes. Pids in the directory mean nothing outside the
+// containers, so a process counts as running while its shim holds the
+// lock on its block (Held).
 const (
 	ClaimsDir = "claims"
 	ClaimRoot = "root"
@@ -46,10 +53,15 @@ func ClaimDir(dir, uid string) (string, error) {
 
 // Claim is a reserved claim and the processes running in it.
 type Claim struct {
-	UID   string
-	Dir   string
-	Root  Snapshot
-	Procs []Entry
+	UID string
+	Dir string
+	// Root is the reservation as carve recorded it (ClaimRecords): its
+	// masks, class, policy and memory limit.
+	Root Snapshot
+	// Account is the memory its processes count in its root, as they
+	// wrote it: theirs to write, and so only listed.
+	Account Memory
+	Procs   []Entry
 }
 
 // Name is the claim's namespace/name, as its reservation recorded it.
@@ -60,59 +72,102 @@ func (c Claim) Name() string {
 	return c.UID
 }
 
-// CreateClaimRoot writes the reservation of the claim in claimDir (see
-// Claim): under a temporary name, then renamed into place.
+// CreateClaimRoot writes the claim's root in claimDir (see Claim): under
+// a temporary name, then renamed into place. Its mode is 0666: every
+// process of the claim, whatever its uid, counts its memory in it.
 func CreateClaimRoot(claimDir string, in Init) (*Handle, error) {
 	in.PID, in.Tenant = 0, 0
-	return create(filepath.Join(claimDir, ClaimRoot), filepath.Join(claimDir, ".root.new"), 0o644, in)
+	return create(filepath.Join(claimDir, ClaimRoot), filepath.Join(claimDir, ".root.new"), 0o666, in)
 }
 
 // Claims returns the claims reserved in dir, by UID, with their running
 // processes (the blocks of ended ones are removed, as List does), and the
-// directories of interrupted reservations (no root). It skips the claims
-// whose root it cannot read, and the blocks of processes it cannot read
-// (Read says which).
+// directories of interrupted reservations (no record). It skips the
+// claims whose record it cannot read and the blocks of processes it
+// cannot read, and reports a root it cannot read (Read says which); a
+// claim whose root its pod spoiled stays reserved as recorded.
 func Claims(dir string) (claims []Claim, pending []string, err error) {
 	claims, pending, _, err = claimList(dir)
 	return claims, pending, err
 }
 
 func claimList(dir string) (claims []Claim, pending []string, skipped []Bad, err error) {
-	des, err := os.ReadDir(filepath.Join(dir, ClaimsDir))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, nil, nil
-	}
+	recs, badRec, skipped, legacy, err := records(dir)
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	des, err := os.ReadDir(filepath.Join(dir, ClaimsDir))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil, fmt.Errorf("listing claims: %w", err)
 	}
+	seen := map[string]bool{}
 	for _, de := range des {
 		cd, err := ClaimDir(dir, de.Name())
-		if err != nil || !de.IsDir() {
+		if err != nil || !de.IsDir() || badRec[de.Name()] {
 			continue
 		}
 		c := Claim{UID: de.Name(), Dir: cd}
 		path := filepath.Join(cd, ClaimRoot)
-		err = readRoot(path, &c.Root)
-		if errors.Is(err, os.ErrNotExist) {
-			pending = append(pending, cd)
-			continue
+		if legacy { // an older carve's: the root is the reservation
+			err := readRoot(path, &c.Root)
+			if errors.Is(err, os.ErrNotExist) {
+				pending = append(pending, cd)
+				continue
+			}
+			if b, ok := badOf(path, err); ok {
+				skipped = append(skipped, b)
+				continue
+			}
+			c.Account = c.Root.Memory
+		} else {
+			rec, ok := recs[c.UID]
+			c.Root = rec
+			if c.Account, err = readAccount(path); err != nil {
+				b, _ := badOf(path, err)
+				skipped = append(skipped, b) // reported; a claim stays as recorded
+			}
+			if !ok {
+				pending = append(pending, cd)
+				continue
+			}
 		}
-		if b, ok := badOf(path, err); ok {
-			skipped = append(skipped, b)
-			continue
-		}
+		seen[c.UID] = true
 		var bad []Bad
 		if c.Procs, _, bad, err = scan(cd, true); err != nil {
 			skipped = append(skipped, Bad{Path: cd, Reason: "open", Why: err.Error(), err: err})
-			continue
+			if legacy {
+				continue
+			}
 		}
 		skipped = append(skipped, bad...)
 		claims = append(claims, c)
+	}
+	for uid, rec := range recs { // a record whose directory is gone holds its TPCs until released
+		if !seen[uid] {
+			cd, _ := ClaimDir(dir, uid)
+			claims = append(claims, Claim{UID: uid, Dir: cd, Root: rec})
+		}
 	}
 	claims, bad := overlapping(claims)
 	skipped = append(skipped, bad...)
 	sort.Slice(claims, func(i, j int) bool { return claims[i].UID < claims[j].UID })
 	return claims, pending, skipped, nil
+}
+
+// readAccount reads the memory account of a claim's root at path: all
+// carve reads of it. A root that is gone holds no memory.
+func readAccount(path string) (Memory, error) {
+	h, err := openPath(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Memory{}, nil
+	}
+	if err != nil {
+		return Memory{}, err
+	}
+	defer h.Close()
+	var m Memory
+	err = guarded(path, func() { m = h.Snapshot().Memory })
+	return m, err
 }
 
 // readRoot reads a claim's root block into s.

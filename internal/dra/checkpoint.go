@@ -1,5 +1,6 @@
-// The driver's checkpoint: the claims' directories in carve's runtime
-// directory, the one place where what is prepared on the node is kept.
+// The driver's checkpoint: carve's records of the claims in its runtime
+// directory, with the claims' directories, the one place where what is
+// prepared on the node is kept.
 
 package dra
 
@@ -9,13 +10,14 @@ import (
 	"github.com/carve-gpu/carve/internal/topo"
 )
 
-// checkpoint is the claims directory of a runtime directory (ctl.Claims):
-// a directory for each prepared claim, named by its UID, holding its root
-// block (its class, flags, partition on each of its GPUs and memory
-// limit) and its records (its name, its processes' blocks). A claim is
-// prepared on the node exactly when its directory is there, so a
-// restarted plugin reads back what it prepared, and preparing a claim
-// again finds what the first prepare reserved.
+// checkpoint is the claims of a runtime directory (ctl.Claims): for each
+// prepared claim, named by its UID, carve's record of its reservation (its
+// name, class, flags, partition on each of its GPUs and memory limit, in
+// ctl.ClaimRecords, which no pod sees) and its directory, its pod's (its
+// root, its processes' blocks). A claim is prepared on the node exactly
+// when its record is there, so a restarted plugin reads back what it
+// prepared, preparing a claim again finds what the first prepare
+// reserved, and nothing a pod writes changes either.
 //
 // It is written only through placement (place.Place, place.Release), under
 // placement's lock, so that a claim's reservation is atomic with every

@@ -18,6 +18,7 @@ func Fence(dir string) error {
 		return err
 	}
 	defer unlock()
+	ctl.RecordLegacy(dir) // a claim of an older carve's is recorded once
 	l, err := list(dir)
 	if err != nil {
 		return err

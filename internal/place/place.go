@@ -126,12 +126,15 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 		return nil, err
 	}
 	defer unlock()
+	if _, err := ctl.RecordLegacy(dir); err != nil {
+		return nil, err
+	}
 	l, err := list(dir)
 	if err != nil {
 		return nil, err
 	}
 	if r.Claim != nil {
-		if p, err := r.Claim.again(claimDir, gpus, l); p != nil || err != nil {
+		if p, err := r.Claim.again(dir, claimDir, gpus, l); p != nil || err != nil {
 			return p, err
 		}
 	}

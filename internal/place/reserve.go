@@ -1,6 +1,7 @@
 // Reserving a partition for a Kubernetes claim: the claim's directory
-// with its reservation and links to its GPUs' node blocks, reserving it
-// again, which gives back what it holds, and releasing it.
+// with its root and links to its GPUs' node blocks, then carve's record of
+// it, reserving it again, which gives back what it holds, and releasing
+// it.
 
 package place
 
@@ -22,8 +23,9 @@ type Claim struct {
 
 // again clears what interrupted reservations left in l and, if c is
 // reserved there already (on the GPUs gpus, in its directory cd), is its
-// partitions.
-func (c *Claim) again(cd string, gpus []On, l *listing) (*Placed, error) {
+// partitions, as carve recorded them; a root its pod removed or spoiled is
+// written anew from the record.
+func (c *Claim) again(dir, cd string, gpus []On, l *listing) (*Placed, error) {
 	for _, p := range l.pending {
 		os.RemoveAll(p)
 	}
@@ -34,6 +36,11 @@ func (c *Claim) again(cd string, gpus []On, l *listing) (*Placed, error) {
 		}
 		if n := len(have.Root.Parts()); n != len(gpus) {
 			return nil, fmt.Errorf("claim %s is reserved on %d GPUs, not %d", c.Name, n, len(gpus))
+		}
+		if _, err := os.Stat(cd); err == nil {
+			if _, err := ctl.RepairClaimRoot(dir, have); err != nil {
+				return nil, err
+			}
 		}
 		p := &Placed{Dir: cd, Again: true}
 		for i, g := range gpus {
@@ -54,12 +61,18 @@ func (c *Claim) again(cd string, gpus []On, l *listing) (*Placed, error) {
 }
 
 // reserve makes c's directory cd in the runtime directory dir with its
-// reservation, in, and a link to each of its GPUs' node blocks for an LS
-// or BE claim, and returns the reservation; on an error it leaves nothing.
+// root, a copy of its reservation, in, for its pod, and a link to each of
+// its GPUs' node blocks for an LS or BE claim, then carve's record of the
+// reservation (ctl.RecordClaim), and returns the reservation; on an error
+// it leaves nothing.
 func (c *Claim) reserve(dir, cd string, in ctl.Init) (ctl.Snapshot, error) {
 	in.Comm = []string{"claim", c.Name}
 	root, err := reserveIn(dir, cd, in)
+	if err == nil {
+		err = ctl.RecordClaim(dir, c.UID, in)
+	}
 	if err != nil {
+		ctl.ForgetClaim(dir, c.UID)
 		os.RemoveAll(cd)
 	}
 	return root, err
@@ -96,9 +109,9 @@ func reserveIn(dir, cd string, in ctl.Init) (ctl.Snapshot, error) {
 	return h.Snapshot(), nil
 }
 
-// Release removes claim uid's reservation from dir, with its directory.
-// Releasing a claim that is not reserved is no error; it says whether one
-// was.
+// Release removes claim uid's reservation from dir: carve's record of it,
+// then its directory. Releasing a claim that is not reserved is no error;
+// it says whether one was.
 func Release(dir, uid string) (bool, error) {
 	cd, err := ctl.ClaimDir(dir, uid)
 	if err != nil {
@@ -109,9 +122,14 @@ func Release(dir, uid string) (bool, error) {
 		return false, err
 	}
 	defer unlock()
+	ctl.RecordLegacy(dir)
+	had, err := ctl.ForgetClaim(dir, uid)
+	if err != nil {
+		return true, fmt.Errorf("releasing claim %s: %w", uid, err)
+	}
 	_, err = os.Stat(cd)
 	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
+		return had, nil
 	}
 	if err := os.RemoveAll(cd); err != nil {
 		return true, fmt.Errorf("releasing claim %s: %w", uid, err)

@@ -1,17 +1,16 @@
-// Tests of placement beside blocks carve cannot read: a claim's root of
-// zeros, and one its pod rewrote to hold every TPC of the GPU.
+// Tests of placement beside blocks carve cannot read, a claim's root of
+// zeros, and beside a root its pod rewrote to hold every TPC of the GPU.
 
 package place
 
 import (
-	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"unsafe"
 
 	"github.com/carve-gpu/carve/internal/ctl"
-	"github.com/carve-gpu/carve/internal/partition"
 )
 
 // TestPlaceBesideUnreadableRoot: a claim's root of zeros is skipped: a
@@ -37,43 +36,58 @@ func TestPlaceBesideUnreadableRoot(t *testing.T) {
 	}
 }
 
-// TestPlaceBesideRewrittenRoot: a claim whose root says it holds every
-// TPC of the GPU, beside another claim there, was rewritten by its pod:
-// placement counts it as holding none, and the listing says it skipped it.
+// TestPlaceBesideRewrittenRoot: a claim's root rewritten by its pod to
+// hold every TPC of the GPU, or to be an LS claim with no memory limit,
+// changes nothing placement believes of the claim: the holders on the GPU
+// and the next claim's TPCs are those of a twin runtime directory where
+// no root was rewritten, and nothing is skipped.
 func TestPlaceBesideRewrittenRoot(t *testing.T) {
 	top, _ := topologyJSON(t)
-	dir := t.TempDir()
-	for _, uid := range []string{"uid-a", "uid-b"} {
-		if _, err := Place(dir, top, Request{Claim: &Claim{UID: uid, Name: "ns/" + uid}, Spec: count(t, "16")}); err != nil {
+	dirs := [2]string{t.TempDir(), t.TempDir()}
+	for _, dir := range dirs {
+		for _, uid := range []string{"uid-a", "uid-b"} {
+			r := Request{Claim: &Claim{UID: uid, Name: "ns/" + uid}, Spec: count(t, "16"), Policy: ctl.Policy{Mem: ctl.MemLimit{Bytes: 1 << 30}}}
+			if _, err := Place(dir, top, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	root := filepath.Join(dirs[1], ctl.ClaimsDir, "uid-b", ctl.ClaimRoot)
+	rewriteRoot(t, root, func(b *ctl.Block) {
+		b.Mask = [4]uint32{} // disables none: every TPC
+		b.TenantClass, b.MemLimit = ctl.ClassLS, 0
+	})
+	var got [2]string
+	for i, dir := range dirs {
+		hs, err := Holders(dir, top)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	root := filepath.Join(dir, ctl.ClaimsDir, "uid-b", ctl.ClaimRoot)
-	b, err := os.ReadFile(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	off := unsafe.Offsetof(ctl.Block{}.Mask)
-	for i := range 4 {
-		binary.NativeEndian.PutUint32(b[off+uintptr(4*i):], 0) // disables none: every TPC
-	}
-	if err := os.WriteFile(root, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c, err := Place(dir, top, Request{Claim: &Claim{UID: "uid-c", Name: "ns/c"}, Spec: count(t, "8")})
-	if err != nil {
-		t.Fatalf("a claim beside one rewritten to hold every TPC: %v", err)
-	}
-	l, err := ctl.Read(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(l.Skipped) != 1 || l.Skipped[0].Path != root || l.Skipped[0].Reason != "overlap" {
-		t.Errorf("skipped %+v, want the rewritten root, for overlap", l.Skipped)
-	}
-	for _, cl := range l.Claims {
-		if cl.UID == "uid-a" && len(c.Set.Intersect(partition.FromMask(top, cl.Root.Mask))) > 0 {
-			t.Errorf("claim c got TPCs of claim a: %s", c.Set)
+		c, err := Place(dir, top, Request{Claim: &Claim{UID: "uid-c", Name: "ns/c"}, Spec: count(t, "8")})
+		if err != nil {
+			t.Fatalf("a claim beside one whose root was rewritten: %v", err)
 		}
+		got[i] = fmt.Sprintf("%+v; c: %s", hs, c.Set)
+		l, err := ctl.Read(dir)
+		if err != nil || len(l.Skipped) != 0 {
+			t.Errorf("skipped %+v %v, want none", l.Skipped, err)
+		}
+	}
+	if got[0] != got[1] {
+		t.Errorf("beside a rewritten root:\n%s\nwant, as beside none:\n%s", got[1], got[0])
+	}
+}
+
+// rewriteRoot rewrites the block at path as a pod may, with edit, through
+// a copy of its bytes written back in place.
+func rewriteRoot(t *testing.T, path string, edit func(*ctl.Block)) {
+	t.Helper()
+	buf, err := os.ReadFile(path)
+	if err != nil || len(buf) != ctl.Size {
+		t.Fatalf("reading %s: %d bytes, %v", path, len(buf), err)
+	}
+	edit((*ctl.Block)(unsafe.Pointer(&buf[0])))
+	if err := os.WriteFile(path, buf, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

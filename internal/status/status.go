@@ -208,12 +208,12 @@ func List(dir string, events []xid.Event) ([]Row, error) {
 		if len(c.Procs) == 0 { // reserved, no process yet (or no longer)
 			r := row(ctl.Entry{Snapshot: c.Root}, false)
 			r.Claim, r.State, r.Command = c.Name(), "reserved", nil
-			r.Memory.Used = c.Root.Memory.Total
+			r.Memory.Used = c.Account.Total
 			rows = append(rows, r)
 		}
 		for _, p := range c.Procs {
 			r := row(p, false)
-			r.Claim, r.Memory = c.Name(), memory(p.Memory, c.Root.Memory)
+			r.Claim, r.Memory = c.Name(), memory(p.Memory, c.Account)
 			rows = append(rows, r)
 		}
 	}

@@ -1,10 +1,12 @@
 // The block the shim makes for a child process (shim/ctl.c): a copy of
 // its parent's, or of CARVE_CTL_ROOT's, under its own pid, that holds the
-// parent's value of every field carve_ctl.h marks INHERIT.
+// parent's value of every field carve_ctl.h marks INHERIT; and a claim's
+// root as the one memory account of its processes, whatever their uids.
 
 package shimtest_test
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"encoding/binary"
@@ -15,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -247,5 +250,66 @@ func TestShimChildGetsOwnBlock(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(cmd.Process.Pid))); !os.IsNotExist(err) {
 		t.Errorf("exited child's block still on disk: %v", err)
+	}
+}
+
+// TestClaimAccountSharedAcrossUIDs: two processes of one claim under
+// other uids (a pod's containers may run as any) count their memory in
+// the claim's one account, its root, which carve makes writable by all of
+// them (mode 0666): the second's allocation past the claim's limit is
+// refused. With a root of 0644 each counted in its own block, and both
+// got what they asked for. It needs root, to run them as other uids.
+func TestClaimAccountSharedAcrossUIDs(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("runs the claim's processes as other uids: needs root")
+	}
+	a := artifacts(t)
+	if err := os.Chmod(a.Dir, 0o755); err != nil { // other uids load the shim and the driver from it
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o755) // the test's directory, then its own
+	os.Chmod(base, 0o755)
+	cd := filepath.Join(base, "claim")
+	os.Mkdir(cd, 0o755)
+	if err := os.Chmod(cd, 0o777|os.ModeSticky); err != nil { // as place makes a claim's directory
+		t.Fatal(err)
+	}
+	root, err := ctl.CreateClaimRoot(cd, ctl.Init{MemLimit: 100 * mib, Comm: []string{"claim", "ns/a"}, Parts: []ctl.Part{{Mask: enableOnly(0), Live: live}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	var procs []*proc
+	for _, uid := range []uint32{65534, 65533} {
+		cmd := exec.Command(a.Driver)
+		cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "CARVE_CTL_DIR=" + cd, "CARVE_LIBCUDA=" + a.Fake, "CARVE_CTL_ROOT=" + root.Path}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		p := &proc{cmd: cmd, stderr: &strings.Builder{}}
+		p.in, _ = cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		cmd.Stderr = p.stderr
+		p.out = bufio.NewReader(stdout)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p.ready(t)
+		procs = append(procs, p)
+	}
+	if _, rc := procs[0].alloc(t, "mem", 60*mib); rc != 0 {
+		t.Fatalf("the first process's 60 MiB of the claim's 100: rc %d; stderr: %s", rc, procs[0].stderr)
+	}
+	if _, rc := procs[1].alloc(t, "mem", 60*mib); rc != 2 {
+		t.Errorf("the second process's 60 MiB, under another uid, past the claim's 100: rc %d, want 2", rc)
+	}
+	if _, rc := procs[1].alloc(t, "mem", 40*mib); rc != 0 {
+		t.Errorf("the second process's 40 MiB, up to the claim's 100: rc %d", rc)
+	}
+	if m := root.Snapshot().Memory; m.Total != 100*mib {
+		t.Errorf("the claim's account: %+v, want 100 MiB of both processes", m)
+	}
+	for _, p := range procs {
+		p.in.Close()
+		p.cmd.Wait()
 	}
 }

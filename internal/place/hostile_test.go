@@ -1,0 +1,249 @@
+// The hostile-tenant suite: the one place to read what a tenant can do to
+// another through carve. Each attack is a case here, on twin runtime
+// directories, one attacked and one not, or a test elsewhere that the
+// index (hostileElsewhere) names; each says what the attacker can still
+// do to itself, and checks that every other tenant's placement, memory
+// limit, latency gate (the node block's fixed TPCs and lease) and listing
+// are those of the twin. What does not hold is README.md's threat model.
+
+package place
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+)
+
+// hostileElsewhere indexes the attacks tested beside what they attack:
+// the attack, what the attacker can still do to itself, and the test.
+var hostileElsewhere = []struct{ attack, self, file, test string }{
+	{"a block of zeros, the wrong size, a link, a FIFO, a directory, no live TPC", "its own processes run unlisted", "../ctl/unreadable_test.go", "TestUnreadableBlocksSkipped"},
+	{"a block cut short while carve reads it", "the same", "../ctl/unreadable_test.go", "TestBlockCutShort"},
+	{"a claim's root of zeros beside placement", "its next processes start unpartitioned until prepared again", "unreadable_test.go", "TestPlaceBesideUnreadableRoot"},
+	{"a claim's root rewritten: every TPC, LS, no memory limit", "its own processes run under what it wrote", "unreadable_test.go", "TestPlaceBesideRewrittenRoot"},
+	{"a claim's root of zeros beside prepare; written anew when prepared again", "the same", "../dra/checkpoint_test.go", "TestPrepareBesideUnreadableRoot"},
+	{"a claim's root rewritten, then carve-dra restarted and the claim unprepared", "the same", "../dra/checkpoint_test.go", "TestPrepareBesideRewrittenRoot"},
+	{"a claim's root rewritten, spoiled, linked or removed: carve's record believed", "the same", "../ctl/claimrecord_test.go", "TestClaimRecordBelieved"},
+	{"carve ls and carve run beside a root of zeros", "the same", "../../cmd/carve/ls_test.go", "TestUnreadableClaimRoot"},
+	{"carve daemon's metrics beside unreadable blocks", "the same", "../daemon/unreadable_test.go", "TestMetricUnreadable"},
+	{"a busy slot no one renews, a lease of an hour, a heartbeat ahead", "none: it holds BEs one lease at most", "../../shim/shimtest/tide_node_test.go", "TestBusySlotHoldsBEOneLease"},
+	{"the node block's lease rewritten", "none past the next placement or daemon pass", "../ctl/node_test.go", "TestNodeLeaseReset"},
+	{"a killed LS tenant's busy slot", "none", "../../shim/shimtest/tide_test.go", "TestLeaseAfterLSDies"},
+	{"a claim's processes under other uids: one memory account", "each holds what the claim's limit leaves", "../../shim/shimtest/inherit_test.go", "TestClaimAccountSharedAcrossUIDs"},
+	{"a zombie's pid taken for a running tenant", "none", "../ctl/alive_test.go", "TestZombieHasEnded"},
+	{"control characters in a command line or claim name", "none", "../status/escape_test.go", "TestListingsEscapeWhatTenantsControl"},
+	{"an MPS directory another user planted", "none", "../mps/mps_test.go", "TestUntrustedDirectory"},
+	{"a --shim that is not carve's", "none", "../preload/preload_test.go", "TestVerifyRefusesWhatIsNotTheShim"},
+}
+
+// TestHostileIndex: every test the index names is where it says.
+func TestHostileIndex(t *testing.T) {
+	for _, h := range hostileElsewhere {
+		b, err := os.ReadFile(h.file)
+		if err != nil || !strings.Contains(string(b), "func "+h.test+"(") {
+			t.Errorf("%s: no %s in %s (%v)", h.attack, h.test, h.file, err)
+		}
+	}
+}
+
+// twins are two runtime directories reserved alike: claims a (LS, 16
+// TPCs, 4 GiB), b (LS, 16 TPCs, 4 GiB, the attacker's) and c (no class,
+// 8 TPCs).
+func twins(t *testing.T) [2]string {
+	top, _ := topologyJSON(t)
+	dirs := [2]string{t.TempDir(), t.TempDir()}
+	for _, dir := range dirs {
+		for _, c := range []struct {
+			uid   string
+			n     string
+			class uint32
+		}{{"uid-a", "16", ctl.ClassLS}, {"uid-b", "16", ctl.ClassLS}, {"uid-c", "8", ctl.ClassNone}} {
+			r := Request{Claim: &Claim{UID: c.uid, Name: "ns/" + c.uid}, Spec: count(t, c.n), Policy: ctl.Policy{Class: c.class, Mem: ctl.MemLimit{Bytes: 4 << 30}}}
+			if _, err := Place(dir, top, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dirs
+}
+
+// others is what the tenants other than claim b get of carve in dir after
+// a placement of a new LS claim d: d's TPCs, the holders but b (TPCs,
+// class, memory limit), the node block's fixed TPCs and lease, and the
+// listing of a and c.
+func others(t *testing.T, dir string) string {
+	t.Helper()
+	top, _ := topologyJSON(t)
+	d, err := Place(dir, top, Request{Claim: &Claim{UID: "uid-d", Name: "ns/d"}, Spec: count(t, "8"), Policy: ctl.Policy{Class: ctl.ClassLS}})
+	if err != nil {
+		return "placing d: " + err.Error()
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "d: %s\n", d.Set)
+	hs, err := Holders(dir, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs {
+		if h.Claim != "uid-b" {
+			fmt.Fprintf(&out, "%s: %s class %d mem %d\n", h.Claim, h.TPCs, h.Class, h.Mem)
+		}
+	}
+	n, err := ctl.OpenNode(dir, ctl.NodeName(top.UUID), top.Live())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&out, "fixed %v lease %d\n", n.Fixed(), atomic.LoadUint64(&nodeBlock(n).LeaseNS))
+	n.Close()
+	l, err := ctl.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range l.Claims {
+		if c.UID != "uid-b" {
+			fmt.Fprintf(&out, "listed %s %v %d %d\n", c.UID, c.Root.Mask, c.Root.Class, c.Root.Memory.Limit)
+		}
+	}
+	return out.String()
+}
+
+// nodeBlock maps n's file again, as a tenant does, and returns its block.
+func nodeBlock(n *ctl.Node) *ctl.NodeBlock {
+	f, err := os.OpenFile(n.Path, os.O_RDWR, 0)
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	mem, err := syscall.Mmap(int(f.Fd()), 0, ctl.NodeSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		panic(err)
+	}
+	return (*ctl.NodeBlock)(unsafe.Pointer(&mem[0]))
+}
+
+// TestHostileClaim: claim b's pod attacks what its directory holds, its
+// root, its processes' blocks and the node block linked there, as its
+// containers may under any uid; every other claim's placement, memory
+// limit, latency gate and listing are the twin's.
+func TestHostileClaim(t *testing.T) {
+	top, _ := topologyJSON(t)
+	for _, tc := range []struct {
+		attack, self string
+		do           func(t *testing.T, cd string)
+	}{
+		{"root of zeros", "its next processes find no root to copy and start unpartitioned (refused without CARVE_ALLOW_UNPARTITIONED)", func(t *testing.T, cd string) {
+			os.WriteFile(filepath.Join(cd, ctl.ClaimRoot), make([]byte, ctl.Size), 0o666)
+		}},
+		{"root truncated", "the same", func(t *testing.T, cd string) { os.Truncate(filepath.Join(cd, ctl.ClaimRoot), 100) }},
+		{"root a link to another claim's", "the same: the shim follows no link", func(t *testing.T, cd string) {
+			root := filepath.Join(cd, ctl.ClaimRoot)
+			os.Remove(root)
+			os.Symlink(filepath.Join(filepath.Dir(cd), "uid-a", ctl.ClaimRoot), root)
+		}},
+		{"root removed", "the same", func(t *testing.T, cd string) { os.Remove(filepath.Join(cd, ctl.ClaimRoot)) }},
+		{"root rewritten: every TPC, BE, no memory limit", "its processes run on every TPC, unlimited: the shim is in its own processes, which can unload it", func(t *testing.T, cd string) {
+			rewriteRoot(t, filepath.Join(cd, ctl.ClaimRoot), func(b *ctl.Block) {
+				b.Mask, b.TenantClass, b.MemLimit = [4]uint32{}, ctl.ClassBE, 0
+			})
+		}},
+		{"a process's block of every TPC", "that process runs on every TPC", func(t *testing.T, cd string) {
+			in := ctl.Init{PID: 7, Class: ctl.ClassLS, Parts: []ctl.Part{{Mask: [4]uint32{}, Live: top.Live()}}}
+			h, err := ctl.Create(cd, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Close()
+		}},
+		{"node block: lease of an hour, every TPC fixed, a slot no one holds busy and reserving every TPC", "none past the next placement: carve writes its lease and fixed TPCs back and frees the slot", func(t *testing.T, cd string) {
+			n, err := ctl.OpenNode(filepath.Dir(filepath.Dir(cd)), ctl.NodeName(top.UUID), top.Live())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n.Close()
+			b := nodeBlock(n)
+			b.LeaseNS, b.Fixed = uint64(time.Hour), top.Live()
+			b.Slots[5] = ctl.NodeSlot{PID: 99, Busy: 1, BeatNS: 1 << 62, Reserved: top.Live()}
+			b.Busy |= 1 << 5
+		}},
+	} {
+		t.Run(tc.attack, func(t *testing.T) {
+			dirs := twins(t)
+			cd, _ := ctl.ClaimDir(dirs[1], "uid-b")
+			tc.do(t, cd)
+			want, got := others(t, dirs[0]), others(t, dirs[1])
+			if got != want {
+				t.Errorf("after %s (the attacker can still: %s), the others get\n%s\nwant\n%s", tc.attack, tc.self, got, want)
+			}
+		})
+	}
+}
+
+// TestHostileNodeHeader: a pod that spoils its GPU's node block's header
+// (its version) stops LS and BE placements on the GPU, which say which
+// block to remove, until an operator removes it; tenants without class,
+// and the claims reserved, are as the twin's. This is what a pod can
+// still do to others through the node block's header (README.md).
+func TestHostileNodeHeader(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dirs := twins(t)
+	node := filepath.Join(dirs[1], ctl.ClaimsDir, "uid-b", ctl.NodeName(top.UUID))
+	f, err := os.OpenFile(node, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{ctl.NodeVersion + 1}, 4)
+	f.Close()
+	if got := others(t, dirs[1]); !strings.Contains(got, "remove it") {
+		t.Errorf("an LS placement beside a spoiled node block: %s", got)
+	}
+	for _, dir := range dirs {
+		if _, err := Place(dir, top, Request{Claim: &Claim{UID: "uid-e", Name: "ns/e"}, Spec: count(t, "4")}); err != nil {
+			t.Errorf("a claim without class beside a spoiled node block: %v", err)
+		}
+	}
+}
+
+// TestHostileOtherUID: a pod's process under another uid (a container's
+// user) may write its own claim's root, and no more: not carve's records
+// nor the runtime directory, where every other claim's directory is. It
+// needs root, to run as another uid.
+func TestHostileOtherUID(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("runs the attacker as another uid: needs root")
+	}
+	dirs := twins(t)
+	cd, _ := ctl.ClaimDir(dirs[1], "uid-b")
+	as := func(path string) error {
+		cmd := exec.Command("/bin/sh", "-c", `: >> "$1"`, "sh", path)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		return cmd.Run()
+	}
+	// what the pod sees is its own directory (mounted): reach it as that
+	os.Chmod(filepath.Dir(dirs[1]), 0o711)
+	os.Chmod(dirs[1], 0o711)
+	os.Chmod(filepath.Join(dirs[1], ctl.ClaimsDir), 0o711)
+	if err := as(filepath.Join(cd, ctl.ClaimRoot)); err != nil {
+		t.Errorf("another uid of the claim's pod writing its root, its memory account: %v", err)
+	}
+	for _, path := range []string{
+		filepath.Join(dirs[1], ctl.ClaimRecords, "uid-b"),
+		filepath.Join(dirs[1], ctl.ClaimRecords, "uid-a"),
+		filepath.Join(dirs[1], ctl.ClaimRecords, "uid-new"),
+	} {
+		if err := as(path); err == nil {
+			t.Errorf("another uid wrote %s", path)
+		}
+	}
+	if got, want := others(t, dirs[1]), others(t, dirs[0]); got != want {
+		t.Errorf("after another uid's attempts, the others get\n%s\nwant\n%s", got, want)
+	}
+}
