@@ -168,7 +168,7 @@ func (h *Handle) Snapshot() Snapshot {
 		Queue: time.Duration(atomic.LoadUint32(&b.QueueUS)) * time.Microsecond,
 		Share: float64(atomic.LoadUint32(&b.SharePPM)) / 1e6, Epoch: time.Duration(atomic.LoadUint64(&b.EpochNS)),
 		Slice: time.Duration(atomic.LoadUint32(&b.SliceUS)) * time.Microsecond,
-		SLO: SLO{Max: time.Duration(atomic.LoadUint32(&b.SLOUS)) * time.Microsecond, Alone: float64(atomic.LoadUint32(&b.SLOAlone)) / 1000}}
+		SLO:   SLO{Max: time.Duration(atomic.LoadUint32(&b.SLOUS)) * time.Microsecond, Alone: float64(atomic.LoadUint32(&b.SLOAlone)) / 1000}}
 	if atomic.LoadUint32(&b.SLOSteered) != 0 {
 		s.Steered = &Asked{Share: float64(atomic.LoadUint32(&b.AskedShare)) / 1e6,
 			Queue: time.Duration(atomic.LoadUint32(&b.AskedQueueUS)) * time.Microsecond}
