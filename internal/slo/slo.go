@@ -132,6 +132,18 @@ type lsView struct {
 	target  time.Duration
 }
 
+// Target is the p99 of busy periods s stands for, for an LS tenant whose
+// periods while no BE ran are alone: a multiple of their p99 needs
+// AloneMin of them. 0 for none yet, or no SLO.
+func Target(s ctl.SLO, alone ctl.Hist) time.Duration {
+	var ref time.Duration
+	if alone.Count() >= AloneMin {
+		ref = alone.Quantile(quantile)
+	}
+	target, _ := s.Of(ref)
+	return target
+}
+
 // Step reads the blocks once and sets the BE tenants' dials. The blocks
 // it cannot read are skipped; an error is one of the directory's, or of
 // a block it could not write (the others are written).
@@ -186,12 +198,7 @@ func (c *Controller) readLS(all []tenant) map[string]*gpu {
 			s = s[len(s)-WindowSteps-1:]
 		}
 		c.hist[k] = s
-		v := lsView{tenant: t, samples: s}
-		var alone time.Duration
-		if t.TideStatus.Alone.Count() >= AloneMin {
-			alone = t.TideStatus.Alone.Quantile(quantile)
-		}
-		v.target, _ = t.Tide.SLO.Of(alone)
+		v := lsView{tenant: t, samples: s, target: Target(t.Tide.SLO, t.TideStatus.Alone)}
 		w := window(s, 0)
 		c.view[t.key] = View{SLO: t.Tide.SLO, Target: v.target, P99: w.Quantile(quantile), Periods: w.Count(),
 			Attainment: w.Within(v.target)}
