@@ -46,7 +46,7 @@ type Options struct {
 	// (slo.DefaultInterval) or MinInterval to a second; its window is
 	// slo.WindowSteps of them.
 	SLOInterval time.Duration
-	MPS      *mps.Daemon   // carve's MPS daemon: started, or adopted where it runs; nil: none
+	MPS         *mps.Daemon // carve's MPS daemon: started, or adopted where it runs; nil: none
 	// StopMPS stops MPS when Run returns, started or adopted. Without it
 	// MPS runs on for its clients: a restarted daemon adopts it, and only
 	// carve mps stop ends it.
