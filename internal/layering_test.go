@@ -50,7 +50,7 @@ func listDeps(t *testing.T) map[string][]string {
 func TestPurePackagesLoadNoDriver(t *testing.T) {
 	deps := listDeps(t)
 	pure := []string{"internal/topo", "internal/partition", "internal/model", "internal/stats", "internal/report",
-		"internal/evaluate", "internal/jsonfile", "internal/ctl", "internal/preload", "internal/place", "internal/status", "internal/xid", "internal/daemon"}
+		"internal/evaluate", "internal/jsonfile", "internal/ctl", "internal/preload", "internal/place", "internal/status", "internal/xid", "internal/slo", "internal/daemon"}
 	banned := []string{module + "internal/cuda", module + "internal/hook", module + "internal/kernels",
 		module + "internal/workload", module + "internal/bench", "github.com/ebitengine/purego"}
 	for _, p := range pure {

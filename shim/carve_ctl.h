@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define CARVE_CTL_MAGIC 0x45565243u /* "CRVE" little-endian */
-#define CARVE_CTL_VERSION 6u
+#define CARVE_CTL_VERSION 7u
 #define CARVE_CTL_SIZE 5120u
 #define CARVE_MASK_WORDS 4 /* 128 TPC bits, as the Hopper descriptor holds */
 #define CARVE_GPUS 16      /* GPUs a block holds partitions on: the header's and CARVE_GPUS - 1 more */
@@ -206,7 +206,19 @@ struct carve_ctl {
 	uint32_t slice_fns;      /* 700: BE status: functions found sliceable */
 	uint64_t sliced;         /* 704: BE status: launches cut into pieces */
 	uint64_t slice_pieces;   /* 712: BE status: the pieces they went as */
-	uint64_t tide_reserved[38]; /* 720 .. 1024 */
+	/* SLO (internal/slo, in carve daemon; the shim reads none of it): an
+	 * LS tenant's, written by carve run; and of a BE tenant, while the
+	 * controller holds its share_ppm and queue_us to keep the SLOs of the
+	 * LS tenants on its GPUs (slo_steered = 1), what it asked of them,
+	 * saved by the controller before its first change and put back when
+	 * no SLO binds the tenant any more */
+	uint32_t slo_us;         /* 720: LS policy: the p99 of its busy periods to keep, us, 0 = none */
+	uint32_t slo_alone_milli;/* 724: LS policy: that p99 as a multiple of its alone p99, in thousandths, 0 = none */
+	uint32_t slo_steered;    /* 728: BE: 1 while the controller holds share_ppm and queue_us */
+	uint32_t asked_share_ppm;/* 732: BE: share_ppm as asked, while steered */
+	uint32_t asked_queue_us; /* 736: BE: queue_us as asked, while steered */
+	uint32_t pad2;           /* 740 */
+	uint64_t tide_reserved[35]; /* 744 .. 1024 */
 
 	/* the partitions on the tenant's other GPUs, written once by the
 	 * creator but their masks and SM counts (under the seqlock) */
@@ -293,6 +305,12 @@ struct carve_ctl {
 	X(slice_fns, STATUS) \
 	X(sliced, STATUS) \
 	X(slice_pieces, STATUS) \
+	X(slo_us, INHERIT) \
+	X(slo_alone_milli, INHERIT) \
+	X(slo_steered, INHERIT) /* a child of a steered BE starts steered, at its parent's share */ \
+	X(asked_share_ppm, INHERIT) \
+	X(asked_queue_us, INHERIT) \
+	X(pad2, UNUSED) \
 	X(tide_reserved, UNUSED) \
 	X(more, INHERIT) \
 	X(more_reserved, UNUSED) \

@@ -75,7 +75,7 @@ and the BE's throughput is taken over the LS's serving only.`,
 	c.Flags().IntVar(&o.LSTPCs, "ls-tpcs", 16, "the LS's reserved TPCs under carve tide")
 	c.Flags().IntSliceVar(&o.StaticSplits, "static-splits", []int{16, 33}, "the LS's TPCs under carve static, a point each (the BE gets the rest)")
 	c.Flags().IntSliceVar(&o.MPSSplits, "mps-splits", []int{25, 50}, "the LS's MPS active-thread percentages (the BE gets the rest)")
-	c.Flags().StringSliceVar(&tide, "tide", []string{"8:300us:0.05", "2:0s:0"}, "carve tide settings, "+tideForm+" (see carve run --inflight, --queue, --be-share, -n, --own, --be-floor, --slice)")
+	c.Flags().StringSliceVar(&tide, "tide", []string{"8:300us:0.05", "2:0s:0"}, "carve tide settings, "+tideForm+" (see carve run --inflight, --queue, --be-share, -n, --own, --be-floor, --slice, --slo; with slo= the SLO controller runs in bench serve, so no carve daemon should run)")
 	c.Flags().BoolVar(&o.Idle, "idle", true, "also measure each tide setting's BE beside an LS tenant that gets no request")
 	c.Flags().StringSliceVar(&o.Mechanisms, "mechanisms", bench.ServeMechanisms, "what to compare: "+strings.Join(bench.ServeMechanisms, ", "))
 	c.Flags().StringSliceVar(&o.Orders, "orders", []string{"ls-first"}, "the start orders each setup is measured in: ls-first (the LS ready, its CUDA graph captured, before the BE starts), be-first (the LS starts while the BE runs; the BE is measured over the LS's serving only; named \"(BE first)\")")
@@ -97,14 +97,14 @@ func parseFloats(xs []string) ([]float64, error) {
 }
 
 // tideForm is how a --tide setting is written.
-const tideForm = "INFLIGHT:QUEUE:SHARE[:LS_TPCS][:own][:floor=N][:slice=DUR]"
+const tideForm = "INFLIGHT:QUEUE:SHARE[:LS_TPCS][:own][:floor=N][:slice=DUR][:slo=DUR|Nx]"
 
 func parseTide(xs []string) ([]bench.TideSetting, error) {
 	var out []bench.TideSetting
 	for _, x := range xs {
 		f := strings.Split(x, ":")
 		bad := fmt.Errorf("tide setting %q: want %s, e.g. 8:300us:0.05, 8:300us:1:50:own or 8:300us:1:floor=8", x, tideForm)
-		if len(f) < 3 || len(f) > 6 {
+		if len(f) < 3 || len(f) > 7 {
 			return nil, bad
 		}
 		n, err1 := strconv.Atoi(f[0])
@@ -122,6 +122,10 @@ func parseTide(xs []string) ([]bench.TideSetting, error) {
 				}
 			} else if sl, ok := strings.CutPrefix(opt, "slice="); ok && t.BE.Slice == 0 {
 				if t.BE.Slice, err = time.ParseDuration(sl); err != nil || t.BE.Slice == 0 { // slice=0 cuts nothing
+					return nil, bad
+				}
+			} else if so, ok := strings.CutPrefix(opt, "slo="); ok && t.LS.SLO == (ctl.SLO{}) {
+				if t.LS.SLO, err = ctl.ParseSLO(so); err != nil || t.LS.SLO == (ctl.SLO{}) {
 					return nil, bad
 				}
 			} else if opt == "own" && !t.LS.Own {

@@ -1,12 +1,14 @@
 // carve daemon: the node's controller, carve's MPS daemon, cleanup of ended
-// tenants and metrics, until stopped.
+// tenants, the SLO controller and metrics, until stopped.
 
 package main
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/daemon"
 	"github.com/carve-gpu/carve/internal/mps"
+	"github.com/carve-gpu/carve/internal/slo"
 )
 
 func newDaemonCmd() *cobra.Command {
@@ -22,7 +25,7 @@ func newDaemonCmd() *cobra.Command {
 	var noMPS bool
 	c := &cobra.Command{
 		Use:   "daemon",
-		Short: "Run the node's controller: carve's MPS daemon, cleanup of ended tenants, metrics",
+		Short: "Run the node's controller: carve's MPS daemon, cleanup of ended tenants, LS tenants' SLOs, metrics",
 		Long: `daemon runs until stopped (SIGINT or SIGTERM): it starts carve's MPS daemon if
 it is not running, frees the node-block slots of LS tenants that died, and
 serves what the partitioned processes are doing: Prometheus metrics on
@@ -36,9 +39,18 @@ carve's pipe directory instead of starting another. carve mps stop ends MPS
 (its clients must have exited); --stop-mps-on-exit makes the daemon stop MPS,
 the one it started or adopted, when it ends.
 
+The SLO controller runs here: every --slo-interval (100ms) it reads the busy
+periods of each LS tenant with an SLO (carve run --slo, a claim config's slo)
+and, GPU by GPU, sets the share and queue of the BE tenants there so that the
+p99 of the last ` + strconv.Itoa(slo.WindowSteps) + ` intervals' periods stays under the tightest SLO: down by
+half when over, up slowly when well under, all to the BE tenants when no LS
+tenant has had work for that long. What a BE asked is kept in its block and
+given back once no SLO binds it. With no SLO set it changes nothing.
+
 It is not on any kernel launch's path: LS and BE tenants share the GPU
 through the node block, placements are atomic without it, and tenants run on
-if it stops. It keeps no state of its own, so a restart serves the same.`,
+if it stops, the BE tenants at the share and queue it last set. It keeps no
+state of its own, so a restart serves the same.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := ctl.Dir()
@@ -61,6 +73,7 @@ if it stops. It keeps no state of its own, so a restart serves the same.`,
 	}
 	c.Flags().StringVar(&o.Listen, "listen", "127.0.0.1:9400", "address of /metrics and /status")
 	c.Flags().DurationVar(&o.Interval, "interval", time.Second, "how often ended tenants are cleaned up (10ms to 1h)")
+	c.Flags().DurationVar(&o.SLOInterval, "slo-interval", 100*time.Millisecond, fmt.Sprintf("how often the SLO controller steps (10ms to 1s; its window is %d of them)", slo.WindowSteps))
 	c.Flags().BoolVar(&noMPS, "no-mps", false, "leave MPS alone")
 	c.Flags().BoolVar(&o.ShowCommands, "show-commands", false, "serve tenants' command lines in /status and the metrics' command label (default: left out)")
 	c.Flags().BoolVar(&o.StopMPS, "stop-mps-on-exit", false, "stop MPS when the daemon ends (default: MPS runs on for its clients)")

@@ -92,6 +92,9 @@ func policyFlag(flags *pflag.FlagSet, field ctl.PolicyField, p *ctl.Policy) {
 	case *ctl.MemLimit: // a pflag.Value
 		*v = def.(ctl.MemLimit)
 		flags.Var(v, field.Flag, help)
+	case *ctl.SLO: // a pflag.Value
+		*v = def.(ctl.SLO)
+		flags.Var(v, field.Flag, help)
 	default:
 		panic(fmt.Sprintf("ctl.Policy.%s: carve run has no flag for a %T", field.Name, v))
 	}

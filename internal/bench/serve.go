@@ -53,6 +53,9 @@ func (t TideSetting) String() string {
 	if t.LS.Own {
 		s += " own"
 	}
+	if t.LS.SLO != (ctl.SLO{}) {
+		s += ", SLO " + t.LS.SLO.String()
+	}
 	return s
 }
 

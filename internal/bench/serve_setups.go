@@ -15,7 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/slo"
 )
 
 // setup is how one mechanism starts the LS service and the BE job.
@@ -26,6 +28,7 @@ type setup struct {
 	withLS, withBE bool
 	beFirst        bool    // the BE starts and runs before the LS starts; it is measured over the LS's serving
 	lsRate         float64 // 0: the rate of the point; -1: an LS that gets no request (run at the first rate only)
+	steer          bool    // the LS has an SLO: the SLO controller runs (in this process) while it does
 }
 
 func (e *Env) serveSetups(o ServeOptions) []setup {
@@ -53,12 +56,13 @@ func (e *Env) serveSetups(o ServeOptions) []setup {
 			}
 		case "tide":
 			for _, t := range o.Tide {
-				out = append(out, setup{name: "carve tide, " + t.String(), withLS: true, withBE: true,
+				out = append(out, setup{name: "carve tide, " + t.String(), withLS: true, withBE: true, steer: t.LS.SLO != (ctl.SLO{}),
 					lsPre: e.Run(t.lsFlags(o.LSTPCs)...), bePre: e.Run(t.beFlags()...), lsEnv: mps, beEnv: mps})
 			}
 			for _, t := range o.Tide { // the BE's throughput with an idle LS tenant beside it
 				if o.Idle {
 					out = append(out, setup{name: "carve tide, no LS request, " + t.String(), withLS: true, withBE: true, lsRate: -1,
+						steer: t.LS.SLO != (ctl.SLO{}),
 						lsPre: e.Run(t.lsFlags(o.LSTPCs)...), bePre: e.Run(t.beFlags()...), lsEnv: mps, beEnv: mps})
 				}
 			}
@@ -159,6 +163,16 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 	defer cancel()
 	var lsProc, beProc *serveProc
 	var r served
+	if s.steer {
+		dir, err := ctl.Dir()
+		if err != nil {
+			return r, err
+		}
+		steering, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); slo.New(dir).Run(steering, 0, nil) }()
+		defer func() { stop(); <-done }()
+	}
 	defer func() {
 		for _, p := range []*serveProc{lsProc, beProc} {
 			if p != nil {

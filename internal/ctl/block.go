@@ -13,7 +13,7 @@ import (
 // Values shared with shim/carve_ctl.h.
 const (
 	Magic   = 0x45565243
-	Version = 6
+	Version = 7
 	Size    = 5120
 	GPUs    = 16 // GPUs a block holds partitions on: the header's, and GPUs-1 in its table
 
@@ -109,7 +109,13 @@ type Block struct {
 	SliceFns     uint32     `c:"slice_fns"`
 	Sliced       uint64     `c:"sliced"`
 	SlicePieces  uint64     `c:"slice_pieces"`
-	TideReserved [38]uint64 `c:"tide_reserved"`
+	SLOUS        uint32     `c:"slo_us"`
+	SLOAlone     uint32     `c:"slo_alone_milli"`
+	SLOSteered   uint32     `c:"slo_steered"`
+	AskedShare   uint32     `c:"asked_share_ppm"`
+	AskedQueueUS uint32     `c:"asked_queue_us"`
+	Pad2         uint32     `c:"pad2"`
+	TideReserved [35]uint64 `c:"tide_reserved"`
 
 	More         [GPUs - 1]BlockPart `c:"more"`
 	MoreReserved [128]byte           `c:"more_reserved"`

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -65,6 +66,7 @@ type Tide struct {
 	Epoch       time.Duration `json:"epoch"`
 	Floor       int           `json:"floor"` // TPCs
 	Slice       time.Duration `json:"slice"` // BE: pieces' length while an LS tenant is active (0: never cut)
+	SLO         SLO           `json:"slo"`   // LS: the p99 of its busy periods to keep (zero: none)
 }
 
 // Create writes the block of in.PID into dir: filled under a temporary name,
@@ -113,6 +115,7 @@ func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
 	b.InflightMax, b.SharePPM, b.EpochNS = uint32(in.Tide.InflightMax), uint32(in.Tide.Share*1e6), uint64(in.Tide.Epoch)
 	b.QueueUS = uint32(in.Tide.Queue.Microseconds())
 	b.SliceUS = uint32(in.Tide.Slice.Microseconds())
+	b.SLOUS, b.SLOAlone = uint32(in.Tide.SLO.Max.Microseconds()), uint32(math.Round(in.Tide.SLO.Alone*1000))
 	b.Floor = first.Floor
 	b.MemLimit = in.MemLimit
 	b.More = more

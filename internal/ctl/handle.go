@@ -1,17 +1,20 @@
 // A mapped control block (Handle): opening, closing and removing it, and
-// the setters carve set and placement publish through it: the mask, the
-// tide policy and the memory limit.
+// the setters carve set, placement and the SLO controller publish through
+// it: the mask, the tide policy (and a BE's share and queue, steered) and
+// the memory limit.
 
 package ctl
 
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/carve-gpu/carve/internal/topo"
@@ -77,6 +80,10 @@ func openPath(path string) (*Handle, error) {
 	}
 	return h, nil
 }
+
+// OpenPath maps the block in the file path (an Entry's), as Read found
+// it; the error is a *Bad where carve cannot read it.
+func OpenPath(path string) (*Handle, error) { return openPath(path) }
 
 // Close unmaps the block.
 func (h *Handle) Close() error {
@@ -148,6 +155,35 @@ func (h *Handle) SetTide(t Tide) {
 	atomic.StoreUint64(&h.b.EpochNS, uint64(t.Epoch))
 	atomic.StoreUint32(&h.b.QueueUS, uint32(t.Queue.Microseconds()))
 	atomic.StoreUint32(&h.b.SliceUS, uint32(t.Slice.Microseconds()))
+}
+
+// Steer sets a BE tenant's share and queue for the SLO controller
+// (internal/slo); the shim reads them at its next launch. The first time,
+// it keeps what the tenant asked of them (Snapshot.Steered), for Unsteer.
+// The error is a *Bad where the block's file was cut short.
+func (h *Handle) Steer(share float64, queue time.Duration) error {
+	return guarded(h.Path, func() {
+		if atomic.LoadUint32(&h.b.SLOSteered) == 0 {
+			atomic.StoreUint32(&h.b.AskedShare, atomic.LoadUint32(&h.b.SharePPM))
+			atomic.StoreUint32(&h.b.AskedQueueUS, atomic.LoadUint32(&h.b.QueueUS))
+			atomic.StoreUint32(&h.b.SLOSteered, 1)
+		}
+		atomic.StoreUint32(&h.b.SharePPM, uint32(math.Round(share*1e6)))
+		atomic.StoreUint32(&h.b.QueueUS, uint32(queue.Microseconds()))
+	})
+}
+
+// Unsteer puts back what a BE tenant asked of its share and queue, where
+// Steer changed them; else it writes nothing.
+func (h *Handle) Unsteer() error {
+	return guarded(h.Path, func() {
+		if atomic.LoadUint32(&h.b.SLOSteered) == 0 {
+			return
+		}
+		atomic.StoreUint32(&h.b.SharePPM, atomic.LoadUint32(&h.b.AskedShare))
+		atomic.StoreUint32(&h.b.QueueUS, atomic.LoadUint32(&h.b.AskedQueueUS))
+		atomic.StoreUint32(&h.b.SLOSteered, 0)
+	})
 }
 
 // SetMemLimit changes the bytes of GPU memory the tenant may allocate (0:

@@ -1,7 +1,8 @@
 // An LS tenant's busy periods as a histogram (shim/carve_ctl.h's struct
 // carve_hist): the buckets' bounds, mirrored from CARVE_HIST_BOUND_NS and
 // checked against it by TestHistBoundsMatchHeader, and Hist, what a
-// snapshot reads: its quantiles by interpolation within a bucket, and the
+// snapshot reads: its quantiles by interpolation within a bucket, the
+// share of its periods within a time (an SLO's attainment), and the
 // difference of two (a window).
 
 package ctl
@@ -66,6 +67,30 @@ func (h Hist) Sub(old Hist) Hist {
 		d.Sum = h.Sum - old.Sum
 	}
 	return d
+}
+
+// Within is the share of the periods h holds that were shorter than d,
+// interpolating within d's bucket as Quantile does; 1 when h is empty.
+func (h Hist) Within(d time.Duration) float64 {
+	n := h.Count()
+	if n == 0 {
+		return 1
+	}
+	var below float64
+	for i, c := range h.Counts {
+		var lo time.Duration
+		if i > 0 {
+			lo = HistBound(i - 1)
+		}
+		if i == HistBuckets-1 || d < HistBound(i) {
+			if d > lo && i < HistBuckets-1 {
+				below += float64(c) * float64(d-lo) / float64(HistBound(i)-lo)
+			}
+			break
+		}
+		below += float64(c)
+	}
+	return below / float64(n)
 }
 
 // Quantile is the q-th quantile (0 < q <= 1) of the periods h holds, by

@@ -31,6 +31,10 @@ type Policy struct {
 	Class uint32 // ClassNone, ClassLS or ClassBE
 	// LS: keep to its own TPCs and borrow none.
 	Own bool `flag:"own" config:"own" for:"ls" help:"keep to its own TPCs and borrow none, so that BE tenants beside it (--be-share 1) keep the rest while it has work"`
+	// LS: the p99 of its busy periods it must keep, which carve daemon's
+	// SLO controller (internal/slo) keeps by holding the GPU's BE tenants
+	// back, giving them the rest (zero: none).
+	SLO SLO `flag:"slo" config:"slo" for:"ls" help:"the p99 of its busy periods to keep: a time (8ms) or a multiple of its p99 while no BE ran (2x); carve daemon then sets the BE tenants' share and queue on its GPUs to keep it, and gives them the rest (default: none)"`
 	// BE: the share of the time it may still run while LS work is in
 	// flight, off the LS tenants' TPCs (0: only after waiting an epoch).
 	Share float64 `flag:"be-share" config:"beShare" for:"be" help:"share of the time it may still run while LS work is in flight, off the LS tenants' TPCs (0: only after waiting an epoch)"`
@@ -95,7 +99,7 @@ func PolicyFieldNamed(name string) PolicyField {
 }
 
 // Addr is a pointer to f's field of p: *bool, *int, *float64,
-// *time.Duration or *MemLimit.
+// *time.Duration, *MemLimit or *SLO.
 func (f PolicyField) Addr(p *Policy) any {
 	return reflect.ValueOf(p).Elem().Field(f.index).Addr().Interface()
 }
@@ -175,10 +179,13 @@ func (p *Policy) Normalize(spelled Spelling) error {
 	case p.Floor > 0 && p.Floor < NarrowMin:
 		return fail("Floor", ": a BE floor of %d TPCs: want at least %d (kernels sized for the whole GPU may never finish on fewer)",
 			p.Floor, NarrowMin)
+	case p.SLO.check() != nil:
+		return fail("SLO", ": %v", p.SLO.check())
 	case p.Mem.Percent < 0 || p.Mem.Percent > 100 || math.IsNaN(p.Mem.Percent) || p.Mem.Percent > 0 && p.Mem.Bytes > 0:
 		return fail("Mem", ": memory limit of %d bytes and %g%%: want a size, or a share of the GPU's memory above 0%% and at most 100%%",
 			p.Mem.Bytes, p.Mem.Percent)
 	}
+	p.SLO = p.SLO.rounded()
 	return nil
 }
 
@@ -212,6 +219,10 @@ func (p Policy) RunArgs() []string {
 			if x != (MemLimit{}) {
 				args = append(args, "--"+f.Flag+"="+x.String())
 			}
+		case SLO:
+			if x != (SLO{}) {
+				args = append(args, "--"+f.Flag+"="+x.String())
+			}
 		case bool:
 			if x {
 				args = append(args, "--"+f.Flag)
@@ -227,20 +238,25 @@ func (p Policy) RunArgs() []string {
 
 // Apply writes p (normalized, its memory limit resolved into bytes) into
 // what a new block starts with: the class, the flag an LS tenant that
-// keeps to its own TPCs sets, a BE tenant's tide policy and the memory
-// limit. The floor's TPCs are placement's to choose (Part.Floor).
+// keeps to its own TPCs sets, an LS tenant's SLO, a BE tenant's tide
+// policy and the memory limit. The floor's TPCs are placement's to choose (Part.Floor).
 func (p Policy) Apply(in *Init) {
 	in.Class = p.Class
 	if p.Own {
 		in.Flags |= FlagLSOwn
 	}
-	in.Tide = Tide{InflightMax: p.Inflight, Queue: p.Queue, Share: p.Share, Epoch: p.Epoch, Slice: p.Slice}
+	in.Tide = Tide{InflightMax: p.Inflight, Queue: p.Queue, Share: p.Share, Epoch: p.Epoch, Slice: p.Slice, SLO: p.SLO}
 	in.MemLimit = p.Mem.Bytes
 }
 
 // Policy is the policy the block was made with (Apply's, read back; a
-// memory limit in bytes, as placement resolved it).
+// memory limit in bytes, as placement resolved it; a BE's share and queue
+// as it asked them where the SLO controller holds them: Steered).
 func (s Snapshot) Policy() Policy {
-	return Policy{Class: s.Class, Own: s.Flags&FlagLSOwn != 0, Share: s.Tide.Share, Epoch: s.Tide.Epoch,
-		Inflight: s.Tide.InflightMax, Queue: s.Tide.Queue, Slice: s.Tide.Slice, Floor: s.Floor.Count(), Mem: MemLimit{Bytes: s.Memory.Limit}}
+	share, queue := s.Tide.Share, s.Tide.Queue
+	if s.Steered != nil {
+		share, queue = s.Steered.Share, s.Steered.Queue
+	}
+	return Policy{Class: s.Class, Own: s.Flags&FlagLSOwn != 0, SLO: s.Tide.SLO, Share: share, Epoch: s.Tide.Epoch,
+		Inflight: s.Tide.InflightMax, Queue: queue, Slice: s.Tide.Slice, Floor: s.Floor.Count(), Mem: MemLimit{Bytes: s.Memory.Limit}}
 }

@@ -58,6 +58,13 @@ func TestPolicyNormalize(t *testing.T) {
 		{ls(func(p *ctl.Policy) { p.Queue = time.Second }), "queue is for BE tenants", "--queue is for BE", "queue is for BE"},
 		{ctl.Policy{Own: true}, "own is for LS tenants", "--own is for LS", "own is for LS"},
 		{ls(func(p *ctl.Policy) { p.Mem = ctl.MemLimit{Bytes: 12 << 30} }), "", "", ""},
+		{ls(func(p *ctl.Policy) { p.SLO = ctl.SLO{Max: 8 * time.Millisecond} }), "", "", ""},
+		{ls(func(p *ctl.Policy) { p.SLO = ctl.SLO{Alone: 2} }), "", "", ""},
+		{be(func(p *ctl.Policy) { p.SLO = ctl.SLO{Max: 8 * time.Millisecond} }), "slo is for LS tenants", "--slo is for LS tenants", "slo is for LS tenants"},
+		{ls(func(p *ctl.Policy) { p.SLO = ctl.SLO{Max: -time.Millisecond} }), "slo: negative", "--slo: negative", "slo: negative"},
+		{ls(func(p *ctl.Policy) { p.SLO = ctl.SLO{Max: time.Minute} }), "slo: 1m0s: want 10µs to 10s", "--slo: 1m0s", "slo: 1m0s"},
+		{ls(func(p *ctl.Policy) { p.SLO = ctl.SLO{Alone: 0.5} }), "slo: 0.5x: want 1x (as alone) to 100x", "--slo: 0.5x", "slo: 0.5x"},
+		{ls(func(p *ctl.Policy) { p.SLO = ctl.SLO{Max: time.Millisecond, Alone: 2} }), "slo: a time (1ms) and a multiple (2x) at once", "--slo: a time", "slo: a time"},
 		{be(func(p *ctl.Policy) { p.Mem = ctl.MemLimit{Percent: 60} }), "", "", ""},
 		{ctl.Policy{Mem: ctl.MemLimit{Percent: 120}}, "mem: memory limit of 0 bytes and 120%", "--mem: memory limit", "memory: memory limit"},
 		{ctl.Policy{Mem: ctl.MemLimit{Bytes: 1, Percent: 10}}, "mem: memory limit of 1 bytes and 10%", "--mem:", "memory:"},
@@ -111,6 +118,7 @@ func TestPolicyInBlock(t *testing.T) {
 	for i, p := range []ctl.Policy{
 		{Class: ctl.ClassBE, Share: 0.25, Epoch: 7 * time.Millisecond, Inflight: 3, Queue: 250 * time.Microsecond, Floor: 8},
 		{Class: ctl.ClassLS, Own: true, Mem: ctl.MemLimit{Bytes: 12 << 30}},
+		{Class: ctl.ClassLS, SLO: ctl.SLO{Alone: 2.5}},
 		{},
 	} {
 		in := ctl.Init{PID: 1000 + i, Flags: ctl.FlagMPS, Parts: []ctl.Part{{Mask: floor.Disable(), Live: floor, Node: "node-x"}}}
@@ -148,6 +156,8 @@ func TestRunArgs(t *testing.T) {
 		{ctl.Policy{Class: ctl.ClassLS}, []string{"--ls"}},
 		{ctl.Policy{Class: ctl.ClassLS, Mem: ctl.MemLimit{Bytes: 3 << 29}}, []string{"--ls", "--mem=1536M"}},
 		{ctl.Policy{Mem: ctl.MemLimit{Percent: 60}}, []string{"--mem=60%"}},
+		{ctl.Policy{Class: ctl.ClassLS, SLO: ctl.SLO{Max: 8 * time.Millisecond}}, []string{"--ls", "--slo=8ms"}},
+		{ctl.Policy{Class: ctl.ClassLS, SLO: ctl.SLO{Alone: 1.5}}, []string{"--ls", "--slo=1.5x"}},
 		{ctl.Policy{}, nil},
 	} {
 		if got := tc.p.RunArgs(); !reflect.DeepEqual(got, tc.want) {

@@ -46,6 +46,10 @@ type Snapshot struct {
 	Tide       Tide
 	TideStatus TideStatus
 	Memory     Memory
+	// Steered is what a BE tenant asked of its share and queue while the
+	// SLO controller (internal/slo) holds them (Tide has the values it
+	// set); nil while it does not.
+	Steered *Asked
 
 	// launches on another GPU than the mask's, which ran on all its TPCs
 	// (allowed unpartitioned), and the last such GPU's UUID
@@ -74,6 +78,12 @@ func (s Snapshot) GPUs() []string {
 		}
 	}
 	return out
+}
+
+// Asked is what a BE tenant asked of the dials the SLO controller sets.
+type Asked struct {
+	Share float64
+	Queue time.Duration
 }
 
 // TideStatus is what an LS or BE tenant's shim says of its work.
@@ -157,7 +167,12 @@ func (h *Handle) Snapshot() Snapshot {
 	s.Tide = Tide{Node: string(node), InflightMax: int(atomic.LoadUint32(&b.InflightMax)),
 		Queue: time.Duration(atomic.LoadUint32(&b.QueueUS)) * time.Microsecond,
 		Share: float64(atomic.LoadUint32(&b.SharePPM)) / 1e6, Epoch: time.Duration(atomic.LoadUint64(&b.EpochNS)),
-		Slice: time.Duration(atomic.LoadUint32(&b.SliceUS)) * time.Microsecond}
+		Slice: time.Duration(atomic.LoadUint32(&b.SliceUS)) * time.Microsecond,
+		SLO:   SLO{Max: time.Duration(atomic.LoadUint32(&b.SLOUS)) * time.Microsecond, Alone: float64(atomic.LoadUint32(&b.SLOAlone)) / 1000}}
+	if atomic.LoadUint32(&b.SLOSteered) != 0 {
+		s.Steered = &Asked{Share: float64(atomic.LoadUint32(&b.AskedShare)) / 1e6,
+			Queue: time.Duration(atomic.LoadUint32(&b.AskedQueueUS)) * time.Microsecond}
+	}
 	s.Floor = b.Floor // written once, before the block is published
 	s.Tide.Floor = s.Floor.Count()
 	s.TideStatus = TideStatus{State: atomic.LoadUint32(&b.TideState), Inflight: int(atomic.LoadUint32(&b.Inflight)),

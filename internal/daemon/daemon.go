@@ -1,15 +1,18 @@
 // Package daemon is carve's node controller: it runs carve's MPS daemon,
 // frees the node-block slots of LS tenants that died (and the TPCs of
-// partitions outside tide that ended, for LS tenants), and serves what the
-// partitioned processes are doing as Prometheus metrics (/metrics) and as
-// JSON (/status).
+// partitions outside tide that ended, for LS tenants), runs the SLO
+// controller (internal/slo), which sets the BE tenants' share and queue to
+// keep the LS tenants' SLOs, and serves what the partitioned processes are
+// doing as Prometheus metrics (/metrics) and as JSON (/status).
 //
 // It is not on any launch's path: the shims of LS and BE tenants meet in
 // the node block, and a tenant runs on with the daemon gone. MPS too runs
 // on when the daemon ends (unless told to stop it), so that a restart, a
 // rolling upgrade, takes no tenant off MPS; the next daemon adopts it. Nor does it
 // keep state of its own: everything it serves is read from the control
-// and node blocks when asked, so a restarted daemon serves the same.
+// and node blocks when asked, so a restarted daemon serves the same; the
+// SLO controller's dials and what the BE tenants asked are in their
+// blocks, and its window of busy periods fills again within a second.
 package daemon
 
 import (
@@ -29,6 +32,7 @@ import (
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/mps"
 	"github.com/carve-gpu/carve/internal/place"
+	"github.com/carve-gpu/carve/internal/slo"
 	"github.com/carve-gpu/carve/internal/status"
 	"github.com/carve-gpu/carve/internal/xid"
 )
@@ -38,7 +42,11 @@ type Options struct {
 	Dir      string        // the runtime directory of control and node blocks
 	Listen   string        // address of /metrics and /status, e.g. 127.0.0.1:9400
 	Interval time.Duration // how often dead tenants' slots are freed: 0 (a second) or MinInterval to MaxInterval
-	MPS      *mps.Daemon   // carve's MPS daemon: started, or adopted where it runs; nil: none
+	// SLOInterval is how often the SLO controller steps: 0
+	// (slo.DefaultInterval) or MinInterval to a second; its window is
+	// slo.WindowSteps of them.
+	SLOInterval time.Duration
+	MPS         *mps.Daemon // carve's MPS daemon: started, or adopted where it runs; nil: none
 	// StopMPS stops MPS when Run returns, started or adopted. Without it
 	// MPS runs on for its clients: a restarted daemon adopts it, and only
 	// carve mps stop ends it.
@@ -80,6 +88,12 @@ func Run(ctx context.Context, o Options) error {
 	if err := CheckInterval("--interval", o.Interval); err != nil {
 		return err
 	}
+	if o.SLOInterval == 0 {
+		o.SLOInterval = slo.DefaultInterval
+	}
+	if o.SLOInterval < MinInterval || o.SLOInterval > time.Second {
+		return fmt.Errorf("--slo-interval %v: want %v to 1s", o.SLOInterval, MinInterval)
+	}
 	// the address first: a daemon that cannot serve starts nothing
 	if _, _, err := net.SplitHostPort(o.Listen); err != nil {
 		return fmt.Errorf("address %q: want HOST:PORT, e.g. 127.0.0.1:9400", o.Listen)
@@ -103,7 +117,21 @@ func Run(ctx context.Context, o Options) error {
 			}()
 		}
 	}
-	c := &collector{dir: o.Dir, showCommands: o.ShowCommands}
+	ctrl := slo.New(o.Dir)
+	sloCtx, stopSLO := context.WithCancel(ctx)
+	sloDone := make(chan struct{})
+	defer func() { stopSLO(); <-sloDone }()
+	go func() {
+		defer close(sloDone)
+		var last string
+		ctrl.Run(sloCtx, o.SLOInterval, func(err error) {
+			if err.Error() != last { // once, not every step
+				o.Log.Warn("SLO controller", "err", err)
+				last = err.Error()
+			}
+		})
+	}()
+	c := &collector{dir: o.Dir, showCommands: o.ShowCommands, slo: ctrl}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	mux := http.NewServeMux()
@@ -186,6 +214,7 @@ func answering(d *mps.Daemon, pid int, log *slog.Logger) {
 type collector struct {
 	dir          string
 	showCommands bool // Options.ShowCommands: the command label is "" without it
+	slo          *slo.Controller
 	reclaimed    atomic.Int64
 }
 
@@ -221,6 +250,9 @@ var (
 		"The LS tenant's busy periods, from its first launch after idle to its work drained (bounds: ctl.HistBound).", labels, nil)
 	descAlone = prometheus.NewDesc("carve_ls_busy_period_alone_seconds",
 		"The LS tenant's busy periods during which no BE tenant launched on the GPU (from a second before).", labels, nil)
+	descSLO    = prometheus.NewDesc("carve_ls_slo_seconds", "The p99 of busy periods the LS tenant's SLO asks (a multiple of its alone p99 resolved; absent until it has one).", labels, nil)
+	descSLOP99 = prometheus.NewDesc("carve_ls_slo_window_p99_seconds", "The p99 of the LS tenant's busy periods over the SLO controller's window.", labels, nil)
+	descAttain = prometheus.NewDesc("carve_ls_slo_attainment", "The share of the LS tenant's busy periods in the SLO controller's window within its SLO (1 with none).", labels, nil)
 	descHeldS  = prometheus.NewDesc("carve_be_held_seconds_total", "Time the BE tenant's launches waited for LS work.", labels, nil)
 	descHeld   = prometheus.NewDesc("carve_be_held_launches_total", "BE launches that waited for LS work.", labels, nil)
 	descNarrow = prometheus.NewDesc("carve_be_narrow_launches_total", "BE launches let through, within the share, while LS work was in flight.", labels, nil)
@@ -281,6 +313,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descReq, prometheus.CounterValue, float64(t.Requests), l...)
 			ch <- histogram(descPeriod, t.Periods, l)
 			ch <- histogram(descAlone, t.Alone, l)
+			if v, ok := c.slo.View(slo.Key{Claim: r.Claim, PID: r.PID}); ok && v.Target > 0 {
+				ch <- prometheus.MustNewConstMetric(descSLO, prometheus.GaugeValue, v.Target.Seconds(), l...)
+				ch <- prometheus.MustNewConstMetric(descSLOP99, prometheus.GaugeValue, v.P99.Seconds(), l...)
+				ch <- prometheus.MustNewConstMetric(descAttain, prometheus.GaugeValue, v.Attainment, l...)
+			}
 		case r.Class == "be":
 			ch <- prometheus.MustNewConstMetric(descHeldS, prometheus.CounterValue, t.Held.Seconds(), l...)
 			ch <- prometheus.MustNewConstMetric(descHeld, prometheus.CounterValue, float64(t.HeldLaunches), l...)

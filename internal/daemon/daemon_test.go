@@ -530,3 +530,34 @@ func TestMetricsBusyPeriods(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsSLO: an LS tenant's SLO and its attainment over the SLO
+// controller's window, which runs in the daemon.
+func TestMetricsSLO(t *testing.T) {
+	dir := t.TempDir()
+	pid := sleeper(t)
+	in := ctl.Init{PID: pid, Comm: []string{"serve"}, Parts: []ctl.Part{{Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff}}}}
+	ctl.Policy{Class: ctl.ClassLS, SLO: ctl.SLO{Max: 8 * time.Millisecond}}.Apply(&in)
+	h, err := ctl.Create(dir, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	addr, _ := start(t, Options{Dir: dir, ShowCommands: true})
+	l := `{claim="",class="ls",command="serve",pid="` + itoa(pid) + `"}`
+	want := []string{"carve_ls_slo_seconds" + l + " 0.008", "carve_ls_slo_attainment" + l + " 1", "carve_ls_slo_window_p99_seconds" + l + " 0"}
+	var m string
+	// the controller steps as the daemon starts, on its own goroutine:
+	// wait for its first step, not for a time
+	for range 1000 {
+		if m = get(t, "http://"+addr+"/metrics"); strings.Contains(m, want[0]) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, w := range want {
+		if !strings.Contains(m, w) {
+			t.Errorf("metrics lack %s:\n%s", w, m)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 // An LS tenant's busy periods as carve ls, top and -o json show them: how
 // many, their p50 and p99 (ctl.Hist's quantiles), all of them and those
-// alone, over the tenant's life or over a window of top's.
+// alone, and where it has an SLO the share within it, over the tenant's
+// life or over a window of top's.
 
 package status
 
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/slo"
 )
 
 // Periods are an LS tenant's busy periods (from its first launch after
@@ -22,17 +24,34 @@ type Periods struct {
 	AloneCount uint64        `json:"alone_count"`
 	AloneP50   time.Duration `json:"alone_p50"`
 	AloneP99   time.Duration `json:"alone_p99"`
+	// the tenant's SLO (carve run --slo) as written, "" for none; the p99
+	// it stands for (0: a multiple, with no alone reference yet); and the
+	// share of the periods within that (attainment)
+	SLO        string        `json:"slo,omitempty"`
+	SLOP99     time.Duration `json:"slo_p99,omitempty"`
+	Attainment *float64      `json:"attainment,omitempty"`
+	slo        ctl.SLO
 }
 
-// PeriodsOf are what the histograms all and alone hold.
-func PeriodsOf(all, alone ctl.Hist) *Periods {
-	return &Periods{Count: all.Count(), P50: all.Quantile(0.5), P99: all.Quantile(0.99),
+// PeriodsOf are what the histograms all and alone hold, and how far the
+// periods keep the SLO s (zero: none), against the p99 alone of ref (the
+// tenant's alone periods over its life: slo.Target).
+func PeriodsOf(all, alone ctl.Hist, s ctl.SLO, ref ctl.Hist) *Periods {
+	p := &Periods{Count: all.Count(), P50: all.Quantile(0.5), P99: all.Quantile(0.99),
 		AloneCount: alone.Count(), AloneP50: alone.Quantile(0.5), AloneP99: alone.Quantile(0.99)}
+	if s != (ctl.SLO{}) {
+		p.slo, p.SLO, p.SLOP99 = s, s.String(), slo.Target(s, ref)
+		if p.SLOP99 > 0 {
+			a := all.Within(p.SLOP99)
+			p.Attainment = &a
+		}
+	}
+	return p
 }
 
 // periodsBetween are the periods an LS row's tenant saw since prev's.
-func periodsBetween(prev, cur *ctl.TideStatus) *Periods {
-	return PeriodsOf(cur.Periods.Sub(prev.Periods), cur.Alone.Sub(prev.Alone))
+func periodsBetween(prev, cur *ctl.TideStatus, s ctl.SLO) *Periods {
+	return PeriodsOf(cur.Periods.Sub(prev.Periods), cur.Alone.Sub(prev.Alone), s, cur.Alone)
 }
 
 // roundPeriod rounds d for people: 3 significant digits or so.
@@ -57,7 +76,33 @@ func (p *Periods) Text() string {
 	if p.AloneCount > 0 {
 		s += fmt.Sprintf(" (alone p50 %v p99 %v)", roundPeriod(p.AloneP50), roundPeriod(p.AloneP99))
 	}
-	return s
+	return s + p.sloText()
+}
+
+// sloText is ", SLO 8ms: 99.2% within" where p has an SLO.
+func (p *Periods) sloText() string {
+	switch {
+	case p.SLO == "":
+		return ""
+	case p.Attainment == nil:
+		return fmt.Sprintf(", SLO %s: no alone periods yet", p.SLO)
+	case p.SLO == p.SLOP99.String():
+		return fmt.Sprintf(", SLO %s: %.1f%% within", p.SLO, 100**p.Attainment)
+	}
+	return fmt.Sprintf(", SLO %s (%v): %.1f%% within", p.SLO, roundPeriod(p.SLOP99), 100**p.Attainment)
+}
+
+// SLOText is p's SLO and attainment the way carve top's column says it,
+// "8ms/99.2%", "-" with no SLO, "2x/-" with no alone reference or no
+// period.
+func (p *Periods) SLOText() string {
+	switch {
+	case p == nil || p.SLO == "":
+		return "-"
+	case p.Attainment == nil || p.Count == 0:
+		return p.SLO + "/-"
+	}
+	return fmt.Sprintf("%s/%.1f%%", p.SLO, 100**p.Attainment)
 }
 
 // Quantiles is p's p50/p99 the way carve top's column says it, "-" with

@@ -137,7 +137,7 @@ func row(e ctl.Entry, ended bool) Row {
 		ts := e.TideStatus
 		r.Tide = &ts
 		if e.Class == ctl.ClassLS {
-			r.Periods = PeriodsOf(ts.Periods, ts.Alone)
+			r.Periods = PeriodsOf(ts.Periods, ts.Alone, e.Tide.SLO, ts.Alone)
 		}
 	}
 	if !e.LastLaunch.IsZero() {

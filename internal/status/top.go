@@ -9,6 +9,8 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
 )
 
 // Rates are what changed for one process between two listings.
@@ -37,7 +39,11 @@ func Between(prev, cur []Row, dt time.Duration) map[int]Rates {
 			x.Busy = float64(r.Tide.Busy-p.Tide.Busy) / float64(dt)
 			x.Held = float64(r.Tide.Held-p.Tide.Held) / float64(dt)
 			if r.Class == "ls" {
-				x.Periods = periodsBetween(p.Tide, r.Tide)
+				var s ctl.SLO
+				if r.Periods != nil {
+					s = r.Periods.slo
+				}
+				x.Periods = periodsBetween(p.Tide, r.Tide, s)
 			}
 		}
 		out[r.PID] = x
@@ -50,7 +56,7 @@ func Between(prev, cur []Row, dt time.Duration) map[int]Rates {
 func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt time.Duration) {
 	fmt.Fprintf(w, "carve top  %s  (rates over %v)\n\n", now.Format("15:04:05"), dt.Round(time.Millisecond))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tCLASS\tGPU\tTPCS\tN\tMEM\tLAUNCHES/S\tLS BUSY\tLS P50/P99\tBE HELD\tBE IN FLIGHT\tSTATE\tCOMMAND")
+	fmt.Fprintln(tw, "PID\tCLASS\tGPU\tTPCS\tN\tMEM\tLAUNCHES/S\tLS BUSY\tLS P50/P99\tLS SLO/WITHIN\tBE HELD\tBE IN FLIGHT\tSTATE\tCOMMAND")
 	n := 0
 	for _, r := range rows {
 		if r.Ended || r.Unreadable != nil {
@@ -58,11 +64,11 @@ func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt ti
 		}
 		n++
 		x := rates[r.PID]
-		busy, quant, held, infl := "-", "-", "-", "-"
+		busy, quant, within, held, infl := "-", "-", "-", "-", "-"
 		switch r.Class {
 		case "ls":
 			busy = fmt.Sprintf("%.0f%%", 100*x.Busy)
-			quant = x.Periods.Quantiles()
+			quant, within = x.Periods.Quantiles(), x.Periods.SLOText()
 		case "be":
 			held = fmt.Sprintf("%.0f%%", 100*x.Held)
 			if r.Tide != nil {
@@ -74,10 +80,10 @@ func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt ti
 			state = "FAULT " + r.Fault.Name
 		}
 		state += Elsewhere(r) + Refused(r)
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), ShortGPU(r.GPU), r.TPCs, r.NumTPCs,
-			MemText(r), x.Launches, busy, quant, held, infl, state, Command(r, 40))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), ShortGPU(r.GPU), r.TPCs, r.NumTPCs,
+			MemText(r), x.Launches, busy, quant, within, held, infl, state, Command(r, 40))
 		for _, g := range MoreParts(r) {
-			fmt.Fprintf(tw, "\t\t%s\t%s\t%d\t\t\t\t\t\t\t\t\n", ShortGPU(g.GPU), g.TPCs, g.NumTPCs)
+			fmt.Fprintf(tw, "\t\t%s\t%s\t%d\t\t\t\t\t\t\t\t\t\n", ShortGPU(g.GPU), g.TPCs, g.NumTPCs)
 		}
 	}
 	tw.Flush()

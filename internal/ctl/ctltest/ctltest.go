@@ -31,6 +31,8 @@ func WithField(class uint32, f ctl.PolicyField) (ctl.Policy, error) {
 		*v = 2 * time.Millisecond
 	case *ctl.MemLimit:
 		*v = ctl.MemLimit{Bytes: 3 << 30}
+	case *ctl.SLO:
+		*v = ctl.SLO{Max: 8 * time.Millisecond}
 	default:
 		return p, fmt.Errorf("ctl.Policy.%s: ctltest has no value for a %T", f.Name, v)
 	}

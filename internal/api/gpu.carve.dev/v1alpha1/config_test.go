@@ -35,6 +35,8 @@ func TestEveryPolicyFieldIsConfigured(t *testing.T) {
 		switch {
 		case f.Type == reflect.TypeFor[ctl.MemLimit]():
 			written, want = "25%", ctl.MemLimit{Percent: 25}
+		case f.Type == reflect.TypeFor[ctl.SLO]():
+			written, want = "8ms", ctl.SLO{Max: 8 * time.Millisecond}
 		case f.Type == reflect.TypeFor[time.Duration]():
 			written, want = "2ms", 2*time.Millisecond
 		case f.Type.Kind() == reflect.Bool:

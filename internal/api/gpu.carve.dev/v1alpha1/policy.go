@@ -17,8 +17,9 @@ import (
 // Policy is what a config sets of the tenant's policy: for each field of
 // ctl.Policy with a config tag that the config names, by that name, its
 // value as ctl.Policy holds it (a bool, an int, a float64, a
-// time.Duration), except a memory limit (ctl.MemLimit), which is the text
-// written ("12G", "25%"), for Resolve to parse.
+// time.Duration), except a memory limit (ctl.MemLimit) and an SLO
+// (ctl.SLO), which are the text written ("12G", "25%"; "8ms", "2x"), for
+// Resolve to parse.
 type Policy map[string]any
 
 // policyField is a field of ctl.Policy that a config may set.
@@ -33,6 +34,7 @@ type policyField struct {
 var (
 	durationType = reflect.TypeFor[time.Duration]()
 	memLimitType = reflect.TypeFor[ctl.MemLimit]()
+	sloType      = reflect.TypeFor[ctl.SLO]()
 )
 
 // policyFields are ctl.Policy's fields that have a config tag, in its
@@ -49,7 +51,7 @@ func findPolicyFields() []policyField {
 		typ := reflect.TypeOf(f.Value(ctl.Policy{}))
 		pf := policyField{name: name, field: f, typ: typ, value: typ, json: typ}
 		switch {
-		case typ == memLimitType: // parsed by Resolve, as ctl.ParseMemLimit reads it
+		case typ == memLimitType || typ == sloType: // parsed by Resolve, as ctl.ParseMemLimit and ctl.ParseSLO read them
 			pf.value, pf.json = reflect.TypeFor[string](), reflect.TypeFor[string]()
 		case typ == durationType: // a Go duration string, as metav1.Duration writes it
 			pf.json = reflect.TypeFor[metav1.Duration]()
@@ -101,6 +103,13 @@ func (p Policy) apply(dst *ctl.Policy) error {
 				return fmt.Errorf("%s: %w", f.name, err)
 			}
 			v = reflect.ValueOf(m)
+		}
+		if f.typ == sloType {
+			s, err := ctl.ParseSLO(v.String())
+			if err != nil {
+				return fmt.Errorf("%s: %w", f.name, err)
+			}
+			v = reflect.ValueOf(s)
 		}
 		reflect.ValueOf(f.field.Addr(dst)).Elem().Set(v.Convert(f.typ))
 	}

@@ -1,0 +1,182 @@
+// The plant the controller's tests steer, on a virtual clock of steps
+// (each a DefaultInterval): LS tenants whose busy periods last longer the
+// more share the BE tenants beside them have (period = base * (1 + k *
+// share) * jitter + the BE's queue), written into real control blocks'
+// histograms through ctl's mirror of the block, as the shim's poller
+// writes them.
+
+package slo_test
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/slo"
+)
+
+// sleeper is a process that lives until the test ends (or kill).
+func sleeper(t *testing.T) (pid int, kill func()) {
+	t.Helper()
+	c := exec.Command("sleep", "60")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kill = func() { c.Process.Kill(); c.Wait() }
+	t.Cleanup(kill)
+	return c.Process.Pid, kill
+}
+
+// mapBlock maps the block file path as the shim does.
+func mapBlock(t *testing.T, path string) *ctl.Block {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mem, err := syscall.Mmap(int(f.Fd()), 0, ctl.Size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Munmap(mem) })
+	return (*ctl.Block)(unsafe.Pointer(&mem[0]))
+}
+
+// record adds a busy period of d to h, as the shim's poller does.
+func record(h *ctl.BlockHist, d time.Duration) {
+	i := 0
+	for i < ctl.HistBuckets-1 && d >= ctl.HistBound(i) {
+		i++
+	}
+	atomic.AddUint64(&h.Bucket[i], 1)
+	atomic.AddUint64(&h.SumNS, uint64(d))
+}
+
+// lsPlant is an LS tenant of the plant.
+type lsPlant struct {
+	pid   int
+	kill  func()
+	b     *ctl.Block
+	base  time.Duration // its period alone
+	k     float64       // how much longer at a BE share of 1
+	rate  int           // periods a step; 0: idle
+	long  bool          // a period in flight longer than the window
+	steps [][]time.Duration
+}
+
+// plant is the tenants of one GPU (node "node-A") and the controller.
+type plant struct {
+	t    *testing.T
+	dir  string
+	c    *slo.Controller
+	ls   []*lsPlant
+	be   []*ctl.Handle
+	step int
+}
+
+const node = "node-A"
+
+func newPlant(t *testing.T) *plant {
+	dir := t.TempDir()
+	return &plant{t: t, dir: dir, c: slo.New(dir)}
+}
+
+func (p *plant) create(pol ctl.Policy, nodes ...string) (*ctl.Handle, int, func()) {
+	p.t.Helper()
+	if err := pol.Normalize(ctl.FieldNames); err != nil {
+		p.t.Fatal(err)
+	}
+	pid, kill := sleeper(p.t)
+	in := ctl.Init{PID: pid, Comm: []string{"plant"}}
+	for _, n := range nodes {
+		in.Parts = append(in.Parts, ctl.Part{Node: n, GPU: "GPU-" + uuidOf(n),
+			Mask: [4]uint32{}, Live: [4]uint32{0xffff}})
+	}
+	pol.Apply(&in)
+	h, err := ctl.Create(p.dir, in)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() { h.Close() })
+	return h, pid, kill
+}
+
+// uuidOf is a GPU UUID for the node block name n.
+func uuidOf(n string) string {
+	return map[string]string{"node-A": "aaaaaaaa-0000-0000-0000-000000000000", "node-B": "bbbbbbbb-0000-0000-0000-000000000000"}[n]
+}
+
+// addLS adds an LS tenant on node with SLO s.
+func (p *plant) addLS(s ctl.SLO, base time.Duration, k float64, rate int) *lsPlant {
+	h, pid, kill := p.create(ctl.Policy{Class: ctl.ClassLS, SLO: s}, node)
+	l := &lsPlant{pid: pid, kill: kill, b: mapBlock(p.t, h.Path), base: base, k: k, rate: rate}
+	p.ls = append(p.ls, l)
+	return l
+}
+
+// addBE adds a BE tenant on nodes that asked share and queue.
+func (p *plant) addBE(share float64, queue time.Duration, nodes ...string) *ctl.Handle {
+	if len(nodes) == 0 {
+		nodes = []string{node}
+	}
+	h, _, _ := p.create(ctl.Policy{Class: ctl.ClassBE, Share: share, Queue: queue, Inflight: 8}, nodes...)
+	p.be = append(p.be, h)
+	return h
+}
+
+// share and queue are the BE tenants' on the plant's GPU: the most of each.
+func (p *plant) dials() (share float64, queue time.Duration) {
+	for _, h := range p.be {
+		s := h.Snapshot()
+		share, queue = max(share, s.Tide.Share), max(queue, s.Tide.Queue)
+	}
+	return share, queue
+}
+
+// run advances n steps: each LS tenant serves its periods, then the
+// controller steps.
+func (p *plant) run(n int) {
+	p.t.Helper()
+	for range n {
+		share, queue := p.dials()
+		for _, l := range p.ls {
+			var this []time.Duration
+			for i := range l.rate {
+				jitter := 1 + 0.02*float64(i%10)
+				d := time.Duration(float64(l.base)*(1+l.k*share)*jitter) + queue
+				record(&l.b.BusyHist, d)
+				this = append(this, d)
+			}
+			state := uint32(ctl.TideIdle)
+			if l.long {
+				state = ctl.TideBusy
+			}
+			atomic.StoreUint32(&l.b.TideState, state)
+			l.steps = append(l.steps, this)
+		}
+		if err := p.c.Step(); err != nil {
+			p.t.Fatalf("step %d: %v", p.step, err)
+		}
+		p.step++
+	}
+}
+
+// p99 is the true p99 of l's periods over the last n steps (0: none).
+func (l *lsPlant) p99(n int) time.Duration {
+	var all []time.Duration
+	for _, s := range l.steps[max(0, len(l.steps)-n):] {
+		all = append(all, s...)
+	}
+	if len(all) == 0 {
+		return 0
+	}
+	slices.Sort(all)
+	return all[(len(all)*99+99)/100-1]
+}

@@ -1,0 +1,377 @@
+// Package slo is carve's SLO controller: it keeps the p99 of each LS
+// tenant's busy periods under the tenant's SLO (ctl.Policy.SLO) by
+// setting the share and queue of the BE tenants on its GPUs
+// (ctl.Handle.Steer), and gives the BE tenants all that leaves.
+//
+// Every interval (Step) it reads the control blocks, keeps the last
+// Window of snapshots of each LS tenant's busy-period histogram, and per
+// GPU compares the window's p99 of each LS tenant with an SLO with its
+// SLO: the tenant furthest over (or least under) binds. Over: the GPU's
+// level halves at once; well under (Headroom): it rises by Raise; no busy
+// period in the window and none in flight: it is 1, all to the BE tenants
+// (who the shim's gate holds back only while LS work is in flight anyway).
+// A BE tenant's share is the level of its GPU (the lowest, on several),
+// its queue as much of what it asked as the level says.
+//
+// The controller keeps no state a restart needs: the level is read back
+// from the BE tenants' blocks, and what a BE asked is kept in its block
+// (Snapshot.Steered) until no SLO binds it and it is put back. A restarted
+// controller holds the dials where they are until its window has two
+// snapshots. With no SLO on any tenant it writes nothing.
+package slo
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+)
+
+// The control law's constants.
+const (
+	DefaultInterval = 100 * time.Millisecond // how often Run steps
+	WindowSteps     = 8                      // the window, in steps: 800 ms at DefaultInterval
+	Backoff         = 0.5                    // the level's factor when over the SLO
+	Raise           = 0.05                   // what the level gains a step when well under
+	Headroom        = 0.8                    // well under: a p99 below this share of the SLO
+	MinShare        = 0.01                   // a level below this is 0
+	QueueMin        = 50 * time.Microsecond  // a BE's queue at level 0 (or what it asked, if less)
+	QueueOpen       = 2 * time.Millisecond   // the queue's top for a BE that asked no bound, below level 1
+	AloneMin        = 20                     // alone periods a multiple of the alone p99 needs
+	quantile        = 0.99
+)
+
+// Controller is the SLO controller of a runtime directory's blocks.
+type Controller struct {
+	dir  string
+	mu   sync.Mutex
+	step int
+	hist map[string][]sample // by LS block (lsKey): its last WindowSteps+1 snapshots
+	cut  map[string]int      // by GPU: the step of its last backoff; the window starts there
+	view map[Key]View        // by LS tenant, for carve daemon's metrics
+}
+
+// sample is an LS tenant's busy periods at a step.
+type sample struct {
+	step int
+	h    ctl.Hist
+}
+
+// Key names an LS tenant's block as status.Row does: the claim it runs
+// in ("" for none) and its pid there.
+type Key struct {
+	Claim string
+	PID   int
+}
+
+// View is what the controller last saw of an LS tenant with an SLO.
+type View struct {
+	SLO        ctl.SLO
+	Target     time.Duration // the p99 its SLO stands for; 0: a multiple with no alone reference yet
+	P99        time.Duration // of the window's periods
+	Periods    uint64        // in the window
+	Attainment float64       // the window's periods within Target (1 with none)
+}
+
+// New is a controller of the blocks in dir.
+func New(dir string) *Controller {
+	return &Controller{dir: dir, hist: map[string][]sample{}, cut: map[string]int{}, view: map[Key]View{}}
+}
+
+// Run steps every interval (0: DefaultInterval) until ctx ends; errors go
+// to report (nil: dropped).
+func (c *Controller) Run(ctx context.Context, interval time.Duration, report func(error)) {
+	if interval == 0 {
+		interval = DefaultInterval
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := c.Step(); err != nil && report != nil {
+			report(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// View is what the last step saw of the LS tenant k; false where it has
+// no SLO, or is not known.
+func (c *Controller) View(k Key) (View, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.view[k]
+	return v, ok
+}
+
+// tenant is a block as a step reads it.
+type tenant struct {
+	ctl.Entry
+	key Key
+}
+
+// gpu is what a step finds on one GPU.
+type gpu struct {
+	ls    []lsView
+	be    []tenant
+	bound bool // an LS tenant with an SLO it can resolve is on it
+	ready bool // each has a window
+	level float64
+	hold  bool // leave its BE tenants' dials as they are
+}
+
+// lsView is an LS tenant with an SLO, as a step judges it.
+type lsView struct {
+	tenant
+	samples []sample
+	target  time.Duration
+}
+
+// Target is the p99 of busy periods s stands for, for an LS tenant whose
+// periods while no BE ran are alone: a multiple of their p99 needs
+// AloneMin of them. 0 for none yet, or no SLO.
+func Target(s ctl.SLO, alone ctl.Hist) time.Duration {
+	var ref time.Duration
+	if alone.Count() >= AloneMin {
+		ref = alone.Quantile(quantile)
+	}
+	target, _ := s.Of(ref)
+	return target
+}
+
+// Step reads the blocks once and sets the BE tenants' dials. The blocks
+// it cannot read are skipped; an error is one of the directory's, or of
+// a block it could not write (the others are written).
+func (c *Controller) Step() error {
+	l, err := ctl.Read(c.dir)
+	if err != nil {
+		return err
+	}
+	var all []tenant
+	for _, e := range l.Live {
+		all = append(all, tenant{e, Key{PID: e.PID}})
+	}
+	for _, cl := range l.Claims {
+		for _, e := range cl.Procs {
+			all = append(all, tenant{e, Key{Claim: cl.Name(), PID: e.PID}})
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.step++
+	gpus := c.readLS(all)
+	for _, t := range all {
+		if t.Class != ctl.ClassBE {
+			continue
+		}
+		for _, g := range gpusOf(t.Entry) {
+			if gpus[g] != nil {
+				gpus[g].be = append(gpus[g].be, t)
+			}
+		}
+	}
+	for name, g := range gpus {
+		c.decide(name, g)
+	}
+	return c.write(all, gpus)
+}
+
+// readLS adds each LS tenant's histogram to its window, and finds the
+// GPUs with an SLO on them.
+func (c *Controller) readLS(all []tenant) map[string]*gpu {
+	gpus := map[string]*gpu{}
+	seen := map[string]bool{}
+	c.view = map[Key]View{}
+	for _, t := range all {
+		if t.Class != ctl.ClassLS || t.Tide.SLO == (ctl.SLO{}) {
+			continue
+		}
+		k := lsKey(t.Entry)
+		seen[k] = true
+		s := append(c.hist[k], sample{c.step, t.TideStatus.Periods})
+		if len(s) > WindowSteps+1 {
+			s = s[len(s)-WindowSteps-1:]
+		}
+		c.hist[k] = s
+		v := lsView{tenant: t, samples: s, target: Target(t.Tide.SLO, t.TideStatus.Alone)}
+		w := window(s, 0)
+		c.view[t.key] = View{SLO: t.Tide.SLO, Target: v.target, P99: w.Quantile(quantile), Periods: w.Count(),
+			Attainment: w.Within(v.target)}
+		for _, name := range gpusOf(t.Entry) {
+			if gpus[name] == nil {
+				gpus[name] = &gpu{ready: true}
+			}
+			g := gpus[name]
+			g.ls = append(g.ls, v)
+			if v.target > 0 {
+				g.bound = true
+				g.ready = g.ready && len(s) > 1
+			}
+		}
+	}
+	for k := range c.hist {
+		if !seen[k] {
+			delete(c.hist, k)
+		}
+	}
+	return gpus
+}
+
+// decide sets g's level from its LS tenants' windows.
+func (c *Controller) decide(name string, g *gpu) {
+	if !g.bound || len(g.be) == 0 {
+		return
+	}
+	if !g.ready {
+		g.hold = true
+		return
+	}
+	g.level = current(g.be)
+	busy, worst, judged := false, 0.0, false
+	for _, v := range g.ls {
+		if v.target == 0 {
+			continue
+		}
+		if window(v.samples, 0).Count() > 0 || v.TideStatus.State == ctl.TideBusy {
+			busy = true
+		}
+		if w := window(v.samples, c.cut[name]); w.Count() > 0 {
+			worst, judged = math.Max(worst, float64(w.Quantile(quantile))/float64(v.target)), true
+		}
+	}
+	switch {
+	case !busy:
+		g.level = 1
+	case !judged:
+		g.hold = true
+	case worst > 1:
+		if g.level *= Backoff; g.level < MinShare {
+			g.level = 0
+		}
+		c.cut[name] = c.step
+	case worst < Headroom:
+		g.level = math.Min(1, g.level+Raise)
+	}
+}
+
+// write sets each BE tenant's dials to the lowest level of its GPUs with
+// an SLO, and puts back those of a steered one that no SLO binds.
+func (c *Controller) write(all []tenant, gpus map[string]*gpu) error {
+	var first error
+	for _, t := range all {
+		if t.Class != ctl.ClassBE {
+			continue
+		}
+		level, bound, hold := 1.0, false, false
+		for _, name := range gpusOf(t.Entry) {
+			if g := gpus[name]; g != nil && g.bound {
+				bound, hold = true, hold || g.hold
+				level = math.Min(level, g.level)
+			}
+		}
+		var err error
+		switch {
+		case !bound && t.Steered != nil:
+			err = edit(t.Path, func(h *ctl.Handle) error { return h.Unsteer() })
+		case !bound || hold:
+		default:
+			share, queue := dials(level, t.Entry)
+			if t.Steered == nil || t.Tide.Share != share || t.Tide.Queue != queue {
+				err = edit(t.Path, func(h *ctl.Handle) error { return h.Steer(share, queue) })
+			}
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// edit opens the block path and runs f on it.
+func edit(path string, f func(*ctl.Handle) error) error {
+	h, err := ctl.OpenPath(path)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	return f(h)
+}
+
+// current is the level of a GPU's BE tenants: the lowest share of those
+// steered (a restarted controller's too), else of them all, as they asked.
+func current(be []tenant) float64 {
+	level, any := 1.0, false
+	for _, t := range be {
+		if t.Steered != nil {
+			level, any = math.Min(level, t.Tide.Share), true
+		}
+	}
+	if !any {
+		for _, t := range be {
+			level = math.Min(level, t.Tide.Share)
+		}
+	}
+	return level
+}
+
+// dials are a BE tenant's share and queue at level: the share the level,
+// the queue from QueueMin (or what it asked, if less) at level 0 to what
+// it asked at level 1 (QueueOpen below 1 where it asked no bound), in
+// whole microseconds and parts per million, as the block holds them.
+func dials(level float64, e ctl.Entry) (float64, time.Duration) {
+	asked := e.Tide.Queue
+	if e.Steered != nil {
+		asked = e.Steered.Queue
+	}
+	share := math.Round(level*1e6) / 1e6
+	if level >= 1 {
+		return share, asked
+	}
+	top := asked
+	if top == 0 {
+		top = QueueOpen
+	}
+	lo := min(QueueMin, top)
+	return share, (lo + time.Duration(level*float64(top-lo))).Truncate(time.Microsecond)
+}
+
+// window are the periods of samples since step since (the oldest kept,
+// where it is older): none with fewer than two samples after it.
+func window(s []sample, since int) ctl.Hist {
+	for i, x := range s {
+		if x.step >= since {
+			if i == len(s)-1 {
+				return ctl.Hist{}
+			}
+			return s[len(s)-1].h.Sub(x.h)
+		}
+	}
+	return ctl.Hist{}
+}
+
+// gpusOf names the GPUs of e's partitions: by node block, else by UUID.
+func gpusOf(e ctl.Entry) []string {
+	var out []string
+	for _, p := range e.Parts() {
+		switch {
+		case p.Node != "":
+			out = append(out, p.Node)
+		case p.GPU != "":
+			out = append(out, p.GPU)
+		default:
+			out = append(out, "")
+		}
+	}
+	return out
+}
+
+// lsKey names an LS tenant's block across steps: its file, and its
+// process's start (a pid used again is another tenant).
+func lsKey(e ctl.Entry) string {
+	return e.Path + "@" + e.Created.String()
+}

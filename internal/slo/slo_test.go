@@ -1,0 +1,247 @@
+// Tests of the SLO controller on the plant (plant_test.go), step by step
+// on its virtual clock: it converges under the SLO and holds it through a
+// load step, gives the BE its all within a second of the LS going idle,
+// the tightest of two SLOs binds, no SLO writes nothing, a restarted
+// controller resumes from the blocks, a multiple of the alone p99 binds
+// once there is one, and dead or unreadable blocks are skipped.
+
+package slo_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/slo"
+)
+
+const window = slo.WindowSteps // steps
+
+// converged checks, over the next n steps, that l's true p99 over the
+// window stays under its SLO and that the BE keeps a share of at least
+// least.
+func converged(t *testing.T, p *plant, l *lsPlant, sloMax time.Duration, n int, least float64) {
+	t.Helper()
+	for range n {
+		p.run(1)
+		share, _ := p.dials()
+		if got := l.p99(window); got > sloMax || share < least {
+			t.Fatalf("step %d: window p99 %v (SLO %v), BE share %g (want at least %g)", p.step, got, sloMax, share, least)
+		}
+	}
+}
+
+// TestConvergesAndHoldsThroughLoadStep: from a BE that asked all, the
+// controller brings the LS under its SLO within a second and keeps the BE
+// a fair share; when the LS's periods grow, it is back under within a
+// second, and stays.
+func TestConvergesAndHoldsThroughLoadStep(t *testing.T) {
+	p := newPlant(t)
+	l := p.addLS(ctl.SLO{Max: 5 * time.Millisecond}, 2*time.Millisecond, 4, 40)
+	be := p.addBE(1, 300*time.Microsecond)
+	p.run(1) // the first step has no window: it holds
+	if s := be.Snapshot(); s.Steered != nil || s.Tide.Share != 1 {
+		t.Fatalf("first step: %+v, steered %+v; want it untouched", s.Tide, s.Steered)
+	}
+	for i := 0; l.p99(1) > 5*time.Millisecond; i++ {
+		if i == 10 {
+			t.Fatalf("still over the SLO a second on: step's p99 %v", l.p99(1))
+		}
+		p.run(1)
+	}
+	p.run(50)
+	converged(t, p, l, 5*time.Millisecond, 50, 0.1)
+	if s := be.Snapshot(); s.Steered == nil || *s.Steered != (ctl.Asked{Share: 1, Queue: 300 * time.Microsecond}) {
+		t.Errorf("steered BE: asked %+v, want what it asked kept", s.Steered)
+	}
+
+	before, _ := p.dials()
+	l.base = 3 * time.Millisecond // the load step
+	p.run(10)
+	if got := l.p99(1); got > 5*time.Millisecond {
+		t.Fatalf("a second after the load step: step's p99 %v, over the SLO", got)
+	}
+	p.run(window)
+	converged(t, p, l, 5*time.Millisecond, 50, 0)
+	if after, _ := p.dials(); after >= before {
+		t.Errorf("BE share %g after the load step, %g before: want less", after, before)
+	}
+}
+
+// TestIdleLSGivesAll: once the LS has no periods, the BE has a share of
+// 1 and the queue it asked within a second; when the LS comes back, it
+// is held again.
+func TestIdleLSGivesAll(t *testing.T) {
+	p := newPlant(t)
+	l := p.addLS(ctl.SLO{Max: 5 * time.Millisecond}, 2*time.Millisecond, 4, 40)
+	be := p.addBE(0.05, 300*time.Microsecond)
+	p.run(60)
+	if share, _ := p.dials(); share >= 1 {
+		t.Fatalf("busy LS: BE share %g", share)
+	}
+	l.rate = 0
+	for i := 0; ; i++ {
+		if s := be.Snapshot(); s.Tide.Share == 1 && s.Tide.Queue == 300*time.Microsecond {
+			break
+		}
+		if i == 10 {
+			t.Fatalf("a second after the LS went idle: %+v", be.Snapshot().Tide)
+		}
+		p.run(1)
+	}
+	l.rate = 40 // busy again
+	p.run(2)
+	if share, _ := p.dials(); share >= 1 {
+		t.Errorf("LS busy again: BE share %g", share)
+	}
+}
+
+// TestLongPeriodInFlightIsBusy: an LS tenant in the middle of a period
+// longer than the window (none ended) is busy, not idle.
+func TestLongPeriodInFlightIsBusy(t *testing.T) {
+	p := newPlant(t)
+	l := p.addLS(ctl.SLO{Max: 5 * time.Millisecond}, 2*time.Millisecond, 4, 40)
+	p.addBE(1, 0)
+	p.run(30)
+	share, _ := p.dials()
+	l.rate, l.long = 0, true
+	p.run(2 * window)
+	if now, _ := p.dials(); now > share {
+		t.Errorf("a period in flight: BE share %g, was %g", now, share)
+	}
+}
+
+// TestTightestBinds: of two LS tenants on one GPU, the one with the
+// tighter SLO binds: it stays under, and the BE gets less than with the
+// looser one alone.
+func TestTightestBinds(t *testing.T) {
+	loose := newPlant(t)
+	ll := loose.addLS(ctl.SLO{Max: 10 * time.Millisecond}, 2*time.Millisecond, 4, 40)
+	loose.addBE(0.05, 300*time.Microsecond)
+	loose.run(80)
+	converged(t, loose, ll, 10*time.Millisecond, 20, 0.3)
+	looseShare, _ := loose.dials()
+
+	both := newPlant(t)
+	l1 := both.addLS(ctl.SLO{Max: 10 * time.Millisecond}, 2*time.Millisecond, 4, 40)
+	l2 := both.addLS(ctl.SLO{Max: 5 * time.Millisecond}, 2*time.Millisecond, 4, 40)
+	both.addBE(0.05, 300*time.Microsecond)
+	both.run(80)
+	converged(t, both, l2, 5*time.Millisecond, 20, 0.05)
+	converged(t, both, l1, 10*time.Millisecond, 1, 0)
+	if share, _ := both.dials(); share >= looseShare {
+		t.Errorf("BE share %g beside both, %g beside the looser alone: want the tighter to bind", share, looseShare)
+	}
+}
+
+// TestNoSLOWritesNothing: with no SLO on any tenant, no BE block changes
+// by a byte.
+func TestNoSLOWritesNothing(t *testing.T) {
+	p := newPlant(t)
+	p.addLS(ctl.SLO{}, 2*time.Millisecond, 4, 40)
+	be := p.addBE(0.05, 300*time.Microsecond)
+	before, err := os.ReadFile(be.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.run(30)
+	after, _ := os.ReadFile(be.Path)
+	if !bytes.Equal(before, after) {
+		t.Errorf("the BE's block changed with no SLO set: %+v", be.Snapshot().Tide)
+	}
+}
+
+// TestRestartResumes: a new controller on the same blocks leaves the BE's
+// dials as the old one left them until it has a window, then holds the
+// SLO from there, neither giving all back nor starting over.
+func TestRestartResumes(t *testing.T) {
+	p := newPlant(t)
+	l := p.addLS(ctl.SLO{Max: 5 * time.Millisecond}, 2*time.Millisecond, 4, 40)
+	p.addBE(1, 300*time.Microsecond)
+	p.run(80)
+	share, queue := p.dials()
+	p.c = slo.New(p.dir)
+	p.run(1)
+	if s, q := p.dials(); s != share || q != queue {
+		t.Fatalf("restarted: share %g queue %v, were %g %v", s, q, share, queue)
+	}
+	converged(t, p, l, 5*time.Millisecond, 40, share/2)
+}
+
+// TestSLOGonePutsBack: when the LS tenant with the SLO ends, the BE gets
+// back what it asked.
+func TestSLOGonePutsBack(t *testing.T) {
+	p := newPlant(t)
+	l := p.addLS(ctl.SLO{Max: 5 * time.Millisecond}, 2*time.Millisecond, 4, 40)
+	be := p.addBE(0.05, 300*time.Microsecond)
+	p.run(30)
+	if be.Snapshot().Steered == nil {
+		t.Fatal("not steered")
+	}
+	l.kill()
+	p.ls = nil
+	p.run(1)
+	if s := be.Snapshot(); s.Steered != nil || s.Tide.Share != 0.05 || s.Tide.Queue != 300*time.Microsecond {
+		t.Errorf("SLO gone: %+v, steered %+v; want what it asked", s.Tide, s.Steered)
+	}
+}
+
+// TestMultipleOfAlone: "2x" binds once the LS has AloneMin alone
+// periods, to twice their p99; before, it leaves the BE alone.
+func TestMultipleOfAlone(t *testing.T) {
+	p := newPlant(t)
+	l := p.addLS(ctl.SLO{Alone: 2.5}, 2*time.Millisecond, 4, 40)
+	be := p.addBE(1, 300*time.Microsecond)
+	p.run(10)
+	if s := be.Snapshot(); s.Steered != nil {
+		t.Fatalf("no alone reference, yet steered: %+v", s.Tide)
+	}
+	for range slo.AloneMin {
+		record(&l.b.AloneHist, 2*time.Millisecond)
+	}
+	p.run(80)
+	v, ok := p.c.View(slo.Key{PID: l.pid})
+	if !ok || v.Target < 4*time.Millisecond || v.Target > 5500*time.Microsecond {
+		t.Fatalf("view %+v, %v; want a target of 2.5 times about 2 ms", v, ok)
+	}
+	converged(t, p, l, v.Target, 20, 0.05)
+	if v.Attainment < 0.99 || v.Periods == 0 || v.P99 > v.Target {
+		t.Errorf("view %+v: want the window within its target", v)
+	}
+}
+
+// TestSkipsDeadAndUnreadable: a BE that ended and a block carve cannot
+// read are skipped; the live BE is steered as ever.
+func TestSkipsDeadAndUnreadable(t *testing.T) {
+	p := newPlant(t)
+	l := p.addLS(ctl.SLO{Max: 5 * time.Millisecond}, 2*time.Millisecond, 4, 40)
+	p.addBE(1, 300*time.Microsecond)
+	_, _, kill := p.create(ctl.Policy{Class: ctl.ClassBE, Share: 1}, node)
+	kill()
+	if err := os.WriteFile(filepath.Join(p.dir, "4242"), []byte("not a block"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.run(60)
+	converged(t, p, l, 5*time.Millisecond, 20, 0.1)
+}
+
+// TestEachGPUApart: a BE on another GPU than the LS's is not held; one on
+// both takes the level of the LS's.
+func TestEachGPUApart(t *testing.T) {
+	p := newPlant(t)
+	l := p.addLS(ctl.SLO{Max: 5 * time.Millisecond}, 2*time.Millisecond, 4, 40)
+	other := p.addBE(1, 300*time.Microsecond, "node-B")
+	p.be = p.be[:0]
+	both := p.addBE(1, 300*time.Microsecond, "node-B", node)
+	p.run(60)
+	converged(t, p, l, 5*time.Millisecond, 20, 0.1)
+	if s := other.Snapshot(); s.Steered != nil || s.Tide.Share != 1 {
+		t.Errorf("BE on the other GPU: %+v, steered %+v", s.Tide, s.Steered)
+	}
+	if s := both.Snapshot(); s.Steered == nil || s.Tide.Share >= 1 {
+		t.Errorf("BE on both GPUs: %+v", s.Tide)
+	}
+}
