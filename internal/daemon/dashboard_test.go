@@ -25,7 +25,7 @@ func servedMetrics(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	desc := regexp.MustCompile(`NewDesc\(\s*"(carve_[a-z_]+)"`)
+	desc := regexp.MustCompile(`NewDesc\(\s*"(carve_[a-z0-9_]+)"`)
 	served := map[string]bool{}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
@@ -97,7 +97,7 @@ func TestDashboardMetrics(t *testing.T) {
 		t.Fatalf("%d panels", len(d.Panels))
 	}
 	served := servedMetrics(t)
-	name := regexp.MustCompile(`carve_[a-z_]+`)
+	name := regexp.MustCompile(`carve_[a-z0-9_]+`)
 	for _, p := range d.Panels {
 		if p.Datasource.UID != "${datasource}" {
 			t.Errorf("panel %q reads data source %q", p.Title, p.Datasource.UID)
