@@ -153,7 +153,12 @@ struct carve_ctl {
 	 * and the UUID of the last such GPU */
 	uint64_t other_launches; /* 200 */
 	uint8_t other_gpu[16];   /* 208 */
-	uint64_t reserved[2];    /* 224 .. 240 */
+	/* written by the shim (graph.c): executable graphs launched after
+	 * their GPU's mask moved, instantiated anew on the new mask, and those
+	 * that ran on the mask they were instantiated under (their kind, or a
+	 * failure), each counted once a move */
+	uint64_t graph_remade;   /* 224 */
+	uint64_t graph_kept;     /* 232 */
 
 	char comm[256];          /* 240: command line, NUL-separated args, truncated */
 
@@ -279,7 +284,8 @@ struct carve_ctl {
 	X(gpu, INHERIT) \
 	X(other_launches, STATUS) \
 	X(other_gpu, STATUS) \
-	X(reserved, UNUSED) \
+	X(graph_remade, STATUS) \
+	X(graph_kept, STATUS) \
 	X(comm, OWN) \
 	X(inflight_max, INHERIT) \
 	X(share_ppm, INHERIT) \

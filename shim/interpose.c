@@ -21,13 +21,14 @@
  * A flavour the shim does not count (the 32-bit arrays of CUDA before 3.2)
  * has a wrapper that refuses it, so that no allocation escapes the memory
  * account. CARVE_TRACE_PROCS=1 logs each lookup of a call that takes,
- * frees or reports device memory, and what the shim made of it.
+ * frees or reports device memory, and what the shim made of it (trace.c).
  *
  * The wrappers add what carve needs around each call: the SM count of the
  * partition (cuDeviceGetAttribute), the first fault a call returns
  * (fault.c), carve's place beside other subscribers of the launch callback
  * (tools.c), the LS/BE control of launches (tide.c), the contexts that
- * go, whose GPUs gpu.c remembers, and the tenant's device memory (mem.c).
+ * go, whose GPUs gpu.c remembers, the tenant's device memory (mem.c), and
+ * graphs launched on the current mask (graph.c).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -140,7 +141,9 @@ LAUNCH_EX(cuLaunchKernelEx_ptsz)
 LAUNCH_COOP(cuLaunchCooperativeKernel)
 LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
 
-/* A graph's launch may take graph memory (mem.c). */
+/* A graph's launch may take graph memory (mem.c); it launches the graph
+ * instantiated anew on the current mask, if it moved (graph.c), made
+ * before tide's gate, whose narrowing is a launch's, not the graph's. */
 #define GRAPH_LAUNCH(name)                                            \
 	static void *real_##name;                                     \
 	EXPORT CUresult name(CUgraphExec g, CUstream s)               \
@@ -148,9 +151,10 @@ LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
 		struct carve_graph_launch m;                          \
 		if (!carve_mem_graph_before(g, &m))                   \
 			return CUDA_ERROR_OUT_OF_MEMORY;              \
+		CUgraphExec x = carve_graph_target(g);                \
 		carve_launch_before(s);                               \
 		carve_tools_hold(1);                                  \
-		CUresult r = REAL(name, graph_launch_fn)(g, s);       \
+		CUresult r = REAL(name, graph_launch_fn)(x, s);       \
 		carve_tools_hold(0);                                  \
 		carve_launch_after(s, r);                             \
 		carve_mem_graph_after(&m);                            \
@@ -387,20 +391,44 @@ MEM(cuDeviceSetMemPool, (CUdevice d, CUmemoryPool m), carve_mem_device_pool(DRIV
  * node, a log and its size; flags; the parameters), which go through in
  * the registers they came in (x86-64 and arm64 pass six such arguments in
  * registers). */
-#define INSTANTIATE(name)                                                                           \
+#define INSTANTIATE(name, flavour)                                                                  \
 	MEM(name, (CUgraphExec * e, CUgraph g, void *a, void *b, size_t c),                         \
-	    carve_mem_instantiate(DRIVER(name), e, g, a, b, c))
-INSTANTIATE(cuGraphInstantiate)
-INSTANTIATE(cuGraphInstantiate_v2)
-INSTANTIATE(cuGraphInstantiateWithFlags)
-INSTANTIATE(cuGraphInstantiateWithParams)
-INSTANTIATE(cuGraphInstantiateWithParams_ptsz)
-MEM(cuGraphExecDestroy, (CUgraphExec e), carve_mem_exec_destroy(DRIVER(cuGraphExecDestroy), e))
+	    carve_graph_instantiate(DRIVER(name), CARVE_INSTANTIATE_##flavour, e, g, a, b, c))
+INSTANTIATE(cuGraphInstantiate, PLAIN)
+INSTANTIATE(cuGraphInstantiate_v2, PLAIN)
+INSTANTIATE(cuGraphInstantiateWithFlags, FLAGS)
+INSTANTIATE(cuGraphInstantiateWithParams, PARAMS)
+INSTANTIATE(cuGraphInstantiateWithParams_ptsz, PARAMS)
+MEM(cuGraphExecDestroy, (CUgraphExec e), carve_graph_exec_destroy(DRIVER(cuGraphExecDestroy), e))
+/* The tenant's changes of an executable graph, which graph.c follows in
+ * the graph it instantiates anew; each flavour takes the graph and a node
+ * first, then at most two integer or pointer arguments. */
+#define GRAPH_EDIT(name, how)                                                                       \
+	MEM(name, (CUgraphExec e, CUgraphNode n, void *p, void *q),                                 \
+	    carve_graph_edit(DRIVER(name), CARVE_EDIT_##how, e, n, p, q))
+GRAPH_EDIT(cuGraphExecKernelNodeSetParams, KERNEL)
+GRAPH_EDIT(cuGraphExecKernelNodeSetParams_v2, KERNEL_V2)
+GRAPH_EDIT(cuGraphExecNodeSetParams, NODE)
+GRAPH_EDIT(cuGraphExecMemcpyNodeSetParams, OTHER)
+GRAPH_EDIT(cuGraphExecMemsetNodeSetParams, OTHER)
+GRAPH_EDIT(cuGraphExecHostNodeSetParams, OTHER)
+GRAPH_EDIT(cuGraphExecChildGraphNodeSetParams, OTHER)
+GRAPH_EDIT(cuGraphExecEventRecordNodeSetEvent, OTHER)
+GRAPH_EDIT(cuGraphExecEventWaitNodeSetEvent, OTHER)
+GRAPH_EDIT(cuGraphExecExternalSemaphoresSignalNodeSetParams, OTHER)
+GRAPH_EDIT(cuGraphExecExternalSemaphoresWaitNodeSetParams, OTHER)
+GRAPH_EDIT(cuGraphExecBatchMemOpNodeSetParams, OTHER)
+GRAPH_EDIT(cuGraphNodeSetEnabled, OTHER)
+#define GRAPH_UPDATE(name)                                                                          \
+	MEM(name, (CUgraphExec e, CUgraph g, void *a, void *b), carve_graph_update(DRIVER(name), e, g, a, b))
+GRAPH_UPDATE(cuGraphExecUpdate)
+GRAPH_UPDATE(cuGraphExecUpdate_v2)
 MEM(cuGraphAddMemAllocNode, (CUgraphNode *n, CUgraph g, const CUgraphNode *deps, size_t nd, void *params),
     carve_mem_alloc_node(DRIVER(cuGraphAddMemAllocNode), n, g, deps, nd, params))
 MEM(cuDeviceGraphMemTrim, (CUdevice d), carve_mem_graph_trim(DRIVER(cuDeviceGraphMemTrim), d))
 
-/* An upload takes a graph's memory as its launch would. */
+/* An upload takes a graph's memory as its launch would, of the graph a
+ * launch would launch. */
 #define GRAPH_UPLOAD(name)                                            \
 	static void *real_##name;                                     \
 	EXPORT CUresult name(CUgraphExec g, CUstream s)               \
@@ -408,7 +436,7 @@ MEM(cuDeviceGraphMemTrim, (CUdevice d), carve_mem_graph_trim(DRIVER(cuDeviceGrap
 		struct carve_graph_launch m;                          \
 		if (!carve_mem_graph_before(g, &m))                   \
 			return CUDA_ERROR_OUT_OF_MEMORY;              \
-		CUresult r = REAL(name, graph_launch_fn)(g, s);       \
+		CUresult r = REAL(name, graph_launch_fn)(carve_graph_target(g), s); \
 		carve_mem_graph_after(&m);                            \
 		return r;                                             \
 	}
@@ -504,6 +532,14 @@ static const struct sym syms[] = {
 	ONE(cuGraphInstantiateWithParams), PTSZ(cuGraphInstantiateWithParams_ptsz, cuGraphInstantiateWithParams, 12000),
 	ONE(cuGraphExecDestroy), ONE(cuGraphAddMemAllocNode), ONE(cuDeviceGraphMemTrim),
 	ONE(cuGraphUpload), PTSZ(cuGraphUpload_ptsz, cuGraphUpload, 11010),
+	ONE(cuGraphExecKernelNodeSetParams),
+	SYM(cuGraphExecKernelNodeSetParams_v2, cuGraphExecKernelNodeSetParams, 12000),
+	ONE(cuGraphExecNodeSetParams), ONE(cuGraphExecMemcpyNodeSetParams), ONE(cuGraphExecMemsetNodeSetParams),
+	ONE(cuGraphExecHostNodeSetParams), ONE(cuGraphExecChildGraphNodeSetParams),
+	ONE(cuGraphExecEventRecordNodeSetEvent), ONE(cuGraphExecEventWaitNodeSetEvent),
+	ONE(cuGraphExecExternalSemaphoresSignalNodeSetParams), ONE(cuGraphExecExternalSemaphoresWaitNodeSetParams),
+	ONE(cuGraphExecBatchMemOpNodeSetParams), ONE(cuGraphNodeSetEnabled),
+	ONE(cuGraphExecUpdate), SYM(cuGraphExecUpdate_v2, cuGraphExecUpdate, 12000),
 	REFUSE(cuArrayCreate, cuArrayCreate, 0), SYM(cuArrayCreate_v2, cuArrayCreate, 3020),
 	REFUSE(cuArray3DCreate, cuArray3DCreate, 0), SYM(cuArray3DCreate_v2, cuArray3DCreate, 3020),
 	ONE(cuArrayDestroy), ONE(cuMipmappedArrayCreate), ONE(cuMipmappedArrayDestroy),
@@ -561,68 +597,10 @@ static void *swap(const struct sym *s, void *f)
 	return s->wrapper;
 }
 
-/* --- CARVE_TRACE_PROCS ------------------------------------------------------- */
-
-static int trace_procs = -1;
-
-static int starts(const char *s, const char *prefix)
-{
-	return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-/* traced: the calls that take, free or report device memory, and those
- * near them. */
-static int traced(const char *name)
-{
-	static const char *const prefixes[] = {"cuMem", "cuArray", "cuMipmappedArray", "cuDeviceGraphMem", "cuIpc",
-					       "cuCtxSetLimit", "cuDeviceTotalMem", "cuDeviceSetMemPool",
-					       "cuDeviceGetMemPool", "cuDeviceGetDefaultMemPool", "cuGraphInstantiate",
-					       "cuGraphUpload", "cuGraphExecDestroy"};
-	for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-		if (starts(name, prefixes[i]))
-			return 1;
-	return starts(name, "cuGraph") && strstr(name, "Mem");
-}
-
-/* passed: why the shim leaves a traced call to the driver. */
-static const char *passed(const char *name)
-{
-	if (starts(name, "cuIpc") || strstr(name, "Import") || strstr(name, "Export"))
-		return "memory shared between processes is counted in the process that allocated it";
-	if (starts(name, "cuMemHost") || starts(name, "cuMemAllocHost") || starts(name, "cuMemFreeHost"))
-		return "host memory";
-	if (starts(name, "cuMemAddress"))
-		return "address space, no memory";
-	if (starts(name, "cuMemMapArray"))
-		return "maps memory counted at cuMemCreate";
-	if (starts(name, "cuGraphAddMemFreeNode"))
-		return "graph memory is read after launches";
-	return "takes and frees no device memory";
-}
-
-/* trace logs a lookup (version -1: dlsym's) and what the shim made of it. */
+/* trace logs a lookup for CARVE_TRACE_PROCS (trace.c). */
 static void trace(const char *name, int version, uint64_t flags, const struct sym *s, int found)
 {
-	if (trace_procs < 0) {
-		const char *e = getenv("CARVE_TRACE_PROCS");
-		trace_procs = e && *e == '1';
-	}
-	if (!trace_procs || !name || !traced(name))
-		return;
-	char what[160];
-	if (!found)
-		snprintf(what, sizeof what, "the driver has none");
-	else if (s && s->refuse && carve_block)
-		snprintf(what, sizeof what, "refused: %s, not counted, fails with CUDA_ERROR_NOT_SUPPORTED", s->name);
-	else if (s)
-		snprintf(what, sizeof what, "wrapped: %s", s->name);
-	else
-		snprintf(what, sizeof what, "passed through: %s", passed(name));
-	if (version < 0)
-		carve_say("proc %s (dlsym): %s", name, what);
-	else
-		carve_say("proc %s version %d flags %#llx (cuGetProcAddress): %s", name, version,
-			  (unsigned long long)flags, what);
+	carve_trace_proc(name, version, flags, s ? s->name : NULL, s && s->refuse, found);
 }
 
 /* --- how programs find the driver's functions ------------------------------ */

@@ -419,6 +419,28 @@ void carve_contexts_changed(void); /* a context went: its handle may return on a
 #define CARVE_GPU_NAME 41          /* "GPU-" and 36 characters of UUID, NUL-terminated */
 void carve_gpu_name(const unsigned char uuid[16], char out[CARVE_GPU_NAME]);
 
+/* graph.c: executable graphs that follow the current mask. Each wrapper
+ * takes the driver's function of its own flavour (real). */
+enum carve_graph_flavour { /* what cuGraphInstantiate's flavours take after the graph */
+	CARVE_INSTANTIATE_PLAIN,  /* an error node, a log and its size: no flags */
+	CARVE_INSTANTIATE_FLAGS,  /* flags */
+	CARVE_INSTANTIATE_PARAMS, /* CUDA_GRAPH_INSTANTIATE_PARAMS, its flags first */
+};
+enum carve_graph_edit { /* the tenant's change of an executable graph's node */
+	CARVE_EDIT_KERNEL,    /* cuGraphExecKernelNodeSetParams */
+	CARVE_EDIT_KERNEL_V2, /* its _v2 */
+	CARVE_EDIT_NODE,      /* cuGraphExecNodeSetParams */
+	CARVE_EDIT_OTHER,     /* any other: the graph keeps its mask from then on */
+};
+void carve_graph_init(void *cuda);
+CUresult carve_graph_instantiate(void *real, int flavour, CUgraphExec *e, CUgraph g, void *a, void *b, size_t c);
+CUresult carve_graph_exec_destroy(void *real, CUgraphExec e);
+/* carve_graph_target: what a launch or upload of e launches: e, or e
+ * instantiated anew on the current mask */
+CUgraphExec carve_graph_target(CUgraphExec e);
+CUresult carve_graph_edit(void *real, int how, CUgraphExec e, CUgraphNode n, void *p, void *q);
+CUresult carve_graph_update(void *real, CUgraphExec e, CUgraph g, void *a, void *b);
+
 /* fault.c */
 void carve_fault(CUresult r, const char *call);
 
@@ -433,6 +455,11 @@ int carve_tools_subscribe(const void *table, carve_tools_cb cb, int domain, int 
 /* carve_tools_hold: a launch holds (1) and lets go (0) of the callbacks, so
  * that it never goes out while they change hands. */
 void carve_tools_hold(int on);
+
+/* trace.c: CARVE_TRACE_PROCS's log of the lookup of name (version -1:
+ * dlsym's): the flavour wrapped (NULL: none), refused by the shim, found
+ * by the driver. */
+void carve_trace_proc(const char *name, int version, uint64_t flags, const char *wrapper, int refuse, int found);
 
 /* base.c */
 extern struct carve_ctl *carve_block; /* this process's control block, or NULL */

@@ -83,7 +83,8 @@ type Block struct {
 	GPU          [16]byte   `c:"gpu"`
 	OtherLaunch  uint64     `c:"other_launches"`
 	OtherGPU     [16]byte   `c:"other_gpu"`
-	Reserved     [2]uint64  `c:"reserved"`
+	GraphRemade  uint64     `c:"graph_remade"`
+	GraphKept    uint64     `c:"graph_kept"`
 	Comm         [256]byte  `c:"comm"`
 	InflightMax  uint32     `c:"inflight_max"`
 	SharePPM     uint32     `c:"share_ppm"`

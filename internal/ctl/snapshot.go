@@ -56,6 +56,11 @@ type Snapshot struct {
 	OtherLaunches uint64
 	OtherGPU      string
 
+	// executable graphs launched after their GPU's mask moved: instantiated
+	// anew on the new mask, or run on the one they were instantiated under
+	// (their kind, or a failure); each counted once a move
+	GraphsRemade, GraphsKept uint64
+
 	// More are the partitions on the tenant's other GPUs (the fields
 	// above are its first's), masks and SM counts read with Mask.
 	More []Part
@@ -156,6 +161,8 @@ func (h *Handle) Snapshot() Snapshot {
 	s.Refused = atomic.LoadUint64(&b.Refused)
 	s.AppliedGen = atomic.LoadUint64(&b.AppliedGen)
 	s.GPU = FormatUUID(b.GPU) // written once, before the block is published
+	s.GraphsRemade = atomic.LoadUint64(&b.GraphRemade)
+	s.GraphsKept = atomic.LoadUint64(&b.GraphKept)
 	if s.OtherLaunches = atomic.LoadUint64(&b.OtherLaunch); s.OtherLaunches > 0 {
 		s.OtherGPU = FormatUUID(b.OtherGPU)
 	}

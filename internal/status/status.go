@@ -50,6 +50,10 @@ type Row struct {
 	// unpartitioned), and the last such GPU
 	OtherLaunches uint64 `json:"other_gpu_launches,omitempty"`
 	OtherGPU      string `json:"other_gpu,omitempty"`
+	// executable graphs launched after a move: instantiated anew on the
+	// new mask, or kept on the one they were instantiated under
+	GraphsRemade uint64 `json:"graphs_remade,omitempty"`
+	GraphsKept   uint64 `json:"graphs_kept,omitempty"`
 
 	// Unreadable is a block carve could not read, and skipped: a row of
 	// its own, with no other field set
@@ -131,6 +135,7 @@ func row(e ctl.Entry, ended bool) Row {
 		r.SMs = 0
 	}
 	r.GPU, r.OtherLaunches, r.OtherGPU = e.GPU, e.OtherLaunches, e.OtherGPU
+	r.GraphsRemade, r.GraphsKept = e.GraphsRemade, e.GraphsKept
 	switch e.Class {
 	case ctl.ClassLS, ctl.ClassBE:
 		r.Class = ctl.ClassName(e.Class)

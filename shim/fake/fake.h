@@ -55,6 +55,14 @@
  *     synchronization, or by a trim), and graphs with memory allocation
  *     nodes (added, or captured from cuMemAllocAsync) whose memory the
  *     device's graph memory reserves at launch;
+ *   - graphs.c: graphs as the hardware runs them: kernel nodes whose
+ *     descriptors are written, and seen by the launch callback, when the
+ *     graph is instantiated, and which its launches replay unchanged;
+ *     clones and their nodes; an executable graph's kernel nodes set
+ *     (cuGraphExecKernelNodeSetParams) or updated from another graph
+ *     (cuGraphExecUpdate), their masks kept; the graphs and executable
+ *     graphs alive and the instantiations made (fakecuda_graphs), and what
+ *     the last replay ran (fakecuda_replay);
  *   - vmm.c: the virtual memory API;
  *   - procs.c: cuGetProcAddress (v1 and v2, with the per-thread default
  *     stream flavour) answering with the functions above by name and
@@ -167,6 +175,9 @@ int unsafe(void); /* a call that a global-mode capture forbids: 0, or its error 
 /* --- launch.c -------------------------------------------------------------- */
 
 void to_host(struct fstream *f);
+#define FAKE_TMD 512 /* a descriptor's bytes */
+int fake_descriptor(int version, CUfunction fn, unsigned gx, uint8_t *tmd); /* 1: a callback saw it */
+int fake_run(CUstream s, CUfunction fn, unsigned gx, void **p, const uint8_t *tmd, int called);
 
 /* --- mem.c ----------------------------------------------------------------- */
 
@@ -208,8 +219,40 @@ struct desc3d_v1 {
 /* --- pools.c --------------------------------------------------------------- */
 
 void mem_synced(void);
+int graph_memory(CUgraphExec g); /* the device's graph memory grows to hold g's */
+uint64_t graph_bytes(const struct fgraph *g);
+
+/* --- graphs.c -------------------------------------------------------------- */
+
+/* CUDA_KERNEL_NODE_PARAMS (the _v2 flavour begins alike): a kernel node's
+ * value, what the fake takes as what it computes, is its first parameter's
+ * eight bytes, copied when the node is added or set, as the driver copies
+ * kernelParams. */
+struct fake_kernel_params {
+	CUfunction func;
+	unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+	void **kernelParams, **extra;
+};
+#define FAKE_NODE_KERNEL 0
+#define FAKE_NODE_MEM_FREE 11
+#define FAKE_NODES 64
+struct fnode {
+	int type;
+	uint64_t bytes, dptr;  /* a memory node's */
+	struct fgraph *child;  /* a child graph node's */
+	CUfunction fn;         /* a kernel node's function, grid width and value */
+	unsigned gx;
+	uint64_t value;
+	struct fnode *origin;  /* in a clone: the node it was cloned from */
+};
+struct fgraph {
+	uint32_t magic;
+	int n;
+	struct fnode nodes[FAKE_NODES];
+};
 struct fgraph *graph_new(void);
-int graph_memory(CUgraphExec g);
+struct fnode *graph_add(struct fgraph *g, int type, uint64_t bytes, uint64_t dptr); /* NULL: full */
+int exec_footprint(CUgraphExec e, uint64_t *bytes); /* its allocation nodes' bytes; 0: no executable graph */
 
 #pragma GCC visibility pop
 
@@ -253,7 +296,6 @@ int cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p, void **e);
 int cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **p, void **e);
 int cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 			      unsigned bz, unsigned sh, CUstream s, void **p);
-int cuGraphLaunch(CUgraphExec g, CUstream s);
 
 /* mem.c */
 int cuMemAlloc_v2(CUdeviceptr *p, size_t n);
@@ -292,16 +334,33 @@ int cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *value);
 int cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev);
 int cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev);
 int cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool);
-int cuGraphCreate(CUgraph *g, unsigned flags);
-int cuGraphDestroy(CUgraph g);
 int cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, void *params);
 int cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, CUdeviceptr d);
-int cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, CUgraph child);
-int cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags);
-int cuGraphExecDestroy(CUgraphExec e);
 int cuGraphUpload(CUgraphExec g, CUstream s);
 int cuDeviceGetGraphMemAttribute(CUdevice d, int attr, void *value);
 int cuDeviceGraphMemTrim(CUdevice d);
+
+/* graphs.c */
+int cuGraphCreate(CUgraph *g, unsigned flags);
+int cuGraphDestroy(CUgraph g);
+int cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, CUgraph child);
+int cuGraphAddKernelNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n,
+			 const struct fake_kernel_params *p);
+int cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n,
+			    const struct fake_kernel_params *p);
+int cuGraphKernelNodeSetParams(CUgraphNode node, const struct fake_kernel_params *p);
+int cuGraphKernelNodeSetParams_v2(CUgraphNode node, const struct fake_kernel_params *p);
+int cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *n);
+int cuGraphNodeGetType(CUgraphNode node, int *type);
+int cuGraphClone(CUgraph *out, CUgraph g);
+int cuGraphNodeFindInClone(CUgraphNode *out, CUgraphNode orig, CUgraph clone);
+int cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags);
+int cuGraphExecDestroy(CUgraphExec e);
+int cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphNode node, const struct fake_kernel_params *p);
+int cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode node, const struct fake_kernel_params *p);
+int cuGraphExecUpdate(CUgraphExec e, CUgraph g, CUgraphNode *err, int *result);
+int cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, void *info);
+int cuGraphLaunch(CUgraphExec g, CUstream s);
 
 /* vmm.c */
 int cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const void *prop, unsigned long long flags);

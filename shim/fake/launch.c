@@ -259,19 +259,15 @@ unsigned fakecuda_kernels(unsigned fn, uint64_t (*out)[2], unsigned max)
 
 /* --- launches --------------------------------------------------------------- */
 
-/* fake_launch runs one launch of function fn with grid width gx and
- * parameters p: the callback with a descriptor of the given version (what
- * the driver does just before uploading it), then the kernel's time on the
- * stream (for test functions, the blocks it ran). */
-static int fake_launch(int version, CUstream s, CUfunction fn, unsigned gx, void **p)
+/* fake_descriptor writes the descriptor of a launch of function fn with
+ * grid width gx, of the given version, into tmd (FAKE_TMD bytes), and
+ * calls the launch callback with it, as the driver does just before it
+ * uploads one: at a launch, and for a graph's kernel node when the graph
+ * is instantiated (graphs.c). Returns 1 if a callback saw it. */
+int fake_descriptor(int version, CUfunction fn, unsigned gx, uint8_t *tmd)
 {
-	if (error())
-		return error();
 	unsigned tf = test_fn(fn);
-	if (tf && gx > FAKE_GRID)
-		return CUDA_ERROR_INVALID_VALUE;
-	uint8_t tmd[512];
-	memset(tmd, 0, sizeof tmd);
+	memset(tmd, 0, FAKE_TMD);
 	tmd[CARVE_TMD_VERSION_OFFSET] = (uint8_t)version;
 	if (tf) {
 		carve_tmd_set_grid_width(tmd, gx);
@@ -287,18 +283,26 @@ static int fake_launch(int version, CUstream s, CUfunction fn, unsigned gx, void
 		uint64_t more;
 	} params = {.size = sizeof params, .ctx = current_ctx, .tmd = tmd};
 	_Static_assert(__builtin_offsetof(__typeof__(params), tmd) == CARVE_PARAMS_TMD_OFFSET, "params' descriptor");
-	int called = 0;
 	launch_cb now_cb = __atomic_load_n(&cb, __ATOMIC_ACQUIRE);
 	if (now_cb && enabled[0xb][1]) {
 		in_callback = 1;
 		now_cb(cb_user, 0xb, 1, &params);
 		in_callback = 0;
-		called = 1;
-	} else {
-		__atomic_add_fetch(&bare, 1, __ATOMIC_RELAXED);
+		return 1;
 	}
+	__atomic_add_fetch(&bare, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* fake_run runs a launch of function fn with grid width gx and parameters
+ * p on stream s as descriptor tmd says (called: a callback saw it): the
+ * kernel's time on the stream, for test functions the blocks it ran; its
+ * mask is what fakecuda_last reads. */
+int fake_run(CUstream s, CUfunction fn, unsigned gx, void **p, const uint8_t *tmd, int called)
+{
+	unsigned tf = test_fn(fn);
 	pthread_mutex_lock(&mu);
-	if (version >= CARVE_TMD_V_HOPPER) {
+	if (tmd[CARVE_TMD_VERSION_OFFSET] >= CARVE_TMD_V_HOPPER) {
 		memcpy(last_mask, tmd + CARVE_TMD_HOPPER_MASK_OFFSET, 16);
 	} else {
 		memcpy(last_mask, tmd + CARVE_TMD_VOLTA_MASK_OFFSET, 8);
@@ -337,6 +341,20 @@ static int fake_launch(int version, CUstream s, CUfunction fn, unsigned gx, void
 		__atomic_store_n(&faulted, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&mu);
 	return 0;
+}
+
+/* fake_launch runs one launch of function fn with grid width gx and
+ * parameters p: the callback with a descriptor of the given version, then
+ * the kernel's time on the stream. */
+static int fake_launch(int version, CUstream s, CUfunction fn, unsigned gx, void **p)
+{
+	if (error())
+		return error();
+	if (test_fn(fn) && gx > FAKE_GRID)
+		return CUDA_ERROR_INVALID_VALUE;
+	uint8_t tmd[FAKE_TMD];
+	int called = fake_descriptor(version, fn, gx, tmd);
+	return fake_run(s, fn, gx, p, tmd, called);
 }
 
 int cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -379,11 +397,6 @@ int cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned g
 	return fake_launch(CARVE_TMD_V_HOPPER, s, f, gx, p); /* not through cuLaunchKernel: a shim would see it twice */
 }
 
-int cuGraphLaunch(CUgraphExec g, CUstream s)
-{
-	int r = graph_memory(g);
-	return r ? r : fake_launch(CARVE_TMD_V_HOPPER, s, NULL, 1, NULL);
-}
 /* --- what tests read ---------------------------------------------------------- */
 
 int fakecuda_last(uint32_t out[5]);

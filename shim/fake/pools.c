@@ -6,7 +6,7 @@
  * none of the GPU's. Graphs hold memory allocation nodes, added or
  * captured from cuMemAllocAsync on a capturing stream, and the device's
  * graph memory reserves what an executable graph's nodes take when it is
- * launched (launch.c) or uploaded.
+ * launched (graphs.c) or uploaded.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -62,39 +62,6 @@ void mem_synced(void)
 	pthread_mutex_unlock(&mem_mu);
 }
 
-struct fnode {
-	int type;
-	uint64_t bytes, dptr;
-	struct fgraph *child;
-};
-#define GRAPH_MAGIC 0x46475248u
-#define EXEC_MAGIC 0x46455845u
-struct fgraph {
-	uint32_t magic;
-	int n;
-	struct fnode nodes[64];
-};
-struct fexec {
-	uint32_t magic;
-	uint64_t footprint;
-};
-
-struct fgraph *graph_new(void)
-{
-	struct fgraph *g = calloc(1, sizeof *g);
-	g->magic = GRAPH_MAGIC;
-	return g;
-}
-
-static struct fnode *graph_add(struct fgraph *g, int type, uint64_t bytes, uint64_t dptr)
-{
-	if (g->n == 64)
-		return NULL;
-	struct fnode *n = &g->nodes[g->n++];
-	n->type = type, n->bytes = bytes, n->dptr = dptr;
-	return n;
-}
-
 static int async_alloc(struct fpool *p, CUdeviceptr *d, size_t n, CUstream s)
 {
 	if (error())
@@ -133,7 +100,7 @@ int cuMemFreeAsync(CUdeviceptr d, CUstream s)
 	int r = 0;
 	struct fentry *e;
 	if (f->capturing && f->cap) {
-		graph_add(f->cap, 11, 0, d); /* CU_GRAPH_NODE_TYPE_MEM_FREE */
+		graph_add(f->cap, FAKE_NODE_MEM_FREE, 0, d);
 	} else if ((e = fmap_find(d)) && e->kind == F_POOLED) {
 		((struct fpool *)e->owner)->used -= e->size;
 		fmap_erase(e);
@@ -250,19 +217,6 @@ int cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
  * hold past a launch (none here: every graph frees what it allocates). */
 static uint64_t graph_reserved[2], graph_used[2];
 
-int cuGraphCreate(CUgraph *g, unsigned flags)
-{
-	(void)flags;
-	*g = graph_new();
-	return 0;
-}
-
-int cuGraphDestroy(CUgraph g)
-{
-	free(g);
-	return 0;
-}
-
 int cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, void *params)
 {
 	(void)deps, (void)n;
@@ -282,40 +236,9 @@ int cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps
 int cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, CUdeviceptr d)
 {
 	(void)deps, (void)n;
-	struct fnode *x = graph_add(g, 11, 0, d);
+	struct fnode *x = graph_add(g, FAKE_NODE_MEM_FREE, 0, d);
 	*node = x;
 	return x ? 0 : CUDA_ERROR_OUT_OF_MEMORY;
-}
-
-int cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, CUgraph child)
-{
-	(void)deps, (void)n;
-	struct fnode *x = graph_add(g, CU_GRAPH_NODE_TYPE_GRAPH, 0, 0);
-	if (!x)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	x->child = child;
-	*node = x;
-	return 0;
-}
-
-int cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *n)
-{
-	struct fgraph *g = graph;
-	if (nodes) {
-		size_t k = *n < (size_t)g->n ? *n : (size_t)g->n;
-		for (size_t i = 0; i < k; i++)
-			nodes[i] = &g->nodes[i];
-		*n = k;
-	} else {
-		*n = (size_t)g->n;
-	}
-	return 0;
-}
-
-int cuGraphNodeGetType(CUgraphNode node, int *type)
-{
-	*type = ((struct fnode *)node)->type;
-	return 0;
 }
 
 int cuGraphMemAllocNodeGetParams(CUgraphNode node, void *params)
@@ -327,13 +250,7 @@ int cuGraphMemAllocNodeGetParams(CUgraphNode node, void *params)
 	return 0;
 }
 
-int cuGraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph *g)
-{
-	*g = ((struct fnode *)node)->child;
-	return 0;
-}
-
-static uint64_t graph_bytes(const struct fgraph *g)
+uint64_t graph_bytes(const struct fgraph *g)
 {
 	uint64_t b = 0;
 	for (int i = 0; i < g->n; i++)
@@ -343,34 +260,13 @@ static uint64_t graph_bytes(const struct fgraph *g)
 	return b;
 }
 
-int cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags)
-{
-	(void)flags;
-	struct fexec *x = calloc(1, sizeof *x);
-	x->magic = EXEC_MAGIC;
-	x->footprint = graph_bytes(g);
-	*e = x;
-	return 0;
-}
-
-int cuGraphExecDestroy(CUgraphExec e)
-{
-	free(e);
-	return 0;
-}
-
-static int is_exec(CUgraphExec g)
-{
-	return (uintptr_t)g > 0x10000 && ((struct fexec *)g)->magic == EXEC_MAGIC;
-}
-
 /* graph_memory: the device's graph memory grows to hold the graph's. */
 int graph_memory(CUgraphExec g)
 {
-	if (!is_exec(g) || error())
+	uint64_t need;
+	if (!exec_footprint(g, &need) || error())
 		return error();
 	int d = current_device(), r = 0;
-	uint64_t need = ((struct fexec *)g)->footprint;
 	pthread_mutex_lock(&mem_mu);
 	uint64_t slack = graph_reserved[d] - graph_used[d];
 	if (need > slack) {

@@ -37,6 +37,11 @@ int profiler_command(char *line); /* profiler.c */
 int context_command(char *line);  /* contexts.c */
 int memory_command(char *line);   /* memory.c */
 int child_command(char *line);    /* children.c */
+int graph_command(char *line);    /* graphs.c */
+
+/* --- graphs.c -------------------------------------------------------------------- */
+
+CUresult one_kernel_graph(int ptds); /* a graph of one kernel node made, launched and destroyed */
 
 /* --- launch.c: launchers on 4 threads ------------------------------------------ */
 

@@ -10,7 +10,8 @@
  *   klaunch ENTRY [ptds]
  *                      a launch through cuLaunchKernel, cuLaunchKernelEx,
  *                      cuLaunchCooperativeKernel or cuGraphLaunch (ENTRY: kernel,
- *                      ex, coop, graph; exnull: cuLaunchKernelEx with a NULL
+ *                      ex, coop, graph: a graph of one kernel node, made
+ *                      and instantiated first; exnull: cuLaunchKernelEx with a NULL
  *                      config), looked up for the per-thread default
  *                      stream with ptds -> "mask ..." as above, or "rc N"
  *   direct             cuLaunchKernel called by its exported name, as a
@@ -209,8 +210,7 @@ int launch_command(char *line)
 				      unsigned, CUstream, void **) = proc("cuLaunchCooperativeKernel", ptds);
 			r = f(0, 1, 1, 1, 32, 1, 1, 0, 0, NULL);
 		} else if (strcmp(entry, "graph") == 0) {
-			CUresult (*f)(CUgraphExec, CUstream) = proc("cuGraphLaunch", ptds);
-			r = f((CUgraphExec)0x1, 0);
+			r = one_kernel_graph(ptds);
 		}
 		if (r != 0)
 			printf("rc %d\n", r);
