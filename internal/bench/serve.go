@@ -237,6 +237,9 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 						s.Points = append(s.Points, report.Point{Label: "SLO attainment", Unit: "fraction", Stats: one(Attainment(m.latencies, v))})
 					}
 				}
+				if m.periods != nil && m.periods.Count() > 0 {
+					s.Points = append(s.Points, report.Point{Label: "LS busy periods", Stats: periodStats(*m.periods)})
+				}
 				if m.seconds > 0 {
 					s.Points = append(s.Points, report.Point{Label: "BE throughput", Unit: perSecond(m.unit), Stats: one(float64(m.items) / m.seconds)})
 				}
@@ -338,6 +341,13 @@ func quantile(xs []float64, q float64) float64 {
 // one is a single value as statistics.
 func one(v float64) stats.Stats {
 	return stats.Stats{N: 1, Min: v, P25: v, P50: v, P75: v, P99: v, Max: v, Mean: v}
+}
+
+// periodStats are a histogram's count and quantiles, in ms.
+func periodStats(h ctl.Hist) stats.Stats {
+	ms := func(q float64) float64 { return float64(h.Quantile(q)) / 1e6 }
+	return stats.Stats{N: int(h.Count()), P25: ms(0.25), P50: ms(0.5), P75: ms(0.75), P99: ms(0.99),
+		Mean: float64(h.Sum) / 1e6 / float64(h.Count())}
 }
 
 // Attainment is the share of latencies at most slo.

@@ -99,6 +99,28 @@ type served struct {
 	seconds   float64
 	lsInfo    map[string]any // each program's model: its parameters and shape
 	beInfo    map[string]any
+	// periods: the LS's busy periods over its serving, from its control
+	// block, where carve placed it as an LS tenant (nil otherwise)
+	periods *ctl.Hist
+}
+
+// lsPeriods reads the busy-period histogram of pid's control block, if
+// carve placed pid as an LS tenant.
+func lsPeriods(pid int) (ctl.Hist, bool) {
+	dir, err := ctl.Dir()
+	if err != nil {
+		return ctl.Hist{}, false
+	}
+	l, err := ctl.Read(dir)
+	if err != nil {
+		return ctl.Hist{}, false
+	}
+	for _, e := range l.Live {
+		if e.PID == pid && e.Class == ctl.ClassLS {
+			return e.TideStatus.Periods, true
+		}
+	}
+	return ctl.Hist{}, false
 }
 
 // serveProc is one of the two programs of a run, started and ready.
@@ -233,6 +255,11 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 			}
 		}
 	}
+	var before ctl.Hist
+	counted := false
+	if lsProc != nil && s.lsPre != nil {
+		before, counted = lsPeriods(lsProc.cmd.Process.Pid)
+	}
 	late := time.AfterFunc(d+serveGrace, cancel)
 	defer late.Stop()
 	var v serveLine
@@ -255,6 +282,10 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 			return r, err
 		}
 		r.latencies, r.requests, r.lsInfo = v.Latencies, v.Requests, v.Info
+		if after, ok := lsPeriods(lsProc.cmd.Process.Pid); ok && counted {
+			h := after.Sub(before)
+			r.periods = &h
+		}
 		if beFirst {
 			fmt.Fprintln(beProc.in, "stop") // the window's end
 		}

@@ -4,12 +4,15 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/report"
 	"github.com/carve-gpu/carve/internal/stats"
 )
@@ -73,5 +76,42 @@ func TestServeRender(t *testing.T) {
 	if svg, err := os.ReadFile(filepath.Join(dir, "serve.svg")); err != nil || !bytes.Contains(svg, []byte("carve tide")) || !bytes.Contains(svg, []byte("(BE first)")) ||
 		!bytes.Contains(svg, []byte("BE throughput (seq/s)")) || !bytes.Contains(svg, []byte("BE throughput (img/s)")) {
 		t.Errorf("plot: %v", err)
+	}
+}
+
+// TestServeBusyPeriods: an LS tenant's busy periods, read from its block's
+// histogram, go into the result as their count and quantiles in ms, and
+// the table's BUSY P99 shows their p99 where a setup has them, "-" where
+// it has none.
+func TestServeBusyPeriods(t *testing.T) {
+	var h ctl.Hist
+	for i := 0; i < 98; i++ {
+		h.Counts[40]++ // ctl.HistBound(40) is 1.024 ms: periods in [0.896, 1.024) ms
+	}
+	h.Counts[60] += 2 // [28.7, 32.8) ms
+	h.Sum = 98*time.Millisecond + 60*time.Millisecond
+	st := periodStats(h)
+	if st.N != 100 || st.P50 < 0.896 || st.P50 > 1.024 || st.P99 < 28.6 || st.P99 > 32.8 || math.Abs(st.Mean-1.58) > 1e-9 {
+		t.Fatalf("periodStats = %+v", st)
+	}
+	lat := stats.Summarize([]float64{1, 2, 3})
+	with := report.Series{Mechanism: "carve tide, slo 2x", Victim: "ls", Competitor: "be", Measured: true,
+		Points: []report.Point{{Label: "LS latency @400/s", Stats: lat}, {Label: "LS busy periods", Stats: st}}}
+	without := report.Series{Mechanism: "MPS", Victim: "ls", Competitor: "be", Measured: true,
+		Points: []report.Point{{Label: "LS latency @400/s", Stats: lat}}}
+	var b bytes.Buffer
+	if err := WriteTable(&b, &report.Result{Benchmark: "serve", Series: []report.Series{with, without}}); err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(b.String(), "\n")[1:] // under the device line
+	if !strings.Contains(rows[0], "BUSY P99") {
+		t.Fatalf("no BUSY P99 column:\n%s", b.String())
+	}
+	col := strings.Index(rows[0], "BUSY P99")
+	if got := strings.Fields(rows[1][col:])[0]; got != fmt.Sprintf("%.2f", st.P99) {
+		t.Errorf("tide row's BUSY P99 %q, want %.2f:\n%s", got, st.P99, b.String())
+	}
+	if got := strings.Fields(rows[2][col:])[0]; got != "-" {
+		t.Errorf("MPS row's BUSY P99 %q, want -:\n%s", got, b.String())
 	}
 }
