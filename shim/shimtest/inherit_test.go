@@ -6,7 +6,6 @@
 package shimtest_test
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"encoding/binary"
@@ -285,16 +284,7 @@ func TestClaimAccountSharedAcrossUIDs(t *testing.T) {
 		cmd := exec.Command(a.Driver)
 		cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "CARVE_CTL_DIR=" + cd, "CARVE_LIBCUDA=" + a.Fake, "CARVE_CTL_ROOT=" + root.Path}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
-		p := &proc{cmd: cmd, stderr: &strings.Builder{}}
-		p.in, _ = cmd.StdinPipe()
-		stdout, _ := cmd.StdoutPipe()
-		cmd.Stderr = p.stderr
-		p.out = bufio.NewReader(stdout)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		p.ready(t)
-		procs = append(procs, p)
+		procs = append(procs, startCmd(t, cmd))
 	}
 	if _, rc := procs[0].alloc(t, "mem", 60*mib); rc != 0 {
 		t.Fatalf("the first process's 60 MiB of the claim's 100: rc %d; stderr: %s", rc, procs[0].stderr)

@@ -115,6 +115,13 @@ func startNoShim(t testing.TB) *proc {
 	a := artifacts(t)
 	cmd := exec.Command(a.Driver)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "CARVE_LIBCUDA=" + a.Fake}
+	return startCmd(t, cmd)
+}
+
+// startCmd starts cmd, a driver program made ready to run, with pipes to
+// its input and output, and waits until it says it is ready.
+func startCmd(t testing.TB, cmd *exec.Cmd) *proc {
+	t.Helper()
 	p := &proc{cmd: cmd, stderr: &strings.Builder{}}
 	p.in, _ = cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
