@@ -91,8 +91,16 @@ type plant struct {
 const node = "node-A"
 
 func newPlant(t *testing.T) *plant {
-	dir := t.TempDir()
-	return &plant{t: t, dir: dir, c: slo.New(dir)}
+	p := &plant{t: t, dir: t.TempDir()}
+	p.restart()
+	return p
+}
+
+// restart gives the plant a new controller, on its clock.
+func (p *plant) restart() {
+	p.c = slo.New(p.dir)
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p.c.Now = func() time.Time { return epoch.Add(p.now) }
 }
 
 func (p *plant) create(pol ctl.Policy, nodes ...string) (*ctl.Handle, int, func()) {
