@@ -40,9 +40,11 @@ carve's pipe directory instead of starting another. carve mps stop ends MPS
 the one it started or adopted, when it ends.
 
 The SLO controller runs here: every --slo-interval (100ms) it reads the busy
-periods of each LS tenant with an SLO (carve run --slo, a claim config's slo)
-and, GPU by GPU, sets the share and queue of the BE tenants there so that the
-p99 of the last ` + strconv.Itoa(slo.WindowSteps) + ` intervals' periods stays under the tightest SLO: down by
+periods and busy time of each LS tenant with an SLO (carve run --slo, a claim
+config's slo) and, GPU by GPU, sets the share and queue of the BE tenants
+there so that its estimate of the requests' p99 over the last ` + strconv.Itoa(slo.WindowSteps) + `
+intervals (the periods' p99 plus a queue's wait at the tenant's
+utilization) stays under the tightest SLO: down by
 half when over, up slowly when well under, all to the BE tenants when no LS
 tenant has had work for that long. What a BE asked is kept in its block and
 given back once no SLO binds it. With no SLO set it changes nothing.

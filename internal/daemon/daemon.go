@@ -250,8 +250,9 @@ var (
 		"The LS tenant's busy periods, from its first launch after idle to its work drained (bounds: ctl.HistBound).", labels, nil)
 	descAlone = prometheus.NewDesc("carve_ls_busy_period_alone_seconds",
 		"The LS tenant's busy periods during which no BE tenant launched on the GPU (from a second before).", labels, nil)
-	descSLO    = prometheus.NewDesc("carve_ls_slo_seconds", "The p99 of busy periods the LS tenant's SLO asks (a multiple of its alone p99 resolved; absent until it has one).", labels, nil)
+	descSLO    = prometheus.NewDesc("carve_ls_slo_seconds", "What the SLO controller holds the LS tenant's estimate under: its SLO's time, or a multiple of its estimate alone at the window's request rate (absent until it has an alone reference).", labels, nil)
 	descSLOP99 = prometheus.NewDesc("carve_ls_slo_window_p99_seconds", "The p99 of the LS tenant's busy periods over the SLO controller's window.", labels, nil)
+	descSLOEst = prometheus.NewDesc("carve_ls_slo_estimate_seconds", "The SLO controller's estimate of the LS tenant's requests' p99 over its window, queueing included (slo.Estimate): what it holds under carve_ls_slo_seconds.", labels, nil)
 	descAttain = prometheus.NewDesc("carve_ls_slo_attainment", "The share of the LS tenant's busy periods in the SLO controller's window within its SLO (1 with none).", labels, nil)
 	descHeldS  = prometheus.NewDesc("carve_be_held_seconds_total", "Time the BE tenant's launches waited for LS work.", labels, nil)
 	descHeld   = prometheus.NewDesc("carve_be_held_launches_total", "BE launches that waited for LS work.", labels, nil)
@@ -316,6 +317,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			if v, ok := c.slo.View(slo.Key{Claim: r.Claim, PID: r.PID}); ok && v.Target > 0 {
 				ch <- prometheus.MustNewConstMetric(descSLO, prometheus.GaugeValue, v.Target.Seconds(), l...)
 				ch <- prometheus.MustNewConstMetric(descSLOP99, prometheus.GaugeValue, v.P99.Seconds(), l...)
+				ch <- prometheus.MustNewConstMetric(descSLOEst, prometheus.GaugeValue, v.Estimate.Seconds(), l...)
 				ch <- prometheus.MustNewConstMetric(descAttain, prometheus.GaugeValue, v.Attainment, l...)
 			}
 		case r.Class == "be":

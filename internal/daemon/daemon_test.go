@@ -545,7 +545,8 @@ func TestMetricsSLO(t *testing.T) {
 	h.Close()
 	addr, _ := start(t, Options{Dir: dir, ShowCommands: true})
 	l := `{claim="",class="ls",command="serve",pid="` + itoa(pid) + `"}`
-	want := []string{"carve_ls_slo_seconds" + l + " 0.008", "carve_ls_slo_attainment" + l + " 1", "carve_ls_slo_window_p99_seconds" + l + " 0"}
+	want := []string{"carve_ls_slo_seconds" + l + " 0.008", "carve_ls_slo_attainment" + l + " 1", "carve_ls_slo_window_p99_seconds" + l + " 0",
+		"carve_ls_slo_estimate_seconds" + l + " 0"}
 	var m string
 	// the controller steps as the daemon starts, on its own goroutine:
 	// wait for its first step, not for a time

@@ -3,11 +3,16 @@
 // more share the BE tenants beside them have (period = base * (1 + k *
 // share) * jitter + the BE's queue), written into real control blocks'
 // histograms through ctl's mirror of the block, as the shim's poller
-// writes them.
+// writes them. These batch tenants write no busy time nor requests (their
+// utilization reads 0). A serial server (serial) is an LS tenant that
+// serves Poisson arrivals one at a time, each request its own busy period,
+// and writes its busy time and requests as the shim does; the plant keeps
+// its requests' latencies, queueing included.
 
 package slo_test
 
 import (
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"slices"
@@ -77,15 +82,25 @@ type plant struct {
 	dir  string
 	c    *slo.Controller
 	ls   []*lsPlant
+	srv  []*serial
 	be   []*ctl.Handle
 	step int
+	now  time.Duration // the virtual clock: step * DefaultInterval
 }
 
 const node = "node-A"
 
 func newPlant(t *testing.T) *plant {
-	dir := t.TempDir()
-	return &plant{t: t, dir: dir, c: slo.New(dir)}
+	p := &plant{t: t, dir: t.TempDir()}
+	p.restart()
+	return p
+}
+
+// restart gives the plant a new controller, on its clock.
+func (p *plant) restart() {
+	p.c = slo.New(p.dir)
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p.c.Now = func() time.Time { return epoch.Add(p.now) }
 }
 
 func (p *plant) create(pol ctl.Policy, nodes ...string) (*ctl.Handle, int, func()) {
@@ -161,6 +176,10 @@ func (p *plant) run(n int) {
 			atomic.StoreUint32(&l.b.TideState, state)
 			l.steps = append(l.steps, this)
 		}
+		for _, v := range p.srv {
+			v.serve(p.now+slo.DefaultInterval, share, queue, len(p.be) == 0)
+		}
+		p.now += slo.DefaultInterval
 		if err := p.c.Step(); err != nil {
 			p.t.Fatalf("step %d: %v", p.step, err)
 		}
@@ -174,9 +193,125 @@ func (l *lsPlant) p99(n int) time.Duration {
 	for _, s := range l.steps[max(0, len(l.steps)-n):] {
 		all = append(all, s...)
 	}
-	if len(all) == 0 {
+	return quantile(all)
+}
+
+// serial is an LS tenant of the plant that serves one request at a time:
+// arrivals are Poisson at rate a second (from a seeded generator, on the
+// plant's clock), each request's service is base * (1 + k * share) *
+// jitter + the BE's queue, and each is its own busy period (the server
+// drains the GPU after each, as carve bench serve's does). Its block
+// counts a request when it starts and its busy time and period when it
+// ends, as the shim does; an alone period too while no BE tenant is on
+// the plant.
+type serial struct {
+	pid     int
+	b       *ctl.Block
+	rng     *rand.Rand
+	rate    float64       // arrivals a second; 0: none
+	base    time.Duration // mean service alone
+	k       float64       // how much longer at a BE share of 1
+	tail    bool          // jitter 0.5 + 0.5 * an exponential (mean 1), not uniform in [0.9, 1.1]
+	next    time.Duration // the next arrival (with rate 0: none)
+	wait    []time.Duration
+	cur     *request // in service
+	now     time.Duration
+	periods []time.Duration   // every period, in order
+	lat     [][]time.Duration // by step: the latencies of the requests done in it
+}
+
+// request is one the server took from its queue.
+type request struct {
+	arrived, done, service time.Duration
+}
+
+// addSerial adds a serial server on node with SLO s, at rate arrivals a
+// second, seeded with seed.
+func (p *plant) addSerial(s ctl.SLO, base time.Duration, k, rate float64, seed uint64) *serial {
+	h, pid, _ := p.create(ctl.Policy{Class: ctl.ClassLS, SLO: s}, node)
+	v := &serial{pid: pid, b: mapBlock(p.t, h.Path), rng: rand.New(rand.NewPCG(seed, 1)), base: base, k: k, now: p.now}
+	v.load(rate)
+	p.srv = append(p.srv, v)
+	return v
+}
+
+// load sets the arrival rate from now on.
+func (v *serial) load(rate float64) {
+	v.rate = rate
+	v.next = v.now + v.gap()
+}
+
+// gap is the time to the next arrival.
+func (v *serial) gap() time.Duration {
+	if v.rate == 0 {
+		return time.Duration(1<<62) - v.now
+	}
+	return time.Duration(v.rng.ExpFloat64() / v.rate * float64(time.Second))
+}
+
+// serve runs the server up to until, its requests started at share and
+// queue.
+func (v *serial) serve(until time.Duration, share float64, queue time.Duration, alone bool) {
+	var done []time.Duration
+	for {
+		switch {
+		case v.next < until && (v.cur == nil || v.next < v.cur.done):
+			v.wait = append(v.wait, v.next)
+			v.now = v.next
+			v.next += v.gap()
+		case v.cur != nil && v.cur.done < until:
+			v.now = v.cur.done
+			record(&v.b.BusyHist, v.cur.service)
+			if alone {
+				record(&v.b.AloneHist, v.cur.service)
+			}
+			atomic.AddUint64(&v.b.BusyNS, uint64(v.cur.service))
+			v.periods = append(v.periods, v.cur.service)
+			done = append(done, v.cur.done-v.cur.arrived)
+			v.cur = nil
+		default:
+			v.now = until
+			state := uint32(ctl.TideIdle)
+			if v.cur != nil {
+				state = ctl.TideBusy
+			}
+			atomic.StoreUint32(&v.b.TideState, state)
+			v.lat = append(v.lat, done)
+			return
+		}
+		if v.cur == nil && len(v.wait) > 0 {
+			jitter := 0.9 + 0.2*v.rng.Float64()
+			if v.tail {
+				jitter = 0.5 + 0.5*v.rng.ExpFloat64()
+			}
+			service := time.Duration(float64(v.base)*(1+v.k*share)*jitter) + queue
+			v.cur = &request{arrived: v.wait[0], done: v.now + service, service: service}
+			v.wait = v.wait[1:]
+			atomic.AddUint64(&v.b.Requests, 1)
+		}
+	}
+}
+
+// p99 is the p99 of the latencies of the requests done in the last n
+// steps, queueing included (0: none).
+func (v *serial) p99(n int) time.Duration {
+	var all []time.Duration
+	for _, s := range v.lat[max(0, len(v.lat)-n):] {
+		all = append(all, s...)
+	}
+	return quantile(all)
+}
+
+// busyP99 is the p99 of the last n busy periods (0: none).
+func (v *serial) busyP99(n int) time.Duration {
+	return quantile(slices.Clone(v.periods[max(0, len(v.periods)-n):]))
+}
+
+// quantile is the p99 of d, which it sorts (0: empty).
+func quantile(d []time.Duration) time.Duration {
+	if len(d) == 0 {
 		return 0
 	}
-	slices.Sort(all)
-	return all[(len(all)*99+99)/100-1]
+	slices.Sort(d)
+	return d[(len(d)*99+99)/100-1]
 }

@@ -1,15 +1,25 @@
-// Package slo is carve's SLO controller: it keeps the p99 of each LS
-// tenant's busy periods under the tenant's SLO (ctl.Policy.SLO) by
-// setting the share and queue of the BE tenants on its GPUs
-// (ctl.Handle.Steer), and gives the BE tenants all that leaves.
+// Package slo is carve's SLO controller: it keeps an estimate of the p99
+// of each LS tenant's requests, queueing included, under the tenant's SLO
+// (ctl.Policy.SLO) by setting the share and queue of the BE tenants on
+// its GPUs (ctl.Handle.Steer), and gives the BE tenants all that leaves.
 //
 // Every interval (Step) it reads the control blocks, keeps the last
-// Window of snapshots of each LS tenant's busy-period histogram, and per
-// GPU compares the window's p99 of each LS tenant with an SLO with its
-// SLO: the tenant furthest over (or least under) binds. Over: the GPU's
-// level halves at once; well under (Headroom): it rises by Raise; no busy
-// period in the window and none in flight: it is 1, all to the BE tenants
-// (who the shim's gate holds back only while LS work is in flight anyway).
+// WindowSteps of snapshots of each LS tenant's busy-period histogram,
+// busy time and requests, and per GPU compares each LS tenant's estimate
+// over the window with its target: the tenant furthest over (or least
+// under) binds. A server that takes one request at a time drains the GPU
+// after each, so each request is a busy period of its own, and its queue
+// shows only in how busy it is; the estimate (Estimate) is an M/G/1
+// queue's: the p99 of the window's busy periods, plus the p99 of a
+// request's wait for those before it, which grows as 1 / (1 - rho), rho
+// the share of the window the tenant was busy (at rho 0 it is the
+// periods' p99, as for a tenant whose requests overlap into one period).
+// A time's target is the time; a multiple's is that many estimates alone:
+// of the alone periods at the window's requests a second. Over (or rho
+// above Saturated): the GPU's level halves at once; well under
+// (Headroom): it rises by Raise; no busy period in the window and none in
+// flight: it is 1, all to the BE tenants (who the shim's gate holds back
+// only while LS work is in flight anyway).
 // A BE tenant's share is the level of its GPU (the lowest, on several),
 // its queue as much of what it asked as the level says.
 //
@@ -40,11 +50,17 @@ const (
 	QueueMin        = 50 * time.Microsecond  // a BE's queue at level 0 (or what it asked, if less)
 	QueueOpen       = 2 * time.Millisecond   // the queue's top for a BE that asked no bound, below level 1
 	AloneMin        = 20                     // alone periods a multiple of the alone p99 needs
+	MinIdle         = 0.05                   // the least 1 - rho the estimate's wait divides by
+	Saturated       = 0.95                   // a utilization above which the level halves, whatever the estimate
 	quantile        = 0.99
 )
 
 // Controller is the SLO controller of a runtime directory's blocks.
 type Controller struct {
+	// Now is the clock a window's length is read on (nil: time.Now); a
+	// test's plant sets its own before the first Step.
+	Now func() time.Time
+
 	dir  string
 	mu   sync.Mutex
 	step int
@@ -53,10 +69,14 @@ type Controller struct {
 	view map[Key]View        // by LS tenant, for carve daemon's metrics
 }
 
-// sample is an LS tenant's busy periods at a step.
+// sample is an LS tenant's busy periods, busy time and requests at a
+// step, read at at.
 type sample struct {
 	step int
+	at   time.Time
 	h    ctl.Hist
+	busy time.Duration
+	reqs uint64
 }
 
 // Key names an LS tenant's block as status.Row does: the claim it runs
@@ -66,13 +86,16 @@ type Key struct {
 	PID   int
 }
 
-// View is what the controller last saw of an LS tenant with an SLO.
+// View is what the controller last saw of an LS tenant with an SLO,
+// over its window.
 type View struct {
-	SLO        ctl.SLO
-	Target     time.Duration // the p99 its SLO stands for; 0: a multiple with no alone reference yet
-	P99        time.Duration // of the window's periods
-	Periods    uint64        // in the window
-	Attainment float64       // the window's periods within Target (1 with none)
+	SLO         ctl.SLO
+	Target      time.Duration // what its SLO holds Estimate under; 0: a multiple with no alone reference yet
+	P99         time.Duration // of the window's busy periods
+	Periods     uint64        // in the window
+	Attainment  float64       // the window's periods within Target (1 with none)
+	Utilization float64       // rho: the window's busy time over its length, at most 1
+	Estimate    time.Duration // of its requests' p99, queueing included (Estimate): what it holds under Target
 }
 
 // New is a controller of the blocks in dir.
@@ -129,19 +152,67 @@ type gpu struct {
 type lsView struct {
 	tenant
 	samples []sample
-	target  time.Duration
+	target  time.Duration // with no queue: Target
 }
 
 // Target is the p99 of busy periods s stands for, for an LS tenant whose
-// periods while no BE ran are alone: a multiple of their p99 needs
-// AloneMin of them. 0 for none yet, or no SLO.
+// periods while no BE ran are alone, with no queue: a multiple of their
+// p99 needs AloneMin of them. 0 for none yet, or no SLO. The controller
+// holds an estimate with its queue under TargetAt.
 func Target(s ctl.SLO, alone ctl.Hist) time.Duration {
+	return TargetAt(s, alone, 0)
+}
+
+// TargetAt is what s holds the estimate of an LS tenant's requests' p99
+// under at rate requests a second: a time, or a multiple of its estimate
+// alone at that rate (Estimate of the alone periods, rho rate times their
+// mean), which needs AloneMin of them. 0 for none yet, or no SLO.
+func TargetAt(s ctl.SLO, alone ctl.Hist, rate float64) time.Duration {
 	var ref time.Duration
-	if alone.Count() >= AloneMin {
-		ref = alone.Quantile(quantile)
+	if n := alone.Count(); n >= AloneMin {
+		ref = Estimate(alone, rate*alone.Sum.Seconds()/float64(n))
 	}
 	target, _ := s.Of(ref)
 	return target
+}
+
+// Estimate is the p99 of the latency of requests served one at a time,
+// each the busy period of h, at utilization rho (Poisson arrivals: an
+// M/G/1 queue): the periods' p99 plus the wait's p99. A request waits
+// with probability rho, and then for about an exponential time of mean R
+// / (1 - rho), R = E[S^2] / 2E[S] the residual of the period in service
+// (Pollaczek-Khinchine's mean wait over rho): its p99 is that mean times
+// ln(100 rho), 0 for rho up to 0.01; 1 - rho is at least MinIdle. For
+// exponential periods that is the M/M/1 queue's p99; for periods of
+// nearly one length it is a little over a simulated queue's. E[S^2] is
+// of the buckets' midpoints.
+func Estimate(h ctl.Hist, rho float64) time.Duration {
+	p99, n := h.Quantile(quantile), h.Count()
+	if n == 0 || h.Sum <= 0 || rho <= 0.01 {
+		return p99
+	}
+	var m2 float64 // sum of squares, s^2
+	for i, c := range h.Counts {
+		if c == 0 {
+			continue
+		}
+		mid := boundSeconds(i - 1)
+		if i < ctl.HistBuckets-1 {
+			mid = (mid + boundSeconds(i)) / 2
+		}
+		m2 += float64(c) * mid * mid
+	}
+	residual := m2 / (2 * h.Sum.Seconds())
+	wait := residual / math.Max(1-rho, MinIdle) * math.Log(100*math.Min(rho, 1))
+	return p99 + time.Duration(wait*float64(time.Second))
+}
+
+// boundSeconds is ctl.HistBound(i) in seconds, 0 below bucket 0.
+func boundSeconds(i int) float64 {
+	if i < 0 {
+		return 0
+	}
+	return ctl.HistBound(i).Seconds()
 }
 
 // Step reads the blocks once and sets the BE tenants' dials. The blocks
@@ -193,15 +264,17 @@ func (c *Controller) readLS(all []tenant) map[string]*gpu {
 		}
 		k := lsKey(t.Entry)
 		seen[k] = true
-		s := append(c.hist[k], sample{c.step, t.TideStatus.Periods})
+		ts := t.TideStatus
+		s := append(c.hist[k], sample{c.step, c.now(), ts.Periods, ts.Busy, ts.Requests})
 		if len(s) > WindowSteps+1 {
 			s = s[len(s)-WindowSteps-1:]
 		}
 		c.hist[k] = s
-		v := lsView{tenant: t, samples: s, target: Target(t.Tide.SLO, t.TideStatus.Alone)}
+		v := lsView{tenant: t, samples: s, target: Target(t.Tide.SLO, ts.Alone)}
 		w := window(s, 0)
-		c.view[t.key] = View{SLO: t.Tide.SLO, Target: v.target, P99: w.Quantile(quantile), Periods: w.Count(),
-			Attainment: w.Within(v.target)}
+		target := v.targetAt(w)
+		c.view[t.key] = View{SLO: t.Tide.SLO, Target: target, P99: w.h.Quantile(quantile), Periods: w.h.Count(),
+			Attainment: w.h.Within(target), Utilization: w.rho(), Estimate: w.estimate()}
 		for _, name := range gpusOf(t.Entry) {
 			if gpus[name] == nil {
 				gpus[name] = &gpu{ready: true}
@@ -237,11 +310,15 @@ func (c *Controller) decide(name string, g *gpu) {
 		if v.target == 0 {
 			continue
 		}
-		if window(v.samples, 0).Count() > 0 || v.TideStatus.State == ctl.TideBusy {
+		if window(v.samples, 0).h.Count() > 0 || v.TideStatus.State == ctl.TideBusy {
 			busy = true
 		}
-		if w := window(v.samples, c.cut[name]); w.Count() > 0 {
-			worst, judged = math.Max(worst, float64(w.Quantile(quantile))/float64(v.target)), true
+		if w := window(v.samples, c.cut[name]); w.h.Count() > 0 {
+			over := float64(w.estimate()) / float64(v.targetAt(w))
+			if w.rho() > Saturated {
+				over = math.Inf(1)
+			}
+			worst, judged = math.Max(worst, over), true
 		}
 	}
 	switch {
@@ -340,18 +417,66 @@ func dials(level float64, e ctl.Entry) (float64, time.Duration) {
 	return share, (lo + time.Duration(level*float64(top-lo))).Truncate(time.Microsecond)
 }
 
-// window are the periods of samples since step since (the oldest kept,
-// where it is older): none with fewer than two samples after it.
-func window(s []sample, since int) ctl.Hist {
+// win is what an LS tenant did between two samples.
+type win struct {
+	h    ctl.Hist      // the busy periods that ended
+	span time.Duration // the time between the samples
+	busy time.Duration // its busy time
+	reqs uint64        // its requests begun
+}
+
+// window is what samples hold since step since (the oldest kept, where
+// it is older): nothing with fewer than two samples after it.
+func window(s []sample, since int) win {
 	for i, x := range s {
 		if x.step >= since {
 			if i == len(s)-1 {
-				return ctl.Hist{}
+				return win{}
 			}
-			return s[len(s)-1].h.Sub(x.h)
+			y := s[len(s)-1]
+			w := win{h: y.h.Sub(x.h), span: y.at.Sub(x.at)}
+			if y.busy >= x.busy && y.reqs >= x.reqs { // else another block, or one made afresh
+				w.busy, w.reqs = y.busy-x.busy, y.reqs-x.reqs
+			}
+			return w
 		}
 	}
-	return ctl.Hist{}
+	return win{}
+}
+
+// rho is the share of w the tenant was busy, at most 1 (0 for no time).
+func (w win) rho() float64 {
+	if w.span <= 0 {
+		return 0
+	}
+	return math.Min(1, w.busy.Seconds()/w.span.Seconds())
+}
+
+// rate is w's requests a second (0 for no time).
+func (w win) rate() float64 {
+	if w.span <= 0 {
+		return 0
+	}
+	return float64(w.reqs) / w.span.Seconds()
+}
+
+// estimate is of the p99 of the tenant's requests over w, queueing
+// included.
+func (w win) estimate() time.Duration {
+	return Estimate(w.h, w.rho())
+}
+
+// targetAt is what v's SLO holds w's estimate under.
+func (v lsView) targetAt(w win) time.Duration {
+	return TargetAt(v.Tide.SLO, v.TideStatus.Alone, w.rate())
+}
+
+// now is c's clock.
+func (c *Controller) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
 }
 
 // gpusOf names the GPUs of e's partitions: by node block, else by UUID.

@@ -163,7 +163,7 @@ func TestRestartResumes(t *testing.T) {
 	p.addBE(1, 300*time.Microsecond)
 	p.run(80)
 	share, queue := p.dials()
-	p.c = slo.New(p.dir)
+	p.restart()
 	p.run(1)
 	if s, q := p.dials(); s != share || q != queue {
 		t.Fatalf("restarted: share %g queue %v, were %g %v", s, q, share, queue)
