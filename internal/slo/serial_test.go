@@ -17,7 +17,7 @@ import (
 // takes on an H100), how much longer at a BE share of 1, the BE's queue,
 // and the arrivals a second that keep it 70% busy alone.
 const (
-	serialMs    = time.Millisecond
+	serialBase  = time.Millisecond
 	serialK     = 0.5
 	serialQueue = 300 * time.Microsecond
 	serialRate  = 700
@@ -59,7 +59,7 @@ func holds(t *testing.T, p *plant, v *serial, sloMax time.Duration, n int, least
 func TestSerialQueueSeen(t *testing.T) {
 	for _, seed := range seeds {
 		p := newPlant(t)
-		v := p.addSerial(ctl.SLO{Max: 15 * time.Millisecond}, serialMs, serialK, serialRate, seed)
+		v := p.addSerial(ctl.SLO{Max: 15 * time.Millisecond}, serialBase, serialK, serialRate, seed)
 		p.addBE(1, serialQueue)
 		p.run(50)
 		holds(t, p, v, 15*time.Millisecond, 100, 0)
@@ -71,7 +71,7 @@ func TestSerialQueueSeen(t *testing.T) {
 func TestSerialMultipleOfAlone(t *testing.T) {
 	for _, seed := range seeds {
 		p := newPlant(t)
-		v := p.addSerial(ctl.SLO{Alone: 2}, serialMs, serialK, serialRate, seed)
+		v := p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, seed)
 		p.run(50) // alone
 		alone := v.p99(50)
 		p.addBE(1, serialQueue)
@@ -91,7 +91,7 @@ func TestSerialLoadStep(t *testing.T) {
 	const sloMax = 15 * time.Millisecond
 	for _, seed := range seeds {
 		p := newPlant(t)
-		v := p.addSerial(ctl.SLO{Max: sloMax}, serialMs, serialK, 250, seed)
+		v := p.addSerial(ctl.SLO{Max: sloMax}, serialBase, serialK, 250, seed)
 		p.addBE(1, serialQueue)
 		p.run(50)
 		holds(t, p, v, sloMax, 50, 0.5)
@@ -113,7 +113,7 @@ func TestSerialLoadStep(t *testing.T) {
 // the BE has a share of 1 and the queue it asked.
 func TestSerialIdleReleases(t *testing.T) {
 	p := newPlant(t)
-	v := p.addSerial(ctl.SLO{Max: 15 * time.Millisecond}, serialMs, serialK, serialRate, 1)
+	v := p.addSerial(ctl.SLO{Max: 15 * time.Millisecond}, serialBase, serialK, serialRate, 1)
 	be := p.addBE(1, serialQueue)
 	p.run(50)
 	if share, _ := p.dials(); share >= 1 {
