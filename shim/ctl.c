@@ -153,17 +153,22 @@ static int read_masks(const struct carve_ctl *c, int n, uint32_t out[][CARVE_MAS
  * every field carve_ctl.h's CARVE_CTL_FIELDS marks INHERIT, the mask and
  * SM count read together under the seqlock; the fields of our own identity
  * made afresh, the rest zero. It is written to a temporary name and renamed
- * so that readers never see it half-filled. */
+ * so that readers never see it half-filled; mode 0644 in a directory with
+ * the sticky bit, else 0600. */
 static struct carve_ctl *create_block(const char *dir, const struct carve_ctl *src)
 {
 	char tmp[PATH_MAX], path[PATH_MAX];
 	pid_t pid = getpid();
 	snprintf(tmp, sizeof tmp, "%s/.%d.new", dir, (int)pid);
 	snprintf(path, sizeof path, "%s/%d", dir, (int)pid);
-	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* in a directory several users share (sticky: the node directory, a
+	 * claim's) others read it, as carve's own blocks there (ctl.BlockPerm) */
+	struct stat ds;
+	mode_t perm = stat(dir, &ds) == 0 && (ds.st_mode & S_ISVTX) ? 0644 : 0600;
+	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, perm);
 	if (fd < 0)
 		return NULL;
-	if (ftruncate(fd, CARVE_CTL_SIZE) != 0) {
+	if (fchmod(fd, perm) != 0 || ftruncate(fd, CARVE_CTL_SIZE) != 0) {
 		close(fd);
 		unlink(tmp);
 		return NULL;

@@ -53,7 +53,7 @@ Typical use:
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("carve {{.Version}}\n") // as carve version says it
-	root.AddCommand(newTopoCmd(), newDiscoverCmd(), newRunCmd(), newSetCmd(), newLsCmd(), newMPSCmd(), newBenchCmd(), newProfileCmd(), newPredictCmd(), newPlanCmd(), newMemmapCmd(), newDaemonCmd(), newTopCmd(), newVersionCmd())
+	root.AddCommand(newTopoCmd(), newDiscoverCmd(), newRunCmd(), newSetCmd(), newLsCmd(), newMPSCmd(), newBenchCmd(), newProfileCmd(), newPredictCmd(), newPlanCmd(), newMemmapCmd(), newDaemonCmd(), newTopCmd(), newNodeCmd(), newVersionCmd())
 	groupsRefuseUnknown(root)
 	return root
 }

@@ -25,7 +25,11 @@ func topologiesOf(dir string, pid, device int) ([]*topo.Topology, error) {
 		return nil, err
 	}
 	s := h.Snapshot()
+	err = h.Writable() // another user's tenant, in the node directory
 	h.Close()
+	if err != nil {
+		return nil, err
+	}
 	var tops []*topo.Topology
 	for _, p := range s.Parts() {
 		t, err := topo.FindCachedGPU(p.GPU, p.Live)

@@ -54,19 +54,27 @@ func CreditEnded(dir string) (uint64, error) {
 }
 
 // credit gives what the ended process of block h held back to its account.
+// Another user's block, or one counted in another user's account, is left
+// for root's carve daemon, which credits every block.
 func credit(dir string, h *Handle) uint64 {
-	n := atomic.SwapUint64(&h.b.MemUsed, 0)
-	if n == 0 {
+	if h.ro || atomic.LoadUint64(&h.b.MemUsed) == 0 {
 		return 0
 	}
 	acct := h
 	if atomic.LoadUint64(&h.b.MemTotal) == 0 { // not its own account
 		a, err := account(dir, h.b)
-		if err != nil {
-			return n // the account is gone, and its count with it
+		if err == nil && a.ro {
+			a.Close()
+			return 0
 		}
-		defer a.Close()
-		acct = a
+		if err == nil {
+			defer a.Close()
+			acct = a
+		}
+	}
+	n := atomic.SwapUint64(&h.b.MemUsed, 0)
+	if n == 0 || acct == h && atomic.LoadUint64(&h.b.MemTotal) == 0 {
+		return n // the account is gone, and its count with it
 	}
 	for {
 		t := atomic.LoadUint64(&acct.b.MemTotal)

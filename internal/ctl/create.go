@@ -70,9 +70,10 @@ type Tide struct {
 }
 
 // Create writes the block of in.PID into dir: filled under a temporary name,
-// then renamed, so that no reader sees it half written.
+// then renamed, so that no reader sees it half written. Its mode is
+// BlockPerm(dir).
 func Create(dir string, in Init) (*Handle, error) {
-	return create(filepath.Join(dir, strconv.Itoa(in.PID)), filepath.Join(dir, fmt.Sprintf(".%d.new", in.PID)), 0o600, in)
+	return create(filepath.Join(dir, strconv.Itoa(in.PID)), filepath.Join(dir, fmt.Sprintf(".%d.new", in.PID)), BlockPerm(dir), in)
 }
 
 func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {

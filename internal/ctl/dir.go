@@ -16,11 +16,17 @@ import (
 )
 
 // Dir is the runtime directory of the calling user's control blocks:
-// $CARVE_RUNTIME_DIR, else /dev/shm/carve-UID (shared memory), else
-// TMPDIR/carve-UID. It is created 0700 and must be owned by the user.
+// $CARVE_RUNTIME_DIR; else the node directory (NodeDir), every user's,
+// where it exists, and an error where it exists but root did not make it
+// (nodedir.go says why); else /dev/shm/carve-UID (shared memory), else
+// TMPDIR/carve-UID. A directory of the user's own is created 0700 and
+// must be owned by the user.
 func Dir() (string, error) {
 	d := os.Getenv("CARVE_RUNTIME_DIR")
 	if d == "" {
+		if nd, ok, err := nodeDir(); ok || err != nil {
+			return nd, err
+		}
 		base := "/dev/shm"
 		if st, err := os.Stat(base); err != nil || !st.IsDir() {
 			base = os.TempDir()

@@ -26,14 +26,23 @@ type Handle struct {
 	f    *os.File
 	mem  []byte
 	b    *Block
+	ro   bool // mapped read-only: another user's block (Writable)
 }
 
 func mapFile(path string, f *os.File) (*Handle, error) {
-	mem, err := syscall.Mmap(int(f.Fd()), 0, Size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	return mapAs(path, f, false)
+}
+
+func mapAs(path string, f *os.File, ro bool) (*Handle, error) {
+	prot := syscall.PROT_READ | syscall.PROT_WRITE
+	if ro {
+		prot = syscall.PROT_READ
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), 0, Size, prot, syscall.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mapping %s: %w", path, err)
 	}
-	return &Handle{Path: path, f: f, mem: mem, b: (*Block)(unsafe.Pointer(&mem[0]))}, nil
+	return &Handle{Path: path, f: f, mem: mem, b: (*Block)(unsafe.Pointer(&mem[0])), ro: ro}, nil
 }
 
 // Open maps the block of pid in dir.
@@ -48,9 +57,16 @@ func Open(dir string, pid int) (*Handle, error) {
 // openPath maps the block in the file path; the error wraps
 // os.ErrNotExist when there is none, and is a *Bad when there is one carve
 // cannot read. It follows no symbolic link, waits on no FIFO and maps only
-// a regular file of Size bytes.
+// a regular file of Size bytes. Another user's block (in a Shared
+// directory, mode 0644) is mapped read-only: its setters return Writable's
+// error.
 func openPath(path string) (*Handle, error) {
+	ro := false
 	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrPermission) {
+		ro = true
+		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	}
 	if err != nil {
 		return nil, openError(path, err)
 	}
@@ -62,7 +78,7 @@ func openPath(path string) (*Handle, error) {
 		f.Close()
 		return nil, err
 	}
-	h, err := mapFile(path, f)
+	h, err := mapAs(path, f, ro)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -102,6 +118,9 @@ func (h *Handle) Remove() error { return os.Remove(h.Path) }
 // interleave). The shim applies it from the process's next launch. Returns
 // the new generation.
 func (h *Handle) SetMask(m topo.Disable, sms int) (uint64, error) {
+	if err := h.Writable(); err != nil {
+		return 0, err
+	}
 	if err := syscall.Flock(int(h.f.Fd()), syscall.LOCK_EX); err != nil {
 		return 0, fmt.Errorf("locking %s: %w", h.Path, err)
 	}
@@ -126,6 +145,9 @@ func (h *Handle) SetPartMask(gpu string, m topo.Disable, sms int) (uint64, error
 	if u == h.b.GPU {
 		return h.SetMask(m, sms)
 	}
+	if err := h.Writable(); err != nil {
+		return 0, err
+	}
 	for i := range h.b.More {
 		p := &h.b.More[i]
 		if p.GPU != u {
@@ -148,8 +170,11 @@ func (h *Handle) SetPartMask(gpu string, m topo.Disable, sms int) (uint64, error
 }
 
 // SetTide changes a BE tenant's policy; the shim reads it at its next
-// launch.
+// launch. It writes nothing to another user's block (Writable).
 func (h *Handle) SetTide(t Tide) {
+	if h.ro {
+		return
+	}
 	atomic.StoreUint32(&h.b.InflightMax, uint32(t.InflightMax))
 	atomic.StoreUint32(&h.b.SharePPM, uint32(t.Share*1e6))
 	atomic.StoreUint64(&h.b.EpochNS, uint64(t.Epoch))
@@ -162,6 +187,9 @@ func (h *Handle) SetTide(t Tide) {
 // it keeps what the tenant asked of them (Snapshot.Steered), for Unsteer.
 // The error is a *Bad where the block's file was cut short.
 func (h *Handle) Steer(share float64, queue time.Duration) error {
+	if err := h.Writable(); err != nil {
+		return err
+	}
 	return guarded(h.Path, func() {
 		if atomic.LoadUint32(&h.b.SLOSteered) == 0 {
 			atomic.StoreUint32(&h.b.AskedShare, atomic.LoadUint32(&h.b.SharePPM))
@@ -176,6 +204,9 @@ func (h *Handle) Steer(share float64, queue time.Duration) error {
 // Unsteer puts back what a BE tenant asked of its share and queue, where
 // Steer changed them; else it writes nothing.
 func (h *Handle) Unsteer() error {
+	if err := h.Writable(); err != nil {
+		return err
+	}
 	return guarded(h.Path, func() {
 		if atomic.LoadUint32(&h.b.SLOSteered) == 0 {
 			return
@@ -189,6 +220,9 @@ func (h *Handle) Unsteer() error {
 // SetMemLimit changes the bytes of GPU memory the tenant may allocate (0:
 // no limit); the shim applies it to its next allocation.
 func (h *Handle) SetMemLimit(bytes uint64) error {
+	if err := h.Writable(); err != nil {
+		return err
+	}
 	atomic.StoreUint64(&h.b.MemLimit, bytes)
 	return nil
 }

@@ -122,11 +122,19 @@ func mapNode(path string, f *os.File) (*Node, error) {
 
 func createNode(path string, live topo.Enable) (*Node, error) {
 	tmp := path + ".new"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	perm := os.FileMode(0o600)
+	if Shared(filepath.Dir(path)) {
+		perm = 0o666 // LS and BE tenants of every user take slots
+	}
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
 	if err != nil {
 		return nil, fmt.Errorf("creating node block: %w", err)
 	}
 	defer f.Close()
+	if err := f.Chmod(perm); err != nil { // past the umask
+		os.Remove(tmp)
+		return nil, fmt.Errorf("creating node block: %w", err)
+	}
 	if err := f.Truncate(NodeSize); err != nil {
 		os.Remove(tmp)
 		return nil, err

@@ -12,11 +12,16 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
 )
 
 // LockFile is the lock's name in the runtime directory; it holds the pid
-// of its last holder.
-const LockFile = ".place.lock"
+// of its last holder who could write it. In a directory several users
+// share (ctl.Shared: the node directory) it is the file of whoever made it
+// (root, by carve node init), mode 0644, and the others lock it through a
+// read-only descriptor: flock needs none other.
+const LockFile = ctl.LockName
 
 // Timeout is how long Lock waits for another holder by default.
 var Timeout = 10 * time.Second
@@ -25,9 +30,21 @@ var Timeout = 10 * time.Second
 // still runs; unlock lets it go.
 func Lock(dir string, timeout time.Duration) (unlock func(), err error) {
 	path := filepath.Join(dir, LockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	perm := os.FileMode(0o600)
+	if ctl.Shared(dir) {
+		perm = 0o644
+	}
+	writable := true
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, perm)
+	if errors.Is(err, os.ErrPermission) {
+		writable = false
+		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("placement lock: %w", err)
+	}
+	if st, err := f.Stat(); writable && err == nil && st.Mode().Perm() != perm {
+		f.Chmod(perm) // past the umask, where it is ours
 	}
 	deadline := time.Now().Add(timeout)
 	for wait := 100 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
@@ -47,8 +64,10 @@ func Lock(dir string, timeout time.Duration) (unlock func(), err error) {
 		}
 		time.Sleep(wait)
 	}
-	f.Truncate(0)
-	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	if writable {
+		f.Truncate(0)
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
 	return func() {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()

@@ -19,14 +19,19 @@ type Moved struct {
 	Overlaps      []Overlap
 }
 
-// running is the block of pid, a process that still runs.
+// running is the block of pid, a process that still runs, whose block the
+// caller may change (another user's is refused, ctl.NotYours).
 func running(dir string, pid int) (ctl.Snapshot, error) {
 	h, err := ctl.Open(dir, pid)
 	if err != nil {
 		return ctl.Snapshot{}, err
 	}
 	snap := h.Snapshot()
+	err = h.Writable()
 	h.Close()
+	if err != nil {
+		return ctl.Snapshot{}, err
+	}
 	if !snap.Alive() {
 		return ctl.Snapshot{}, fmt.Errorf("process %d has exited", pid)
 	}

@@ -35,6 +35,10 @@ func TestMain(m *testing.M) {
 		helperLock()
 	case "hold":
 		helperHold()
+	case "list":
+		helperList()
+	case "move":
+		helperMove()
 	default:
 		os.Exit(m.Run())
 	}
@@ -99,6 +103,12 @@ func startHelper(t *testing.T, env ...string) *helper {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), env...)
+	return runHelper(t, cmd)
+}
+
+// runHelper starts cmd, a helper, and reads its first line.
+func runHelper(t *testing.T, cmd *exec.Cmd) *helper {
+	t.Helper()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

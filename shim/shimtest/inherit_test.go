@@ -303,3 +303,61 @@ func TestClaimAccountSharedAcrossUIDs(t *testing.T) {
 		p.cmd.Wait()
 	}
 }
+
+// TestChildBlockInNodeDir: in the node directory (root's, mode 1777), a
+// tenant's process of another uid than carve's (65534) that has no block
+// of its own makes one from its tenant's block of mode 0644, as carve
+// makes blocks there: its own, mode 0644, which others read, and in which
+// it counts its launches. It needs root, to run it as another uid.
+func TestChildBlockInNodeDir(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("runs the tenant's process as another uid: needs root")
+	}
+	a := artifacts(t)
+	if err := os.Chmod(a.Dir, 0o755); err != nil { // other uids load the shim and the driver from it
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o755)
+	os.Chmod(base, 0o755)
+	nd := filepath.Join(base, "node")
+	if err := ctl.InitNodeDir(nd, -1); err != nil {
+		t.Fatal(err)
+	}
+	mask := enableOnly(2, 3)
+	root, err := ctl.Create(nd, ctl.Init{PID: os.Getpid(), Comm: []string{"tenant"}, Parts: []ctl.Part{{Mask: mask, Live: live, SMs: 4}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if st, _ := os.Stat(root.Path); st.Mode().Perm() != 0o644 {
+		t.Fatalf("carve's block in the node directory: mode %v, want 0644", st.Mode())
+	}
+	cmd := exec.Command(a.Driver)
+	cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "CARVE_CTL_DIR=" + nd, "CARVE_LIBCUDA=" + a.Fake, "CARVE_CTL_ROOT=" + root.Path}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Stdin = strings.NewReader("launch 0x40\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if want := fmt.Sprintf("mask %08x %08x %08x %08x", mask[0], mask[1], mask[2], mask[3]); !strings.Contains(string(out), want) {
+		t.Fatalf("output %q lacks %q", out, want)
+	}
+	path := filepath.Join(nd, strconv.Itoa(cmd.Process.Pid))
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("the process's own block: %v", err)
+	}
+	if sys := st.Sys().(*syscall.Stat_t); st.Mode().Perm() != 0o644 || sys.Uid != 65534 {
+		t.Fatalf("the process's own block: mode %v of uid %d, want 0644 of 65534", st.Mode(), sys.Uid)
+	}
+	child, err := ctl.OpenPath(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer child.Close()
+	if s := child.Snapshot(); s.Launches != 1 || s.Mask != mask {
+		t.Errorf("the process's own block: %d launches, mask %v; want 1, %v", s.Launches, s.Mask, mask)
+	}
+}
