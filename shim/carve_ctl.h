@@ -2,8 +2,9 @@
  * carve_ctl.h: the control block shared between carve (Go) and libcarve.so.
  *
  * One block per partitioned process, a file of CARVE_CTL_SIZE bytes named by
- * the process id in carve's runtime directory (mode 0700, files 0600), mapped
- * MAP_SHARED by both sides. This header is the single definition of the
+ * the process id in carve's runtime directory (a user's, mode 0700, files
+ * 0600; or the node directory, sticky, files 0644: internal/ctl/nodedir.go),
+ * mapped MAP_SHARED by both sides. This header is the single definition of the
  * layout; internal/ctl mirrors it and a test compares the two offset by offset.
  *
  * The shim holds a POSIX read lock (fcntl F_SETLK) on the first byte of its
