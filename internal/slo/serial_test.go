@@ -26,48 +26,62 @@ const (
 var seeds = []uint64{1, 2, 3, 4, 5}
 
 // holds checks, over the next n steps, that v's requests' p99 over them
-// is within over times sloMax and each window's within twice that, and
-// that the BE keeps a share of at least least. The controller holds an
-// estimate (slo.Estimate) under the SLO, which a steady queue's p99 is a
-// little under; the requests' p99 runs above it while the BE's share
-// swings (rho from about 0.77 to 0.87 on this server) and the queue
-// built while it was too high drains: 0.9 to 2.7 times the SLO over 10 s
-// on these seeds, so over is 3, where the busy-period law's requests'
-// p99 is over a hundred times the SLO.
-func holds(t *testing.T, p *plant, v *serial, sloMax time.Duration, n int, least float64) {
+// is within Over times the SLO, the mean over the steps of what slo
+// returns (a time's, or the controller's target for a multiple), and
+// each window's within WindowOver times it, and that the BE's mean share
+// over them is at least least; it logs the p99 over the SLO and the BE's
+// mean share (go test -v). The controller aims the estimate
+// (slo.Estimate) at slo.Aim of the target through the server's
+// utilization; the requests' p99 over 10 s lands at 0.71 to 1.01 times
+// a 15 ms SLO on these seeds, where the law that halved the level over
+// the SLO and raised it under let it swing, and the p99 with it: 0.87 to
+// 1.76 times.
+func holds(t *testing.T, p *plant, v *serial, slo func() time.Duration, n int, least float64) (share float64) {
 	t.Helper()
-	const over = 3
-	lowest := 1.0
+	const over, windowOver = 1.2, 2
+	var sum time.Duration
 	for range n {
 		p.run(1)
-		share, _ := p.dials()
-		lowest = min(lowest, share)
-		if got := v.p99(window); got > 2*over*sloMax {
+		s, _ := p.dials()
+		share += s / float64(n)
+		sum += slo()
+		if got := v.p99(window); got > windowOver*slo() {
 			t.Fatalf("step %d: the window's requests' p99 %v, SLO %v; busy periods' p99 %v, BE share %g",
-				p.step, got, sloMax, v.busyP99(window*serialRate/10), share)
+				p.step, got, slo(), v.busyP99(window*serialRate/10), s)
 		}
 	}
-	if got := v.p99(n); got > over*sloMax || lowest < least {
-		t.Fatalf("to step %d: requests' p99 %v, SLO %v; lowest BE share %g (want at least %g)", p.step, got, sloMax, lowest, least)
+	mean := sum / time.Duration(n)
+	got := v.p99(n)
+	t.Logf("to step %d: requests' p99 %v, %.2f times the SLO %v; BE share %.3f", p.step, got, float64(got)/float64(mean), mean, share)
+	if got > time.Duration(over*float64(mean)) || share < least {
+		t.Fatalf("to step %d: requests' p99 %v, SLO %v; BE's mean share %g (want at least %g)", p.step, got, mean, share, least)
 	}
+	return share
+}
+
+// fixed is an SLO of d.
+func fixed(d time.Duration) func() time.Duration {
+	return func() time.Duration { return d }
 }
 
 // TestSerialQueueSeen: at 70% busy alone, a BE that asked all would keep
 // every busy period short while requests queue without bound on the
-// server; the controller keeps the queue bounded, the requests' p99 near
-// the SLO (holds), and gives the BE what that leaves.
+// server; the controller keeps the requests' p99 within the SLO (holds),
+// and gives the BE what that leaves.
 func TestSerialQueueSeen(t *testing.T) {
 	for _, seed := range seeds {
 		p := newPlant(t)
 		v := p.addSerial(ctl.SLO{Max: 15 * time.Millisecond}, serialBase, serialK, serialRate, seed)
 		p.addBE(1, serialQueue)
 		p.run(50)
-		holds(t, p, v, 15*time.Millisecond, 100, 0)
+		holds(t, p, v, fixed(15*time.Millisecond), 100, 0.04)
 	}
 }
 
-// TestSerialMultipleOfAlone: "2x" holds the requests' p99 near twice
-// what it was alone at the same rate (holds).
+// TestSerialMultipleOfAlone: "2x" holds the requests' p99 within twice
+// the estimate alone at the window's rate (holds, against the
+// controller's target: twice the requests' p99 alone, 6.0 to 9.1 ms
+// over these seeds' 5 s alone, varies more than the estimate does).
 func TestSerialMultipleOfAlone(t *testing.T) {
 	for _, seed := range seeds {
 		p := newPlant(t)
@@ -80,13 +94,20 @@ func TestSerialMultipleOfAlone(t *testing.T) {
 		if !ok || w.Target == 0 || w.Estimate == 0 || w.Utilization < 0.6 {
 			t.Fatalf("view %+v, %v: want a target, an estimate and the utilization", w, ok)
 		}
-		holds(t, p, v, 2*alone, 100, 0)
+		if w.Target < alone*3/2 || w.Target > 4*alone {
+			t.Fatalf("target %v, the requests' p99 alone %v: want twice an estimate near it", w.Target, alone)
+		}
+		target := func() time.Duration {
+			w, _ := p.c.View(slo.Key{PID: v.pid})
+			return w.Target
+		}
+		holds(t, p, v, target, 100, 0.1)
 	}
 }
 
 // TestSerialLoadStep: from 25% of the server's capacity to 75% and back,
-// the requests' p99 is back near the SLO (holds) within two seconds of
-// each step; the BE gets less at 75% and more again at 25%.
+// the requests' p99 is within the SLO (holds) from two seconds after each
+// step on; the BE gets nearly all at 25%, less at 75%, and all again.
 func TestSerialLoadStep(t *testing.T) {
 	const sloMax = 15 * time.Millisecond
 	for _, seed := range seeds {
@@ -94,16 +115,13 @@ func TestSerialLoadStep(t *testing.T) {
 		v := p.addSerial(ctl.SLO{Max: sloMax}, serialBase, serialK, 250, seed)
 		p.addBE(1, serialQueue)
 		p.run(50)
-		holds(t, p, v, sloMax, 50, 0.5)
-		low, _ := p.dials()
+		low := holds(t, p, v, fixed(sloMax), 50, 0.95)
 		v.load(750)
 		p.run(20)
-		holds(t, p, v, sloMax, 50, 0)
-		high, _ := p.dials()
+		high := holds(t, p, v, fixed(sloMax), 50, 0.002)
 		v.load(250)
 		p.run(20)
-		holds(t, p, v, sloMax, 50, 0.5)
-		if again, _ := p.dials(); high >= low || again <= high {
+		if again := holds(t, p, v, fixed(sloMax), 50, 0.95); high >= low/10 || again <= high {
 			t.Errorf("seed %d: BE share %g at 25%%, %g at 75%%, %g at 25%% again", seed, low, high, again)
 		}
 	}
