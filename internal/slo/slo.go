@@ -92,6 +92,8 @@ type Controller struct {
 	hist map[string][]sample // by LS block (lsKey): its last WindowSteps+1 snapshots
 	cut  map[string]int      // by GPU: the step of its last backoff; the window starts there
 	view map[Key]View        // by LS tenant, for carve daemon's metrics
+	cal  map[string]ctl.Hist // by LS block: its calibration (calibrate.go), while its block has too few alone periods
+	zero map[string]bool     // the GPUs whose BE tenants were all at level 0 at the last step
 }
 
 // sample is an LS tenant's busy periods, busy time and requests at a
@@ -115,7 +117,9 @@ type Key struct {
 // over its window.
 type View struct {
 	SLO         ctl.SLO
-	Target      time.Duration // what its SLO holds Estimate under; 0: a multiple with no alone reference yet
+	Target      time.Duration // what its SLO holds Estimate under; 0: a multiple with no reference yet
+	Calibrating bool          // a multiple with no reference yet, whose BE tenants the controller holds at level 0 to calibrate
+	Calibrated  bool          // a multiple whose reference is the controller's calibration, not the block's alone periods
 	P99         time.Duration // of the window's busy periods
 	Periods     uint64        // in the window
 	Attainment  float64       // the window's periods within Target (1 with none)
@@ -125,7 +129,8 @@ type View struct {
 
 // New is a controller of the blocks in dir.
 func New(dir string) *Controller {
-	return &Controller{dir: dir, hist: map[string][]sample{}, cut: map[string]int{}, view: map[Key]View{}}
+	return &Controller{dir: dir, hist: map[string][]sample{}, cut: map[string]int{}, view: map[Key]View{},
+		cal: map[string]ctl.Hist{}, zero: map[string]bool{}}
 }
 
 // Run steps every interval (0: DefaultInterval) until ctx ends; errors go
@@ -176,8 +181,10 @@ type gpu struct {
 // lsView is an LS tenant with an SLO, as a step judges it.
 type lsView struct {
 	tenant
-	samples []sample
-	target  time.Duration // with no queue: Target
+	samples     []sample
+	ref         ctl.Hist      // what a multiple SLO is a multiple of (reference)
+	calibrating bool          // a multiple whose reference has fewer than AloneMin periods
+	target      time.Duration // with no queue: Target of ref
 }
 
 // Target is the p99 of busy periods s stands for, for an LS tenant whose
@@ -282,6 +289,7 @@ func (c *Controller) Step() error {
 func (c *Controller) readLS(all []tenant) map[string]*gpu {
 	gpus := map[string]*gpu{}
 	seen := map[string]bool{}
+	above := aboveZero(all)
 	c.view = map[Key]View{}
 	for _, t := range all {
 		if t.Class != ctl.ClassLS || t.Tide.SLO == (ctl.SLO{}) {
@@ -295,18 +303,22 @@ func (c *Controller) readLS(all []tenant) map[string]*gpu {
 			s = s[len(s)-WindowSteps-1:]
 		}
 		c.hist[k] = s
-		v := lsView{tenant: t, samples: s, target: Target(t.Tide.SLO, ts.Alone)}
+		v := lsView{tenant: t, samples: s}
+		v.ref, v.calibrating = c.reference(k, v, above)
+		v.target = Target(t.Tide.SLO, v.ref)
 		w := window(s, 0)
 		target := v.targetAt(w)
-		c.view[t.key] = View{SLO: t.Tide.SLO, Target: target, P99: w.h.Quantile(quantile), Periods: w.h.Count(),
-			Attainment: w.h.Within(target), Utilization: w.rho(), Estimate: w.estimate()}
+		calibrated := t.Tide.SLO.Alone > 0 && !v.calibrating && ts.Alone.Count() < AloneMin
+		c.view[t.key] = View{SLO: t.Tide.SLO, Target: target, Calibrating: v.calibrating, Calibrated: calibrated,
+			P99: w.h.Quantile(quantile), Periods: w.h.Count(), Attainment: w.h.Within(target),
+			Utilization: w.rho(), Estimate: w.estimate()}
 		for _, name := range gpusOf(t.Entry) {
 			if gpus[name] == nil {
 				gpus[name] = &gpu{ready: true}
 			}
 			g := gpus[name]
 			g.ls = append(g.ls, v)
-			if v.target > 0 {
+			if v.target > 0 || v.calibrating {
 				g.bound = true
 				g.ready = g.ready && len(s) > 1
 			}
@@ -315,7 +327,12 @@ func (c *Controller) readLS(all []tenant) map[string]*gpu {
 	for k := range c.hist {
 		if !seen[k] {
 			delete(c.hist, k)
+			delete(c.cal, k)
 		}
+	}
+	c.zero = map[string]bool{}
+	for name := range gpus {
+		c.zero[name] = !above[name]
 	}
 	return gpus
 }
@@ -335,13 +352,19 @@ func (c *Controller) decide(name string, g *gpu) {
 		return
 	}
 	g.level = current(g.be)
-	busy, emergency := false, false
+	busy, calibrate, emergency := false, false, false
 	next := math.Inf(1)
 	for _, v := range g.ls {
+		periods := window(v.samples, 0).h.Count() > 0
+		if v.calibrating {
+			calibrate = calibrate || periods
+			busy = busy || periods
+			continue
+		}
 		if v.target == 0 {
 			continue
 		}
-		if window(v.samples, 0).h.Count() > 0 || v.TideStatus.State == ctl.TideBusy {
+		if periods || v.TideStatus.State == ctl.TideBusy {
 			busy = true
 		}
 		w := window(v.samples, c.cut[name])
@@ -357,6 +380,8 @@ func (c *Controller) decide(name string, g *gpu) {
 	switch {
 	case !busy:
 		g.level = 1
+	case calibrate:
+		g.level = 0
 	case emergency:
 		g.level *= Backoff
 		c.cut[name] = c.step
@@ -550,7 +575,7 @@ func (w win) estimate() time.Duration {
 
 // targetAt is what v's SLO holds w's estimate under.
 func (v lsView) targetAt(w win) time.Duration {
-	return TargetAt(v.Tide.SLO, v.TideStatus.Alone, w.rate())
+	return TargetAt(v.Tide.SLO, v.ref, w.rate())
 }
 
 // last is what v did in its newest step (nothing with one sample).
