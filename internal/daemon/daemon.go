@@ -253,6 +253,7 @@ var (
 	descSLO    = prometheus.NewDesc("carve_ls_slo_seconds", "What the SLO controller holds the LS tenant's estimate under: its SLO's time, or a multiple of its estimate alone at the window's request rate (absent until it has an alone reference).", labels, nil)
 	descSLOP99 = prometheus.NewDesc("carve_ls_slo_window_p99_seconds", "The p99 of the LS tenant's busy periods over the SLO controller's window.", labels, nil)
 	descSLOEst = prometheus.NewDesc("carve_ls_slo_estimate_seconds", "The SLO controller's estimate of the LS tenant's requests' p99 over its window, queueing included (slo.Estimate): what it holds under carve_ls_slo_seconds.", labels, nil)
+	descCalib  = prometheus.NewDesc("carve_ls_slo_calibrating", "1 while the SLO controller calibrates the LS tenant's multiple SLO (no alone reference yet: its GPU's BE tenants held at share 0 while it has periods), else 0.", labels, nil)
 	descAttain = prometheus.NewDesc("carve_ls_slo_attainment", "The share of the LS tenant's busy periods in the SLO controller's window within its SLO (1 with none).", labels, nil)
 	descHeldS  = prometheus.NewDesc("carve_be_held_seconds_total", "Time the BE tenant's launches waited for LS work.", labels, nil)
 	descHeld   = prometheus.NewDesc("carve_be_held_launches_total", "BE launches that waited for LS work.", labels, nil)
@@ -314,7 +315,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descReq, prometheus.CounterValue, float64(t.Requests), l...)
 			ch <- histogram(descPeriod, t.Periods, l)
 			ch <- histogram(descAlone, t.Alone, l)
-			if v, ok := c.slo.View(slo.Key{Claim: r.Claim, PID: r.PID}); ok && v.Target > 0 {
+			v, ok := c.slo.View(slo.Key{Claim: r.Claim, PID: r.PID})
+			if ok {
+				calibrating := 0.0
+				if v.Calibrating {
+					calibrating = 1
+				}
+				ch <- prometheus.MustNewConstMetric(descCalib, prometheus.GaugeValue, calibrating, l...)
+			}
+			if ok && v.Target > 0 {
 				ch <- prometheus.MustNewConstMetric(descSLO, prometheus.GaugeValue, v.Target.Seconds(), l...)
 				ch <- prometheus.MustNewConstMetric(descSLOP99, prometheus.GaugeValue, v.P99.Seconds(), l...)
 				ch <- prometheus.MustNewConstMetric(descSLOEst, prometheus.GaugeValue, v.Estimate.Seconds(), l...)

@@ -532,7 +532,8 @@ func TestMetricsBusyPeriods(t *testing.T) {
 }
 
 // TestMetricsSLO: an LS tenant's SLO and its attainment over the SLO
-// controller's window, which runs in the daemon.
+// controller's window, which runs in the daemon; a multiple with no alone
+// periods is calibrating.
 func TestMetricsSLO(t *testing.T) {
 	dir := t.TempDir()
 	pid := sleeper(t)
@@ -543,10 +544,18 @@ func TestMetricsSLO(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Close()
+	pid2 := sleeper(t)
+	in = ctl.Init{PID: pid2, Comm: []string{"serve"}, Parts: in.Parts}
+	ctl.Policy{Class: ctl.ClassLS, SLO: ctl.SLO{Alone: 2}}.Apply(&in)
+	if h, err = ctl.Create(dir, in); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
 	addr, _ := start(t, Options{Dir: dir, ShowCommands: true})
 	l := `{claim="",class="ls",command="serve",pid="` + itoa(pid) + `"}`
+	l2 := `{claim="",class="ls",command="serve",pid="` + itoa(pid2) + `"}`
 	want := []string{"carve_ls_slo_seconds" + l + " 0.008", "carve_ls_slo_attainment" + l + " 1", "carve_ls_slo_window_p99_seconds" + l + " 0",
-		"carve_ls_slo_estimate_seconds" + l + " 0"}
+		"carve_ls_slo_estimate_seconds" + l + " 0", "carve_ls_slo_calibrating" + l + " 0", "carve_ls_slo_calibrating" + l2 + " 1"}
 	var m string
 	// the controller steps as the daemon starts, on its own goroutine:
 	// wait for its first step, not for a time

@@ -3,7 +3,8 @@
 // load step, gives the BE its all within a second of the LS going idle,
 // the tightest of two SLOs binds, no SLO writes nothing, a restarted
 // controller resumes from the blocks, a multiple of the alone p99 binds
-// once there is one, and dead or unreadable blocks are skipped.
+// to a calibration until the block has one, and dead or unreadable
+// blocks are skipped.
 
 package slo_test
 
@@ -189,23 +190,32 @@ func TestSLOGonePutsBack(t *testing.T) {
 	}
 }
 
-// TestMultipleOfAlone: "2x" binds once the LS has AloneMin alone
-// periods, to twice their p99; before, it leaves the BE alone.
+// TestMultipleOfAlone: "2.5x" with a BE running from before the LS
+// binds to the controller's calibration within half a second, holding
+// the BE at 0 until then; once the block has AloneMin alone periods, to
+// twice their p99 (the block's reference is preferred).
 func TestMultipleOfAlone(t *testing.T) {
 	p := newPlant(t)
 	l := p.addLS(ctl.SLO{Alone: 2.5}, 2*time.Millisecond, 4, 40)
 	be := p.addBE(1, 300*time.Microsecond)
-	p.run(10)
-	if s := be.Snapshot(); s.Steered != nil {
-		t.Fatalf("no alone reference, yet steered: %+v", s.Tide)
+	p.run(2)
+	if v, _ := p.c.View(slo.Key{PID: l.pid}); !v.Calibrating || v.Target != 0 {
+		t.Fatalf("no alone reference: view %+v, want it calibrating", v)
+	}
+	if s := be.Snapshot(); s.Tide.Share != 0 || s.Tide.Queue != slo.QueueMin {
+		t.Fatalf("calibrating: BE %+v, want level 0", s.Tide)
+	}
+	p.run(3)
+	if v, _ := p.c.View(slo.Key{PID: l.pid}); v.Calibrating || !v.Calibrated || v.Target < 4*time.Millisecond || v.Target > 6500*time.Microsecond {
+		t.Fatalf("half a second on: view %+v, want a target of 2.5 times about 2 ms from the calibration", v)
 	}
 	for range slo.AloneMin {
 		record(&l.b.AloneHist, 2*time.Millisecond)
 	}
 	p.run(80)
 	v, ok := p.c.View(slo.Key{PID: l.pid})
-	if !ok || v.Target < 4*time.Millisecond || v.Target > 5500*time.Microsecond {
-		t.Fatalf("view %+v, %v; want a target of 2.5 times about 2 ms", v, ok)
+	if !ok || v.Calibrated || v.Target < 4*time.Millisecond || v.Target > 5500*time.Microsecond {
+		t.Fatalf("view %+v, %v; want a target of 2.5 times about 2 ms alone", v, ok)
 	}
 	converged(t, p, l, v.Target, 20, 0.05)
 	if v.Attainment < 0.99 || v.Periods == 0 || v.P99 > v.Target {

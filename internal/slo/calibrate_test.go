@@ -1,0 +1,148 @@
+// Tests of the SLO controller's calibration (calibrate.go) on the plant's
+// serial server (plant_test.go): a "2x" LS tenant that starts beside a
+// BE already running, so that its block gets no alone period, is
+// calibrated with the BE held at level 0, then held within its target;
+// the reference is near the alone one, a restart calibrates afresh, and
+// an idle tenant does not hold the BE.
+
+package slo_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/slo"
+)
+
+// view is the controller's view of v.
+func (p *plant) view(v *serial) slo.View {
+	w, _ := p.c.View(slo.Key{PID: v.pid})
+	return w
+}
+
+// calibrate runs p until v's target is set, and checks that it takes at
+// most n steps and that the BE stays at level 0 from the second on; it
+// returns the steps it took.
+func calibrate(t *testing.T, p *plant, v *serial, n int) int {
+	t.Helper()
+	for i := 1; ; i++ {
+		p.run(1)
+		w := p.view(v)
+		if w.Target > 0 {
+			if w.Calibrating || !w.Calibrated {
+				t.Fatalf("step %d: view %+v: want a target from the calibration", p.step, w)
+			}
+			return i
+		}
+		if !w.Calibrating {
+			t.Fatalf("step %d: view %+v: no target, not calibrating", p.step, w)
+		}
+		if share, queue := p.dials(); i > 1 && (share != 0 || queue != slo.QueueMin) {
+			t.Fatalf("step %d, calibrating: BE share %g queue %v, want level 0", p.step, share, queue)
+		}
+		if i == n {
+			t.Fatalf("still calibrating %d steps on: view %+v", n, w)
+		}
+	}
+}
+
+// TestSerialCalibratesBEFirst: "2x" with the BE running from before the
+// server starts: the controller calibrates within half a second, and
+// then holds the requests' p99 within its target (holds) with the BE
+// above the floor TestSerialMultipleOfAlone asks. The calibration's
+// estimate at the plant's rate is within 20% of the alone periods' of
+// the same seed, server first: its periods are the BE's queue at level 0
+// (QueueMin, 5% of a request) longer, which at 70% busy makes the
+// estimate about 16% longer.
+func TestSerialCalibratesBEFirst(t *testing.T) {
+	for _, seed := range seeds {
+		alone := newPlant(t)
+		va := alone.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, seed)
+		alone.run(50)
+
+		p := newPlant(t)
+		p.addBE(1, serialQueue)
+		p.run(10) // the BE alone
+		v := p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, seed)
+		steps := calibrate(t, p, v, 5)
+		cal, _ := p.c.Calibration()
+		ref := snapshot(&va.b.AloneHist)
+		rho := func(h ctl.Hist) float64 { return serialRate * h.Sum.Seconds() / float64(h.Count()) }
+		ec, ea := slo.Estimate(cal, rho(cal)), slo.Estimate(ref, rho(ref))
+		t.Logf("seed %d: calibrated in %d steps (%d periods): estimate %v at %d/s, %v alone (%.2f times); target %v",
+			seed, steps, cal.Count(), ec, serialRate, ea, float64(ec)/float64(ea), p.view(v).Target)
+		if ec < ea*4/5 || ec > ea*6/5 {
+			t.Errorf("seed %d: estimate %v of the calibration, %v of the alone periods: want within 20%%", seed, ec, ea)
+		}
+		p.run(50 - steps)
+		holds(t, p, v, func() time.Duration { return p.view(v).Target }, 100, 0.1)
+	}
+}
+
+// snapshot is what h holds now.
+func snapshot(h *ctl.BlockHist) ctl.Hist {
+	var s ctl.Hist
+	for i := range s.Counts {
+		s.Counts[i] = atomic.LoadUint64(&h.Bucket[i])
+	}
+	s.Sum = time.Duration(atomic.LoadUint64(&h.SumNS))
+	return s
+}
+
+// TestSerialRestartCalibratesAgain: a controller restarted while it
+// calibrates (its calibration is in memory) calibrates afresh, the BE
+// held at level 0 throughout, and then holds the target.
+func TestSerialRestartCalibratesAgain(t *testing.T) {
+	p := newPlant(t)
+	p.addBE(1, serialQueue)
+	p.run(10)
+	v := p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, 1)
+	p.run(3) // level 0 from the second step; the third's periods began before it
+	if w := p.view(v); !w.Calibrating {
+		t.Fatalf("view %+v: want it calibrating", w)
+	}
+	p.restart()
+	p.run(1)
+	if w := p.view(v); !w.Calibrating || w.Target != 0 {
+		t.Fatalf("restarted: view %+v: want it calibrating afresh", w)
+	}
+	if share, queue := p.dials(); share != 0 || queue != slo.QueueMin {
+		t.Fatalf("restarted: BE share %g queue %v, want level 0 kept", share, queue)
+	}
+	calibrate(t, p, v, 5)
+	p.run(50)
+	holds(t, p, v, func() time.Duration { return p.view(v).Target }, 100, 0.1)
+}
+
+// TestSerialCalibrationIdleReleases: a server too slow to calibrate at
+// once holds the BE at level 0 only while it has periods: idle, the BE
+// has a share of 1 and the queue it asked within a second, still
+// calibrating; busy again, it is held and the calibration completes.
+func TestSerialCalibrationIdleReleases(t *testing.T) {
+	p := newPlant(t)
+	be := p.addBE(1, serialQueue)
+	p.run(10)
+	v := p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, 20, 1)
+	p.run(5)
+	if share, _ := p.dials(); share != 0 || !p.view(v).Calibrating {
+		t.Fatalf("calibrating: BE share %g, view %+v", share, p.view(v))
+	}
+	v.load(0)
+	for i := 0; ; i++ {
+		if s := be.Snapshot(); s.Tide.Share == 1 && s.Tide.Queue == serialQueue {
+			break
+		}
+		if i == 10 {
+			t.Fatalf("a second after the server went idle: %+v", be.Snapshot().Tide)
+		}
+		p.run(1)
+	}
+	p.run(20)
+	if w := p.view(v); !w.Calibrating {
+		t.Fatalf("idle: view %+v, want it still calibrating", w)
+	}
+	v.load(20)
+	calibrate(t, p, v, 30)
+}
