@@ -111,7 +111,7 @@ func lsPeriods(pid int) (ctl.Hist, bool) {
 	if err != nil {
 		return ctl.Hist{}, false
 	}
-	l, err := ctl.Read(dir)
+	l, err := ctl.Peek(dir)
 	if err != nil {
 		return ctl.Hist{}, false
 	}

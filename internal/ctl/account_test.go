@@ -1,5 +1,6 @@
 // The memory account of a tenant's ended processes (account.go): what a scan
-// of the runtime directory credits, and when it removes the account.
+// of the runtime directory credits, and when it removes the account; Peek
+// credits and removes nothing.
 
 package ctl_test
 
@@ -61,5 +62,48 @@ func TestScanKeepsTheAccount(t *testing.T) {
 	}
 	if _, err := os.Stat(acct.Path); !os.IsNotExist(err) {
 		t.Errorf("the account of ended processes only is still there: %v", err)
+	}
+}
+
+// TestPeekChangesNothing: Peek lists what Read lists, and leaves the block
+// of an ended process and what it held as they are; Read then credits
+// and removes them.
+func TestPeekChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), MemLimit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acct.Close()
+	dead, err := ctl.Create(dir, ctl.Init{PID: gone.Process.Pid, Tenant: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	ctl.BlockOf(acct).MemTotal = 50
+	ctl.BlockOf(dead).MemUsed = 20
+
+	l, err := ctl.Peek(dir)
+	if err != nil || len(l.Live) != 1 || l.Live[0].PID != os.Getpid() {
+		t.Fatalf("Peek: %+v, %v; want this process alone", l.Live, err)
+	}
+	if _, err := os.Stat(dead.Path); err != nil {
+		t.Errorf("Peek removed the ended block: %v", err)
+	}
+	if m := acct.Snapshot().Memory; m.Total != 50 {
+		t.Errorf("the account after Peek: %+v, want nothing credited", m)
+	}
+	if _, err := ctl.Read(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dead.Path); !os.IsNotExist(err) {
+		t.Errorf("Read left the ended block: %v", err)
+	}
+	if m := acct.Snapshot().Memory; m.Total != 30 {
+		t.Errorf("the account after Read: %+v, want its 20 bytes credited", m)
 	}
 }

@@ -87,11 +87,13 @@ func CreateClaimRoot(claimDir string, in Init) (*Handle, error) {
 // cannot read, and reports a root it cannot read (Read says which); a
 // claim whose root its pod spoiled stays reserved as recorded.
 func Claims(dir string) (claims []Claim, pending []string, err error) {
-	claims, pending, _, err = claimList(dir)
+	claims, pending, _, err = claimList(dir, false)
 	return claims, pending, err
 }
 
-func claimList(dir string) (claims []Claim, pending []string, skipped []Bad, err error) {
+// claimList is Claims, with the blocks it skipped; peek: it removes
+// nothing and credits nothing back (Peek).
+func claimList(dir string, peek bool) (claims []Claim, pending []string, skipped []Bad, err error) {
 	recs, badRec, skipped, legacy, err := records(dir)
 	if err != nil {
 		return nil, nil, nil, err
@@ -133,7 +135,7 @@ func claimList(dir string) (claims []Claim, pending []string, skipped []Bad, err
 		}
 		seen[c.UID] = true
 		var bad []Bad
-		if c.Procs, _, bad, err = scan(cd, true); err != nil {
+		if c.Procs, _, bad, err = scan(cd, true, peek); err != nil {
 			skipped = append(skipped, Bad{Path: cd, Reason: "open", Why: err.Error(), err: err})
 			if legacy {
 				continue

@@ -94,7 +94,7 @@ func RecordLegacy(dir string) (int, error) {
 	if _, err := os.Stat(filepath.Join(dir, ClaimsDir)); errors.Is(err, os.ErrNotExist) {
 		return 0, nil // no claims: the first reservation makes the directory
 	}
-	claims, _, _, err := claimList(dir)
+	claims, _, _, err := claimList(dir, false)
 	if err != nil {
 		return 0, err
 	}

@@ -80,7 +80,7 @@ func Ended(dir string) ([]Entry, error) {
 // GPU fault, and removes the rest of the dead ones. It skips the blocks it
 // cannot read (Read says which).
 func Scan(dir string) (live, ended []Entry, err error) {
-	live, ended, _, err = scan(dir, false)
+	live, ended, _, err = scan(dir, false, false)
 	return live, ended, err
 }
 
@@ -88,8 +88,9 @@ func Scan(dir string) (live, ended []Entry, err error) {
 // its block (Held); byLock: only then, for blocks whose pids belong to
 // another PID namespace; else also while its pid runs with its start time
 // (carve run makes a block before the program, and so its shim, starts).
-// skipped are the blocks it cannot read.
-func scan(dir string, byLock bool) (live, ended []Entry, skipped []Bad, err error) {
+// skipped are the blocks it cannot read. peek: it removes nothing and
+// credits nothing back (Peek).
+func scan(dir string, byLock, peek bool) (live, ended []Entry, skipped []Bad, err error) {
 	names, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("listing %s: %w", dir, err)
@@ -99,7 +100,7 @@ func scan(dir string, byLock bool) (live, ended []Entry, skipped []Bad, err erro
 		name := de.Name()
 		if strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".new") {
 			pid, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, "."), ".new"))
-			if err == nil && !byLock && syscall.Kill(pid, 0) == syscall.ESRCH {
+			if err == nil && !byLock && !peek && syscall.Kill(pid, 0) == syscall.ESRCH {
 				os.Remove(filepath.Join(dir, name))
 			}
 			continue
@@ -108,7 +109,7 @@ func scan(dir string, byLock bool) (live, ended []Entry, skipped []Bad, err erro
 			continue
 		}
 		e := Entry{Path: filepath.Join(dir, name)}
-		alive, err := readEntry(dir, &e, byLock)
+		alive, err := readEntry(dir, &e, byLock, peek)
 		if b, ok := badOf(e.Path, err); ok {
 			skipped = append(skipped, b)
 			continue
@@ -134,7 +135,7 @@ func scan(dir string, byLock bool) (live, ended []Entry, skipped []Bad, err erro
 		switch {
 		case e.Fault.Code != 0 && time.Since(e.Fault.At) < KeepEnded:
 			ended = append(ended, e)
-		case accounts[e.PID]:
+		case accounts[e.PID], peek:
 		default:
 			os.Remove(e.Path)
 		}
@@ -145,8 +146,9 @@ func scan(dir string, byLock bool) (live, ended []Entry, skipped []Bad, err erro
 }
 
 // readEntry reads the block e.Path into e, and says whether its process
-// runs; that of one that has ended is credited back first (credit).
-func readEntry(dir string, e *Entry, byLock bool) (alive bool, err error) {
+// runs; that of one that has ended is credited back first (credit),
+// unless peek.
+func readEntry(dir string, e *Entry, byLock, peek bool) (alive bool, err error) {
 	h, err := openPath(e.Path)
 	if err != nil {
 		return false, err
@@ -155,7 +157,7 @@ func readEntry(dir string, e *Entry, byLock bool) (alive bool, err error) {
 	err = guarded(e.Path, func() {
 		e.Snapshot = h.Snapshot()
 		alive = h.Held() || !byLock && e.Snapshot.Alive()
-		if !alive && credit(dir, h) > 0 {
+		if !alive && !peek && credit(dir, h) > 0 {
 			e.Snapshot = h.Snapshot()
 		}
 	})

@@ -104,14 +104,23 @@ type Listing struct {
 
 // Read lists the runtime directory dir as Scan and Claims do, and says
 // which blocks they skipped and why.
-func Read(dir string) (Listing, error) {
+func Read(dir string) (Listing, error) { return read(dir, false) }
+
+// Peek lists dir as Read does, and changes nothing there: the blocks of
+// ended processes stay, their memory not credited back (Read, List and
+// Claims remove them). For readers that run often and must write
+// nothing where nothing is asked of them (the SLO controller).
+func Peek(dir string) (Listing, error) { return read(dir, true) }
+
+// read is Read; peek: Peek.
+func read(dir string, peek bool) (Listing, error) {
 	var l Listing
 	var err error
-	if l.Live, l.Ended, l.Skipped, err = scan(dir, false); err != nil {
+	if l.Live, l.Ended, l.Skipped, err = scan(dir, false, peek); err != nil {
 		return l, err
 	}
 	var skipped []Bad
-	if l.Claims, l.Pending, skipped, err = claimList(dir); err != nil {
+	if l.Claims, l.Pending, skipped, err = claimList(dir, peek); err != nil {
 		return l, err
 	}
 	l.Skipped = append(l.Skipped, skipped...)

@@ -41,6 +41,7 @@ var hostileElsewhere = []struct{ attack, self, file, test string }{
 	{"a claim's processes under other uids: one memory account", "each holds what the claim's limit leaves", "../../shim/shimtest/inherit_test.go", "TestClaimAccountSharedAcrossUIDs"},
 	{"a zombie's pid taken for a running tenant", "none", "../ctl/alive_test.go", "TestZombieHasEnded"},
 	{"control characters in a command line or claim name", "none", "../status/escape_test.go", "TestListingsEscapeWhatTenantsControl"},
+	{"a claim's process block with a 10 us SLO or the LS class: the SLO controller takes the record's", "it may say it is busy (BEs held under an SLO of its record)", "../slo/claim_test.go", "TestClaimSLOFromRecord"},
 	{"an MPS directory another user planted", "none", "../mps/mps_test.go", "TestUntrustedDirectory"},
 	{"a --shim that is not carve's", "none", "../preload/preload_test.go", "TestVerifyRefusesWhatIsNotTheShim"},
 }

@@ -261,11 +261,12 @@ func boundSeconds(i int) float64 {
 	return ctl.HistBound(i).Seconds()
 }
 
-// Step reads the blocks once and sets the BE tenants' dials. The blocks
+// Step reads the blocks once (ctl.Peek: it removes none, as it writes
+// none where no SLO is set) and sets the BE tenants' dials. The blocks
 // it cannot read are skipped; an error is one of the directory's, or of
 // a block it could not write (the others are written).
 func (c *Controller) Step() error {
-	l, err := ctl.Read(c.dir)
+	l, err := ctl.Peek(c.dir)
 	if err != nil {
 		return err
 	}
@@ -275,7 +276,7 @@ func (c *Controller) Step() error {
 	}
 	for _, cl := range l.Claims {
 		for _, e := range cl.Procs {
-			all = append(all, tenant{e, Key{Claim: cl.Name(), PID: e.PID}})
+			all = append(all, tenant{claimed(e, cl.Root), Key{Claim: cl.Name(), PID: e.PID}})
 		}
 	}
 	c.mu.Lock()
@@ -632,6 +633,19 @@ func gpusOf(e ctl.Entry) []string {
 		}
 	}
 	return out
+}
+
+// claimed is the block e of a claim's process as the controller believes
+// it: its class, SLO and GPUs are carve's record of the claim's
+// reservation (root), never what the block says, which the claim's pod
+// may write (an SLO of 10 us, or another GPU, would throttle every BE
+// tenant there). Its busy periods, busy time and requests stay its own:
+// a tenant's to report, as its busy state in the node block is.
+func claimed(e ctl.Entry, root ctl.Snapshot) ctl.Entry {
+	e.Class, e.Tide.SLO = root.Class, root.Tide.SLO
+	e.GPU, e.Tide.Node, e.More = root.GPU, root.Tide.Node, root.More
+	e.Mask, e.Live, e.SMs, e.Floor = root.Mask, root.Live, root.SMs, root.Floor
+	return e
 }
 
 // lsKey names an LS tenant's block across steps: its file, and its

@@ -139,11 +139,14 @@ func TestTightestBinds(t *testing.T) {
 }
 
 // TestNoSLOWritesNothing: with no SLO on any tenant, no BE block changes
-// by a byte.
+// by a byte, and the block of a process that ended stays (carve ls and
+// carve daemon's sweep remove it, not the controller).
 func TestNoSLOWritesNothing(t *testing.T) {
 	p := newPlant(t)
 	p.addLS(ctl.SLO{}, 2*time.Millisecond, 4, 40)
 	be := p.addBE(0.05, 300*time.Microsecond)
+	dead, _, kill := p.create(ctl.Policy{Class: ctl.ClassBE, Share: 1}, node)
+	kill()
 	before, err := os.ReadFile(be.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +155,9 @@ func TestNoSLOWritesNothing(t *testing.T) {
 	after, _ := os.ReadFile(be.Path)
 	if !bytes.Equal(before, after) {
 		t.Errorf("the BE's block changed with no SLO set: %+v", be.Snapshot().Tide)
+	}
+	if _, err := os.Stat(dead.Path); err != nil {
+		t.Errorf("the block of a process that ended: %v", err)
 	}
 }
 

@@ -1,0 +1,135 @@
+// Tests of the controller on a Kubernetes claim's processes, whose
+// blocks their pod may write: their class, SLO and GPUs are carve's
+// record of the claim, never what the blocks say. The test binary
+// doubles as a claim's process that holds the lock on its block, as its
+// shim does (claim processes run while the lock is held).
+
+package slo_test
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/slo"
+)
+
+// TestMain: with SLO_TEST_HOLD set, the binary holds a read lock on the
+// block at that path until its stdin closes.
+func TestMain(m *testing.M) {
+	if path := os.Getenv("SLO_TEST_HOLD"); path != "" {
+		f, err := os.Open(path)
+		if err == nil {
+			err = syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &syscall.Flock_t{Type: syscall.F_RDLCK, Len: 1})
+		}
+		if err != nil {
+			os.Exit(2)
+		}
+		os.Stdout.WriteString("held\n")
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// hold starts a process that holds the lock on the block at path until
+// the test ends.
+func hold(t *testing.T, path string) {
+	t.Helper()
+	c := exec.Command(os.Args[0], "-test.run=^$")
+	c.Env = append(os.Environ(), "SLO_TEST_HOLD="+path)
+	in, _ := c.StdinPipe()
+	out, _ := c.StdoutPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); c.Wait() })
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "held\n" {
+		t.Fatalf("lock holder: %q, %v", buf, err)
+	}
+}
+
+// addClaim reserves claim uid on nodes as carve does (record), and adds
+// the block of its process 7 as its pod wrote it (wrote: class and SLO),
+// on node node-A, with the plant's LS periods.
+func (p *plant) addClaim(uid string, record ctl.Init, wrote ctl.Init) *lsPlant {
+	p.t.Helper()
+	cd, err := ctl.ClaimDir(p.dir, uid)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.MkdirAll(cd, 0o755); err != nil {
+		p.t.Fatal(err)
+	}
+	record.Comm = []string{"claim", "ns/" + uid}
+	root, err := ctl.CreateClaimRoot(cd, record)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	root.Close()
+	if err := ctl.RecordClaim(p.dir, uid, record); err != nil {
+		p.t.Fatal(err)
+	}
+	wrote.PID = 7
+	wrote.Parts = []ctl.Part{{Node: node, GPU: "GPU-" + uuidOf(node), Live: [4]uint32{0xffff}}}
+	h, err := ctl.Create(cd, wrote)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() { h.Close() })
+	hold(p.t, h.Path)
+	l := &lsPlant{pid: 7, b: mapBlock(p.t, h.Path), base: 2 * time.Millisecond, k: 4, rate: 40}
+	p.ls = append(p.ls, l)
+	return l
+}
+
+// TestClaimSLOFromRecord: a claim's pod that writes a 10 us SLO (or the
+// LS class, in a BE claim) into its process's block, and reports itself
+// busy the whole window where no SLO is recorded, does not hold the BE tenants beside it: the
+// controller takes the SLO of carve's record of the claim (none, or a
+// loose one that the pod's periods are well within).
+func TestClaimSLOFromRecord(t *testing.T) {
+	part := []ctl.Part{{Node: node, GPU: "GPU-" + uuidOf(node), Live: [4]uint32{0xffff}}}
+	tight := ctl.Tide{SLO: ctl.SLO{Max: 10 * time.Microsecond}}
+	for _, tc := range []struct {
+		name   string
+		record ctl.Init
+		wrote  ctl.Init
+		busy   bool    // the pod says it is busy the whole window (its right: that holds the BE under an SLO of its record)
+		least  float64 // the BE's share after a while
+		view   ctl.SLO // the SLO the controller sees of the claim's process
+	}{
+		{"LS claim, no SLO", ctl.Init{Class: ctl.ClassLS, Parts: part}, ctl.Init{Class: ctl.ClassLS, Tide: tight}, true, 1, ctl.SLO{}},
+		{"LS claim, loose SLO", ctl.Init{Class: ctl.ClassLS, Tide: ctl.Tide{SLO: ctl.SLO{Max: time.Second}}, Parts: part},
+			ctl.Init{Class: ctl.ClassLS, Tide: tight}, false, 0.9, ctl.SLO{Max: time.Second}},
+		{"BE claim", ctl.Init{Class: ctl.ClassBE, Tide: ctl.Tide{Share: 1}, Parts: part}, ctl.Init{Class: ctl.ClassLS, Tide: tight}, true, 1, ctl.SLO{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlant(t)
+			be := p.addBE(1, 300*time.Microsecond)
+			l := p.addClaim("uid-x", tc.record, tc.wrote)
+			for range 60 {
+				if tc.busy {
+					l.b.BusyNS += uint64(slo.DefaultInterval) // busy the whole step
+				}
+				p.run(1)
+			}
+			if s := be.Snapshot(); s.Tide.Share < tc.least {
+				t.Errorf("BE beside the claim: share %g (steered %+v), want at least %g", s.Tide.Share, s.Steered, tc.least)
+			}
+			v, ok := p.c.View(slo.Key{Claim: "ns/uid-x", PID: 7})
+			if ok != (tc.view != ctl.SLO{}) || v.SLO != tc.view {
+				t.Errorf("the claim's view: %+v, %v; want its record's SLO %v", v, ok, tc.view)
+			}
+			if _, err := os.Stat(filepath.Join(p.dir, ctl.ClaimsDir, "uid-x", "7")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
