@@ -184,17 +184,20 @@ func (h *Handle) SetTide(t Tide) {
 
 // Steer sets a BE tenant's share and queue for the SLO controller
 // (internal/slo); the shim reads them at its next launch. The first time,
-// it keeps what the tenant asked of them (Snapshot.Steered), for Unsteer.
-// The error is a *Bad where the block's file was cut short.
+// it keeps what the tenant asked of them (Snapshot.Steered), for Unsteer:
+// read before it marks the block steered by a compare-and-swap, so that
+// of callers at once only one keeps them, and none keeps a share another
+// has already steered. The error is a *Bad where the block's file was
+// cut short.
 func (h *Handle) Steer(share float64, queue time.Duration) error {
 	if err := h.Writable(); err != nil {
 		return err
 	}
 	return guarded(h.Path, func() {
-		if atomic.LoadUint32(&h.b.SLOSteered) == 0 {
-			atomic.StoreUint32(&h.b.AskedShare, atomic.LoadUint32(&h.b.SharePPM))
-			atomic.StoreUint32(&h.b.AskedQueueUS, atomic.LoadUint32(&h.b.QueueUS))
-			atomic.StoreUint32(&h.b.SLOSteered, 1)
+		asked, askedQueue := atomic.LoadUint32(&h.b.SharePPM), atomic.LoadUint32(&h.b.QueueUS)
+		if atomic.CompareAndSwapUint32(&h.b.SLOSteered, 0, 1) {
+			atomic.StoreUint32(&h.b.AskedShare, asked)
+			atomic.StoreUint32(&h.b.AskedQueueUS, askedQueue)
 		}
 		atomic.StoreUint32(&h.b.SharePPM, uint32(math.Round(share*1e6)))
 		atomic.StoreUint32(&h.b.QueueUS, uint32(queue.Microseconds()))

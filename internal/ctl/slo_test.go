@@ -1,11 +1,13 @@
 // Tests of slo.go and of the block's SLO fields: reading an SLO and back,
 // its range, what a multiple stands for, the share of a histogram's
-// periods within it, and a BE's dials steered and put back.
+// periods within it, and a BE's dials steered and put back, by one
+// caller or several at once.
 
 package ctl_test
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,5 +119,48 @@ func TestSteer(t *testing.T) {
 	}
 	if s := h.Snapshot(); s.Steered != nil || s.Tide.Share != 0.05 || s.Tide.Queue != 300*time.Microsecond {
 		t.Errorf("put back: tide %+v, steered %+v", s.Tide, s.Steered)
+	}
+}
+
+// TestSteerAtOnce: of callers that steer a BE at once (two controllers on
+// one directory), only the first keeps what it asked; none keeps a share
+// another steered.
+func TestSteerAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	p := ctl.Policy{Class: ctl.ClassBE, Share: 0.05, Queue: 300 * time.Microsecond}
+	in := ctl.Init{PID: 4000, Parts: []ctl.Part{{Mask: [4]uint32{}, Live: [4]uint32{0xffff}}}}
+	p.Apply(&in)
+	h, err := ctl.Create(dir, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	const callers = 8
+	var handles [callers]*ctl.Handle
+	for i := range handles {
+		if handles[i], err = ctl.OpenPath(h.Path); err != nil {
+			t.Fatal(err)
+		}
+		defer handles[i].Close()
+	}
+	for round := range 300 {
+		var start, done sync.WaitGroup
+		start.Add(1)
+		for i, c := range handles {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				start.Wait()
+				c.Steer(float64(i+1)/10, time.Duration(i+1)*time.Microsecond)
+			}()
+		}
+		start.Done()
+		done.Wait()
+		if s := h.Snapshot(); s.Steered == nil || *s.Steered != (ctl.Asked{Share: 0.05, Queue: 300 * time.Microsecond}) {
+			t.Fatalf("round %d: asked %+v, want what the BE asked", round, s.Steered)
+		}
+		if err := h.Unsteer(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
