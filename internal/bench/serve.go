@@ -229,6 +229,9 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 			pair := lsName + " beside " + beName
 			add := func(mech string, rate float64, m served) {
 				s := report.Series{Mechanism: mech, Victim: lsName, Competitor: beName, Measured: true}
+				if m.steerErr != nil {
+					s.Note = "not steered: " + m.steerErr.Error()
+				}
 				if len(m.latencies) > 0 {
 					st := stats.Summarize(m.latencies)
 					s.Points = append(s.Points, report.Point{Label: fmt.Sprintf("LS latency @%g/s", rate), Stats: st})
@@ -300,6 +303,9 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 
 func describeServed(m served) string {
 	var parts []string
+	if m.steerErr != nil {
+		parts = append(parts, fmt.Sprintf("NOT STEERED (the SLO controller: %v)", m.steerErr))
+	}
 	if len(m.latencies) > 0 {
 		parts = append(parts, fmt.Sprintf("LS p50 %.2f p99 %.2f ms (%d requests)", quantile(m.latencies, 0.5), quantile(m.latencies, 0.99), len(m.latencies)))
 	}

@@ -6,6 +6,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -102,6 +103,10 @@ type served struct {
 	// periods: the LS's busy periods over its serving, from its control
 	// block, where carve placed it as an LS tenant (nil otherwise)
 	periods *ctl.Hist
+	// steerErr is the first error of the SLO controller of a setup that
+	// steers (another controller on the runtime directory, a block it
+	// could not write): the point is then no SLO result
+	steerErr error
 }
 
 // lsPeriods reads the busy-period histogram of pid's control block, if
@@ -185,6 +190,7 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 	defer cancel()
 	var lsProc, beProc *serveProc
 	var r served
+	stopSteering := func() error { return nil } // stops the controller, and says its first error
 	if s.steer {
 		dir, err := ctl.Dir()
 		if err != nil {
@@ -192,8 +198,21 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		}
 		steering, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
-		go func() { defer close(done); slo.New(dir).Run(steering, 0, nil) }()
-		defer func() { stop(); <-done }()
+		var first error // the controller's, read once it has stopped
+		go func() {
+			defer close(done)
+			slo.New(dir).Run(steering, 0, func(err error) { first = cmp.Or(first, err) })
+		}()
+		stopped := false
+		stopSteering = func() error {
+			if !stopped {
+				stop()
+				<-done
+				stopped = true
+			}
+			return first
+		}
+		defer stopSteering()
 	}
 	defer func() {
 		for _, p := range []*serveProc{lsProc, beProc} {
@@ -296,5 +315,6 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		}
 		r.items, r.unit, r.seconds, r.beInfo = v.Items, v.Unit, v.Seconds, v.Info
 	}
+	r.steerErr = stopSteering()
 	return r, nil
 }

@@ -1,10 +1,11 @@
 // Tests of the serve benchmark's runs and setups (serve_setups.go): the run
-// protocol with stand-in programs, in each start order, and setups in
-// orders.
+// protocol with stand-in programs, in each start order, a setup that
+// steers beside another SLO controller, and setups in orders.
 
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/carve-gpu/carve/internal/report"
+	"github.com/carve-gpu/carve/internal/slo"
+	"github.com/carve-gpu/carve/internal/stats"
 )
 
 // TestRunServe drives the run protocol with stand-ins for the LS service
@@ -137,5 +142,41 @@ func TestInOrders(t *testing.T) {
 	}
 	if got := inOrders(s, nil); len(got) != 2 || got[0].beFirst || got[1].name != "carve tide, x" {
 		t.Errorf("no order: %+v, want LS first, as before", got)
+	}
+}
+
+// TestRunServeNotSteered: a setup that steers, beside another SLO
+// controller on the runtime directory, says so in its result (the
+// controller's first error), and its table row is marked not steered.
+func TestRunServeNotSteered(t *testing.T) {
+	dir := t.TempDir()
+	rt := filepath.Join(dir, "run")
+	os.Mkdir(rt, 0o700)
+	t.Setenv("CARVE_RUNTIME_DIR", rt)
+	other := slo.New(rt)
+	if err := other.TryStep(); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ls := filepath.Join(dir, "ls")
+	os.WriteFile(ls, []byte("#!/bin/sh\necho ready; read go; echo '{\"latencies_ms\": [1.5, 2.5, 9], \"requests\": 3}'\n"), 0o755)
+	be := filepath.Join(dir, "be")
+	os.WriteFile(be, []byte("#!/bin/sh\necho ready; read go; echo '{\"items\": 640, \"unit\": \"images\", \"seconds\": 2}'\n"), 0o755)
+	m, err := Workers{}.runServe(setup{withLS: true, withBE: true, steer: true}, []string{ls}, []string{be}, 100, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(m.steerErr, slo.ErrOther) || !strings.Contains(describeServed(m), "NOT STEERED") {
+		t.Errorf("beside another controller: %v (%s), want ErrOther said", m.steerErr, describeServed(m))
+	}
+	other.Close()
+	if m, err = (Workers{}).runServe(setup{withLS: true, withBE: true, steer: true}, []string{ls}, []string{be}, 100, 1); err != nil || m.steerErr != nil {
+		t.Errorf("alone: %v, %v", m.steerErr, err)
+	}
+	var b strings.Builder
+	serveTable(&b, &report.Result{Series: []report.Series{{Mechanism: "carve tide, slo", Victim: "a", Competitor: "b", Note: "not steered: x",
+		Points: []report.Point{{Label: "LS latency @10/s", Stats: stats.Stats{N: 3, P50: 1, P99: 2}}}}}})
+	if !strings.Contains(b.String(), "carve tide, slo (!)") || !strings.Contains(b.String(), "(!) a beside b, carve tide, slo at 10/s: not steered: x") {
+		t.Errorf("table of a point not steered:\n%s", b.String())
 	}
 }

@@ -36,13 +36,14 @@ type servePoint struct {
 	beUnit      string  // img/s, seq/s
 	slo, attain float64 // the SLO and the share of requests that met it (NaN: no SLO)
 	busy        float64 // the p99 of the LS's busy periods, from its block (NaN: not an LS tenant)
+	note        string  // the series' note: a setup that steers, which was not steered, says why
 }
 
 func servePoints(r *report.Result) []servePoint {
 	slos, _ := r.Params["slo_ms"].(map[string]any)
 	var out []servePoint
 	for _, s := range r.Series {
-		p := servePoint{pair: s.Victim + " beside " + s.Competitor, mech: s.Mechanism, slo: math.NaN(), attain: math.NaN(), busy: math.NaN()}
+		p := servePoint{pair: s.Victim + " beside " + s.Competitor, mech: s.Mechanism, slo: math.NaN(), attain: math.NaN(), busy: math.NaN(), note: s.Note}
 		for _, pt := range s.Points {
 			switch {
 			case strings.HasPrefix(pt.Label, "LS latency @"):
@@ -101,7 +102,16 @@ func serveTable(tw io.Writer, r *report.Result) {
 			rate = fmt.Sprintf("%g/s", p.rate)
 			lat = fmt.Sprintf("%.2f\t%.2f\t%.2f", p.lat.P50, p.lat.P99, p.p999)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\n", p.pair, rate, p.mech, lat, ratio, slo, met, busy, p.be, be)
+		mech := p.mech
+		if p.note != "" {
+			mech += " (!)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\n", p.pair, rate, mech, lat, ratio, slo, met, busy, p.be, be)
+	}
+	for _, p := range points {
+		if p.note != "" {
+			fmt.Fprintf(tw, "(!) %s, %s at %g/s: %s\n", p.pair, p.mech, p.rate, p.note)
+		}
 	}
 	fmt.Fprintln(tw, "latency in ms from the request's arrival, queueing included; SLO: 2 x the LS's p99 alone on the whole GPU at the same rate")
 	fmt.Fprintln(tw, "BUSY P99: the p99 of the LS's busy periods over its serving (ms; from its control block, under carve tide), what --slo holds")

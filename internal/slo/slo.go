@@ -60,12 +60,19 @@
 // again), and what a BE asked is kept in its block
 // (Snapshot.Steered) until no SLO binds it and it is put back. A restarted
 // controller holds the dials where they are until its window has two
-// snapshots. With no SLO on any tenant it writes nothing.
+// snapshots. With no SLO on any tenant it writes no block (and lists
+// the directory with ctl.Peek, which removes nothing).
+//
+// One controller steers a runtime directory: Run holds the flock of its
+// LockFile (lock.go), and one that cannot take it steers nothing, says
+// so once (ErrOther) and takes over when the holder ends.
 package slo
 
 import (
 	"context"
+	"errors"
 	"math"
+	"os"
 	"sync"
 	"time"
 
@@ -100,14 +107,16 @@ type Controller struct {
 	// test's plant sets its own before the first Step.
 	Now func() time.Time
 
-	dir  string
-	mu   sync.Mutex
-	step int
-	hist map[string][]sample // by LS block (lsKey): its last WindowSteps+1 snapshots
-	cut  map[string]int      // by GPU: the step of its last backoff; the window starts there
-	view map[Key]View        // by LS tenant, for carve daemon's metrics
-	cal  map[string]ctl.Hist // by LS block: its calibration (calibrate.go), while its block has too few alone periods
-	zero map[string]bool     // the GPUs whose BE tenants were all at level 0 at the last step
+	dir    string
+	mu     sync.Mutex
+	step   int
+	hist   map[string][]sample // by LS block (lsKey): its last WindowSteps+1 snapshots
+	cut    map[string]int      // by GPU: the step of its last backoff; the window starts there
+	view   map[Key]View        // by LS tenant, for carve daemon's metrics
+	cal    map[string]ctl.Hist // by LS block: its calibration (calibrate.go), while its block has too few alone periods
+	zero   map[string]bool     // the GPUs whose BE tenants were all at level 0 at the last step
+	lockMu sync.Mutex
+	lock   *os.File // the directory's LockFile, locked, while c holds it (lock.go)
 }
 
 // sample is an LS tenant's busy periods, busy time and requests at a
@@ -147,18 +156,26 @@ func New(dir string) *Controller {
 		cal: map[string]ctl.Hist{}, zero: map[string]bool{}}
 }
 
-// Run steps every interval (0: DefaultInterval) until ctx ends; errors go
-// to report (nil: dropped).
+// Run steps every interval (0: DefaultInterval) until ctx ends, while it
+// holds the directory's lock (TryStep): where another controller holds
+// it, Run does not steer, reports ErrOther once, and tries again each
+// interval, taking over when the other ends. Errors go to report (nil:
+// dropped). It lets the lock go when ctx ends.
 func (c *Controller) Run(ctx context.Context, interval time.Duration, report func(error)) {
 	if interval == 0 {
 		interval = DefaultInterval
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	defer c.Close()
+	waiting := false
 	for {
-		if err := c.Step(); err != nil && report != nil {
+		err := c.TryStep()
+		other := errors.Is(err, ErrOther)
+		if err != nil && report != nil && !(other && waiting) {
 			report(err)
 		}
+		waiting = other
 		select {
 		case <-ctx.Done():
 			return
