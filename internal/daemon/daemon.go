@@ -254,7 +254,7 @@ var (
 	descSLOP99 = prometheus.NewDesc("carve_ls_slo_window_p99_seconds", "The p99 of the LS tenant's busy periods over the SLO controller's window.", labels, nil)
 	descSLOEst = prometheus.NewDesc("carve_ls_slo_estimate_seconds", "The SLO controller's estimate of the LS tenant's requests' p99 over its window, queueing included (slo.Estimate): what it holds under carve_ls_slo_seconds.", labels, nil)
 	descCalib  = prometheus.NewDesc("carve_ls_slo_calibrating", "1 while the SLO controller calibrates the LS tenant's multiple SLO (no alone reference yet: its GPU's BE tenants held at share 0 while it has periods), else 0.", labels, nil)
-	descAttain = prometheus.NewDesc("carve_ls_slo_attainment", "The share of the LS tenant's busy periods in the SLO controller's window within its SLO (1 with none).", labels, nil)
+	descAttain = prometheus.NewDesc("carve_ls_slo_attainment", "The share of the LS tenant's busy periods in the SLO controller's window within carve_ls_slo_seconds, its SLO's target at the window's request rate (slo.Attainment, as carve ls and top say it; 1 with no period or no target yet).", labels, nil)
 	descHeldS  = prometheus.NewDesc("carve_be_held_seconds_total", "Time the BE tenant's launches waited for LS work.", labels, nil)
 	descHeld   = prometheus.NewDesc("carve_be_held_launches_total", "BE launches that waited for LS work.", labels, nil)
 	descNarrow = prometheus.NewDesc("carve_be_narrow_launches_total", "BE launches let through, within the share, while LS work was in flight.", labels, nil)

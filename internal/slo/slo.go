@@ -145,7 +145,7 @@ type View struct {
 	Calibrated  bool          // a multiple whose reference is the controller's calibration, not the block's alone periods
 	P99         time.Duration // of the window's busy periods
 	Periods     uint64        // in the window
-	Attainment  float64       // the window's periods within Target (1 with none)
+	Attainment  float64       // the window's periods within Target (Attainment; 1 with none, or no Target)
 	Utilization float64       // rho: the window's busy time over its length, at most 1
 	Estimate    time.Duration // of its requests' p99, queueing included (Estimate): what it holds under Target
 }
@@ -237,6 +237,20 @@ func TargetAt(s ctl.SLO, alone ctl.Hist, rate float64) time.Duration {
 	}
 	target, _ := s.Of(ref)
 	return target
+}
+
+// Attainment is the share of the busy periods h within the target of s
+// at rate requests a second against the alone periods ref (TargetAt:
+// what the controller holds the estimate under), and that target; ok is
+// false where there is none (no SLO, or a multiple with fewer than
+// AloneMin alone periods), the share then 1. With no period the share is
+// 1. carve ls and top (over a tenant's life, or top's interval) and
+// carve_ls_slo_attainment (over the controller's window) both say it.
+func Attainment(h ctl.Hist, s ctl.SLO, ref ctl.Hist, rate float64) (share float64, target time.Duration, ok bool) {
+	if target = TargetAt(s, ref, rate); target <= 0 {
+		return 1, 0, false
+	}
+	return h.Within(target), target, true
 }
 
 // Estimate is the p99 of the latency of requests served one at a time,
@@ -339,10 +353,10 @@ func (c *Controller) readLS(all []tenant) map[string]*gpu {
 		v.ref, v.calibrating = c.reference(k, v, above)
 		v.target = Target(t.Tide.SLO, v.ref)
 		w := window(s, 0)
-		target := v.targetAt(w)
+		attained, target, _ := Attainment(w.h, t.Tide.SLO, v.ref, w.rate())
 		calibrated := t.Tide.SLO.Alone > 0 && !v.calibrating && ts.Alone.Count() < AloneMin
 		c.view[t.key] = View{SLO: t.Tide.SLO, Target: target, Calibrating: v.calibrating, Calibrated: calibrated,
-			P99: w.h.Quantile(quantile), Periods: w.h.Count(), Attainment: w.h.Within(target),
+			P99: w.h.Quantile(quantile), Periods: w.h.Count(), Attainment: attained,
 			Utilization: w.rho(), Estimate: w.estimate()}
 		for _, name := range gpusOf(t.Entry) {
 			if gpus[name] == nil {

@@ -1,7 +1,7 @@
 // An LS tenant's busy periods as carve ls, top and -o json show them: how
 // many, their p50 and p99 (ctl.Hist's quantiles), all of them and those
-// alone, and where it has an SLO the share within it, over the tenant's
-// life or over a window of top's.
+// alone, and where it has an SLO the share within its target
+// (slo.Attainment), over the tenant's life or over a window of top's.
 
 package status
 
@@ -24,34 +24,39 @@ type Periods struct {
 	AloneCount uint64        `json:"alone_count"`
 	AloneP50   time.Duration `json:"alone_p50"`
 	AloneP99   time.Duration `json:"alone_p99"`
-	// the tenant's SLO (carve run --slo) as written, "" for none; the p99
-	// it stands for (0: a multiple, with no alone reference yet); and the
-	// share of the periods within that (attainment)
-	SLO        string        `json:"slo,omitempty"`
+	// the tenant's SLO (carve run --slo), zero for none; the target it
+	// stands for at the tenant's request rate over the span (slo.TargetAt;
+	// 0: a multiple, with no alone reference yet); and the share of the
+	// periods within that (attainment, slo.Attainment)
+	SLO        ctl.SLO       `json:"slo,omitzero"`
 	SLOP99     time.Duration `json:"slo_p99,omitempty"`
 	Attainment *float64      `json:"attainment,omitempty"`
-	slo        ctl.SLO
 }
 
 // PeriodsOf are what the histograms all and alone hold, and how far the
-// periods keep the SLO s (zero: none), against the p99 alone of ref (the
-// tenant's alone periods over its life: slo.Target).
-func PeriodsOf(all, alone ctl.Hist, s ctl.SLO, ref ctl.Hist) *Periods {
+// periods keep the SLO s (zero: none) at rate requests a second, against
+// the alone periods ref (the tenant's over its life): slo.Attainment, as
+// the SLO controller's metric says it over its window.
+func PeriodsOf(all, alone ctl.Hist, s ctl.SLO, ref ctl.Hist, rate float64) *Periods {
 	p := &Periods{Count: all.Count(), P50: all.Quantile(0.5), P99: all.Quantile(0.99),
 		AloneCount: alone.Count(), AloneP50: alone.Quantile(0.5), AloneP99: alone.Quantile(0.99)}
 	if s != (ctl.SLO{}) {
-		p.slo, p.SLO, p.SLOP99 = s, s.String(), slo.Target(s, ref)
-		if p.SLOP99 > 0 {
-			a := all.Within(p.SLOP99)
-			p.Attainment = &a
+		p.SLO = s
+		if a, target, ok := slo.Attainment(all, s, ref, rate); ok {
+			p.SLOP99, p.Attainment = target, &a
 		}
 	}
 	return p
 }
 
-// periodsBetween are the periods an LS row's tenant saw since prev's.
-func periodsBetween(prev, cur *ctl.TideStatus, s ctl.SLO) *Periods {
-	return PeriodsOf(cur.Periods.Sub(prev.Periods), cur.Alone.Sub(prev.Alone), s, cur.Alone)
+// periodsBetween are the periods an LS row's tenant saw since prev's, dt
+// before.
+func periodsBetween(prev, cur *ctl.TideStatus, s ctl.SLO, dt time.Duration) *Periods {
+	var rate float64
+	if dt > 0 && cur.Requests >= prev.Requests {
+		rate = float64(cur.Requests-prev.Requests) / dt.Seconds()
+	}
+	return PeriodsOf(cur.Periods.Sub(prev.Periods), cur.Alone.Sub(prev.Alone), s, cur.Alone, rate)
 }
 
 // roundPeriod rounds d for people: 3 significant digits or so.
@@ -82,11 +87,11 @@ func (p *Periods) Text() string {
 // sloText is ", SLO 8ms: 99.2% within" where p has an SLO.
 func (p *Periods) sloText() string {
 	switch {
-	case p.SLO == "":
+	case p.SLO == (ctl.SLO{}):
 		return ""
 	case p.Attainment == nil:
 		return fmt.Sprintf(", SLO %s: no alone periods yet", p.SLO)
-	case p.SLO == p.SLOP99.String():
+	case p.SLO.Alone == 0:
 		return fmt.Sprintf(", SLO %s: %.1f%% within", p.SLO, 100**p.Attainment)
 	}
 	return fmt.Sprintf(", SLO %s (%v): %.1f%% within", p.SLO, roundPeriod(p.SLOP99), 100**p.Attainment)
@@ -97,10 +102,10 @@ func (p *Periods) sloText() string {
 // period.
 func (p *Periods) SLOText() string {
 	switch {
-	case p == nil || p.SLO == "":
+	case p == nil || p.SLO == (ctl.SLO{}):
 		return "-"
 	case p.Attainment == nil || p.Count == 0:
-		return p.SLO + "/-"
+		return p.SLO.String() + "/-"
 	}
 	return fmt.Sprintf("%s/%.1f%%", p.SLO, 100**p.Attainment)
 }

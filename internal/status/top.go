@@ -41,9 +41,9 @@ func Between(prev, cur []Row, dt time.Duration) map[int]Rates {
 			if r.Class == "ls" {
 				var s ctl.SLO
 				if r.Periods != nil {
-					s = r.Periods.slo
+					s = r.Periods.SLO
 				}
-				x.Periods = periodsBetween(p.Tide, r.Tide, s)
+				x.Periods = periodsBetween(p.Tide, r.Tide, s, dt)
 			}
 		}
 		out[r.PID] = x
