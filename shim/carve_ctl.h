@@ -218,8 +218,8 @@ struct carve_ctl {
 	 * LS tenants on its GPUs (slo_steered = 1), what it asked of them,
 	 * saved by the controller before its first change and put back when
 	 * no SLO binds the tenant any more */
-	uint32_t slo_us;         /* 720: LS policy: the p99 of its busy periods to keep, us, 0 = none */
-	uint32_t slo_alone_milli;/* 724: LS policy: that p99 as a multiple of its alone p99, in thousandths, 0 = none */
+	uint32_t slo_us;         /* 720: LS policy: the bound on its requests' estimated p99, us, 0 = none */
+	uint32_t slo_alone_milli;/* 724: LS policy: that bound as a multiple of the estimate alone, in thousandths, 0 = none */
 	uint32_t slo_steered;    /* 728: BE: 1 while the controller holds share_ppm and queue_us */
 	uint32_t asked_share_ppm;/* 732: BE: share_ppm as asked, while steered */
 	uint32_t asked_queue_us; /* 736: BE: queue_us as asked, while steered */

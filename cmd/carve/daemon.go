@@ -44,9 +44,12 @@ periods and busy time of each LS tenant with an SLO (carve run --slo, a claim
 config's slo) and, GPU by GPU, sets the share and queue of the BE tenants
 there so that its estimate of the requests' p99 over the last ` + strconv.Itoa(slo.WindowSteps) + `
 intervals (the periods' p99 plus a queue's wait at the tenant's
-utilization) stays under the tightest SLO: down by
-half when over, up slowly when well under, all to the BE tenants when no LS
-tenant has had work for that long. What a BE asked is kept in its block and
+utilization) stays under each SLO: it moves the BE tenants' share toward
+the utilization at which the estimate is 85% of the target, the LS tenant
+furthest over that binding, halves it at once when an estimate is far over
+or a tenant saturated, and gives all to the BE tenants when no LS
+tenant has had work for that long. One controller steers a runtime
+directory (the lock .slo.lock); another waits, and says so once. What a BE asked is kept in its block and
 given back once no SLO binds it. With no SLO set it changes nothing.
 
 It is not on any kernel launch's path: LS and BE tenants share the GPU

@@ -114,7 +114,7 @@ func serveTable(tw io.Writer, r *report.Result) {
 		}
 	}
 	fmt.Fprintln(tw, "latency in ms from the request's arrival, queueing included; SLO: 2 x the LS's p99 alone on the whole GPU at the same rate")
-	fmt.Fprintln(tw, "BUSY P99: the p99 of the LS's busy periods over its serving (ms; from its control block, under carve tide), what --slo holds")
+	fmt.Fprintln(tw, "BUSY P99: the p99 of the LS's busy periods over its serving (ms; from its control block, under carve tide), an input of the estimate --slo bounds")
 	fmt.Fprintln(tw, "BE /S: "+beUnits(points))
 	if models, ok := r.Params["models"].(map[string]any); ok && len(models) > 0 {
 		fmt.Fprintln(tw, "models: "+describeModels(models))

@@ -66,7 +66,7 @@ type Tide struct {
 	Epoch       time.Duration `json:"epoch"`
 	Floor       int           `json:"floor"` // TPCs
 	Slice       time.Duration `json:"slice"` // BE: pieces' length while an LS tenant is active (0: never cut)
-	SLO         SLO           `json:"slo"`   // LS: the p99 of its busy periods to keep (zero: none)
+	SLO         SLO           `json:"slo"`   // LS: the bound on its requests' estimated p99 (slo.Estimate; zero: none)
 }
 
 // Create writes the block of in.PID into dir: filled under a temporary name,

@@ -31,10 +31,11 @@ type Policy struct {
 	Class uint32 // ClassNone, ClassLS or ClassBE
 	// LS: keep to its own TPCs and borrow none.
 	Own bool `flag:"own" config:"own" for:"ls" help:"keep to its own TPCs and borrow none, so that BE tenants beside it (--be-share 1) keep the rest while it has work"`
-	// LS: the p99 of its busy periods it must keep, which carve daemon's
-	// SLO controller (internal/slo) keeps by holding the GPU's BE tenants
-	// back, giving them the rest (zero: none).
-	SLO SLO `flag:"slo" config:"slo" for:"ls" help:"the p99 of its busy periods to keep: a time (8ms) or a multiple of its p99 while no BE ran (2x); carve daemon then sets the BE tenants' share and queue on its GPUs to keep it, and gives them the rest (default: none)"`
+	// LS: the bound on its requests' p99 as carve daemon's SLO controller
+	// (internal/slo) estimates it from its busy periods and busy time,
+	// which it keeps by holding the GPU's BE tenants back, giving them the
+	// rest (zero: none).
+	SLO SLO `flag:"slo" config:"slo" for:"ls" help:"the bound on its requests' p99, queueing included, as carve daemon estimates it from its busy periods and busy time: a time (8ms) or a multiple of that estimate while no BE ran (2x); carve daemon then sets the BE tenants' share and queue on its GPUs to keep it, and gives them the rest (default: none)"`
 	// BE: the share of the time it may still run while LS work is in
 	// flight, off the LS tenants' TPCs (0: only after waiting an epoch).
 	Share float64 `flag:"be-share" config:"beShare" for:"be" help:"share of the time it may still run while LS work is in flight, off the LS tenants' TPCs (0: only after waiting an epoch)"`

@@ -1,7 +1,8 @@
-// An LS tenant's SLO as people write it (SLO): the p99 of its busy
-// periods it must keep, a time ("8ms") or a multiple of the p99 of its
-// alone periods ("2x"); reading it, writing it back, its range, and the
-// time it stands for against a tenant's alone periods.
+// An LS tenant's SLO as people write it (SLO): the bound on the p99 of
+// its requests' latency as the SLO controller estimates it from its busy
+// periods and busy time, a time ("8ms") or a multiple of that estimate
+// alone ("2x"); reading it, writing it back, its range, and the time it
+// stands for against a reference.
 
 package ctl
 
@@ -13,11 +14,13 @@ import (
 	"time"
 )
 
-// SLO is the p99 of an LS tenant's busy periods it must keep (carve run
-// --slo, a claim config's slo): a time, or a multiple of the p99 of its
-// busy periods during which no BE tenant ran (Snapshot.TideStatus.Alone).
-// internal/slo holds the GPU's BE tenants back to keep it. The zero value
-// is none.
+// SLO is what an LS tenant's requests' p99 must keep under (carve run
+// --slo, a claim config's slo), as internal/slo estimates it (slo.Estimate:
+// its busy periods' p99 plus the queue's wait at its utilization): a time,
+// or a multiple of that estimate made of its busy periods during which no
+// BE tenant ran (Snapshot.TideStatus.Alone) at the request rate of the
+// moment. internal/slo holds the GPU's BE tenants back to keep it. The
+// zero value is none.
 type SLO struct {
 	Max   time.Duration // a time, whole microseconds; 0 where Alone is given
 	Alone float64       // a multiple of the alone p99, in thousandths; 0 where Max is given

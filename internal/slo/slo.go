@@ -218,10 +218,11 @@ type lsView struct {
 	target      time.Duration // with no queue: Target of ref
 }
 
-// Target is the p99 of busy periods s stands for, for an LS tenant whose
-// periods while no BE ran are alone, with no queue: a multiple of their
-// p99 needs AloneMin of them. 0 for none yet, or no SLO. The controller
-// holds an estimate with its queue under TargetAt.
+// Target is TargetAt with no queue (a request rate of 0): a time, or a
+// multiple of the p99 of the alone periods, which needs AloneMin of them;
+// 0 for none yet, or no SLO. The controller uses it only to tell whether
+// an SLO resolves; it holds the estimate under TargetAt, at the window's
+// rate.
 func Target(s ctl.SLO, alone ctl.Hist) time.Duration {
 	return TargetAt(s, alone, 0)
 }
