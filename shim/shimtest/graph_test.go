@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/shimtest"
 )
 
 // replayLine is what the driver says of a replay of kernel nodes of the
@@ -237,4 +239,42 @@ func TestGraphOnOneGPU(t *testing.T) {
 	}
 	mustAsk(t, p, "grlaunch 0", replayLine(enableOnly(2, 3), 100, 101))
 	p.wait(t)
+}
+
+// TestGraphOfBEMovedBesideBusyLS: a BE tenant's graph moved while an LS
+// tenant is busy, its launches narrowed off the LS tenant's TPCs, is
+// instantiated anew on the BE's whole new partition: narrowing is a
+// launch's, and the graph, replayed with the LS idle, runs on all of it.
+// So is a graph the tenant instantiates right after a narrowed launch.
+func TestGraphOfBEMovedBesideBusyLS(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+	ls := playLS(t, n, c, enableOnly(0, 1))
+	be, h := beOn(t, c, dir, ctl.Tide{Share: 1, Epoch: 20 * time.Millisecond})
+	if got := be.say(t, "grmake 2"); got != "graph 0" {
+		t.Fatalf("grmake: %q", got)
+	}
+	ls.set(true)
+	narrowed := enableOnly(2, 3, 9, 10, 11, 12, 13, 14, 15, 16)
+	if got := be.say(t, "klaunch kernel"); got != maskLine(narrowed) {
+		t.Fatalf("BE launch beside the busy LS: %q, want %q", got, maskLine(narrowed))
+	}
+	b := enableOnly(0, 1, 2, 3, 9, 10, 11, 12, 13, 14)
+	setMask(t, h, b)
+	if got := be.say(t, "grlaunch 0"); got != replayLine(b, 100, 101) {
+		t.Errorf("the graph's launch after the move, the LS busy: %q, want %q", got, replayLine(b, 100, 101))
+	}
+	if got := be.say(t, "grmake 1"); got != "graph 1" {
+		t.Fatalf("grmake: %q", got)
+	}
+	ls.set(false)
+	for i, want := range []string{replayLine(b, 100, 101), replayLine(b, 100)} {
+		if got := be.say(t, fmt.Sprintf("grlaunch %d", i)); got != want {
+			t.Errorf("graph %d replayed with the LS idle: %q, want %q (the whole partition)", i, got, want)
+		}
+	}
+	if s := h.Snapshot(); s.GraphsRemade != 1 || s.GraphsKept != 0 {
+		t.Errorf("graphs remade %d kept %d, want 1 and 0", s.GraphsRemade, s.GraphsKept)
+	}
 }
