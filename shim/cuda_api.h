@@ -47,10 +47,10 @@ typedef struct {
 /* Memory: pools' attributes (CUmemPool_attribute), graphs' memory
  * (CUgraphMem_attribute), where an allocation lives (CUmemLocationType, at
  * offset 8 of CUmemPoolProps and CUmemAllocationProp), the device malloc
- * heap (CUlimit), graph node types, the bytes of a memory allocation node
- * (offset 104 of CUDA_MEM_ALLOC_NODE_PARAMS, after the 88-byte
- * CUmemPoolProps, the access descriptors and their count; dptr at 112),
- * and the arrays' flags and formats (CUDA_ARRAY3D_*, CUarray_format). */
+ * heap (CUlimit), the bytes of a memory allocation node (offset 104 of
+ * CUDA_MEM_ALLOC_NODE_PARAMS, after the 88-byte CUmemPoolProps, the access
+ * descriptors and their count; dptr at 112), and the arrays' flags and
+ * formats (CUDA_ARRAY3D_*, CUarray_format). */
 #define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
 #define CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT 5
 #define CU_MEMPOOL_ATTR_USED_MEM_CURRENT 7
@@ -59,8 +59,6 @@ typedef struct {
 #define CU_MEM_LOCATION_TYPE_DEVICE 1
 #define CU_MEM_PROPS_LOCATION_TYPE_OFFSET 8
 #define CU_LIMIT_MALLOC_HEAP_SIZE 2
-#define CU_GRAPH_NODE_TYPE_GRAPH 4
-#define CU_GRAPH_NODE_TYPE_MEM_ALLOC 10
 #define CU_MEM_ALLOC_NODE_PARAMS_SIZE 120
 #define CU_MEM_ALLOC_NODE_BYTESIZE_OFFSET 104
 #define CU_MEM_ALLOC_NODE_DPTR_OFFSET 112
@@ -69,6 +67,16 @@ typedef struct {
 #define CUDA_ARRAY3D_SPARSE 0x40
 #define CUDA_ARRAY3D_DEFERRED_MAPPING 0x80
 #define CU_AD_FORMAT_FLOAT 0x20
+
+/* Graphs: node types (CUgraphNodeType) and instantiation flags
+ * (CUgraphInstantiate_flags). */
+#define CU_GRAPH_NODE_TYPE_KERNEL 0
+#define CU_GRAPH_NODE_TYPE_GRAPH 4
+#define CU_GRAPH_NODE_TYPE_MEM_ALLOC 10
+#define CU_GRAPH_NODE_TYPE_MEM_FREE 11
+#define CU_GRAPH_NODE_TYPE_CONDITIONAL 13
+#define CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD 2ull        /* uploaded at instantiation */
+#define CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH 4ull /* launchable from the device */
 
 /* CUDA_ARRAY_DESCRIPTOR and CUDA_ARRAY3D_DESCRIPTOR (the _v2 flavours: of
  * CUDA 3.2 and later). */

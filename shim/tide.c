@@ -28,9 +28,11 @@
 #include "carve_tmd.h"
 #include "shim.h"
 
-/* the GPU of this thread's launch, set by the wrapper before it (tide's
- * GPU index, CARVE_GPU_NONE: none in tide) */
-static __thread __attribute__((tls_model("initial-exec"))) int launch_gpu;
+/* the GPU of this thread's launch, set by the wrapper before it and
+ * cleared after it (tide's GPU index, CARVE_GPU_NONE: none in tide, or no
+ * launch under way): a callback outside a launch (a graph's instantiation,
+ * the tenant's or graph.c's) is no launch the gate narrowed */
+static __thread __attribute__((tls_model("initial-exec"))) int launch_gpu = CARVE_GPU_NONE;
 static __thread __attribute__((tls_model("initial-exec"))) CUcontext launch_ctx; /* and its context */
 
 int carve_tide_ls_active(CUcontext *ctx)
@@ -69,10 +71,12 @@ void carve_launch_after(CUstream s, CUresult r)
 	carve_launch_end();
 	if (!carve_tide_cls)
 		return;
+	int g = launch_gpu;
+	launch_gpu = CARVE_GPU_NONE;
 	if (carve_tide_cls == CARVE_CLASS_LS)
 		carve_tide_ls_submitted();
-	else if (launch_gpu >= 0 && r == CUDA_SUCCESS)
-		carve_tide_be_launch_after(launch_gpu, s);
+	else if (g >= 0 && r == CUDA_SUCCESS)
+		carve_tide_be_launch_after(g, s);
 }
 
 void carve_tide_mask(int g, uint32_t mask[CARVE_MASK_WORDS], const uint32_t live[CARVE_MASK_WORDS])

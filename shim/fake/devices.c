@@ -5,7 +5,8 @@
  * is a slot, named (CUcontext)(0xc0 + slot): 0xc0 and 0xc1 are the primary
  * contexts of devices 0 and 1, the rest made by cuCtxCreate, the lowest
  * free slot first (so a handle destroyed comes back); each thread starts
- * with 0xc0 current. And every call carve's own Go code binds
+ * with 0xc0 current, and cuCtxPushCurrent and cuCtxPopCurrent keep a stack
+ * of them for each thread. And every call carve's own Go code binds
  * (internal/cuda), so that carve itself runs on the fake: the devices,
  * their names, and the rest refusing with CUDA_ERROR_NOT_SUPPORTED.
  */
@@ -72,6 +73,33 @@ int cuCtxSetCurrent(CUcontext c)
 	if (c && ctx_slot(c) < 0)
 		return 201; /* CUDA_ERROR_INVALID_CONTEXT */
 	current_ctx = c;
+	return 0;
+}
+
+/* cuCtxPushCurrent makes c current, the context current before kept on
+ * the thread's stack for cuCtxPopCurrent. */
+#define CTX_STACK 8
+static __thread CUcontext ctx_stack[CTX_STACK];
+static __thread int ctx_depth;
+
+int cuCtxPushCurrent_v2(CUcontext c)
+{
+	if (ctx_slot(c) < 0)
+		return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+	if (ctx_depth == CTX_STACK)
+		return 2;
+	ctx_stack[ctx_depth++] = current_ctx;
+	current_ctx = c;
+	return 0;
+}
+
+int cuCtxPopCurrent_v2(CUcontext *c)
+{
+	if (!ctx_depth)
+		return 201;
+	if (c)
+		*c = current_ctx;
+	current_ctx = ctx_stack[--ctx_depth];
 	return 0;
 }
 

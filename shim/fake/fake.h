@@ -233,11 +233,9 @@ struct fake_kernel_params {
 	unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
 	void **kernelParams, **extra;
 };
-#define FAKE_NODE_KERNEL 0
-#define FAKE_NODE_MEM_FREE 11
 #define FAKE_NODES 64
 struct fnode {
-	int type;
+	int type;              /* CU_GRAPH_NODE_TYPE_* (cuda_api.h) */
 	uint64_t bytes, dptr;  /* a memory node's */
 	struct fgraph *child;  /* a child graph node's */
 	CUfunction fn;         /* a kernel node's function, grid width and value */
@@ -266,6 +264,8 @@ int cuGetExportTable(const void **out, const void *uuid);
 int cuCtxGetCurrent(CUcontext *c);
 int cuCtxSetCurrent(CUcontext c);
 int cuCtxGetDevice(CUdevice *d);
+int cuCtxPushCurrent_v2(CUcontext c);
+int cuCtxPopCurrent_v2(CUcontext *c);
 int cuCtxCreate_v2(CUcontext *c, unsigned flags, CUdevice dev);
 int cuCtxDestroy_v2(CUcontext c);
 int cuDeviceGetUuid_v2(unsigned char *uuid, CUdevice dev);

@@ -109,7 +109,7 @@ int cuGraphAddKernelNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, 
 	(void)deps, (void)n;
 	if (!is_graph(g) || !p)
 		return CUDA_ERROR_INVALID_VALUE;
-	struct fnode *x = graph_add(g, FAKE_NODE_KERNEL, 0, 0);
+	struct fnode *x = graph_add(g, CU_GRAPH_NODE_TYPE_KERNEL, 0, 0);
 	if (!x)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	x->fn = p->func, x->gx = p->gridDimX, x->value = value_of(p);
@@ -120,7 +120,7 @@ int cuGraphAddKernelNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, 
 int cuGraphKernelNodeSetParams(CUgraphNode node, const struct fake_kernel_params *p)
 {
 	struct fnode *x = node;
-	if (!x || !p || x->type != FAKE_NODE_KERNEL)
+	if (!x || !p || x->type != CU_GRAPH_NODE_TYPE_KERNEL)
 		return CUDA_ERROR_INVALID_VALUE;
 	x->fn = p->func, x->gx = p->gridDimX, x->value = value_of(p);
 	return 0;
@@ -205,7 +205,7 @@ static int instantiate_nodes(struct fexec *x, const struct fgraph *g, int depth)
 				return CUDA_ERROR_OUT_OF_MEMORY;
 			continue;
 		}
-		if (n->type != FAKE_NODE_KERNEL)
+		if (n->type != CU_GRAPH_NODE_TYPE_KERNEL)
 			continue;
 		if (x->n == FAKE_NODES)
 			return CUDA_ERROR_OUT_OF_MEMORY;
@@ -283,7 +283,7 @@ int cuGraphExecUpdate(CUgraphExec e, CUgraph g, CUgraphNode *err, int *result)
 	struct fgraph *src = g;
 	int k = 0;
 	for (int i = 0; i < src->n; i++)
-		k += src->nodes[i].type == FAKE_NODE_KERNEL;
+		k += src->nodes[i].type == CU_GRAPH_NODE_TYPE_KERNEL;
 	if (k != x->n || src->n != k) {
 		if (result)
 			*result = 1;

@@ -100,7 +100,7 @@ int cuMemFreeAsync(CUdeviceptr d, CUstream s)
 	int r = 0;
 	struct fentry *e;
 	if (f->capturing && f->cap) {
-		graph_add(f->cap, FAKE_NODE_MEM_FREE, 0, d);
+		graph_add(f->cap, CU_GRAPH_NODE_TYPE_MEM_FREE, 0, d);
 	} else if ((e = fmap_find(d)) && e->kind == F_POOLED) {
 		((struct fpool *)e->owner)->used -= e->size;
 		fmap_erase(e);
@@ -236,7 +236,7 @@ int cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps
 int cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, CUdeviceptr d)
 {
 	(void)deps, (void)n;
-	struct fnode *x = graph_add(g, FAKE_NODE_MEM_FREE, 0, d);
+	struct fnode *x = graph_add(g, CU_GRAPH_NODE_TYPE_MEM_FREE, 0, d);
 	*node = x;
 	return x ? 0 : CUDA_ERROR_OUT_OF_MEMORY;
 }

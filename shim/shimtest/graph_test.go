@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/shimtest"
 )
 
 // replayLine is what the driver says of a replay of kernel nodes of the
@@ -89,12 +91,14 @@ func TestGraphFollowsTheMask(t *testing.T) {
 
 // TestGraphKeepsTheTenantsChanges: the tenant's changes of its executable
 // graph's kernel nodes, before and after a move, and an update from
-// another graph, hold in the copies instantiated after each move; a
-// change that cannot be followed keeps the graph on its own mask.
+// another graph, hold in the copies instantiated after each move, a
+// change after the update naming a node of the graph first instantiated
+// too.
 func TestGraphKeepsTheTenantsChanges(t *testing.T) {
 	a, b, c, d := enableOnly(0, 1), enableOnly(2, 3), enableOnly(9, 10), enableOnly(11, 12)
 	p, h := startExec(t, t.TempDir(), ctl.Init{Parts: []ctl.Part{{Mask: a, Live: live, SMs: 4}}})
 	p.ready(t)
+	graphs, execs, _ := fakeGraphs(t, p)
 	mustAsk(t, p, "grmake 3", "graph 0")
 	mustAsk(t, p, "grset 0 2 7", "rc 0") // before any move: into the clone alone
 	setMask(t, h, b)
@@ -115,44 +119,54 @@ func TestGraphKeepsTheTenantsChanges(t *testing.T) {
 		t.Errorf("graphs kept %d remade %d, want 0 and 4", s.GraphsKept, s.GraphsRemade)
 	}
 	// a node named by its handle in the graph instantiated, not in the
-	// one it was updated from, is not found in the clone: the graph keeps
-	// its own mask from then on, computing what the tenant asked
+	// one it was updated from, is found by its place in the graph: the
+	// copy takes the change, and the graph follows the next move
 	mustAsk(t, p, "grset 0 0 9", "rc 0")
-	mustAsk(t, p, "grlaunch 0", replayLine(a, 9, 1555, 1007))
+	mustAsk(t, p, "grlaunch 0", replayLine(d, 9, 1555, 1007))
 	setMask(t, h, b)
-	mustAsk(t, p, "grlaunch 0", replayLine(a, 9, 1555, 1007))
-	if s := h.Snapshot(); s.GraphsKept != 2 {
-		t.Errorf("graphs kept %d, want 2 (its first launch off D, and after the move to B)", s.GraphsKept)
+	mustAsk(t, p, "grlaunch 0", replayLine(b, 9, 1555, 1007))
+	if s := h.Snapshot(); s.GraphsKept != 0 || s.GraphsRemade != 5 {
+		t.Errorf("graphs kept %d remade %d, want 0 and 5", s.GraphsKept, s.GraphsRemade)
+	}
+	mustAsk(t, p, "grdel 0", "rc 0")
+	if g, e, _ := fakeGraphs(t, p); g != graphs || e != execs {
+		t.Errorf("destroyed after an update: graphs %d execs %d, want %d and %d (its clones and copy gone)", g, e, graphs, execs)
 	}
 	p.wait(t)
 }
 
-// TestGraphWithMemoryKeepsItsMask: a graph with memory nodes launches
-// itself on the mask it was instantiated under, counted once a move.
-func TestGraphWithMemoryKeepsItsMask(t *testing.T) {
-	a, b, c := enableOnly(0, 1), enableOnly(2, 3), enableOnly(9, 10)
-	p, h := startExec(t, t.TempDir(), ctl.Init{Parts: []ctl.Part{{Mask: a, Live: live, SMs: 4}}})
-	p.ready(t)
-	mustAsk(t, p, "grmake 2 mem", "graph 0")
-	graphs, execs, inst := fakeGraphs(t, p)
-	setMask(t, h, b)
-	for range 3 {
-		mustAsk(t, p, "grlaunch 0", replayLine(a, 100, 101))
-	}
-	if s := h.Snapshot(); s.GraphsKept != 1 || s.GraphsRemade != 0 {
-		t.Errorf("after a move and 3 replays: graphs kept %d remade %d, want 1 and 0", s.GraphsKept, s.GraphsRemade)
-	}
-	setMask(t, h, c)
-	mustAsk(t, p, "grlaunch 0", replayLine(a, 100, 101))
-	if s := h.Snapshot(); s.GraphsKept != 2 {
-		t.Errorf("after a second move: graphs kept %d, want 2", s.GraphsKept)
-	}
-	if g, e, n := fakeGraphs(t, p); g != graphs || e != execs || n != inst {
-		t.Errorf("a graph kept on its mask made graphs %d->%d, execs %d->%d, instantiations %d->%d", graphs, g, execs, e, inst, n)
-	}
-	p.wait(t)
-	if !strings.Contains(p.stderr.String(), "keeps the partition it was instantiated under") {
-		t.Errorf("no word of the kept graph on stderr: %q", p.stderr)
+// TestGraphNotFollowedKeepsItsMask: a graph with memory nodes, or one
+// instantiated for device launch, launches itself on the mask it was
+// instantiated under, counted once a move, and said on stderr.
+func TestGraphNotFollowedKeepsItsMask(t *testing.T) {
+	for _, how := range []string{"mem", "device"} {
+		t.Run(how, func(t *testing.T) {
+			a, b, c := enableOnly(0, 1), enableOnly(2, 3), enableOnly(9, 10)
+			p, h := startExec(t, t.TempDir(), ctl.Init{Parts: []ctl.Part{{Mask: a, Live: live, SMs: 4}}})
+			p.ready(t)
+			mustAsk(t, p, "grmake 2 "+how, "graph 0")
+			graphs, execs, inst := fakeGraphs(t, p)
+			setMask(t, h, b)
+			for range 3 {
+				mustAsk(t, p, "grlaunch 0", replayLine(a, 100, 101))
+			}
+			if s := h.Snapshot(); s.GraphsKept != 1 || s.GraphsRemade != 0 {
+				t.Errorf("after a move and 3 replays: graphs kept %d remade %d, want 1 and 0", s.GraphsKept, s.GraphsRemade)
+			}
+			setMask(t, h, c)
+			mustAsk(t, p, "grlaunch 0", replayLine(a, 100, 101))
+			if s := h.Snapshot(); s.GraphsKept != 2 {
+				t.Errorf("after a second move: graphs kept %d, want 2", s.GraphsKept)
+			}
+			if g, e, n := fakeGraphs(t, p); g != graphs || e != execs || n != inst {
+				t.Errorf("a graph kept on its mask made graphs %d->%d, execs %d->%d, instantiations %d->%d", graphs, g, execs, e, inst, n)
+			}
+			p.wait(t)
+			if !strings.Contains(p.stderr.String(), "keeps the partition it was instantiated under") ||
+				!strings.Contains(p.stderr.String(), "graphs_kept in carve ls -o json") {
+				t.Errorf("no word of the kept graph on stderr: %q", p.stderr)
+			}
+		})
 	}
 }
 
@@ -236,5 +250,77 @@ func TestGraphOnOneGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAsk(t, p, "grlaunch 0", replayLine(enableOnly(2, 3), 100, 101))
+	p.wait(t)
+}
+
+// TestGraphOfBEMovedBesideBusyLS: a BE tenant's graph moved while an LS
+// tenant is busy, its launches narrowed off the LS tenant's TPCs, is
+// instantiated anew on the BE's whole new partition: narrowing is a
+// launch's, and the graph, replayed with the LS idle, runs on all of it.
+// So is a graph the tenant instantiates right after a narrowed launch.
+func TestGraphOfBEMovedBesideBusyLS(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*time.Microsecond)
+	ls := playLS(t, n, c, enableOnly(0, 1))
+	be, h := beOn(t, c, dir, ctl.Tide{Share: 1, Epoch: 20 * time.Millisecond})
+	if got := be.say(t, "grmake 2"); got != "graph 0" {
+		t.Fatalf("grmake: %q", got)
+	}
+	ls.set(true)
+	narrowed := enableOnly(2, 3, 9, 10, 11, 12, 13, 14, 15, 16)
+	if got := be.say(t, "klaunch kernel"); got != maskLine(narrowed) {
+		t.Fatalf("BE launch beside the busy LS: %q, want %q", got, maskLine(narrowed))
+	}
+	b := enableOnly(0, 1, 2, 3, 9, 10, 11, 12, 13, 14)
+	setMask(t, h, b)
+	if got := be.say(t, "grlaunch 0"); got != replayLine(b, 100, 101) {
+		t.Errorf("the graph's launch after the move, the LS busy: %q, want %q", got, replayLine(b, 100, 101))
+	}
+	if got := be.say(t, "grmake 1"); got != "graph 1" {
+		t.Fatalf("grmake: %q", got)
+	}
+	ls.set(false)
+	for i, want := range []string{replayLine(b, 100, 101), replayLine(b, 100)} {
+		if got := be.say(t, fmt.Sprintf("grlaunch %d", i)); got != want {
+			t.Errorf("graph %d replayed with the LS idle: %q, want %q (the whole partition)", i, got, want)
+		}
+	}
+	if s := h.Snapshot(); s.GraphsRemade != 1 || s.GraphsKept != 0 {
+		t.Errorf("graphs remade %d kept %d, want 1 and 0", s.GraphsRemade, s.GraphsKept)
+	}
+}
+
+// TestGraphInItsContext: a graph is instantiated anew in the context it
+// was instantiated in, whichever is current at its launch; one whose
+// context is gone keeps its mask, counted.
+func TestGraphInItsContext(t *testing.T) {
+	p, h := startExec(t, t.TempDir(), twoGPUs(0))
+	p.ready(t)
+	mustAsk(t, p, "grmake 2", "graph 0")
+	mustAsk(t, p, "ctx 1", "rc 0")
+	b := enableOnly(2, 3)
+	if _, err := h.SetPartMask(fakeGPU0, b, 4); err != nil {
+		t.Fatal(err)
+	}
+	mustAsk(t, p, "grlaunch 0", replayLine(b, 100, 101))
+	mustAsk(t, p, "ctx 0", "rc 0")
+	mustAsk(t, p, "ctxnew 0", "ctx 2")
+	mustAsk(t, p, "grmake 2", "graph 1")
+	mustAsk(t, p, "ctxdel", "rc 0")
+	mustAsk(t, p, "ctx 0", "rc 0")
+	if _, err := h.SetPartMask(fakeGPU0, enableOnly(9, 10), 4); err != nil {
+		t.Fatal(err)
+	}
+	mustAsk(t, p, "grlaunch 1", replayLine(b, 100, 101))
+	mustAsk(t, p, "grlaunch 1", replayLine(b, 100, 101))
+	// back on the mask its nodes hold: neither counted nor tried again
+	if _, err := h.SetPartMask(fakeGPU0, b, 4); err != nil {
+		t.Fatal(err)
+	}
+	mustAsk(t, p, "grlaunch 1", replayLine(b, 100, 101))
+	if s := h.Snapshot(); s.GraphsRemade != 1 || s.GraphsKept != 1 {
+		t.Errorf("graphs remade %d kept %d, want 1 and 1 (the graph whose context went, once)", s.GraphsRemade, s.GraphsKept)
+	}
 	p.wait(t)
 }

@@ -3,12 +3,13 @@
  * as a framework does, and what the fake says their replays ran. Graphs
  * are numbered from 0 in the order made. Its commands:
  *
- *   grmake K [mem] [drop]
+ *   grmake K [mem] [drop] [device]
  *                      a graph of K kernel nodes (1-32), node i's value
  *                      100 + i, with a memory allocation and free node
- *                      with mem, instantiated (cuGraphInstantiate); with
- *                      drop its graph is destroyed then, as PyTorch does
- *                      -> "graph N" or "rc R"
+ *                      with mem, instantiated (cuGraphInstantiate, for
+ *                      device launch with device); with drop its graph is
+ *                      destroyed then, as PyTorch does -> "graph N" or
+ *                      "rc R"
  *   grlaunch N [upload]
  *                      a launch of graph N (after cuGraphUpload with
  *                      upload) -> "ran K mask W0 W1 W2 W3 values V,V,...":
@@ -128,13 +129,17 @@ int graph_command(char *line)
 {
 	int n = -1, k = 0, i = 0;
 	unsigned long long v = 0;
-	char a[16] = "", b[16] = "";
-	if (sscanf(line, "grmake %d %15s %15s", &k, a, b) >= 1) {
+	char a[16] = "", b[16] = "", d[16] = "";
+	if (sscanf(line, "grmake %d %15s %15s %15s", &k, a, b, d) >= 1) {
 		if (k < 1 || k > NODES || ngraphs == GRAPHS) {
 			printf("rc 1\n");
 			return 1;
 		}
-		int mem = !strcmp(a, "mem") || !strcmp(b, "mem"), drop = !strcmp(a, "drop") || !strcmp(b, "drop");
+		const char *words[3] = {a, b, d};
+		int mem = 0, drop = 0, device = 0;
+		for (i = 0; i < 3; i++)
+			mem |= !strcmp(words[i], "mem"), drop |= !strcmp(words[i], "drop"), device |= !strcmp(words[i], "device");
+		unsigned long long flags = device ? CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH : 0;
 		n = ngraphs;
 		graphs[n].k = k;
 		for (i = 0; i < k; i++)
@@ -142,7 +147,7 @@ int graph_command(char *line)
 		CUresult r = make_graph(&graphs[n].g, graphs[n].nodes, graphs[n].values, k, mem);
 		if (!r)
 			r = ((CUresult(*)(CUgraphExec *, CUgraph, unsigned long long))proc("cuGraphInstantiate", 0))(
-			    &graphs[n].e, graphs[n].g, 0);
+			    &graphs[n].e, graphs[n].g, flags);
 		if (r) {
 			printf("rc %d\n", r);
 			return 1;
