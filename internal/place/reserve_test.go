@@ -195,6 +195,42 @@ func TestClaimProcessesByLock(t *testing.T) {
 	}
 }
 
+// TestUpgradeKeepsRunningClaim: a claim of an older carve's runtime
+// directory (no records) whose root cannot be read is not recorded; while
+// a process of its pod runs (holds its block's lock), a placement keeps
+// its directory, and removes it once none runs.
+func TestUpgradeKeepsRunningClaim(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	cd := filepath.Join(dir, ctl.ClaimsDir, "old")
+	if err := os.MkdirAll(cd, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{ctl.ClaimRoot, "1"} {
+		if err := os.WriteFile(filepath.Join(cd, f), make([]byte, ctl.Size), 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := startHelper(t, "PLACE_HELPER=hold", "PLACE_FILE="+filepath.Join(cd, "1"))
+	if h.line != "held" {
+		t.Fatalf("helper: %q", h.line)
+	}
+	if _, err := Place(dir, top, Request{Claim: &Claim{UID: "new", Name: "ns/new"}, Spec: count(t, "4")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cd, "1")); err != nil {
+		t.Fatalf("a placement removed the directory of a claim whose process runs: %v", err)
+	}
+	h.in.Close()
+	h.cmd.Wait()
+	if _, err := Place(dir, top, Request{Claim: &Claim{UID: "next", Name: "ns/next"}, Spec: count(t, "4")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cd); !os.IsNotExist(err) {
+		t.Errorf("the unrecorded claim's directory was kept after its process ended: %v", err)
+	}
+}
+
 // TestTwoGPUsAlike: two GPUs of one model with the same live TPCs (as
 // H100s often are) are told apart by UUID: each GPU's claims and tenants
 // count on that GPU only, and the fence of one GPU's node names its own
