@@ -75,12 +75,15 @@ func (c Claim) Name() string {
 	return c.UID
 }
 
+// rootPerm is the mode of a claim's root: every process of the claim,
+// whatever its uid, counts its memory in it.
+const rootPerm os.FileMode = 0o666
+
 // CreateClaimRoot writes the claim's root in claimDir (see Claim): under
-// a temporary name, then renamed into place. Its mode is 0666: every
-// process of the claim, whatever its uid, counts its memory in it.
+// a temporary name, then renamed into place, of mode rootPerm (0666).
 func CreateClaimRoot(claimDir string, in Init) (*Handle, error) {
 	in.PID, in.Tenant = 0, 0
-	return create(filepath.Join(claimDir, ClaimRoot), filepath.Join(claimDir, ".root.new"), 0o666, in)
+	return create(filepath.Join(claimDir, ClaimRoot), filepath.Join(claimDir, ".root.new"), rootPerm, in)
 }
 
 // Claims returns the claims reserved in dir, by UID, with their running
