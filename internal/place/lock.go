@@ -26,6 +26,27 @@ const LockFile = ctl.LockName
 // Timeout is how long Lock waits for another holder by default.
 var Timeout = 10 * time.Second
 
+// recordLegacy records the claims of an older carve's runtime directory
+// (a test makes it fail).
+var recordLegacy = ctl.RecordLegacy
+
+// lock takes dir's placement lock for a change that reads dir (Lock, up
+// to Timeout), and first records the claims of an older carve's runtime
+// directory, once (ctl.RecordLegacy): every placement, move, memory
+// change, release and fence reads the claims as recorded. It fails, the
+// lock let go, where either does.
+func lock(dir string) (unlock func(), err error) {
+	unlock, err = Lock(dir, Timeout)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := recordLegacy(dir); err != nil {
+		unlock()
+		return nil, fmt.Errorf("recording the claims of an older carve in %s: %w", dir, err)
+	}
+	return unlock, nil
+}
+
 // Lock takes dir's placement lock, waiting up to timeout for a holder that
 // still runs; unlock lets it go.
 func Lock(dir string, timeout time.Duration) (unlock func(), err error) {

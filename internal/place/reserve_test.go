@@ -99,6 +99,50 @@ func TestReserveLayout(t *testing.T) {
 	}
 }
 
+// TestReserveAgainRebuilds: reserving again a claim whose directory is
+// gone (its record kept) makes it anew from the record, as the first
+// reservation did: the directory of mode 1777, its root as recorded and
+// the link to the GPU's node block; one whose link its pod removed gets
+// it back.
+func TestReserveAgainRebuilds(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	r := Request{Claim: &Claim{UID: "ls", Name: "ns/ls"}, Spec: count(t, "16"), Policy: ctl.Policy{Class: ctl.ClassLS, Mem: ctl.MemLimit{Bytes: 4 << 30}}}
+	first, err := Place(dir, top, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := filepath.Join(first.Dir, ctl.NodeName(top.UUID))
+	for name, spoil := range map[string]func() error{
+		"directory removed": func() error { return os.RemoveAll(first.Dir) },
+		"node link removed": func() error { return os.Remove(node) },
+	} {
+		if err := spoil(); err != nil {
+			t.Fatal(err)
+		}
+		again, err := Place(dir, top, r)
+		if err != nil || !again.Again || again.Dir != first.Dir || again.Set.String() != first.Set.String() {
+			t.Fatalf("%s: reserved again %+v %v, want %+v", name, again, err, first)
+		}
+		if st, err := os.Stat(again.Dir); err != nil || st.Mode().Perm() != 0o777 || st.Mode()&os.ModeSticky == 0 {
+			t.Errorf("%s: the claim's directory: %v %v", name, st, err)
+		}
+		h, err := ctl.OpenPath(filepath.Join(again.Dir, ctl.ClaimRoot))
+		if err != nil {
+			t.Fatalf("%s: the claim's root: %v", name, err)
+		}
+		root := h.Snapshot()
+		h.Close()
+		if root.Mask != first.Mask || root.Class != ctl.ClassLS || root.Memory.Limit != 4<<30 {
+			t.Errorf("%s: the root made anew: %+v", name, root)
+		}
+		nst, err := os.Stat(node)
+		if err != nil || nst.Mode().Perm() != ctl.NodeSharedPerm || !os.SameFile(nst, must(os.Stat(filepath.Join(dir, ctl.NodeName(top.UUID))))) {
+			t.Errorf("%s: the node block's link: %v %v", name, nst, err)
+		}
+	}
+}
+
 func must(st os.FileInfo, err error) os.FileInfo {
 	if err != nil {
 		panic(err)
