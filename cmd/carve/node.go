@@ -53,7 +53,9 @@ The trust model, in the node directory:
   - a GPU's node block (tide) is mode 0666, as in claims: any LS or BE
     tenant writes it, and carve's lease bounds what a dead one leaves;
   - the placement lock is root's file, mode 0644, which every user locks:
-    a user can hold it (as any carve does while it places), not change it.
+    a user can hold it (as any carve does while it places), not change it;
+    carve refuses a lock of another user's, and makes none for a user
+    where it is missing (root's carve makes it): run init again.
 A user can still place partitions that take TPCs from others (as on one
 user's node), and, with a block of its own, claim the pid of a process it
 expects another user to start, whose carve run then fails.`,
