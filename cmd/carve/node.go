@@ -31,9 +31,11 @@ func newNodeInitCmd() *cobra.Command {
 $CARVE_NODE_DIR): one runtime directory for the control blocks of every
 user of the node. Without it each user's carve keeps its blocks in a
 directory of its own (/dev/shm/carve-UID), so that tenants of different
-users are placed on the same TPCs, never meet in tide, and do not see
-claims' TPCs. Where it exists, every user's carve uses it (unless
-CARVE_RUNTIME_DIR names another directory).
+users are placed on the same TPCs and never meet in tide. Where it
+exists, every user's carve uses it (unless CARVE_RUNTIME_DIR names
+another directory). Kubernetes claims' TPCs are not in it yet: carve-dra
+keeps its runtime directory (/run/carve) root's alone, and the tenants
+placed here do not see them.
 
 It is owned by root, mode 1777: anyone may make files in it, and the
 sticky bit lets only a file's owner (and root) remove or rename it. With
