@@ -31,9 +31,11 @@ func newNodeInitCmd() *cobra.Command {
 $CARVE_NODE_DIR): one runtime directory for the control blocks of every
 user of the node. Without it each user's carve keeps its blocks in a
 directory of its own (/dev/shm/carve-UID), so that tenants of different
-users are placed on the same TPCs, never meet in tide, and do not see
-claims' TPCs. Where it exists, every user's carve uses it (unless
-CARVE_RUNTIME_DIR names another directory).
+users are placed on the same TPCs and never meet in tide. Where it
+exists, every user's carve uses it (unless CARVE_RUNTIME_DIR names
+another directory). Kubernetes claims' TPCs are not in it yet: carve-dra
+keeps its runtime directory (/run/carve) root's alone, and the tenants
+placed here do not see them.
 
 It is owned by root, mode 1777: anyone may make files in it, and the
 sticky bit lets only a file's owner (and root) remove or rename it. With
@@ -53,7 +55,9 @@ The trust model, in the node directory:
   - a GPU's node block (tide) is mode 0666, as in claims: any LS or BE
     tenant writes it, and carve's lease bounds what a dead one leaves;
   - the placement lock is root's file, mode 0644, which every user locks:
-    a user can hold it (as any carve does while it places), not change it.
+    a user can hold it (as any carve does while it places), not change it;
+    carve refuses a lock of another user's, and makes none for a user
+    where it is missing (root's carve makes it): run init again.
 A user can still place partitions that take TPCs from others (as on one
 user's node), and, with a block of its own, claim the pid of a process it
 expects another user to start, whose carve run then fails.`,

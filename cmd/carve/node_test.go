@@ -8,14 +8,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/carve-gpu/carve/internal/ctl"
 )
 
 // TestNodeInit: as root, carve node init makes a directory of mode 1777
-// (1770 of a group with --group) that carve ls then uses; without the
-// sticky bit, carve ls refuses it and says how to fix it. As another
-// user, it says it needs root.
+// (1770 of a group with --group) that carve ls then uses, listing a
+// tenant placed there; without the sticky bit, carve ls refuses it and
+// says how to fix it. As another user, it says it needs root.
 func TestNodeInit(t *testing.T) {
-	sandbox(t)
+	top := sandbox(t)
 	nd := filepath.Join(t.TempDir(), "node")
 	if os.Geteuid() != 0 {
 		if _, _, err := carve(t, "node", "init", "--dir", nd); err == nil || !strings.Contains(err.Error(), "needs root") {
@@ -42,8 +44,13 @@ func TestNodeInit(t *testing.T) {
 	}
 	t.Setenv("CARVE_RUNTIME_DIR", "")
 	t.Setenv("CARVE_NODE_DIR", nd)
-	if out, _, err := carve(t, "ls"); err != nil || !strings.Contains(out, "no partitioned processes") {
-		t.Fatalf("carve ls in the node directory: %q, %v", out, err)
+	h, err := ctl.Create(nd, ctl.Init{PID: os.Getpid(), Comm: []string{"tenant-in-the-node-directory"}, Parts: []ctl.Part{{Mask: top.Live().Disable(), Live: top.Live()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if out, _, err := carve(t, "ls"); err != nil || !strings.Contains(out, "tenant-in-the-node-directory") {
+		t.Fatalf("carve ls in the node directory: %q, %v; want the tenant placed there", out, err)
 	}
 	os.Chmod(nd, 0o777)
 	if _, _, err := carve(t, "ls"); err == nil || !strings.Contains(err.Error(), "without the sticky bit") {

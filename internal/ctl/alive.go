@@ -81,9 +81,13 @@ func threads(pid int) bool {
 
 // Held reports whether a process holds the lock on the block's file that a
 // shim holds for its life (see shim/carve_ctl.h).
-func (h *Handle) Held() bool {
+func (h *Handle) Held() bool { return held(h.f) }
+
+// held reports whether another process holds a lock on the first byte of
+// f, the shim's (Held).
+func held(f *os.File) bool {
 	lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0, Start: 0, Len: 1}
-	if err := syscall.FcntlFlock(h.f.Fd(), syscall.F_GETLK, &lk); err != nil {
+	if err := syscall.FcntlFlock(f.Fd(), syscall.F_GETLK, &lk); err != nil {
 		return false
 	}
 	return lk.Type != syscall.F_UNLCK

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
+	"syscall"
 
 	"github.com/carve-gpu/carve/internal/topo"
 )
@@ -33,9 +35,10 @@ import (
 //
 // A reservation writes the directory, then the record; a directory
 // without a record is an interrupted reservation (or release), which the
-// next placement removes. Pids in the directory mean nothing outside the
-// containers, so a process counts as running while its shim holds the
-// lock on its block (Held).
+// next placement removes, unless a process runs in it (an older carve's
+// claim whose root could not be recorded: kept, and reported). Pids in
+// the directory mean nothing outside the containers, so a process counts
+// as running while its shim holds the lock on its block (Held).
 const (
 	ClaimsDir = "claims"
 	ClaimRoot = "root"
@@ -72,12 +75,15 @@ func (c Claim) Name() string {
 	return c.UID
 }
 
+// rootPerm is the mode of a claim's root: every process of the claim,
+// whatever its uid, counts its memory in it.
+const rootPerm os.FileMode = 0o666
+
 // CreateClaimRoot writes the claim's root in claimDir (see Claim): under
-// a temporary name, then renamed into place. Its mode is 0666: every
-// process of the claim, whatever its uid, counts its memory in it.
+// a temporary name, then renamed into place, of mode rootPerm (0666).
 func CreateClaimRoot(claimDir string, in Init) (*Handle, error) {
 	in.PID, in.Tenant = 0, 0
-	return create(filepath.Join(claimDir, ClaimRoot), filepath.Join(claimDir, ".root.new"), 0o666, in)
+	return create(filepath.Join(claimDir, ClaimRoot), filepath.Join(claimDir, ".root.new"), rootPerm, in)
 }
 
 // Claims returns the claims reserved in dir, by UID, with their running
@@ -113,7 +119,7 @@ func claimList(dir string, peek bool) (claims []Claim, pending []string, skipped
 		if legacy { // an older carve's: the root is the reservation
 			err := readRoot(path, &c.Root)
 			if errors.Is(err, os.ErrNotExist) {
-				pending = append(pending, cd)
+				pending, skipped = unrecorded(cd, pending, skipped)
 				continue
 			}
 			if b, ok := badOf(path, err); ok {
@@ -129,7 +135,7 @@ func claimList(dir string, peek bool) (claims []Claim, pending []string, skipped
 				skipped = append(skipped, b) // reported; a claim stays as recorded
 			}
 			if !ok {
-				pending = append(pending, cd)
+				pending, skipped = unrecorded(cd, pending, skipped)
 				continue
 			}
 		}
@@ -154,6 +160,44 @@ func claimList(dir string, peek bool) (claims []Claim, pending []string, skipped
 	skipped = append(skipped, bad...)
 	sort.Slice(claims, func(i, j int) bool { return claims[i].UID < claims[j].UID })
 	return claims, pending, skipped, nil
+}
+
+// unrecorded adds the directory cd of a claim without a reservation to
+// pending, an interrupted reservation that the next placement removes,
+// unless a process runs in it (a shim holds the lock on its block): then
+// it is a claim whose pod runs, one of an older carve's whose root could
+// not be read when its claims were recorded (RecordLegacy), and it is
+// kept and reported in skipped, its TPCs unknown, never removed under its
+// processes.
+func unrecorded(cd string, pending []string, skipped []Bad) ([]string, []Bad) {
+	if pid, ok := running(cd); ok {
+		return pending, append(skipped, Bad{Path: cd, Reason: "unrecorded",
+			Why: fmt.Sprintf("claim directory %s has no record of carve's, yet its process %s runs (its root unreadable when an older carve's claims were recorded?): "+
+				"kept, its TPCs unknown to placement, until its claim is released", cd, pid)})
+	}
+	return append(pending, cd), skipped
+}
+
+// running says whether a process holds the lock on one of the blocks in
+// the claim's directory cd, as a shim does on its own for its life
+// (Held), and names the first such block.
+func running(cd string) (string, bool) {
+	des, _ := os.ReadDir(cd)
+	for _, de := range des {
+		if _, err := strconv.Atoi(de.Name()); err != nil || !de.Type().IsRegular() {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(cd, de.Name()), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			continue
+		}
+		held := held(f)
+		f.Close()
+		if held {
+			return de.Name(), true
+		}
+	}
+	return "", false
 }
 
 // readAccount reads the memory account of a claim's root at path: all

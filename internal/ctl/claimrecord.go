@@ -130,7 +130,7 @@ func RepairClaimRoot(dir string, c Claim) (bool, error) {
 	}
 	tmp := filepath.Join(c.Dir, ".root.new")
 	os.Remove(tmp)
-	if err := copyBlock(claimRecord(dir, c.UID), tmp, 0o666); err != nil {
+	if err := copyBlock(claimRecord(dir, c.UID), tmp, rootPerm); err != nil {
 		return false, fmt.Errorf("claim %s's root: %w", c.UID, err)
 	}
 	if err := os.Rename(tmp, root); err != nil {

@@ -8,6 +8,7 @@ package ctl_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/carve-gpu/carve/internal/ctl"
@@ -128,7 +129,9 @@ func TestClaimRecordBelieved(t *testing.T) {
 // roots and no records, is read as before (the roots are the
 // reservations) until RecordLegacy records each readable root once;
 // after that a rewritten root is not believed, and RecordLegacy does
-// nothing more.
+// nothing more. A claim whose root it could not read is an interrupted
+// reservation, to be removed, only where no process runs in it: one
+// whose process holds its block's lock is kept and reported.
 func TestRecordLegacy(t *testing.T) {
 	dir := t.TempDir()
 	for uid, tpcs := range map[string][]int{"uid-a": {0, 1}, "uid-b": {2, 3}} {
@@ -141,8 +144,21 @@ func TestRecordLegacy(t *testing.T) {
 		h.Close()
 	}
 	zeros := filepath.Join(dir, ctl.ClaimsDir, "uid-z", ctl.ClaimRoot)
-	os.MkdirAll(filepath.Dir(zeros), 0o755)
-	os.WriteFile(zeros, make([]byte, ctl.Size), 0o644)
+	running := filepath.Join(dir, ctl.ClaimsDir, "uid-y")
+	for _, root := range []string{zeros, filepath.Join(running, ctl.ClaimRoot)} {
+		if err := os.MkdirAll(filepath.Dir(root), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(root, make([]byte, ctl.Size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the block of uid-y's process, pid 1 in its container, which runs
+	block := filepath.Join(running, "1")
+	if err := os.WriteFile(block, make([]byte, ctl.Size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	holdLock(t, block)
 	before, _, err := ctl.Claims(dir)
 	if err != nil || len(before) != 2 {
 		t.Fatalf("an older carve's claims: %+v %v", before, err)
@@ -157,7 +173,18 @@ func TestRecordLegacy(t *testing.T) {
 		t.Errorf("recorded claims %+v %v, want %+v", after, err, before)
 	}
 	if len(pending) != 1 || pending[0] != filepath.Dir(zeros) {
-		t.Errorf("pending %v, want the claim of the root of zeros", pending)
+		t.Errorf("pending %v, want the claim of the root of zeros that no process runs in", pending)
+	}
+	l, err := ctl.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := false
+	for _, b := range l.Skipped {
+		kept = kept || b.Path == running && b.Reason == "unrecorded" && strings.Contains(b.Why, "process 1 runs")
+	}
+	if !kept {
+		t.Errorf("the unrecorded claim that a process runs in is not reported: %+v", l.Skipped)
 	}
 	if n, err := ctl.RecordLegacy(dir); n != 0 || err != nil {
 		t.Errorf("recording again: %d %v", n, err)

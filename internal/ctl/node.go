@@ -76,6 +76,21 @@ var nodeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 // NodeName is the node block's file name for a GPU (by its UUID).
 func NodeName(uuid string) string { return "node-" + nodeName.ReplaceAllString(uuid, "_") }
 
+// NodeSharedPerm is the mode of a node block that tenants of several
+// users take slots in: one in a Shared directory, and one linked into a
+// claim's directory, whose containers run under any uid (ShareNode).
+// Elsewhere a node block is its user's alone, mode 0600.
+const NodeSharedPerm os.FileMode = 0o666
+
+// ShareNode gives the node block at path the mode NodeSharedPerm, for a
+// claim's directory it is linked into.
+func ShareNode(path string) error {
+	if err := os.Chmod(path, NodeSharedPerm); err != nil {
+		return fmt.Errorf("node block: %w", err)
+	}
+	return nil
+}
+
 // Node is a mapped node block.
 type Node struct {
 	Path string
@@ -124,7 +139,7 @@ func createNode(path string, live topo.Enable) (*Node, error) {
 	tmp := path + ".new"
 	perm := os.FileMode(0o600)
 	if Shared(filepath.Dir(path)) {
-		perm = 0o666 // LS and BE tenants of every user take slots
+		perm = NodeSharedPerm // LS and BE tenants of every user take slots
 	}
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
 	if err != nil {

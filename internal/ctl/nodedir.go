@@ -113,7 +113,81 @@ func nodeDir() (dir string, ok bool, err error) {
 	if err := trustNodeDir(d, nodeDirStat(st), os.Geteuid(), groups); err != nil {
 		return "", false, err
 	}
+	f, _, err := OpenLock(d) // root's carve makes it where it is missing
+	if err != nil {
+		return "", false, err
+	}
+	f.Close()
 	return d, true, nil
+}
+
+// OpenLock opens the placement lock of the runtime directory dir
+// (LockName) for flock, for writing where the caller may (writable). In a
+// directory of the caller's own it makes the lock, mode 0600, if there is
+// none. In a Shared one (the node directory) the lock must be a regular
+// file of root's or of the directory's owner, whom alone the sticky bit
+// lets remove it (trustLock): anyone else who made it could remove it and
+// make another, and the others would lock another file than theirs. There
+// only root and the directory's owner make it, mode 0644, which the others
+// lock through a read-only descriptor (flock needs none other); the error
+// of a lock that is missing or refused names 'sudo carve node init'.
+func OpenLock(dir string) (f *os.File, writable bool, err error) {
+	path := filepath.Join(dir, LockName)
+	dst, err := os.Stat(dir)
+	if err != nil {
+		return nil, false, fmt.Errorf("placement lock: %w", err)
+	}
+	shared, owner := dst.Mode()&os.ModeSticky != 0, nodeDirStat(dst).UID
+	perm, create := os.FileMode(0o600), os.O_CREATE
+	if shared {
+		perm = 0o644
+		if euid := uint32(os.Geteuid()); euid != 0 && euid != owner {
+			create = 0
+		}
+	}
+	const flags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK // neither a link nor a FIFO's wait
+	writable = true
+	f, err = os.OpenFile(path, os.O_RDWR|create|flags, perm)
+	if errors.Is(err, os.ErrPermission) {
+		writable = false
+		f, err = os.OpenFile(path, os.O_RDONLY|flags, 0)
+	}
+	switch {
+	case errors.Is(err, os.ErrNotExist) && create == 0:
+		return nil, false, fmt.Errorf("the shared directory %s has no placement lock %s: run 'sudo carve node init' (root's carve makes it)", dir, path)
+	case errors.Is(err, syscall.ELOOP):
+		return nil, false, fmt.Errorf("placement lock %s is a symbolic link: remove it and run 'sudo carve node init'", path)
+	case err != nil:
+		return nil, false, fmt.Errorf("placement lock: %w", err)
+	}
+	st, err := f.Stat()
+	if err == nil && shared {
+		err = trustLock(path, nodeDirStat(st), owner)
+	}
+	if err != nil {
+		f.Close()
+		return nil, false, err
+	}
+	if s := nodeDirStat(st); writable && s.UID == uint32(os.Geteuid()) && st.Mode().Perm() != perm {
+		f.Chmod(perm) // past the umask, where it is ours
+	}
+	return f, writable, nil
+}
+
+// trustLock says whether the placement lock path of a Shared directory
+// owned by dirUID, as st describes it, is one to lock: a regular file of
+// root's or of the directory's owner. Its error says what is wrong and
+// how to fix it.
+func trustLock(path string, st NodeDirStat, dirUID uint32) error {
+	const fix = "remove it and run 'sudo carve node init'"
+	switch {
+	case !st.Mode.IsRegular():
+		return fmt.Errorf("placement lock %s is not a regular file (%s): %s", path, st.Mode.Type(), fix)
+	case st.UID != 0 && st.UID != dirUID:
+		return fmt.Errorf("placement lock %s is owned by %s, not root: its owner could remove it and make another, "+
+			"and placements would overlap; %s", path, userName(st.UID), fix)
+	}
+	return nil
 }
 
 // InitNodeDir makes the node directory path, as root: owned by root, mode
@@ -150,14 +224,13 @@ func InitNodeDir(path string, gid int) error {
 	if err := os.Chmod(path, mode); err != nil {
 		return fmt.Errorf("node directory: %w", err)
 	}
-	lock := filepath.Join(path, LockName)
-	f, err := os.OpenFile(lock, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	f, _, err := OpenLock(path)
 	if err != nil {
-		return fmt.Errorf("node directory's placement lock: %w", err)
+		return err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || nodeDirStat(st).UID != 0 || !st.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a file of root's: remove it and run again", lock)
+	if st, err := f.Stat(); err != nil || nodeDirStat(st).UID != 0 {
+		return fmt.Errorf("%s is not a file of root's: remove it and run again", f.Name())
 	}
 	if err := f.Chmod(0o644); err != nil {
 		return fmt.Errorf("node directory's placement lock: %w", err)

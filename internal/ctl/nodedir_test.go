@@ -1,7 +1,7 @@
-// Tests of the node directory's trust check on a stat the test makes (no
-// root needed), and, as root, of Dir choosing it, refusing one root did not
-// make and making it (InitNodeDir), and of the modes of what carve makes
-// in it.
+// Tests of the node directory's trust checks, of the directory and of
+// its placement lock, on a stat the test makes (no root needed), and, as
+// root, of Dir choosing it, refusing one root did not make and making it
+// (InitNodeDir), and of the modes of what carve makes in it.
 
 package ctl
 
@@ -55,6 +55,38 @@ func TestTrustNodeDir(t *testing.T) {
 	}
 }
 
+// TestTrustLock: the placement lock of a shared directory is locked where
+// it is a regular file of root's or of the directory's owner, whom alone
+// the sticky bit lets remove it; one of another user's, a directory or a
+// FIFO is refused, naming the lock and the fix.
+func TestTrustLock(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		st     NodeDirStat
+		dirUID uint32
+		want   string // "" trusted, else a piece of the error
+	}{
+		{"root's, in root's directory", NodeDirStat{Mode: 0o644}, 0, ""},
+		{"root's, in a user's directory", NodeDirStat{Mode: 0o644}, 1000, ""},
+		{"the directory owner's", NodeDirStat{Mode: 0o644, UID: 1000}, 1000, ""},
+		{"a user's, in root's directory", NodeDirStat{Mode: 0o644, UID: 1000}, 0, "not root"},
+		{"a user's, in another user's directory", NodeDirStat{Mode: 0o600, UID: 1001}, 1000, "not root"},
+		{"a directory", NodeDirStat{Mode: os.ModeDir | 0o755}, 0, "not a regular file"},
+		{"a FIFO", NodeDirStat{Mode: os.ModeNamedPipe | 0o666}, 0, "not a regular file"},
+	} {
+		err := trustLock("/n/.place.lock", c.st, c.dirUID)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.name, err)
+		case c.want != "" && err == nil:
+			t.Errorf("%s: trusted", c.name)
+		case c.want != "" && (!strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "/n/.place.lock") ||
+			!strings.Contains(err.Error(), "sudo carve node init")):
+			t.Errorf("%s: %v, want it to say %q, name the lock and the fix", c.name, err, c.want)
+		}
+	}
+}
+
 // TestDirWithoutNodeDir: where the node directory does not exist, Dir is
 // the user's own directory, as it was before there was one.
 func TestDirWithoutNodeDir(t *testing.T) {
@@ -80,10 +112,11 @@ func needRoot(t *testing.T) {
 }
 
 // TestNodeDirAsRoot: InitNodeDir makes a directory Dir uses, where blocks
-// are made 0644 and node blocks 0666; Dir refuses, with the fix, a node
-// directory of a user's, one without the sticky bit and a link, and
-// never falls back to the user's own; InitNodeDir refuses to adopt one of
-// a user's.
+// are made 0644 and node blocks 0666; Dir refuses, with the fix, a
+// placement lock of a user's, a node directory of a user's, one without
+// the sticky bit and a link, and never falls back to the user's own;
+// root's Dir makes a lock that is missing; InitNodeDir refuses to adopt a
+// directory of a user's.
 func TestNodeDirAsRoot(t *testing.T) {
 	needRoot(t)
 	t.Setenv("CARVE_RUNTIME_DIR", "")
@@ -133,6 +166,20 @@ func TestNodeDirAsRoot(t *testing.T) {
 		if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), nd) {
 			t.Fatalf("%s: %v, want it to say %q and name %s", what, err, want, nd)
 		}
+	}
+	lock := filepath.Join(nd, LockName)
+	if err := os.Chown(lock, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	refused("a lock of a user's", "placement lock")
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := Dir(); err != nil || d != nd {
+		t.Fatalf("Dir without the lock, as root: %s, %v", d, err)
+	}
+	if st, err := os.Lstat(lock); err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o644 || nodeDirStat(st).UID != 0 {
+		t.Fatalf("the placement lock root's carve made: %v, %v", st, err)
 	}
 	os.Chown(nd, 65534, 65534)
 	refused("a user's", "owned by")

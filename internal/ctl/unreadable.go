@@ -20,7 +20,8 @@ import (
 type Bad struct {
 	Path string `json:"path"`
 	// Reason is one word: symlink, not-regular, size, magic, mask,
-	// overlap, fault or open.
+	// overlap, fault, open, or unrecorded (a claim's directory, not a
+	// block: no record, yet a process runs in it).
 	Reason string `json:"reason"`
 	Why    string `json:"why"`
 	err    error

@@ -13,12 +13,11 @@ import (
 // dir's lock: a partition that ended since the last placement no longer
 // keeps LS tenants off its TPCs. carve daemon calls it now and then.
 func Fence(dir string) error {
-	unlock, err := Lock(dir, Timeout)
+	unlock, err := lock(dir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	ctl.RecordLegacy(dir) // a claim of an older carve's is recorded once
 	l, err := list(dir)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@
 package place
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	"unsafe"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // hostileElsewhere indexes the attacks tested beside what they attack:
@@ -137,49 +139,76 @@ func nodeBlock(n *ctl.Node) *ctl.NodeBlock {
 // limit, latency gate and listing are the twin's.
 func TestHostileClaim(t *testing.T) {
 	top, _ := topologyJSON(t)
+	root := func(cd string) string { return filepath.Join(cd, ctl.ClaimRoot) }
+	check := func(t *testing.T, what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("the attack, %s: %v", what, err)
+		}
+	}
 	for _, tc := range []struct {
 		attack, self string
 		do           func(t *testing.T, cd string)
+		spoiled      bool // the root cannot be read after it
 	}{
 		{"root of zeros", "its next processes find no root to copy and start unpartitioned (refused without CARVE_ALLOW_UNPARTITIONED)", func(t *testing.T, cd string) {
-			os.WriteFile(filepath.Join(cd, ctl.ClaimRoot), make([]byte, ctl.Size), 0o666)
-		}},
-		{"root truncated", "the same", func(t *testing.T, cd string) { os.Truncate(filepath.Join(cd, ctl.ClaimRoot), 100) }},
+			check(t, "writing zeros", os.WriteFile(root(cd), make([]byte, ctl.Size), 0o666))
+		}, true},
+		{"root truncated", "the same", func(t *testing.T, cd string) { check(t, "truncating", os.Truncate(root(cd), 100)) }, true},
 		{"root a link to another claim's", "the same: the shim follows no link", func(t *testing.T, cd string) {
-			root := filepath.Join(cd, ctl.ClaimRoot)
-			os.Remove(root)
-			os.Symlink(filepath.Join(filepath.Dir(cd), "uid-a", ctl.ClaimRoot), root)
-		}},
-		{"root removed", "the same", func(t *testing.T, cd string) { os.Remove(filepath.Join(cd, ctl.ClaimRoot)) }},
+			check(t, "removing the root", os.Remove(root(cd)))
+			check(t, "linking", os.Symlink(root(filepath.Join(filepath.Dir(cd), "uid-a")), root(cd)))
+		}, true},
+		{"root removed", "the same", func(t *testing.T, cd string) { check(t, "removing the root", os.Remove(root(cd))) }, true},
 		{"root rewritten: every TPC, BE, no memory limit", "its processes run on every TPC, unlimited: the shim is in its own processes, which can unload it", func(t *testing.T, cd string) {
-			rewriteRoot(t, filepath.Join(cd, ctl.ClaimRoot), func(b *ctl.Block) {
+			rewriteRoot(t, root(cd), func(b *ctl.Block) {
 				b.Mask, b.TenantClass, b.MemLimit = [4]uint32{}, ctl.ClassBE, 0
 			})
-		}},
-		{"a process's block of every TPC", "that process runs on every TPC", func(t *testing.T, cd string) {
+			h, err := ctl.OpenPath(root(cd))
+			check(t, "reading the rewritten root", err)
+			s := h.Snapshot()
+			h.Close()
+			if s.Mask != (topo.Disable{}) || s.Class != ctl.ClassBE || s.Memory.Limit != 0 {
+				t.Fatalf("the root was not rewritten: %+v", s)
+			}
+		}, false},
+		{"a process's block of every TPC, its process running", "that process runs on every TPC", func(t *testing.T, cd string) {
 			in := ctl.Init{PID: 7, Class: ctl.ClassLS, Parts: []ctl.Part{{Mask: [4]uint32{}, Live: top.Live()}}}
 			h, err := ctl.Create(cd, in)
-			if err != nil {
-				t.Fatal(err)
-			}
+			check(t, "making the block", err)
 			h.Close()
-		}},
+			// its shim holds the block's lock while the others are placed
+			if hold := startHelper(t, "PLACE_HELPER=hold", "PLACE_FILE="+h.Path); hold.line != "held" {
+				t.Fatalf("helper: %q", hold.line)
+			}
+			claims, _, err := ctl.Claims(filepath.Dir(filepath.Dir(cd)))
+			check(t, "listing the claims", err)
+			for _, c := range claims {
+				if c.UID == "uid-b" && (len(c.Procs) != 1 || c.Procs[0].PID != 7 || c.Procs[0].Mask != [4]uint32{}) {
+					t.Fatalf("the attacker's process is not listed as running on every TPC: %+v", c.Procs)
+				}
+			}
+		}, false},
 		{"node block: lease of an hour, every TPC fixed, a slot no one holds busy and reserving every TPC", "none past the next placement: carve writes its lease and fixed TPCs back and frees the slot", func(t *testing.T, cd string) {
 			n, err := ctl.OpenNode(filepath.Dir(filepath.Dir(cd)), ctl.NodeName(top.UUID), top.Live())
-			if err != nil {
-				t.Fatal(err)
-			}
+			check(t, "opening the node block", err)
 			defer n.Close()
 			b := nodeBlock(n)
 			b.LeaseNS, b.Fixed = uint64(time.Hour), top.Live()
 			b.Slots[5] = ctl.NodeSlot{PID: 99, Busy: 1, BeatNS: 1 << 62, Reserved: top.Live()}
 			b.Busy |= 1 << 5
-		}},
+		}, false},
 	} {
 		t.Run(tc.attack, func(t *testing.T) {
 			dirs := twins(t)
 			cd, _ := ctl.ClaimDir(dirs[1], "uid-b")
 			tc.do(t, cd)
+			if h, err := ctl.OpenPath(root(cd)); tc.spoiled && err == nil {
+				h.Close()
+				t.Fatal("the attack left the root readable")
+			} else if err == nil {
+				h.Close()
+			}
 			want, got := others(t, dirs[0]), others(t, dirs[1])
 			if got != want {
 				t.Errorf("after %s (the attacker can still: %s), the others get\n%s\nwant\n%s", tc.attack, tc.self, got, want)
@@ -223,25 +252,36 @@ func TestHostileOtherUID(t *testing.T) {
 	}
 	dirs := twins(t)
 	cd, _ := ctl.ClaimDir(dirs[1], "uid-b")
-	as := func(path string) error {
-		cmd := exec.Command("/bin/sh", "-c", `: >> "$1"`, "sh", path)
+	// as runs the shell command script with "$1" path as uid 65534
+	as := func(script, path string) error {
+		cmd := exec.Command("/bin/sh", "-c", script, "sh", path)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		return cmd.Run()
 	}
+	const write, mkdir = `: >> "$1"`, `mkdir "$1"`
 	// what the pod sees is its own directory (mounted): reach it as that
-	os.Chmod(filepath.Dir(dirs[1]), 0o711)
-	os.Chmod(dirs[1], 0o711)
-	os.Chmod(filepath.Join(dirs[1], ctl.ClaimsDir), 0o711)
-	if err := as(filepath.Join(cd, ctl.ClaimRoot)); err != nil {
+	for _, d := range []string{filepath.Dir(dirs[1]), dirs[1], filepath.Join(dirs[1], ctl.ClaimsDir)} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := as(write, filepath.Join(cd, ctl.ClaimRoot)); err != nil {
 		t.Errorf("another uid of the claim's pod writing its root, its memory account: %v", err)
 	}
-	for _, path := range []string{
-		filepath.Join(dirs[1], ctl.ClaimRecords, "uid-b"),
-		filepath.Join(dirs[1], ctl.ClaimRecords, "uid-a"),
-		filepath.Join(dirs[1], ctl.ClaimRecords, "uid-new"),
+	for _, c := range []struct{ script, path string }{
+		{write, filepath.Join(dirs[1], ctl.ClaimRecords, "uid-b")},
+		{write, filepath.Join(dirs[1], ctl.ClaimRecords, "uid-a")},
+		{write, filepath.Join(dirs[1], ctl.ClaimRecords, "uid-new")},
+		{write, filepath.Join(dirs[1], "x")},
+		{mkdir, filepath.Join(dirs[1], ctl.ClaimsDir, "uid-new")},
 	} {
-		if err := as(path); err == nil {
-			t.Errorf("another uid wrote %s", path)
+		if err := as(c.script, c.path); err == nil {
+			t.Errorf("another uid made or wrote %s", c.path)
+		}
+	}
+	for _, path := range []string{filepath.Join(dirs[1], "x"), filepath.Join(dirs[1], ctl.ClaimsDir, "uid-new")} {
+		if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s made: %v", path, err)
 		}
 	}
 	if got, want := others(t, dirs[1]), others(t, dirs[0]); got != want {

@@ -18,33 +18,42 @@ import (
 
 // LockFile is the lock's name in the runtime directory; it holds the pid
 // of its last holder who could write it. In a directory several users
-// share (ctl.Shared: the node directory) it is the file of whoever made it
-// (root, by carve node init), mode 0644, and the others lock it through a
-// read-only descriptor: flock needs none other.
+// share (ctl.Shared: the node directory) it must be root's (made by carve
+// node init) or the directory owner's, mode 0644, and the others lock it
+// through a read-only descriptor: flock needs none other (ctl.OpenLock).
 const LockFile = ctl.LockName
 
 // Timeout is how long Lock waits for another holder by default.
 var Timeout = 10 * time.Second
 
+// recordLegacy records the claims of an older carve's runtime directory
+// (a test makes it fail).
+var recordLegacy = ctl.RecordLegacy
+
+// lock takes dir's placement lock for a change that reads dir (Lock, up
+// to Timeout), and first records the claims of an older carve's runtime
+// directory, once (ctl.RecordLegacy): every placement, move, memory
+// change, release and fence reads the claims as recorded. It fails, the
+// lock let go, where either does.
+func lock(dir string) (unlock func(), err error) {
+	unlock, err = Lock(dir, Timeout)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := recordLegacy(dir); err != nil {
+		unlock()
+		return nil, fmt.Errorf("recording the claims of an older carve in %s: %w", dir, err)
+	}
+	return unlock, nil
+}
+
 // Lock takes dir's placement lock, waiting up to timeout for a holder that
 // still runs; unlock lets it go.
 func Lock(dir string, timeout time.Duration) (unlock func(), err error) {
 	path := filepath.Join(dir, LockFile)
-	perm := os.FileMode(0o600)
-	if ctl.Shared(dir) {
-		perm = 0o644
-	}
-	writable := true
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, perm)
-	if errors.Is(err, os.ErrPermission) {
-		writable = false
-		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	}
+	f, writable, err := ctl.OpenLock(dir)
 	if err != nil {
-		return nil, fmt.Errorf("placement lock: %w", err)
-	}
-	if st, err := f.Stat(); writable && err == nil && st.Mode().Perm() != perm {
-		f.Chmod(perm) // past the umask, where it is ours
+		return nil, err
 	}
 	deadline := time.Now().Add(timeout)
 	for wait := 100 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {

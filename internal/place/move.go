@@ -43,7 +43,7 @@ func running(dir string, pid int) (ctl.Snapshot, error) {
 // GPUs, under dir's lock. It applies from each process's next kernel
 // launch; its partitions on other GPUs stay.
 func Move(dir string, t *topo.Topology, pid int, s partition.Spec, share bool) (*Moved, error) {
-	unlock, err := Lock(dir, Timeout)
+	unlock, err := lock(dir)
 	if err != nil {
 		return nil, err
 	}

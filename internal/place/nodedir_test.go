@@ -164,3 +164,42 @@ func TestNodeDirTwoUsers(t *testing.T) {
 		t.Fatal("root's listing left the ended block")
 	}
 }
+
+// TestNodeDirLockRootOnly: in a node directory without its placement
+// lock (root made it by hand), a user's placement is refused, naming
+// carve node init, and makes no lock of its own, which that user could
+// remove and make anew under the others; root's carve makes it, root's.
+// A lock of a user's, however it came, is refused to the other users.
+func TestNodeDirLockRootOnly(t *testing.T) {
+	dir, bin := nodeDir(t)
+	_, js := topologyJSON(t)
+	env := []string{"PLACE_DIR=" + dir, "PLACE_TOPOLOGY=" + js, "PLACE_HELPER=place", "PLACE_COUNT=4"}
+	lock := filepath.Join(dir, LockFile)
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	if h := asUser(t, bin, 65534, env...); !strings.HasPrefix(h.line, "refused") || !strings.Contains(h.line, "sudo carve node init") {
+		t.Errorf("a user's placement without the lock: %q", h.line)
+	}
+	if _, err := os.Lstat(lock); !os.IsNotExist(err) {
+		t.Fatalf("a user's placement made the lock: %v", err)
+	}
+	unlock, err := Lock(dir, Timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	st, err := os.Lstat(lock)
+	if err != nil || st.Mode().Perm() != 0o644 || st.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Fatalf("the lock root's carve made: %v, %v", st, err)
+	}
+	if h := asUser(t, bin, 65534, env...); !strings.HasPrefix(h.line, "placed") {
+		t.Errorf("a user's placement beside root's lock: %q", h.line)
+	}
+	if err := os.Chown(lock, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if h := asUser(t, bin, 65533, env...); !strings.HasPrefix(h.line, "refused") || !strings.Contains(h.line, "not root") {
+		t.Errorf("a placement beside a lock of another user's: %q", h.line)
+	}
+}

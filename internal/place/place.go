@@ -121,14 +121,11 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 			limit = l
 		}
 	}
-	unlock, err := Lock(dir, Timeout)
+	unlock, err := lock(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if _, err := ctl.RecordLegacy(dir); err != nil {
-		return nil, err
-	}
 	l, err := list(dir)
 	if err != nil {
 		return nil, err

@@ -23,8 +23,9 @@ type Claim struct {
 
 // again clears what interrupted reservations left in l and, if c is
 // reserved there already (on the GPUs gpus, in its directory cd), is its
-// partitions, as carve recorded them; a root its pod removed or spoiled is
-// written anew from the record.
+// partitions, as carve recorded them; its directory, if it is gone, its
+// node blocks' links, and a root its pod removed or spoiled are made anew
+// from the record.
 func (c *Claim) again(dir, cd string, gpus []On, l *listing) (*Placed, error) {
 	for _, p := range l.pending {
 		os.RemoveAll(p)
@@ -37,10 +38,11 @@ func (c *Claim) again(dir, cd string, gpus []On, l *listing) (*Placed, error) {
 		if n := len(have.Root.Parts()); n != len(gpus) {
 			return nil, fmt.Errorf("claim %s is reserved on %d GPUs, not %d", c.Name, n, len(gpus))
 		}
-		if _, err := os.Stat(cd); err == nil {
-			if _, err := ctl.RepairClaimRoot(dir, have); err != nil {
-				return nil, err
-			}
+		if err := claimDir(dir, cd, ctl.Init{Class: have.Root.Class, Parts: have.Root.Parts()}); err != nil {
+			return nil, err
+		}
+		if _, err := ctl.RepairClaimRoot(dir, have); err != nil {
+			return nil, err
 		}
 		p := &Placed{Dir: cd, Again: true}
 		for i, g := range gpus {
@@ -79,27 +81,8 @@ func (c *Claim) reserve(dir, cd string, in ctl.Init) (ctl.Snapshot, error) {
 }
 
 func reserveIn(dir, cd string, in ctl.Init) (ctl.Snapshot, error) {
-	if err := os.MkdirAll(cd, 0o755); err != nil {
-		return ctl.Snapshot{}, fmt.Errorf("claim directory: %w", err)
-	}
-	// the claim's containers, under whatever user, make their blocks here
-	if err := os.Chmod(cd, 0o777|os.ModeSticky); err != nil {
-		return ctl.Snapshot{}, fmt.Errorf("claim directory: %w", err)
-	}
-	if err := openNode(dir, in); err != nil {
+	if err := claimDir(dir, cd, in); err != nil {
 		return ctl.Snapshot{}, err
-	}
-	for _, p := range nodes(in) {
-		if in.Class != ctl.ClassLS && in.Class != ctl.ClassBE {
-			break
-		}
-		node := filepath.Join(dir, p.Node)
-		if err := os.Chmod(node, 0o666); err != nil { // LS tenants of any user take slots
-			return ctl.Snapshot{}, fmt.Errorf("node block: %w", err)
-		}
-		if err := os.Link(node, filepath.Join(cd, p.Node)); err != nil && !errors.Is(err, os.ErrExist) {
-			return ctl.Snapshot{}, fmt.Errorf("node block in the claim's directory: %w", err)
-		}
 	}
 	h, err := ctl.CreateClaimRoot(cd, in)
 	if err != nil {
@@ -107,6 +90,35 @@ func reserveIn(dir, cd string, in ctl.Init) (ctl.Snapshot, error) {
 	}
 	defer h.Close()
 	return h.Snapshot(), nil
+}
+
+// claimDir makes the directory cd of a claim reserved as in says, if
+// there is none, with a link to each of its GPUs' node blocks for an LS
+// or BE claim (made where there is none); a link there already is kept.
+func claimDir(dir, cd string, in ctl.Init) error {
+	if err := os.MkdirAll(cd, 0o755); err != nil {
+		return fmt.Errorf("claim directory: %w", err)
+	}
+	// the claim's containers, under whatever user, make their blocks here
+	if err := os.Chmod(cd, 0o777|os.ModeSticky); err != nil {
+		return fmt.Errorf("claim directory: %w", err)
+	}
+	if err := openNode(dir, in); err != nil {
+		return err
+	}
+	for _, p := range nodes(in) {
+		if in.Class != ctl.ClassLS && in.Class != ctl.ClassBE {
+			break
+		}
+		node := filepath.Join(dir, p.Node)
+		if err := ctl.ShareNode(node); err != nil { // LS tenants of any user take slots
+			return err
+		}
+		if err := os.Link(node, filepath.Join(cd, p.Node)); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("node block in the claim's directory: %w", err)
+		}
+	}
+	return nil
 }
 
 // Release removes claim uid's reservation from dir: carve's record of it,
@@ -117,12 +129,11 @@ func Release(dir, uid string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	unlock, err := Lock(dir, Timeout)
+	unlock, err := lock(dir)
 	if err != nil {
 		return false, err
 	}
 	defer unlock()
-	ctl.RecordLegacy(dir)
 	had, err := ctl.ForgetClaim(dir, uid)
 	if err != nil {
 		return true, fmt.Errorf("releasing claim %s: %w", uid, err)

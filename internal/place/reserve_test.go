@@ -99,6 +99,50 @@ func TestReserveLayout(t *testing.T) {
 	}
 }
 
+// TestReserveAgainRebuilds: reserving again a claim whose directory is
+// gone (its record kept) makes it anew from the record, as the first
+// reservation did: the directory of mode 1777, its root as recorded and
+// the link to the GPU's node block; one whose link its pod removed gets
+// it back.
+func TestReserveAgainRebuilds(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	r := Request{Claim: &Claim{UID: "ls", Name: "ns/ls"}, Spec: count(t, "16"), Policy: ctl.Policy{Class: ctl.ClassLS, Mem: ctl.MemLimit{Bytes: 4 << 30}}}
+	first, err := Place(dir, top, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := filepath.Join(first.Dir, ctl.NodeName(top.UUID))
+	for name, spoil := range map[string]func() error{
+		"directory removed": func() error { return os.RemoveAll(first.Dir) },
+		"node link removed": func() error { return os.Remove(node) },
+	} {
+		if err := spoil(); err != nil {
+			t.Fatal(err)
+		}
+		again, err := Place(dir, top, r)
+		if err != nil || !again.Again || again.Dir != first.Dir || again.Set.String() != first.Set.String() {
+			t.Fatalf("%s: reserved again %+v %v, want %+v", name, again, err, first)
+		}
+		if st, err := os.Stat(again.Dir); err != nil || st.Mode().Perm() != 0o777 || st.Mode()&os.ModeSticky == 0 {
+			t.Errorf("%s: the claim's directory: %v %v", name, st, err)
+		}
+		h, err := ctl.OpenPath(filepath.Join(again.Dir, ctl.ClaimRoot))
+		if err != nil {
+			t.Fatalf("%s: the claim's root: %v", name, err)
+		}
+		root := h.Snapshot()
+		h.Close()
+		if root.Mask != first.Mask || root.Class != ctl.ClassLS || root.Memory.Limit != 4<<30 {
+			t.Errorf("%s: the root made anew: %+v", name, root)
+		}
+		nst, err := os.Stat(node)
+		if err != nil || nst.Mode().Perm() != ctl.NodeSharedPerm || !os.SameFile(nst, must(os.Stat(filepath.Join(dir, ctl.NodeName(top.UUID))))) {
+			t.Errorf("%s: the node block's link: %v %v", name, nst, err)
+		}
+	}
+}
+
 func must(st os.FileInfo, err error) os.FileInfo {
 	if err != nil {
 		panic(err)
@@ -192,6 +236,42 @@ func TestClaimProcessesByLock(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(r.Dir, fmt.Sprint(os.Getpid()))); !os.IsNotExist(err) {
 		t.Errorf("the ended process's block was kept: %v", err)
+	}
+}
+
+// TestUpgradeKeepsRunningClaim: a claim of an older carve's runtime
+// directory (no records) whose root cannot be read is not recorded; while
+// a process of its pod runs (holds its block's lock), a placement keeps
+// its directory, and removes it once none runs.
+func TestUpgradeKeepsRunningClaim(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	cd := filepath.Join(dir, ctl.ClaimsDir, "old")
+	if err := os.MkdirAll(cd, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{ctl.ClaimRoot, "1"} {
+		if err := os.WriteFile(filepath.Join(cd, f), make([]byte, ctl.Size), 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := startHelper(t, "PLACE_HELPER=hold", "PLACE_FILE="+filepath.Join(cd, "1"))
+	if h.line != "held" {
+		t.Fatalf("helper: %q", h.line)
+	}
+	if _, err := Place(dir, top, Request{Claim: &Claim{UID: "new", Name: "ns/new"}, Spec: count(t, "4")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cd, "1")); err != nil {
+		t.Fatalf("a placement removed the directory of a claim whose process runs: %v", err)
+	}
+	h.in.Close()
+	h.cmd.Wait()
+	if _, err := Place(dir, top, Request{Claim: &Claim{UID: "next", Name: "ns/next"}, Spec: count(t, "4")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cd); !os.IsNotExist(err) {
+		t.Errorf("the unrecorded claim's directory was kept after its process ended: %v", err)
 	}
 }
 

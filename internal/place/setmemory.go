@@ -37,7 +37,7 @@ func SetMemory(dir string, t *topo.Topology, pid int, lim ctl.MemLimit, share bo
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := Lock(dir, Timeout)
+	unlock, err := lock(dir)
 	if err != nil {
 		return nil, err
 	}

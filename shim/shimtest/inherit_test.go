@@ -1,7 +1,8 @@
 // The block the shim makes for a child process (shim/ctl.c): a copy of
 // its parent's, or of CARVE_CTL_ROOT's, under its own pid, that holds the
-// parent's value of every field carve_ctl.h marks INHERIT; and a claim's
-// root as the one memory account of its processes, whatever their uids.
+// parent's value of every field carve_ctl.h marks INHERIT, of the mode
+// carve gives its own blocks there; and a claim's root as the one memory
+// account of its processes, whatever their uids.
 
 package shimtest_test
 
@@ -359,5 +360,37 @@ func TestChildBlockInNodeDir(t *testing.T) {
 	defer child.Close()
 	if s := child.Snapshot(); s.Launches != 1 || s.Mask != mask {
 		t.Errorf("the process's own block: %d launches, mask %v; want 1, %v", s.Launches, s.Mask, mask)
+	}
+}
+
+// TestShimBlockPerm: the block a process's shim makes for itself has the
+// mode carve gives its own blocks in that directory (ctl.BlockPerm): 0600
+// in a user's own, 0644 in one with the sticky bit, which others read. The
+// rule has two homes, shim/ctl.c and internal/ctl/nodedir.go; this checks
+// they agree without root.
+func TestShimBlockPerm(t *testing.T) {
+	a := artifacts(t)
+	for _, mode := range []os.FileMode{0o700, 0o777 | os.ModeSticky} {
+		dir := t.TempDir()
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		root, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), Comm: []string{"tenant"}, Parts: []ctl.Part{{Mask: enableOnly(2, 3), Live: live, SMs: 4}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		root.Close()
+		cmd := exec.Command(a.Driver)
+		cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "CARVE_CTL_DIR=" + dir, "CARVE_LIBCUDA=" + a.Fake, "CARVE_CTL_ROOT=" + root.Path}
+		cmd.Stdin = strings.NewReader("launch 0x40\n")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		want := ctl.BlockPerm(dir)
+		for who, path := range map[string]string{"carve's": root.Path, "the shim's": filepath.Join(dir, strconv.Itoa(cmd.Process.Pid))} {
+			if st, err := os.Stat(path); err != nil || st.Mode().Perm() != want {
+				t.Errorf("in a directory of mode %v, %s block: %v %v, want mode %v (ctl.BlockPerm)", mode, who, st, err, want)
+			}
+		}
 	}
 }
