@@ -44,6 +44,7 @@ var hostileElsewhere = []struct{ attack, self, file, test string }{
 	{"a zombie's pid taken for a running tenant", "none", "../ctl/alive_test.go", "TestZombieHasEnded"},
 	{"control characters in a command line or claim name", "none", "../status/escape_test.go", "TestListingsEscapeWhatTenantsControl"},
 	{"a claim's process block with a 10 us SLO or the LS class: the SLO controller takes the record's", "it may say it is busy (BEs held under an SLO of its record)", "../slo/claim_test.go", "TestClaimSLOFromRecord"},
+	{"a BE claim's block with a share of 0 while the SLO controller steers it: the GPU's level is kept by the controller", "it may lower its own share", "../slo/claim_test.go", "TestClaimBECannotDragTheLevel"},
 	{"an MPS directory another user planted", "none", "../mps/mps_test.go", "TestUntrustedDirectory"},
 	{"a --shim that is not carve's", "none", "../preload/preload_test.go", "TestVerifyRefusesWhatIsNotTheShim"},
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -60,6 +61,16 @@ func hold(t *testing.T, path string) {
 // on node node-A, with the plant's LS periods.
 func (p *plant) addClaim(uid string, record ctl.Init, wrote ctl.Init) *lsPlant {
 	p.t.Helper()
+	l := &lsPlant{pid: 7, b: p.claimBlock(uid, record, wrote), base: 2 * time.Millisecond, k: 4, rate: 40}
+	p.ls = append(p.ls, l)
+	return l
+}
+
+// claimBlock reserves claim uid as carve does (record) and makes the
+// block of its process 7 as its pod wrote it (wrote), on node node-A,
+// held by a running process; it returns the block, mapped.
+func (p *plant) claimBlock(uid string, record ctl.Init, wrote ctl.Init) *ctl.Block {
+	p.t.Helper()
 	cd, err := ctl.ClaimDir(p.dir, uid)
 	if err != nil {
 		p.t.Fatal(err)
@@ -84,9 +95,7 @@ func (p *plant) addClaim(uid string, record ctl.Init, wrote ctl.Init) *lsPlant {
 	}
 	p.t.Cleanup(func() { h.Close() })
 	hold(p.t, h.Path)
-	l := &lsPlant{pid: 7, b: mapBlock(p.t, h.Path), base: 2 * time.Millisecond, k: 4, rate: 40}
-	p.ls = append(p.ls, l)
-	return l
+	return mapBlock(p.t, h.Path)
 }
 
 // TestClaimSLOFromRecord: a claim's pod that writes a 10 us SLO (or the
@@ -131,5 +140,42 @@ func TestClaimSLOFromRecord(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// TestClaimBECannotDragTheLevel: a BE claim's pod that writes a share of
+// 0 into its process's block at every step does not pull its GPU's level
+// down, and so not the share of the BE tenant beside it, which steps as it
+// does beside an honest claim; nor after a restart of the controller.
+func TestClaimBECannotDragTheLevel(t *testing.T) {
+	part := []ctl.Part{{Node: node, GPU: "GPU-" + uuidOf(node), Live: [4]uint32{0xffff}}}
+	run := func(hostile bool) []float64 {
+		p := newPlant(t)
+		p.addLS(ctl.SLO{Max: 5 * time.Millisecond}, 2*time.Millisecond, 4, 40)
+		be := p.addBE(1, 300*time.Microsecond)
+		claim := ctl.Init{Class: ctl.ClassBE, Tide: ctl.Tide{Share: 1}, Parts: part}
+		b := p.claimBlock("uid-b", claim, claim)
+		var shares []float64
+		for i := range 80 {
+			if i == 50 {
+				p.restart()
+			}
+			if hostile {
+				atomic.StoreUint32(&b.SharePPM, 0)
+			}
+			p.run(1)
+			shares = append(shares, be.Snapshot().Tide.Share)
+		}
+		return shares
+	}
+	honest, hostile := run(false), run(true)
+	if honest[len(honest)-1] >= 1 || honest[len(honest)-1] <= 0 {
+		t.Fatalf("beside an honest claim the BE ends at share %g: the SLO does not bind, the test shows nothing", honest[len(honest)-1])
+	}
+	for i := range honest {
+		if hostile[i] != honest[i] {
+			t.Fatalf("step %d: the BE's share %g beside a claim writing 0, %g beside an honest one\nhonest  %v\nhostile %v",
+				i, hostile[i], honest[i], honest, hostile)
+		}
 	}
 }

@@ -53,9 +53,10 @@
 // A BE tenant's share is the level of its GPU (the lowest, on several),
 // its queue as much of what it asked as the level says.
 //
-// The controller keeps no state a restart needs: the level is read back
-// from the BE tenants' blocks (the law moves it from where it is; a
-// restart loses only the step of a GPU's last emergency, where its window
+// The controller keeps no state a restart needs: it keeps each GPU's
+// level, and a restarted one reads it back from the BE tenants' blocks
+// (current: a claim's pod cannot pull it down; the law moves it from
+// where it is; a restart loses only the step of a GPU's last emergency, where its window
 // starts, and the calibrations, kept in memory, which it then makes
 // again), and what a BE asked is kept in its block
 // (Snapshot.Steered) until no SLO binds it and it is put back. A restarted
@@ -112,6 +113,7 @@ type Controller struct {
 	step   int
 	hist   map[string][]sample // by LS block (lsKey): its last WindowSteps+1 snapshots
 	cut    map[string]int      // by GPU: the step of its last backoff; the window starts there
+	levels map[string]float64  // by GPU: the level it last set (read back from the blocks after a restart)
 	view   map[Key]View        // by LS tenant, for carve daemon's metrics
 	cal    map[string]ctl.Hist // by LS block: its calibration (calibrate.go), while its block has too few alone periods
 	zero   map[string]bool     // the GPUs whose BE tenants were all at level 0 at the last step
@@ -153,7 +155,7 @@ type View struct {
 // New is a controller of the blocks in dir.
 func New(dir string) *Controller {
 	return &Controller{dir: dir, hist: map[string][]sample{}, cut: map[string]int{}, view: map[Key]View{},
-		cal: map[string]ctl.Hist{}, zero: map[string]bool{}}
+		cal: map[string]ctl.Hist{}, zero: map[string]bool{}, levels: map[string]float64{}}
 }
 
 // Run steps every interval (0: DefaultInterval) until ctx ends, while it
@@ -393,13 +395,19 @@ func (c *Controller) readLS(all []tenant) map[string]*gpu {
 // the level at once and starts the GPU's window afresh.
 func (c *Controller) decide(name string, g *gpu) {
 	if !g.bound || len(g.be) == 0 {
+		delete(c.levels, name)
 		return
 	}
 	if !g.ready {
 		g.hold = true
 		return
 	}
-	g.level = current(g.be)
+	level, ok := c.levels[name]
+	if !ok {
+		level = current(g.be)
+	}
+	g.level = level
+	defer func() { c.levels[name] = g.level }()
 	busy, calibrate, emergency := false, false, false
 	next := math.Inf(1)
 	for _, v := range g.ls {
@@ -532,44 +540,6 @@ func edit(path string, f func(*ctl.Handle) error) error {
 	}
 	defer h.Close()
 	return f(h)
-}
-
-// current is the level of a GPU's BE tenants: the lowest share of those
-// steered (a restarted controller's too), else of them all, as they asked.
-func current(be []tenant) float64 {
-	level, any := 1.0, false
-	for _, t := range be {
-		if t.Steered != nil {
-			level, any = math.Min(level, t.Tide.Share), true
-		}
-	}
-	if !any {
-		for _, t := range be {
-			level = math.Min(level, t.Tide.Share)
-		}
-	}
-	return level
-}
-
-// dials are a BE tenant's share and queue at level: the share the level,
-// the queue from QueueMin (or what it asked, if less) at level 0 to what
-// it asked at level 1 (QueueOpen below 1 where it asked no bound), in
-// whole microseconds and parts per million, as the block holds them.
-func dials(level float64, e ctl.Entry) (float64, time.Duration) {
-	asked := e.Tide.Queue
-	if e.Steered != nil {
-		asked = e.Steered.Queue
-	}
-	share := math.Round(level*1e6) / 1e6
-	if level >= 1 {
-		return share, asked
-	}
-	top := asked
-	if top == 0 {
-		top = QueueOpen
-	}
-	lo := min(QueueMin, top)
-	return share, (lo + time.Duration(level*float64(top-lo))).Truncate(time.Microsecond)
 }
 
 // win is what an LS tenant did between two samples.
