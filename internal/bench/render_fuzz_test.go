@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -78,7 +79,7 @@ func checkReport(t *testing.T, data []byte) {
 	if perr == nil {
 		want = []string{r.Benchmark + ".png", r.Benchmark + ".svg", "result.json"}
 		slices.Sort(want)
-	} else if !strings.Contains(perr.Error(), r.Benchmark) {
+	} else if !strings.Contains(perr.Error(), r.Benchmark) && !strings.Contains(perr.Error(), strconv.Quote(r.Benchmark)) {
 		t.Errorf("%s: the plot's error %q does not name the benchmark", data, perr)
 	}
 	if !slices.Equal(names, want) {
