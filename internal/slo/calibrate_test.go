@@ -130,15 +130,7 @@ func TestSerialCalibrationIdleReleases(t *testing.T) {
 		t.Fatalf("calibrating: BE share %g, view %+v", share, p.view(v))
 	}
 	v.load(0)
-	for i := 0; ; i++ {
-		if s := be.Snapshot(); s.Tide.Share == 1 && s.Tide.Queue == serialQueue {
-			break
-		}
-		if i == 10 {
-			t.Fatalf("a second after the server went idle: %+v", be.Snapshot().Tide)
-		}
-		p.run(1)
-	}
+	released(t, p, be)
 	p.run(20)
 	if w := p.view(v); !w.Calibrating {
 		t.Fatalf("idle: view %+v, want it still calibrating", w)

@@ -139,9 +139,17 @@ func TestSerialIdleReleases(t *testing.T) {
 		t.Fatalf("busy server: BE share %g", share)
 	}
 	v.load(0)
+	released(t, p, be)
+}
+
+// released runs the plant until be has a share of 1 and the queue it
+// asked (serialQueue), and fails if that takes over a second (10 steps)
+// from the server going idle.
+func released(t *testing.T, p *plant, be *ctl.Handle) {
+	t.Helper()
 	for i := 0; ; i++ {
 		if s := be.Snapshot(); s.Tide.Share == 1 && s.Tide.Queue == serialQueue {
-			break
+			return
 		}
 		if i == 10 {
 			t.Fatalf("a second after the server went idle: %+v", be.Snapshot().Tide)
