@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/ctl/ctltest"
 )
 
 // reserveClaim reserves claim uid in dir as placement does: its directory
@@ -158,7 +159,7 @@ func TestRecordLegacy(t *testing.T) {
 	if err := os.WriteFile(block, make([]byte, ctl.Size), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	holdLock(t, block)
+	ctltest.HoldLock(t, block)
 	before, _, err := ctl.Claims(dir)
 	if err != nil || len(before) != 2 {
 		t.Fatalf("an older carve's claims: %+v %v", before, err)

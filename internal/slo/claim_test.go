@@ -2,58 +2,27 @@
 // blocks their pod may write: their class, SLO and GPUs are carve's
 // record of the claim, never what the blocks say. The test binary
 // doubles as a claim's process that holds the lock on its block, as its
-// shim does (claim processes run while the lock is held).
+// shim does (claim processes run while the lock is held: ctltest.HoldLock).
 
 package slo_test
 
 import (
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/ctl/ctltest"
 	"github.com/carve-gpu/carve/internal/slo"
 )
 
-// TestMain: with SLO_TEST_HOLD set, the binary holds a read lock on the
-// block at that path until its stdin closes.
+// TestMain: the binary doubles as a claim's process that holds the lock
+// on its block (ctltest.HoldLock).
 func TestMain(m *testing.M) {
-	if path := os.Getenv("SLO_TEST_HOLD"); path != "" {
-		f, err := os.Open(path)
-		if err == nil {
-			err = syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &syscall.Flock_t{Type: syscall.F_RDLCK, Len: 1})
-		}
-		if err != nil {
-			os.Exit(2)
-		}
-		os.Stdout.WriteString("held\n")
-		io.Copy(io.Discard, os.Stdin)
-		os.Exit(0)
-	}
+	ctltest.ServeHold()
 	os.Exit(m.Run())
-}
-
-// hold starts a process that holds the lock on the block at path until
-// the test ends.
-func hold(t *testing.T, path string) {
-	t.Helper()
-	c := exec.Command(os.Args[0], "-test.run=^$")
-	c.Env = append(os.Environ(), "SLO_TEST_HOLD="+path)
-	in, _ := c.StdinPipe()
-	out, _ := c.StdoutPipe()
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { in.Close(); c.Wait() })
-	buf := make([]byte, 5)
-	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "held\n" {
-		t.Fatalf("lock holder: %q, %v", buf, err)
-	}
 }
 
 // addClaim reserves claim uid on nodes as carve does (record), and adds
@@ -94,7 +63,7 @@ func (p *plant) claimBlock(uid string, record ctl.Init, wrote ctl.Init) *ctl.Blo
 		p.t.Fatal(err)
 	}
 	p.t.Cleanup(func() { h.Close() })
-	hold(p.t, h.Path)
+	ctltest.HoldLock(p.t, h.Path)
 	return mapBlock(p.t, h.Path)
 }
 

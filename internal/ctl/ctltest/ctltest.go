@@ -1,5 +1,7 @@
-// Package ctltest gives the tests that check each field of ctl.Policy in
-// turn (carve run's flags, the control block) a policy with one field set.
+// Package ctltest holds what tests of ctl's users share: a policy with
+// one field set, for the tests that check each field of ctl.Policy in turn
+// (carve run's flags, the control block), and a process that holds a
+// block's lock as a running tenant's shim does (HoldLock).
 package ctltest
 
 import (

@@ -1,0 +1,63 @@
+// A process that holds a POSIX read lock on a block's first byte, as a
+// tenant's shim holds one on its own block for its life, so that carve
+// counts the block's tenant as running: the test binary itself, started by
+// HoldLock, acts as it in its TestMain (ServeHold).
+
+package ctltest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+const holdEnv = "CARVE_TEST_HOLD" // the path of the block the process holds
+
+// ServeHold is for a test binary's TestMain, before m.Run: in a process
+// HoldLock started, it holds the lock until its input closes, then exits.
+func ServeHold() {
+	path := os.Getenv(holdEnv)
+	if path == "" {
+		return
+	}
+	f, err := os.Open(path)
+	if err == nil {
+		err = syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &syscall.Flock_t{Type: syscall.F_RDLCK, Len: 1})
+	}
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	fmt.Println("held")
+	io.Copy(io.Discard, os.Stdin) // until the test closes it
+	os.Exit(0)
+}
+
+// HoldLock starts the test binary as a process that holds the lock on the
+// block at path until the test ends; its TestMain must call ServeHold.
+func HoldLock(t *testing.T, path string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), holdEnv+"="+path)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if strings.TrimSpace(line) != "held" {
+		t.Fatalf("holding %s: %q %v", path, line, err)
+	}
+}
