@@ -56,10 +56,14 @@
 #define CARVE_NODE_NARROW_MIN 8
 /* an LS tenant that records an event made for timing (created without
  * CU_EVENT_DISABLE_TIMING: cuDNN's benchmark mode, autotuners) stamps its
- * slot's timing_ns; for CARVE_NODE_TIMING_NS after, while it is busy, BE
- * tenants get no share of its busy time, so that what it times is its own
- * work (a BE kernel beside it made cuDNN choose slower kernels: the LS then
- * served slower for good, results/h100-580.159.04-2026-11-24/order/) */
+ * slot's timing_ns; for CARVE_NODE_TIMING_NS after, busy or idle, BE
+ * tenants are held as while it is busy, with no share, so that what it
+ * times is its own work: a BE kernel beside it made cuDNN choose slower
+ * kernels, and the LS then served slower for good
+ * (results/h100-580.159.04-2026-11-24/order/), and one launched while an
+ * autotuner was idle between candidates ran beside the next candidate
+ * (results/h100-580.159.04-2026-11-27/order-cause/). A stamp ahead of the
+ * reader's clock holds no one back. */
 #define CARVE_NODE_TIMING_NS 50000000ull /* 50 ms */
 
 struct carve_node_slot {

@@ -213,10 +213,11 @@ extern int carve_tide_captures; /* captures under way in the process */
 int carve_tide_join(int g, const char *dir, int ls, char name[64]);
 void carve_tide_leave(void);
 void carve_tide_set_busy(int g, int b); /* says in our slot on GPU g and its node whether we are */
-/* carve_tide_ls_busy: how many other LS tenants have work in flight on GPU
- * g (with a fresh heartbeat), ORing their reserved TPCs into out (if
- * given), counting in *timing those timing their work; with none, the
- * latest heartbeat into *newest (if given). */
+/* carve_tide_ls_busy: how many other LS tenants hold BE tenants back on
+ * GPU g: with work in flight (and a fresh heartbeat), or timing their work
+ * (busy or not), ORing their reserved TPCs into out (if given), counting
+ * in *timing those timing; with none, the latest heartbeat into *newest
+ * (if given). */
 int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing);
 /* carve_tide_active: is LS work active at t (busy, or newest in the last
  * CARVE_NODE_QUIET_NS)? */

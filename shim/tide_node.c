@@ -53,32 +53,60 @@ static int lease_ok(const struct carve_node *n, uint64_t beat, uint64_t now)
 	return age < (int64_t)lease && age > -(int64_t)lease;
 }
 
-/* carve_tide_ls_busy returns how many LS tenants have work in flight on GPU g now
- * (with a fresh heartbeat), ORing their reserved TPCs (enable bits) into
- * out if given, and counting in *timing (if given) those that recorded a
- * timing event in the last CARVE_NODE_TIMING_NS. With none, *newest (if
- * given) gets the latest heartbeat of any (0: none has been busy); it is
- * read only then. */
+/* timing_fresh: is a timing stamp at timed younger than
+ * CARVE_NODE_TIMING_NS at now? One ahead of now was not written by a
+ * clock that shims share, and holds no one back. */
+static int timing_fresh(uint64_t timed, uint64_t now)
+{
+	return timed && now - timed < CARVE_NODE_TIMING_NS;
+}
+
+/* carve_tide_ls_busy returns how many LS tenants hold BE tenants back on
+ * GPU g now: those with work in flight there (with a fresh heartbeat),
+ * and those that recorded a timing event in the last CARVE_NODE_TIMING_NS,
+ * busy or not (an autotuner goes idle between its candidates, and a BE
+ * kernel launched then would run beside the next one's timing), ORing
+ * their reserved TPCs (enable bits) into out if given, and counting in
+ * *timing (if given) those that timed. With none, *newest (if given) gets
+ * the latest heartbeat of any (0: none has been busy); it is read only
+ * then. */
 int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing)
 {
 	struct carve_node *node = carve_tide_gpus[g].node;
-	uint32_t bits = __atomic_load_n(&node->busy, __ATOMIC_ACQUIRE);
+	const struct carve_node_slot *own = carve_tide_gpus[g].slot;
+	uint32_t bits = __atomic_load_n(&node->busy, __ATOMIC_ACQUIRE), counted = 0;
 	int busy = 0;
-	if (bits) {
-		uint64_t now = carve_mono_ns();
-		for (; bits; bits &= bits - 1) {
-			struct carve_node_slot *s = &node->slots[__builtin_ctz(bits)];
-			if (s == carve_tide_gpus[g].slot || !__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) ||
-			    !lease_ok(node, __atomic_load_n(&s->beat_ns, __ATOMIC_ACQUIRE), now))
-				continue;
-			busy++;
-			uint64_t timed = timing ? __atomic_load_n(&node->timing_ns[s - node->slots], __ATOMIC_ACQUIRE) : 0;
-			if (timed && (int64_t)(now - timed) < (int64_t)CARVE_NODE_TIMING_NS)
-				(*timing)++;
-			if (out)
-				for (int w = 0; w < 4; w++)
-					out[w] |= __atomic_load_n(&s->reserved[w], __ATOMIC_RELAXED);
-		}
+	uint64_t now = 0;
+	for (; bits; bits &= bits - 1) {
+		int i = __builtin_ctz(bits);
+		struct carve_node_slot *s = &node->slots[i];
+		if (!now)
+			now = carve_mono_ns();
+		if (s == own || !__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) ||
+		    !lease_ok(node, __atomic_load_n(&s->beat_ns, __ATOMIC_ACQUIRE), now))
+			continue;
+		busy++;
+		counted |= 1u << i;
+		if (timing && timing_fresh(__atomic_load_n(&node->timing_ns[i], __ATOMIC_ACQUIRE), now))
+			(*timing)++;
+		if (out)
+			for (int w = 0; w < 4; w++)
+				out[w] |= __atomic_load_n(&s->reserved[w], __ATOMIC_RELAXED);
+	}
+	for (int i = 0; i < CARVE_NODE_SLOTS; i++) {
+		uint64_t timed = __atomic_load_n(&node->timing_ns[i], __ATOMIC_ACQUIRE);
+		if (!timed || (counted & (1u << i)) || &node->slots[i] == own)
+			continue;
+		if (!now)
+			now = carve_mono_ns();
+		if (!timing_fresh(timed, now))
+			continue;
+		busy++;
+		if (timing)
+			(*timing)++;
+		if (out)
+			for (int w = 0; w < 4; w++)
+				out[w] |= __atomic_load_n(&node->slots[i].reserved[w], __ATOMIC_RELAXED);
 	}
 	if (!busy && newest)
 		*newest = __atomic_load_n(&node->beat_ns, __ATOMIC_RELAXED);

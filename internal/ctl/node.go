@@ -31,7 +31,8 @@ const (
 	// a GPC of 8 (results/h100-580.159.04-2026-11-23/tide/small/).
 	NarrowMin = 8
 	// NodeTiming is how long after an LS tenant records an event made for
-	// timing BE tenants get no share of its busy time (CARVE_NODE_TIMING_NS).
+	// timing BE tenants are held as while it is busy, with no share, busy
+	// or idle (CARVE_NODE_TIMING_NS).
 	NodeTiming = 50 * time.Millisecond
 )
 

@@ -548,7 +548,8 @@ func BenchmarkLaunchCost(b *testing.B) {
 // TestBENoShareWhileLSTimes: while a busy LS tenant times its own work (it
 // recorded an event made for timing in the last ctl.NodeTiming), a BE
 // tenant gets no share of the LS's busy time; then its share again. An
-// idle LS tenant holds nothing back, timing or not.
+// idle LS tenant that timed in the last ctl.NodeTiming holds it back as a
+// busy one (an autotuner is idle between candidates), then nothing.
 func TestBENoShareWhileLSTimes(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
@@ -568,8 +569,17 @@ func TestBENoShareWhileLSTimes(t *testing.T) {
 	}
 	ls.set(false)
 	ls.node.timing(0, c.Now())
+	if got, d := be.ask(t, "klaunch kernel"); got != maskLine(allLive) || d != ctl.NodeTiming {
+		t.Errorf("BE launch beside an idle LS that just timed: %q after %v, want its whole partition after %v",
+			got, d, ctl.NodeTiming)
+	}
 	if got, d := be.ask(t, "klaunch kernel"); got != maskLine(allLive) || d != 0 {
-		t.Errorf("BE launch beside an idle LS that just timed: %q after %v, want its whole partition at once", got, d)
+		t.Errorf("BE launch once the idle LS's timing is %v old: %q after %v, want its whole partition at once",
+			ctl.NodeTiming, got, d)
+	}
+	ls.node.timing(0, c.Now()+time.Second)
+	if got, d := be.ask(t, "klaunch kernel"); got != maskLine(allLive) || d != 0 {
+		t.Errorf("BE launch beside an idle LS whose timing stamp is ahead of the clock: %q after %v, want its whole partition at once", got, d)
 	}
 }
 
