@@ -246,6 +246,7 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 				if m.seconds > 0 {
 					s.Points = append(s.Points, report.Point{Label: "BE throughput", Unit: perSecond(m.unit), Stats: one(float64(m.items) / m.seconds)})
 				}
+				s.Points = append(s.Points, steerPoints(m.steps)...)
 				if m.lsInfo != nil {
 					models[lsName] = m.lsInfo
 				}
@@ -255,6 +256,9 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 				r.Series = append(r.Series, s)
 				if o.Log != nil {
 					fmt.Fprintf(o.Log, "serve: %s @%g/s, %s: %s\n", pair, rate, mech, describeServed(m))
+					for _, st := range m.steps {
+						fmt.Fprintf(o.Log, "serve:   SLO step %s\n", describeStep(st))
+					}
 				}
 				tick()
 			}
@@ -314,6 +318,41 @@ func describeServed(m served) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// steerPoints sum up the SLO controller's steps over the LS's serving:
+// the BE's level, the estimate it held under the target, the target, and
+// the LS's utilization, each a distribution over the steps.
+func steerPoints(steps []steerStep) []report.Point {
+	if len(steps) == 0 {
+		return nil
+	}
+	var level, est, target, rho []float64
+	for _, st := range steps {
+		level = append(level, st.v.Level)
+		est = append(est, ms(st.v.Estimate))
+		target = append(target, ms(st.v.Target))
+		rho = append(rho, st.v.Utilization)
+	}
+	return []report.Point{
+		{Label: "SLO level", Unit: "fraction", Stats: stats.Summarize(level)},
+		{Label: "SLO estimate", Stats: stats.Summarize(est)},
+		{Label: "SLO target", Stats: stats.Summarize(target)},
+		{Label: "LS utilization", Unit: "fraction", Stats: stats.Summarize(rho)},
+	}
+}
+
+// describeStep is one step of the SLO controller, for the log.
+func describeStep(st steerStep) string {
+	v := st.v
+	s := fmt.Sprintf("+%.1fs: estimate %.2f ms (target %.2f), periods' p99 %.2f ms (%d), utilization %.2f, BE level %.3f",
+		st.at.Seconds(), ms(v.Estimate), ms(v.Target), ms(v.P99), v.Periods, v.Utilization, v.Level)
+	if v.Calibrating {
+		s += ", calibrating"
+	}
+	return s
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // perSecond is the unit of a BE's throughput in unit: img/s, as results
 // have always said for images, or seq/s.

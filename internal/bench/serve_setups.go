@@ -107,6 +107,16 @@ type served struct {
 	// steers (another controller on the runtime directory, a block it
 	// could not write): the point is then no SLO result
 	steerErr error
+	// steps: the SLO controller's view of the LS after each of its steps
+	// over the LS's serving, in a setup that steers
+	steps []steerStep
+}
+
+// steerStep is the SLO controller's view of an LS tenant after a step, at
+// a time from the start of the LS's serving.
+type steerStep struct {
+	at time.Duration
+	v  slo.View
 }
 
 // lsPeriods reads the busy-period histogram of pid's control block, if
@@ -191,6 +201,13 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 	var lsProc, beProc *serveProc
 	var r served
 	stopSteering := func() error { return nil } // stops the controller, and says its first error
+	type tracedStep struct {
+		at  time.Time
+		pid int
+		v   slo.View
+	}
+	var traced []tracedStep // the controller's steps, read once it has stopped
+	var serving, end time.Time // when the LS was told to serve, and when it reported
 	if s.steer {
 		dir, err := ctl.Dir()
 		if err != nil {
@@ -199,9 +216,11 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		steering, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		var first error // the controller's, read once it has stopped
+		ctrl := slo.New(dir)
+		ctrl.Trace = func(k slo.Key, v slo.View) { traced = append(traced, tracedStep{time.Now(), k.PID, v}) }
 		go func() {
 			defer close(done)
-			slo.New(dir).Run(steering, 0, func(err error) { first = cmp.Or(first, err) })
+			ctrl.Run(steering, 0, func(err error) { first = cmp.Or(first, err) })
 		}()
 		stopped := false
 		stopSteering = func() error {
@@ -256,6 +275,7 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 			return r, err
 		}
 		fmt.Fprintln(lsProc.in, "go")
+		serving = time.Now()
 		fmt.Fprintln(beProc.in, "start") // the window's start
 	} else {
 		if s.withLS {
@@ -273,6 +293,7 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 				fmt.Fprintln(p.in, "go")
 			}
 		}
+		serving = time.Now()
 	}
 	var before ctl.Hist
 	counted := false
@@ -301,6 +322,7 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 			return r, err
 		}
 		r.latencies, r.requests, r.lsInfo = v.Latencies, v.Requests, v.Info
+		end = time.Now()
 		if after, ok := lsPeriods(lsProc.cmd.Process.Pid); ok && counted {
 			h := after.Sub(before)
 			r.periods = &h
@@ -316,5 +338,10 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		r.items, r.unit, r.seconds, r.beInfo = v.Items, v.Unit, v.Seconds, v.Info
 	}
 	r.steerErr = stopSteering()
+	for _, t := range traced {
+		if lsProc != nil && t.pid == lsProc.cmd.Process.Pid && !t.at.Before(serving) && !t.at.After(end) {
+			r.steps = append(r.steps, steerStep{t.at.Sub(serving), t.v})
+		}
+	}
 	return r, nil
 }

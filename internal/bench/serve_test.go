@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/carve-gpu/carve/internal/slo"
 )
 
 func TestAttainmentAndQuantile(t *testing.T) {
@@ -56,5 +58,32 @@ func TestServeOptionsCheck(t *testing.T) {
 		if err := o.Check(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", o, err, tc.want)
 		}
+	}
+}
+
+// TestSteerPoints: the SLO controller's steps over a serving become the
+// distributions of the BE's level, the estimate, the target and the LS's
+// utilization, and a log line each; no steps, no points.
+func TestSteerPoints(t *testing.T) {
+	if p := steerPoints(nil); p != nil {
+		t.Errorf("no steps: %+v, want no points", p)
+	}
+	steps := []steerStep{
+		{100 * time.Millisecond, slo.View{Level: 0.5, Estimate: 4 * time.Millisecond, Target: 10 * time.Millisecond, Utilization: 0.6}},
+		{200 * time.Millisecond, slo.View{Level: 0.25, Estimate: 8 * time.Millisecond, Target: 10 * time.Millisecond, Utilization: 0.7, Calibrating: true}},
+	}
+	want := map[string][2]float64{"SLO level": {0.25, 0.5}, "SLO estimate": {4, 8}, "SLO target": {10, 10}, "LS utilization": {0.6, 0.7}}
+	got := steerPoints(steps)
+	if len(got) != len(want) {
+		t.Fatalf("%d points, want %d: %+v", len(got), len(want), got)
+	}
+	for _, p := range got {
+		w, ok := want[p.Label]
+		if !ok || p.Stats.Min != w[0] || p.Stats.Max != w[1] || p.Stats.N != 2 {
+			t.Errorf("%s: %+v, want min %g max %g of 2", p.Label, p.Stats, w[0], w[1])
+		}
+	}
+	if s := describeStep(steps[1]); !strings.Contains(s, "+0.2s: estimate 8.00 ms (target 10.00)") || !strings.Contains(s, "BE level 0.250, calibrating") {
+		t.Errorf("log line %q", s)
 	}
 }

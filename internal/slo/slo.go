@@ -107,6 +107,10 @@ type Controller struct {
 	// Now is the clock a window's length is read on (nil: time.Now); a
 	// test's plant sets its own before the first Step.
 	Now func() time.Time
+	// Trace, if set, is given each LS tenant's View after each Step
+	// (bench serve records the steps), under the controller's lock: it
+	// must not call the controller.
+	Trace func(Key, View)
 
 	dir    string
 	mu     sync.Mutex
@@ -150,6 +154,7 @@ type View struct {
 	Attainment  float64       // the window's periods within Target (Attainment; 1 with none, or no Target)
 	Utilization float64       // rho: the window's busy time over its length, at most 1
 	Estimate    time.Duration // of its requests' p99, queueing included (Estimate): what it holds under Target
+	Level       float64       // the share its GPU's BE tenants were given by the step (the lowest of its GPUs')
 }
 
 // New is a controller of the blocks in dir.
@@ -330,7 +335,28 @@ func (c *Controller) Step() error {
 	for name, g := range gpus {
 		c.decide(name, g)
 	}
-	return c.write(all, gpus)
+	err = c.write(all, gpus)
+	for _, t := range all {
+		v, ok := c.view[t.key]
+		if !ok {
+			continue
+		}
+		v.Level = 1
+		for _, name := range gpusOf(t.Entry) {
+			if g := gpus[name]; g != nil && g.bound && len(g.be) > 0 {
+				l, ok := c.levels[name]
+				if !ok { // not ready: the dials as they are
+					l = current(g.be)
+				}
+				v.Level = math.Min(v.Level, l)
+			}
+		}
+		c.view[t.key] = v
+		if c.Trace != nil {
+			c.Trace(t.key, v)
+		}
+	}
+	return err
 }
 
 // readLS adds each LS tenant's histogram to its window, and finds the

@@ -261,3 +261,38 @@ func TestEachGPUApart(t *testing.T) {
 		t.Errorf("BE on both GPUs: %+v", s.Tide)
 	}
 }
+
+// TestTraceSaysEachStep: Trace is given the LS tenant's view after each
+// step, its Level the share the step left its BE with, and View says the
+// same.
+func TestTraceSaysEachStep(t *testing.T) {
+	p := newPlant(t)
+	l := p.addLS(ctl.SLO{Max: 5 * time.Millisecond}, 2*time.Millisecond, 4, 40)
+	p.addBE(1, 300*time.Microsecond)
+	var got []slo.View
+	p.c.Trace = func(k slo.Key, v slo.View) {
+		if k.PID != l.pid {
+			t.Errorf("traced %+v, want the LS tenant's pid %d", k, l.pid)
+		}
+		got = append(got, v)
+	}
+	lowered := false
+	for i := range 30 {
+		p.run(1)
+		if len(got) != i+1 {
+			t.Fatalf("step %d: %d views traced, want one a step", i+1, len(got))
+		}
+		share, _ := p.dials()
+		v := got[i]
+		if v.Level != share {
+			t.Errorf("step %d: traced level %g, the BE's share %g", i+1, v.Level, share)
+		}
+		if w, ok := p.c.View(slo.Key{PID: l.pid}); !ok || w != v {
+			t.Errorf("step %d: View %+v, %v; traced %+v", i+1, w, ok, v)
+		}
+		lowered = lowered || v.Level < 1
+	}
+	if !lowered {
+		t.Error("the BE's level never went below 1 over the SLO: the trace says nothing of the steering")
+	}
+}
