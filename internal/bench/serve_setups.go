@@ -206,7 +206,7 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		pid int
 		v   slo.View
 	}
-	var traced []tracedStep // the controller's steps, read once it has stopped
+	var traced []tracedStep    // the controller's steps, read once it has stopped
 	var serving, end time.Time // when the LS was told to serve, and when it reported
 	if s.steer {
 		dir, err := ctl.Dir()
