@@ -240,8 +240,9 @@ func Target(s ctl.SLO, alone ctl.Hist) time.Duration {
 // mean), which needs AloneMin of them. 0 for none yet, or no SLO.
 func TargetAt(s ctl.SLO, alone ctl.Hist, rate float64) time.Duration {
 	var ref time.Duration
-	if n := alone.Count(); n >= AloneMin {
-		ref = Estimate(alone, rate*alone.Sum.Seconds()/float64(n))
+	if alone.Count() >= AloneMin {
+		mean, _ := moments(alone)
+		ref = Estimate(alone, rate*mean)
 	}
 	target, _ := s.Of(ref)
 	return target
@@ -269,14 +270,33 @@ func Attainment(h ctl.Hist, s ctl.SLO, ref ctl.Hist, rate float64) (share float6
 // (Pollaczek-Khinchine's mean wait over rho): its p99 is that mean times
 // ln(100 rho), 0 for rho up to 0.01; 1 - rho is at least MinIdle. For
 // exponential periods that is the M/M/1 queue's p99; for periods of
-// nearly one length it is a little over a simulated queue's. E[S^2] is
-// of the buckets' midpoints.
+// nearly one length it is a little over a simulated queue's. R is of the
+// periods up to their p99 (moments).
 func Estimate(h ctl.Hist, rho float64) time.Duration {
-	p99, n := h.Quantile(quantile), h.Count()
-	if n == 0 || h.Sum <= 0 || rho <= 0.01 {
+	p99 := h.Quantile(quantile)
+	mean, residual := moments(h)
+	if mean <= 0 || rho <= 0.01 {
 		return p99
 	}
-	var m2 float64 // sum of squares, s^2
+	wait := residual / math.Max(1-rho, MinIdle) * math.Log(100*math.Min(rho, 1))
+	return p99 + time.Duration(wait*float64(time.Second))
+}
+
+// moments are the mean period of h and the residual R = E[S^2] / 2E[S],
+// in seconds, of its buckets' midpoints up to the bucket of its p99: a
+// few periods far longer than the rest (an LS tenant's warm-up, a
+// cuDNN autotuning pass, a graph's capture: the alone periods hold them
+// from its start) would otherwise set both: 20 periods of 200 ms among
+// 3000 of 1 ms make R 58 ms, not 0.5. On the GPU, with them counted, a
+// multiple's target came out 56 ms where the requests' p99 alone was 13
+// (results/h100-580.159.04-2026-11-27/slo-trace/).
+func moments(h ctl.Hist) (mean, residual float64) {
+	n := h.Count()
+	if n == 0 {
+		return 0, 0
+	}
+	top := float64(n) * quantile
+	var count, sum, m2, below float64
 	for i, c := range h.Counts {
 		if c == 0 {
 			continue
@@ -285,11 +305,17 @@ func Estimate(h ctl.Hist, rho float64) time.Duration {
 		if i < ctl.HistBuckets-1 {
 			mid = (mid + boundSeconds(i)) / 2
 		}
+		count += float64(c)
+		sum += float64(c) * mid
 		m2 += float64(c) * mid * mid
+		if below += float64(c); below >= top {
+			break
+		}
 	}
-	residual := m2 / (2 * h.Sum.Seconds())
-	wait := residual / math.Max(1-rho, MinIdle) * math.Log(100*math.Min(rho, 1))
-	return p99 + time.Duration(wait*float64(time.Second))
+	if sum <= 0 {
+		return 0, 0
+	}
+	return sum / count, m2 / (2 * sum)
 }
 
 // boundSeconds is ctl.HistBound(i) in seconds, 0 below bucket 0.
