@@ -1,7 +1,8 @@
 // The SLO controller's calibration: the reference of a multiple SLO
 // (ctl.SLO.Alone) for an LS tenant whose block has fewer than AloneMin
 // alone periods, as when a BE tenant ran steadily on its GPU from before
-// it started. The controller holds the GPU's BE tenants at level 0 while
+// it started, or whose alone periods are stale (of its warm-up, where a
+// BE came right after it: stale). The controller holds the GPU's BE tenants at level 0 while
 // the tenant has periods, and keeps the periods of the steps that were at
 // level 0 from end to end: at share 0 a BE runs only while no LS work is
 // in flight, and has at most QueueMin of its work queued when an LS
@@ -35,19 +36,34 @@ func aboveZero(all []tenant) map[string]bool {
 }
 
 // reference is the histogram v's multiple SLO is a multiple of, kept by
-// the LS block k: the block's alone periods, where it has AloneMin of
-// them; else the controller's calibration, to which it first adds v's
-// newest step where every GPU of v was at level 0 at both its ends (at
-// this step, by above, and at the last, by c.zero): its BE tenants were
-// held from before the step's periods began to after they ended. While
-// the calibration has fewer than AloneMin periods, v is calibrating.
-func (c *Controller) reference(k string, v lsView, above map[string]bool) (ref ctl.Hist, calibrating bool) {
+// the LS block k, and whether it is the controller's calibration: the
+// block's alone periods, where it has AloneMin of them and they are not
+// stale; else the calibration, where it has AloneMin periods and is not
+// stale (or was made in the last RecalibrateSteps); else the calibration
+// under way (calibrating), to which it first
+// adds v's newest step where every GPU of v was at level 0 at both its
+// ends (at this step, by above, and at the last, by c.zero): its BE
+// tenants were held from before the step's periods began to after they
+// ended. A stale calibration is made anew, at most once in
+// RecalibrateSteps.
+func (c *Controller) reference(k string, v lsView, above map[string]bool) (ref ctl.Hist, calibrating, calibrated bool) {
 	alone := v.TideStatus.Alone
-	if v.Tide.SLO.Alone == 0 || alone.Count() >= AloneMin {
+	if v.Tide.SLO.Alone == 0 {
 		delete(c.cal, k)
-		return alone, false
+		return alone, false, false
+	}
+	now := window(v.samples, 0).h
+	if alone.Count() >= AloneMin && !stale(alone, now) {
+		delete(c.cal, k)
+		return alone, false, false
 	}
 	cal := c.cal[k]
+	if cal.h.Count() >= AloneMin {
+		if !stale(cal.h, now) || c.step-cal.done < RecalibrateSteps {
+			return cal.h, false, true
+		}
+		cal = calibration{}
+	}
 	n := len(v.samples)
 	held := n > 1 && v.samples[n-2].step == c.step-1
 	for _, name := range gpusOf(v.Entry) {
@@ -56,10 +72,30 @@ func (c *Controller) reference(k string, v lsView, above map[string]bool) (ref c
 	if held {
 		h := v.last().h
 		h.Sum = max(0, h.Sum-time.Duration(h.Count())*QueueMin)
-		cal = add(cal, h)
-		c.cal[k] = cal
+		cal.h = add(cal.h, h)
+		cal.done = c.step
 	}
-	return cal, cal.Count() < AloneMin
+	c.cal[k] = cal
+	return cal.h, cal.h.Count() < AloneMin, cal.h.Count() >= AloneMin
+}
+
+// calibration is an LS tenant's calibration: its periods, and the step
+// that last added to them.
+type calibration struct {
+	h    ctl.Hist
+	done int
+}
+
+// stale says whether a reference of alone periods is not of the service
+// the window's periods now are: its median is more than StaleRatio times
+// theirs (with AloneMin of them), where periods beside a BE are never
+// shorter than alone. The periods an LS tenant's block counts alone from
+// its start are of its warm-up where a BE came right after it (eager
+// passes, cuDNN's autotuning, a graph's capture): on the GPU, a 2x target
+// of them was 56 ms where the requests' p99 alone was 13
+// (results/h100-580.159.04-2026-11-27/slo-trace/).
+func stale(ref, now ctl.Hist) bool {
+	return now.Count() >= AloneMin && float64(ref.Quantile(0.5)) > StaleRatio*float64(now.Quantile(0.5))
 }
 
 // add is the periods of a and b together.

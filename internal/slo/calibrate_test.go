@@ -138,3 +138,37 @@ func TestSerialCalibrationIdleReleases(t *testing.T) {
 	v.load(20)
 	calibrate(t, p, v, 30)
 }
+
+// TestSerialStaleAloneCalibrates: "2x" with the server first, but its
+// block's alone periods are only its warm-up's (40 periods of 20 ms, as
+// eager passes and cuDNN's autotuning leave where a BE starts right after
+// the LS): they are stale beside the served periods, so the controller
+// calibrates to a target within 2x of the one a clean start gets
+// (TestSerialMultipleOfAlone's), where the warm-up's reference made it
+// a hundred times that, and holds the requests' p99 within it.
+func TestSerialStaleAloneCalibrates(t *testing.T) {
+	for _, seed := range seeds {
+		clean := newPlant(t)
+		vc := clean.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, seed)
+		clean.run(50)
+		clean.addBE(1, serialQueue)
+		clean.run(20)
+		want := clean.view(vc).Target
+
+		p := newPlant(t)
+		v := p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, 0, seed)
+		for range 40 {
+			record(&v.b.AloneHist, 20*time.Millisecond)
+			record(&v.b.BusyHist, 20*time.Millisecond)
+		}
+		p.run(1)
+		p.addBE(1, serialQueue)
+		v.load(serialRate)
+		p.run(20)
+		w := p.view(v)
+		if !w.Calibrated || w.Target > want*2 || w.Target < want/2 {
+			t.Fatalf("seed %d: view %+v: want a target from a calibration near %v (a clean start's)", seed, w, want)
+		}
+		holds(t, p, v, func() time.Duration { return p.view(v).Target }, 100, 0.05)
+	}
+}

@@ -13,8 +13,8 @@ func (c *Controller) Calibration() (ctl.Hist, bool) {
 	if len(c.cal) != 1 {
 		return ctl.Hist{}, false
 	}
-	for _, h := range c.cal {
-		return h, true
+	for _, cal := range c.cal {
+		return cal.h, true
 	}
 	return ctl.Hist{}, false
 }

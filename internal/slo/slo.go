@@ -82,24 +82,26 @@ import (
 
 // The control law's constants.
 const (
-	DefaultInterval = 100 * time.Millisecond // how often Run steps
-	WindowSteps     = 8                      // the window, in steps: 800 ms at DefaultInterval
-	Aim             = 0.85                   // the share of its target the estimate at Goal is
-	Gain            = 1                      // the level's log change a step per unit of Goal - rho
-	MaxStep         = 1.25                   // the most the level moves a step by that, a factor
-	Emergency       = 1.5                    // an estimate over this many times its target halves the level
-	Backoff         = 0.5                    // the level's factor in an emergency (or over, without busy time)
-	Raise           = 0.05                   // what the level gains a step well under, without busy time
-	Headroom        = 0.8                    // well under: an estimate below this share of the target
-	MinShare        = 0.01                   // a level below this is 0
-	QueueMin        = 50 * time.Microsecond  // a BE's queue at level 0 (or what it asked, if less)
-	QueueOpen       = 2 * time.Millisecond   // the queue's top for a BE that asked no bound, below level 1
-	AloneMin        = 20                     // alone periods a multiple of the alone p99 needs
-	MinIdle         = 0.05                   // the least 1 - rho the estimate's wait divides by
-	Saturated       = 0.95                   // a utilization above which the level halves, whatever the estimate
-	Backlog         = 0.98                   // ... and over the newest BacklogSteps: a queue the server has not drained
-	BacklogSteps    = 2
-	quantile        = 0.99
+	DefaultInterval  = 100 * time.Millisecond // how often Run steps
+	WindowSteps      = 8                      // the window, in steps: 800 ms at DefaultInterval
+	Aim              = 0.85                   // the share of its target the estimate at Goal is
+	Gain             = 1                      // the level's log change a step per unit of Goal - rho
+	MaxStep          = 1.25                   // the most the level moves a step by that, a factor
+	Emergency        = 1.5                    // an estimate over this many times its target halves the level
+	Backoff          = 0.5                    // the level's factor in an emergency (or over, without busy time)
+	Raise            = 0.05                   // what the level gains a step well under, without busy time
+	Headroom         = 0.8                    // well under: an estimate below this share of the target
+	MinShare         = 0.01                   // a level below this is 0
+	QueueMin         = 50 * time.Microsecond  // a BE's queue at level 0 (or what it asked, if less)
+	QueueOpen        = 2 * time.Millisecond   // the queue's top for a BE that asked no bound, below level 1
+	AloneMin         = 20                     // alone periods a multiple of the alone p99 needs
+	StaleRatio       = 1.25                   // a reference whose median period is this many times the window's is stale
+	RecalibrateSteps = 50                     // the fewest steps between a calibration and the next
+	MinIdle          = 0.05                   // the least 1 - rho the estimate's wait divides by
+	Saturated        = 0.95                   // a utilization above which the level halves, whatever the estimate
+	Backlog          = 0.98                   // ... and over the newest BacklogSteps: a queue the server has not drained
+	BacklogSteps     = 2
+	quantile         = 0.99
 )
 
 // Controller is the SLO controller of a runtime directory's blocks.
@@ -115,12 +117,12 @@ type Controller struct {
 	dir    string
 	mu     sync.Mutex
 	step   int
-	hist   map[string][]sample // by LS block (lsKey): its last WindowSteps+1 snapshots
-	cut    map[string]int      // by GPU: the step of its last backoff; the window starts there
-	levels map[string]float64  // by GPU: the level it last set (read back from the blocks after a restart)
-	view   map[Key]View        // by LS tenant, for carve daemon's metrics
-	cal    map[string]ctl.Hist // by LS block: its calibration (calibrate.go), while its block has too few alone periods
-	zero   map[string]bool     // the GPUs whose BE tenants were all at level 0 at the last step
+	hist   map[string][]sample    // by LS block (lsKey): its last WindowSteps+1 snapshots
+	cut    map[string]int         // by GPU: the step of its last backoff; the window starts there
+	levels map[string]float64     // by GPU: the level it last set (read back from the blocks after a restart)
+	view   map[Key]View           // by LS tenant, for carve daemon's metrics
+	cal    map[string]calibration // by LS block: its calibration (calibrate.go), where its block's alone periods will not do
+	zero   map[string]bool        // the GPUs whose BE tenants were all at level 0 at the last step
 	lockMu sync.Mutex
 	lock   *os.File // the directory's LockFile, locked, while c holds it (lock.go)
 }
@@ -160,7 +162,7 @@ type View struct {
 // New is a controller of the blocks in dir.
 func New(dir string) *Controller {
 	return &Controller{dir: dir, hist: map[string][]sample{}, cut: map[string]int{}, view: map[Key]View{},
-		cal: map[string]ctl.Hist{}, zero: map[string]bool{}, levels: map[string]float64{}}
+		cal: map[string]calibration{}, zero: map[string]bool{}, levels: map[string]float64{}}
 }
 
 // Run steps every interval (0: DefaultInterval) until ctx ends, while it
@@ -405,11 +407,11 @@ func (c *Controller) readLS(all []tenant) map[string]*gpu {
 		}
 		c.hist[k] = s
 		v := lsView{tenant: t, samples: s}
-		v.ref, v.calibrating = c.reference(k, v, above)
+		var calibrated bool
+		v.ref, v.calibrating, calibrated = c.reference(k, v, above)
 		v.target = Target(t.Tide.SLO, v.ref)
 		w := window(s, 0)
 		attained, target, _ := Attainment(w.h, t.Tide.SLO, v.ref, w.rate())
-		calibrated := t.Tide.SLO.Alone > 0 && !v.calibrating && ts.Alone.Count() < AloneMin
 		c.view[t.key] = View{SLO: t.Tide.SLO, Target: target, Calibrating: v.calibrating, Calibrated: calibrated,
 			P99: w.h.Quantile(quantile), Periods: w.h.Count(), Attainment: attained,
 			Utilization: w.rho(), Estimate: w.estimate()}
