@@ -172,3 +172,48 @@ func TestSerialStaleAloneCalibrates(t *testing.T) {
 		holds(t, p, v, func() time.Duration { return p.view(v).Target }, 100, 0.05)
 	}
 }
+
+// TestSerialCalibrationOfWarmUpRedone: "2x" with the BE first, the
+// server's first periods its warm-up's (a step, 6 periods of 200 us and 2
+// of 20 ms, for six steps, the BE held for the calibration meanwhile):
+// the calibration made of them is stale once the server serves (by its
+// p99: its median is shorter than a served period), and is made again,
+// to a target within 2x of a clean start's, which the requests' p99 is
+// held within.
+func TestSerialCalibrationOfWarmUpRedone(t *testing.T) {
+	for _, seed := range seeds {
+		clean := newPlant(t)
+		vc := clean.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, seed)
+		clean.run(50)
+		clean.addBE(1, serialQueue)
+		clean.run(20)
+		want := clean.view(vc).Target
+
+		p := newPlant(t)
+		p.addBE(1, serialQueue)
+		p.run(10)
+		v := p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, 0, seed)
+		for range 6 {
+			for i := range 8 {
+				d := 200 * time.Microsecond // a small kernel's
+				if i%4 == 0 {
+					d = 20 * time.Millisecond // an eager pass's, an autotuning's
+				}
+				record(&v.b.BusyHist, d)
+				atomic.AddUint64(&v.b.BusyNS, uint64(d))
+				atomic.AddUint64(&v.b.Requests, 1)
+			}
+			p.run(1)
+		}
+		if w := p.view(v); !w.Calibrated || w.Target < 4*want {
+			t.Fatalf("seed %d: after the warm-up: view %+v, want a target of its calibration, over %v", seed, w, 4*want)
+		}
+		v.load(serialRate)
+		p.run(30)
+		w := p.view(v)
+		if !w.Calibrated || w.Target > want*2 || w.Target < want/2 {
+			t.Fatalf("seed %d: serving: view %+v: want a target from a new calibration near %v (a clean start's)", seed, w, want)
+		}
+		holds(t, p, v, func() time.Duration { return p.view(v).Target }, 100, 0.05)
+	}
+}

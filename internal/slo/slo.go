@@ -97,8 +97,8 @@ const (
 	QueueMin         = 50 * time.Microsecond  // a BE's queue at level 0 (or what it asked, if less)
 	QueueOpen        = 2 * time.Millisecond   // the queue's top for a BE that asked no bound, below level 1
 	AloneMin         = 20                     // alone periods a multiple of the alone p99 needs
-	StaleRatio       = 1.25                   // a reference whose median period is this many times the window's is stale
-	RecalibrateSteps = 50                     // the fewest steps between a calibration and the next
+	StaleRatio       = 1.25                   // a reference whose median or p99 period is this many times the window's is stale
+	RecalibrateSteps = 10                     // the fewest steps between a calibration and the next
 	MinIdle          = 0.05                   // the least 1 - rho the estimate's wait divides by
 	Saturated        = 0.95                   // a utilization above which the level halves, whatever the estimate
 	Backlog          = 0.98                   // ... and over the newest BacklogSteps: a queue the server has not drained
