@@ -19,6 +19,6 @@ TO=${CAUSE_TO:-420} T python3 "$E/cause.py" --carve "$C" --out "$W/cause" --roun
 echo "exit $?"
 cat "$OUT/cause.txt"
 cp "$W"/cause/*.txt "$OUT/" 2>/dev/null
-tail -3 "$W"/cause/*.err >"$OUT/ls-stderr.txt" 2>&1
+tail -n 5 "$W"/cause/*.err >"$OUT/ls-stderr.txt" 2>&1
 tar -C "$W/cause" -czf "$OUT/graphs.tar.gz" $(cd "$W/cause" && ls *.dot 2>/dev/null)
 step done
