@@ -148,12 +148,7 @@ func TestSerialCalibrationIdleReleases(t *testing.T) {
 // a hundred times that, and holds the requests' p99 within it.
 func TestSerialStaleAloneCalibrates(t *testing.T) {
 	for _, seed := range seeds {
-		clean := newPlant(t)
-		vc := clean.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, seed)
-		clean.run(50)
-		clean.addBE(1, serialQueue)
-		clean.run(20)
-		want := clean.view(vc).Target
+		want := cleanTarget(t, seed)
 
 		p := newPlant(t)
 		v := p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, 0, seed)
@@ -182,12 +177,7 @@ func TestSerialStaleAloneCalibrates(t *testing.T) {
 // held within.
 func TestSerialCalibrationOfWarmUpRedone(t *testing.T) {
 	for _, seed := range seeds {
-		clean := newPlant(t)
-		vc := clean.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, seed)
-		clean.run(50)
-		clean.addBE(1, serialQueue)
-		clean.run(20)
-		want := clean.view(vc).Target
+		want := cleanTarget(t, seed)
 
 		p := newPlant(t)
 		p.addBE(1, serialQueue)
@@ -216,4 +206,15 @@ func TestSerialCalibrationOfWarmUpRedone(t *testing.T) {
 		}
 		holds(t, p, v, func() time.Duration { return p.view(v).Target }, 100, 0.05)
 	}
+}
+
+// cleanTarget is the "2x" target the controller steers to for the serial
+// server of seed, started 5 s before the BE (TestSerialMultipleOfAlone's).
+func cleanTarget(t *testing.T, seed uint64) time.Duration {
+	p := newPlant(t)
+	v := p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, seed)
+	p.run(50)
+	p.addBE(1, serialQueue)
+	p.run(20)
+	return p.view(v).Target
 }
