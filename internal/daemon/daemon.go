@@ -254,6 +254,7 @@ var (
 	descSLOP99 = prometheus.NewDesc("carve_ls_slo_window_p99_seconds", "The p99 of the LS tenant's busy periods over the SLO controller's window.", labels, nil)
 	descSLOEst = prometheus.NewDesc("carve_ls_slo_estimate_seconds", "The SLO controller's estimate of the LS tenant's requests' p99 over its window, queueing included (slo.Estimate): what it holds under carve_ls_slo_seconds.", labels, nil)
 	descCalib  = prometheus.NewDesc("carve_ls_slo_calibrating", "1 while the SLO controller calibrates the LS tenant's multiple SLO (no alone reference yet: its GPU's BE tenants held at share 0 while it has periods), else 0.", labels, nil)
+	descLevel  = prometheus.NewDesc("carve_ls_slo_be_level", "The share of the LS tenant's busy time the SLO controller gave the BE tenants on its GPU at its last step (1: all; 0: they run only while no LS work is in flight).", labels, nil)
 	descAttain = prometheus.NewDesc("carve_ls_slo_attainment", "The share of the LS tenant's busy periods in the SLO controller's window within carve_ls_slo_seconds, its SLO's target at the window's request rate (slo.Attainment, as carve ls and top say it; 1 with no period or no target yet).", labels, nil)
 	descHeldS  = prometheus.NewDesc("carve_be_held_seconds_total", "Time the BE tenant's launches waited for LS work.", labels, nil)
 	descHeld   = prometheus.NewDesc("carve_be_held_launches_total", "BE launches that waited for LS work.", labels, nil)
@@ -322,6 +323,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 					calibrating = 1
 				}
 				ch <- prometheus.MustNewConstMetric(descCalib, prometheus.GaugeValue, calibrating, l...)
+				ch <- prometheus.MustNewConstMetric(descLevel, prometheus.GaugeValue, v.Level, l...)
 			}
 			if ok && v.Target > 0 {
 				ch <- prometheus.MustNewConstMetric(descSLO, prometheus.GaugeValue, v.Target.Seconds(), l...)

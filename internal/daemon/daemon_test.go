@@ -555,7 +555,8 @@ func TestMetricsSLO(t *testing.T) {
 	l := `{claim="",class="ls",command="serve",pid="` + itoa(pid) + `"}`
 	l2 := `{claim="",class="ls",command="serve",pid="` + itoa(pid2) + `"}`
 	want := []string{"carve_ls_slo_seconds" + l + " 0.008", "carve_ls_slo_attainment" + l + " 1", "carve_ls_slo_window_p99_seconds" + l + " 0",
-		"carve_ls_slo_estimate_seconds" + l + " 0", "carve_ls_slo_calibrating" + l + " 0", "carve_ls_slo_calibrating" + l2 + " 1"}
+		"carve_ls_slo_estimate_seconds" + l + " 0", "carve_ls_slo_calibrating" + l + " 0", "carve_ls_slo_calibrating" + l2 + " 1",
+		"carve_ls_slo_be_level" + l + " 1"}
 	var m string
 	// the controller steps as the daemon starts, on its own goroutine:
 	// wait for its first step, not for a time
