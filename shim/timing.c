@@ -10,7 +10,8 @@
  * (results/h100-580.159.04-2026-11-24/order/). So the shim of an LS tenant
  * keeps the events created for timing (without CU_EVENT_DISABLE_TIMING),
  * and a record of one stamps the tenant's node slot (tide.c), which holds
- * BE tenants to no share of its busy time for CARVE_NODE_TIMING_NS.
+ * BE tenants back, with no share, for CARVE_NODE_TIMING_NS, busy or idle
+ * (carve_node.h).
  *
  * The events are kept in an open-addressing set under a mutex, touched
  * only by LS tenants' event calls; an event the set has no room for counts
