@@ -74,39 +74,26 @@ int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing)
 {
 	struct carve_node *node = carve_tide_gpus[g].node;
 	const struct carve_node_slot *own = carve_tide_gpus[g].slot;
-	uint32_t bits = __atomic_load_n(&node->busy, __ATOMIC_ACQUIRE), counted = 0;
+	uint32_t bits = __atomic_load_n(&node->busy, __ATOMIC_ACQUIRE);
 	int busy = 0;
 	uint64_t now = 0;
-	for (; bits; bits &= bits - 1) {
-		int i = __builtin_ctz(bits);
+	for (int i = 0; i < CARVE_NODE_SLOTS; i++) {
 		struct carve_node_slot *s = &node->slots[i];
+		uint64_t timed = __atomic_load_n(&node->timing_ns[i], __ATOMIC_ACQUIRE);
+		if (s == own || (!(bits & (1u << i)) && !timed))
+			continue;
 		if (!now)
 			now = carve_mono_ns();
-		if (s == own || !__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) ||
-		    !lease_ok(node, __atomic_load_n(&s->beat_ns, __ATOMIC_ACQUIRE), now))
+		int timed_now = timing_fresh(timed, now);
+		if (!timed_now && !(bits & (1u << i) && __atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) &&
+				    lease_ok(node, __atomic_load_n(&s->beat_ns, __ATOMIC_ACQUIRE), now)))
 			continue;
 		busy++;
-		counted |= 1u << i;
-		if (timing && timing_fresh(__atomic_load_n(&node->timing_ns[i], __ATOMIC_ACQUIRE), now))
+		if (timing && timed_now)
 			(*timing)++;
 		if (out)
 			for (int w = 0; w < 4; w++)
 				out[w] |= __atomic_load_n(&s->reserved[w], __ATOMIC_RELAXED);
-	}
-	for (int i = 0; i < CARVE_NODE_SLOTS; i++) {
-		uint64_t timed = __atomic_load_n(&node->timing_ns[i], __ATOMIC_ACQUIRE);
-		if (!timed || (counted & (1u << i)) || &node->slots[i] == own)
-			continue;
-		if (!now)
-			now = carve_mono_ns();
-		if (!timing_fresh(timed, now))
-			continue;
-		busy++;
-		if (timing)
-			(*timing)++;
-		if (out)
-			for (int w = 0; w < 4; w++)
-				out[w] |= __atomic_load_n(&node->slots[i].reserved[w], __ATOMIC_RELAXED);
 	}
 	if (!busy && newest)
 		*newest = __atomic_load_n(&node->beat_ns, __ATOMIC_RELAXED);
