@@ -310,11 +310,7 @@ func (c *Controller) Step() error {
 		v.Level = 1
 		for _, name := range gpusOf(t.Entry) {
 			if g := gpus[name]; g != nil && g.bound && len(g.be) > 0 {
-				l, ok := c.levels[name]
-				if !ok { // not ready: the dials as they are
-					l = current(g.be)
-				}
-				v.Level = math.Min(v.Level, l)
+				v.Level = math.Min(v.Level, g.level)
 			}
 		}
 		c.view[t.key] = v
@@ -390,15 +386,15 @@ func (c *Controller) decide(name string, g *gpu) {
 		delete(c.levels, name)
 		return
 	}
-	if !g.ready {
-		g.hold = true
-		return
-	}
 	level, ok := c.levels[name]
 	if !ok {
 		level = current(g.be)
 	}
 	g.level = level
+	if !g.ready {
+		g.hold = true
+		return
+	}
 	defer func() { c.levels[name] = g.level }()
 	busy, calibrate, emergency := false, false, false
 	next := math.Inf(1)
