@@ -94,13 +94,7 @@ func TestHistWithin(t *testing.T) {
 func TestSteer(t *testing.T) {
 	dir := t.TempDir()
 	p := ctl.Policy{Class: ctl.ClassBE, Share: 0.05, Epoch: 10 * time.Millisecond, Inflight: 8, Queue: 300 * time.Microsecond}
-	in := ctl.Init{PID: 4000, Parts: []ctl.Part{{Mask: [4]uint32{}, Live: [4]uint32{0xffff}}}}
-	p.Apply(&in)
-	h, err := ctl.Create(dir, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := beBlock(t, dir, p)
 	if err := h.Unsteer(); err != nil || h.Snapshot().Steered != nil || h.Snapshot().Tide.Share != 0.05 {
 		t.Fatalf("unsteered before any steering: %+v, %v", h.Snapshot().Tide, err)
 	}
@@ -128,16 +122,11 @@ func TestSteer(t *testing.T) {
 func TestSteerAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	p := ctl.Policy{Class: ctl.ClassBE, Share: 0.05, Queue: 300 * time.Microsecond}
-	in := ctl.Init{PID: 4000, Parts: []ctl.Part{{Mask: [4]uint32{}, Live: [4]uint32{0xffff}}}}
-	p.Apply(&in)
-	h, err := ctl.Create(dir, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := beBlock(t, dir, p)
 	const callers = 8
 	var handles [callers]*ctl.Handle
 	for i := range handles {
+		var err error
 		if handles[i], err = ctl.OpenPath(h.Path); err != nil {
 			t.Fatal(err)
 		}
@@ -163,4 +152,18 @@ func TestSteerAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// beBlock is a BE tenant's block in dir under policy p, closed at the
+// test's end.
+func beBlock(t *testing.T, dir string, p ctl.Policy) *ctl.Handle {
+	t.Helper()
+	in := ctl.Init{PID: 4000, Parts: []ctl.Part{{Mask: [4]uint32{}, Live: [4]uint32{0xffff}}}}
+	p.Apply(&in)
+	h, err := ctl.Create(dir, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
 }

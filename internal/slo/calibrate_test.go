@@ -160,11 +160,7 @@ func TestSerialStaleAloneCalibrates(t *testing.T) {
 		p.addBE(1, serialQueue)
 		v.load(serialRate)
 		p.run(20)
-		w := p.view(v)
-		if !w.Calibrated || w.Target > want*2 || w.Target < want/2 {
-			t.Fatalf("seed %d: view %+v: want a target from a calibration near %v (a clean start's)", seed, w, want)
-		}
-		holds(t, p, v, func() time.Duration { return p.view(v).Target }, 100, 0.05)
+		calibratedNear(t, p, v, seed, want)
 	}
 }
 
@@ -200,11 +196,7 @@ func TestSerialCalibrationOfWarmUpRedone(t *testing.T) {
 		}
 		v.load(serialRate)
 		p.run(30)
-		w := p.view(v)
-		if !w.Calibrated || w.Target > want*2 || w.Target < want/2 {
-			t.Fatalf("seed %d: serving: view %+v: want a target from a new calibration near %v (a clean start's)", seed, w, want)
-		}
-		holds(t, p, v, func() time.Duration { return p.view(v).Target }, 100, 0.05)
+		calibratedNear(t, p, v, seed, want)
 	}
 }
 
@@ -217,4 +209,15 @@ func cleanTarget(t *testing.T, seed uint64) time.Duration {
 	p.addBE(1, serialQueue)
 	p.run(20)
 	return p.view(v).Target
+}
+
+// calibratedNear checks that v's target (the server of seed) is of a calibration and within 2x
+// of want (a clean start's, cleanTarget), and that the requests' p99 is
+// held within it over the next 10 s (holds).
+func calibratedNear(t *testing.T, p *plant, v *serial, seed uint64, want time.Duration) {
+	t.Helper()
+	if w := p.view(v); !w.Calibrated || w.Target > want*2 || w.Target < want/2 {
+		t.Fatalf("seed %d: view %+v: want a target from a calibration near %v (a clean start's)", seed, w, want)
+	}
+	holds(t, p, v, func() time.Duration { return p.view(v).Target }, 100, 0.05)
 }
