@@ -112,9 +112,11 @@ def main():
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--rate", type=float, default=750)
     p.add_argument("--serve", type=float, default=3)
+    p.add_argument("--conds", default="", help="the conditions to run, comma-separated (default: all)")
+    p.add_argument("--be-args", default="", help="more carve run flags of the BE, space-separated (e.g. --epoch=1s)")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    be = subprocess.Popen([a.carve, "run", "--be", "--inflight=8", "--queue=300us", "--be-share=0.05", "--",
+    be = subprocess.Popen([a.carve, "run", "--be", "--inflight=8", "--queue=300us", "--be-share=0.05"] + a.be_args.split() + ["--",
                            sys.executable, "-c", BE], stdout=open(os.path.join(a.out, "be.txt"), "w"), stderr=subprocess.STDOUT)
     time.sleep(25)  # its model built and warmed up (it prints its rate every 2 s)
     stop = lambda: (os.kill(be.pid, signal.SIGSTOP), time.sleep(0.3))
@@ -122,6 +124,8 @@ def main():
     # name: cuDNN benchmark mode, BE running while building, while capturing
     conds = [("first", 1, 0, 0), ("beside", 1, 1, 1), ("build-beside", 1, 1, 0), ("capture-beside", 1, 0, 1),
              ("first-nobench", 0, 0, 0), ("beside-nobench", 0, 1, 1)]
+    if a.conds:
+        conds = [c for c in conds if c[0] in a.conds.split(",")]
     rows = []
     for r in range(a.rounds):
         for name, bench, b_build, b_cap in conds:
@@ -151,7 +155,7 @@ def main():
             served = json.loads(ask(f"serve {a.rate} {a.serve}"))
             ask("quit")
             ls.wait(timeout=60)
-            row = {"cond": name, "round": r, "benchmark": bench, "be_build": b_build, "be_capture": b_cap, "sms": sms,
+            row = {"cond": name, "round": r, "be_args": a.be_args, "benchmark": bench, "be_build": b_build, "be_capture": b_cap, "sms": sms,
                    "build_s": round(tb, 2), "ok": [built, cap], "kernels": kernels(dot),
                    "alone_p50": statistics.median(alone), "alone_p90": q(alone, .9),
                    "beside_p50": statistics.median(beside), "beside_p99": q(beside, .99),
