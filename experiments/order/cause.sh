@@ -23,7 +23,7 @@ for v in "${variants[@]}"; do
 	f=$OUT/cause${name:+-$name}.txt
 	step "cause.py, $ROUNDS rounds, serving at $RATE/s, BE flags '$flags'"
 	TO=${CAUSE_TO:-420} T python3 "$E/cause.py" --carve "$C" --out "$W/cause" --rounds "$ROUNDS" --rate "$RATE" \
-		--conds "$CONDS" --be-args "$flags" >"$f"
+		--conds="$CONDS" --be-args="$flags" >"$f"
 	echo "exit $?"
 	cat "$f"
 done

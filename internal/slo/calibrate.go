@@ -1,8 +1,7 @@
 // The SLO controller's calibration: the reference of a multiple SLO
-// (ctl.SLO.Alone) for an LS tenant whose block has fewer than AloneMin
-// alone periods, as when a BE tenant ran steadily on its GPU from before
-// it started, or whose alone periods are stale (of its warm-up, where a
-// BE came right after it: stale). The controller holds the GPU's BE tenants at level 0 while
+// (ctl.SLO.Alone) of an LS tenant, its periods with the GPU's BE tenants
+// held, made when the tenant first has periods, and again when it is
+// stale (of its warm-up: stale). The controller holds the GPU's BE tenants at level 0 while
 // the tenant has periods, and keeps the periods of the steps that were at
 // level 0 from end to end: at share 0 a BE runs only while no LS work is
 // in flight, and has at most QueueMin of its work queued when an LS
@@ -35,28 +34,26 @@ func aboveZero(all []tenant) map[string]bool {
 	return above
 }
 
-// reference is the histogram v's multiple SLO is a multiple of, kept by
-// the LS block k, and whether it is the controller's calibration: the
-// block's alone periods, where it has AloneMin of them and they are not
-// stale; else the calibration, where it has AloneMin periods and is not
-// stale (or was made in the last RecalibrateSteps); else the calibration
-// under way (calibrating), to which it first
-// adds v's newest step where every GPU of v was at level 0 at both its
-// ends (at this step, by above, and at the last, by c.zero): its BE
-// tenants were held from before the step's periods began to after they
-// ended. A stale calibration is made anew, at most once in
-// RecalibrateSteps.
+// reference is the histogram v's multiple SLO is a multiple of, and
+// whether it is the controller's calibration (always, for a multiple):
+// the calibration, where it has AloneMin periods and is not stale (or was
+// made in the last RecalibrateSteps); else the calibration under way
+// (calibrating), to which it first adds v's newest step where every GPU
+// of v was at level 0 at both its ends (at this step, by above, and at
+// the last, by c.zero): its BE tenants were held from before the step's
+// periods began to after they ended. A stale calibration is made anew,
+// at most once in RecalibrateSteps. The block's alone periods are not
+// used: a period counts alone there when no BE launched during it, but a
+// BE kernel launched before it may run beside it all through, and on the
+// GPU a 2x target of them grew from 17 to 72 ms while the BE ran (the
+// requests' p99 alone 4.4 ms; results/h100-580.159.04-2026-11-27/slo-final/),
+// where a calibration of the same pair held 2.2x.
 func (c *Controller) reference(k string, v lsView, above map[string]bool) (ref ctl.Hist, calibrating, calibrated bool) {
-	alone := v.TideStatus.Alone
 	if v.Tide.SLO.Alone == 0 {
 		delete(c.cal, k)
-		return alone, false, false
+		return ctl.Hist{}, false, false
 	}
 	now := window(v.samples, 0).h
-	if alone.Count() >= AloneMin && !stale(alone, now) {
-		delete(c.cal, k)
-		return alone, false, false
-	}
 	cal := c.cal[k]
 	if cal.h.Count() >= AloneMin {
 		if !stale(cal.h, now) || c.step-cal.done < RecalibrateSteps {

@@ -14,20 +14,20 @@
 // the share of the window the tenant was busy (at rho 0 it is the
 // periods' p99, as for a tenant whose requests overlap into one period).
 // A time's target is the time; a multiple's is that many estimates alone:
-// of the alone periods at the window's requests a second. Where the
-// block has fewer than AloneMin alone periods (a BE tenant ran on the GPU
-// from before the LS tenant started, and no alone period comes), or they
-// are stale (of its warm-up: stale), the controller calibrates (calibrate.go): it holds the GPU's BE tenants at
-// level 0 while the tenant has a period in its window (not for one in
-// flight only, which gives nothing to calibrate on; idle, they get level
-// 1 as ever, and the calibration goes on when it is busy again), and
-// keeps the periods of the steps at level 0 from end to end, alone ones
-// but for the BE's queue of QueueMin; with AloneMin of them they are the
-// reference until the block has AloneMin alone ones. On the serial plant
-// (2x, the BE first) that takes 4 steps, the calibration's estimate is
-// 1.06 to 1.14 times the alone periods', and the requests' p99 over 10 s
-// is then 0.67 to 1.18 times the target at a BE share of 0.14 to 0.18
-// (the server first: 0.76 to 0.89 times, near 0.15).
+// of the alone periods at the window's requests a second. The alone
+// periods are the controller's calibration (calibrate.go): it holds the
+// GPU's BE tenants at level 0 while the tenant has a period in its window
+// (not for one in flight only, which gives nothing to calibrate on; idle,
+// they get level 1 as ever, and the calibration goes on when it is busy
+// again), and keeps the periods of the steps at level 0 from end to end,
+// alone ones but for the BE's queue of QueueMin, until it has AloneMin of
+// them; one that is stale (of the tenant's warm-up: stale) is made again.
+// The periods the block counts alone (no BE launch during them) are not
+// the reference: a BE kernel launched before one may run beside it all
+// through. On the serial plant (2x, the BE first) a calibration takes 4
+// steps, its estimate is 1.06 to 1.14 times the alone periods', and the
+// requests' p99 over 10 s is then 0.67 to 1.18 times the target at a BE
+// share of 0.14 to 0.18 (the server first: 0.76 to 0.89 times, near 0.15).
 //
 // The law steers the tenant's utilization, which a change of level moves
 // within a step, not the estimate, which lags it through the queue. Goal
