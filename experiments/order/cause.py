@@ -121,15 +121,16 @@ def main():
     time.sleep(25)  # its model built and warmed up (it prints its rate every 2 s)
     stop = lambda: (os.kill(be.pid, signal.SIGSTOP), time.sleep(0.3))
     cont = lambda: (os.kill(be.pid, signal.SIGCONT), time.sleep(0.3))
-    # name: cuDNN benchmark mode, BE running while building, while capturing
-    conds = [("first", 1, 0, 0), ("beside", 1, 1, 1), ("build-beside", 1, 1, 0), ("capture-beside", 1, 0, 1),
-             ("first-nobench", 0, 0, 0), ("beside-nobench", 0, 1, 1)]
+    # name: cuDNN benchmark mode, BE running while building, while capturing,
+    # while the LS starts (its CUDA context made: the BE first throughout)
+    conds = [("first", 1, 0, 0, 0), ("beside", 1, 1, 1, 0), ("build-beside", 1, 1, 0, 0), ("capture-beside", 1, 0, 1, 0),
+             ("first-nobench", 0, 0, 0, 0), ("beside-nobench", 0, 1, 1, 0), ("ctx-beside", 1, 1, 1, 1)]
     if a.conds:
         conds = [c for c in conds if c[0] in a.conds.split(",")]
     rows = []
     for r in range(a.rounds):
-        for name, bench, b_build, b_cap in conds:
-            stop()
+        for name, bench, b_build, b_cap, b_ctx in conds:
+            (cont if b_ctx else stop)()
             ls = subprocess.Popen([a.carve, "run", "--ls", "-n", "16", "--", sys.executable, os.path.realpath(__file__), "ls",
                                    "--benchmark", str(bench)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=open(os.path.join(a.out, f"ls-{name}-{r}.err"), "w"), text=True)
@@ -155,7 +156,7 @@ def main():
             served = json.loads(ask(f"serve {a.rate} {a.serve}"))
             ask("quit")
             ls.wait(timeout=60)
-            row = {"cond": name, "round": r, "be_args": a.be_args, "benchmark": bench, "be_build": b_build, "be_capture": b_cap, "sms": sms,
+            row = {"cond": name, "round": r, "be_args": a.be_args, "benchmark": bench, "be_build": b_build, "be_capture": b_cap, "be_ctx": b_ctx, "sms": sms,
                    "build_s": round(tb, 2), "ok": [built, cap], "kernels": kernels(dot),
                    "alone_p50": statistics.median(alone), "alone_p90": q(alone, .9),
                    "beside_p50": statistics.median(beside), "beside_p99": q(beside, .99),

@@ -53,18 +53,22 @@ func (c *Controller) reference(k string, v lsView, above map[string]bool) (ref c
 		delete(c.cal, k)
 		return ctl.Hist{}, false, false
 	}
-	now := window(v.samples, 0).h
-	cal := c.cal[k]
-	if cal.h.Count() >= AloneMin {
-		if !stale(cal.h, now) || c.step-cal.done < RecalibrateSteps {
-			return cal.h, false, true
-		}
-		cal = calibration{}
-	}
 	n := len(v.samples)
 	held := n > 1 && v.samples[n-2].step == c.step-1
 	for _, name := range gpusOf(v.Entry) {
 		held = held && !above[name] && c.zero[name]
+	}
+	cal := c.cal[k]
+	if cal.held = 0; held {
+		cal.held = c.cal[k].held + 1
+	}
+	now := window(v.samples, 0).h
+	if cal.h.Count() >= AloneMin {
+		if !stale(cal.h, now, cal.held >= WindowSteps) || c.step-cal.done < RecalibrateSteps {
+			c.cal[k] = cal
+			return cal.h, false, true
+		}
+		cal = calibration{held: cal.held}
 	}
 	if held {
 		h := v.last().h
@@ -76,28 +80,35 @@ func (c *Controller) reference(k string, v lsView, above map[string]bool) (ref c
 	return cal.h, cal.h.Count() < AloneMin, cal.h.Count() >= AloneMin
 }
 
-// calibration is an LS tenant's calibration: its periods, and the step
-// that last added to them.
+// calibration is an LS tenant's calibration: its periods, the step that
+// last added to them, and the steps in a row its GPUs have been at level
+// 0 (held).
 type calibration struct {
 	h    ctl.Hist
 	done int
+	held int
 }
 
 // stale says whether a reference of alone periods is not of the service
 // the window's periods now are: its median or its p99 is more than
 // StaleRatio times theirs (with AloneMin of them), where periods beside a
-// BE are never shorter than alone. The periods an LS tenant's block
-// counts alone from its start are of its warm-up where a BE came right
-// after it (eager passes, cuDNN's autotuning, a graph's capture), and a
-// calibration made while it warmed up is of them too: on the GPU, 2x
-// targets of them were 21 to 953 ms where the requests' p99 alone was 4.6
-// (results/h100-580.159.04-2026-11-27/slo-trace/).
-func stale(ref, now ctl.Hist) bool {
+// BE are never shorter than alone; or, where the window's periods are
+// alone ones too (alone: its BE tenants held at level 0 all through it),
+// theirs more than StaleRatio times its. A calibration made while the
+// tenant warmed up is of its eager passes, cuDNN's autotuning and a
+// graph's capture: on the GPU, 2x targets of them were 21 to 953 ms where
+// the requests' p99 alone was 4.6 (results/h100-580.159.04-2026-11-27/slo-trace/);
+// or of its small kernels only, and a 2x target of them was 1.4 ms, which
+// held the BE at level 0 throughout (slo-final/).
+func stale(ref, now ctl.Hist, alone bool) bool {
 	if now.Count() < AloneMin {
 		return false
 	}
-	over := func(q float64) bool { return float64(ref.Quantile(q)) > StaleRatio*float64(now.Quantile(q)) }
-	return over(0.5) || over(quantile)
+	off := func(q float64) bool {
+		r, w := float64(ref.Quantile(q)), float64(now.Quantile(q))
+		return r > StaleRatio*w || alone && w > StaleRatio*r
+	}
+	return off(0.5) || off(quantile)
 }
 
 // add is the periods of a and b together.

@@ -200,6 +200,39 @@ func TestSerialCalibrationOfWarmUpRedone(t *testing.T) {
 	}
 }
 
+// TestSerialCalibrationOfSmallKernelsRedone: "2x" with the BE first, the
+// server's first periods only small kernels' (a step of 8 periods of
+// 200 us, for six steps, the BE held for the calibration meanwhile): the
+// calibration made of them sets a target the served periods never meet,
+// which holds the BE at level 0; once a window at level 0 shows served
+// periods longer than it (by its median), it is made again, to a target
+// within 2x of a clean start's, which the requests' p99 is held within.
+func TestSerialCalibrationOfSmallKernelsRedone(t *testing.T) {
+	for _, seed := range seeds {
+		want := cleanTarget(t, seed)
+
+		p := newPlant(t)
+		p.addBE(1, serialQueue)
+		p.run(10)
+		v := p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, 0, seed)
+		for range 6 {
+			for range 8 {
+				d := 200 * time.Microsecond
+				record(&v.b.BusyHist, d)
+				atomic.AddUint64(&v.b.BusyNS, uint64(d))
+				atomic.AddUint64(&v.b.Requests, 1)
+			}
+			p.run(1)
+		}
+		if w := p.view(v); !w.Calibrated || w.Target > want/4 {
+			t.Fatalf("seed %d: after the warm-up: view %+v, want a target of its calibration, under %v", seed, w, want/4)
+		}
+		v.load(serialRate)
+		p.run(40)
+		calibratedNear(t, p, v, seed, want)
+	}
+}
+
 // cleanTarget is the "2x" target the controller steers to for the serial
 // server of seed, started 5 s before the BE (TestSerialMultipleOfAlone's).
 func cleanTarget(t *testing.T, seed uint64) time.Duration {
