@@ -213,7 +213,8 @@ struct carve_ctl {
 	uint64_t sliced;         /* 704: BE status: launches cut into pieces */
 	uint64_t slice_pieces;   /* 712: BE status: the pieces they went as */
 	/* SLO (internal/slo, in carve daemon; the shim reads none of it): an
-	 * LS tenant's, written by carve run; and of a BE tenant, while the
+	 * LS tenant's, written by carve run, and the target the controller
+	 * holds it under, written by the controller; and of a BE tenant, while the
 	 * controller holds its share_ppm and queue_us to keep the SLOs of the
 	 * LS tenants on its GPUs (slo_steered = 1), what it asked of them,
 	 * saved by the controller before its first change and put back when
@@ -223,7 +224,7 @@ struct carve_ctl {
 	uint32_t slo_steered;    /* 728: BE: 1 while the controller holds share_ppm and queue_us */
 	uint32_t asked_share_ppm;/* 732: BE: share_ppm as asked, while steered */
 	uint32_t asked_queue_us; /* 736: BE: queue_us as asked, while steered */
-	uint32_t pad2;           /* 740 */
+	uint32_t slo_target_us;  /* 740: LS status, the SLO controller's: the target it holds the estimate under now, us (a multiple's, of its calibration), 0 = none yet */
 	uint64_t tide_reserved[35]; /* 744 .. 1024 */
 
 	/* the partitions on the tenant's other GPUs, written once by the
@@ -317,7 +318,7 @@ struct carve_ctl {
 	X(slo_steered, INHERIT) /* a child of a steered BE starts steered, at its parent's share */ \
 	X(asked_share_ppm, INHERIT) \
 	X(asked_queue_us, INHERIT) \
-	X(pad2, UNUSED) \
+	X(slo_target_us, STATUS) \
 	X(tide_reserved, UNUSED) \
 	X(more, INHERIT) \
 	X(more_reserved, UNUSED) \

@@ -115,7 +115,7 @@ type Block struct {
 	SLOSteered   uint32     `c:"slo_steered"`
 	AskedShare   uint32     `c:"asked_share_ppm"`
 	AskedQueueUS uint32     `c:"asked_queue_us"`
-	Pad2         uint32     `c:"pad2"`
+	SLOTarget    uint32     `c:"slo_target_us"`
 	TideReserved [35]uint64 `c:"tide_reserved"`
 
 	More         [GPUs - 1]BlockPart `c:"more"`

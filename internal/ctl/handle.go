@@ -220,6 +220,17 @@ func (h *Handle) Unsteer() error {
 	})
 }
 
+// SetSLOTarget writes the target the SLO controller holds an LS tenant's
+// estimate under (0: none yet), which carve ls and top judge its periods
+// against (Snapshot.TideStatus.SLOTarget).
+func (h *Handle) SetSLOTarget(d time.Duration) error {
+	if err := h.Writable(); err != nil {
+		return err
+	}
+	us := min(max(d.Microseconds(), 0), math.MaxUint32)
+	return guarded(h.Path, func() { atomic.StoreUint32(&h.b.SLOTarget, uint32(us)) })
+}
+
 // SetMemLimit changes the bytes of GPU memory the tenant may allocate (0:
 // no limit); the shim applies it to its next allocation.
 func (h *Handle) SetMemLimit(bytes uint64) error {

@@ -103,6 +103,9 @@ type TideStatus struct {
 	Kernel       time.Duration `json:"kernel"`          // BE: its kernels\' time, as measured
 	Sliced       uint64        `json:"sliced"`          // BE: launches cut into pieces
 	SlicePieces  uint64        `json:"slice_pieces"`    // BE: the pieces they went as
+	// LS: the target the SLO controller holds its estimate under now (a
+	// multiple's, of its calibration); 0 for none yet
+	SLOTarget time.Duration `json:"slo_target,omitempty"`
 	// LS: its busy periods, all of them and those alone (no BE launch on
 	// the GPU from a second before to the end: carve_ctl.h's alone_hist)
 	Periods Hist `json:"-"`
@@ -187,7 +190,8 @@ func (h *Handle) Snapshot() Snapshot {
 		NarrowLaunch: atomic.LoadUint64(&b.NarrowLaunch), Busy: time.Duration(atomic.LoadUint64(&b.BusyNS)),
 		Requests: atomic.LoadUint64(&b.Requests), Kernel: time.Duration(atomic.LoadUint32(&b.KernelUS)) * time.Microsecond,
 		Sliced: atomic.LoadUint64(&b.Sliced), SlicePieces: atomic.LoadUint64(&b.SlicePieces),
-		Periods: b.BusyHist.read(), Alone: b.AloneHist.read()}
+		SLOTarget: time.Duration(atomic.LoadUint32(&b.SLOTarget)) * time.Microsecond,
+		Periods:   b.BusyHist.read(), Alone: b.AloneHist.read()}
 	s.Memory = Memory{Limit: atomic.LoadUint64(&b.MemLimit), Used: atomic.LoadUint64(&b.MemUsed),
 		Peak: atomic.LoadUint64(&b.MemPeak), Refused: atomic.LoadUint64(&b.MemRefused)}
 	if s.PID == 0 || s.PID == s.Tenant { // the account block

@@ -72,6 +72,7 @@
 package slo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -252,18 +253,31 @@ func TargetAt(s ctl.SLO, alone ctl.Hist, rate float64) time.Duration {
 	return target
 }
 
-// Attainment is the share of the busy periods h within the target of s
-// at rate requests a second against the alone periods ref (TargetAt:
-// what the controller holds the estimate under), and that target; ok is
-// false where there is none (no SLO, or a multiple with fewer than
-// AloneMin alone periods), the share then 1. With no period the share is
-// 1. carve ls and top (over a tenant's life, or top's interval) and
-// carve_ls_slo_attainment (over the controller's window) both say it.
-func Attainment(h ctl.Hist, s ctl.SLO, ref ctl.Hist, rate float64) (share float64, target time.Duration, ok bool) {
-	if target = TargetAt(s, ref, rate); target <= 0 {
-		return 1, 0, false
+// Attainment is the share of the busy periods h within target (1 with
+// no period); ok is false where there is no target (no SLO, or a
+// multiple not calibrated yet), the share then 1. carve ls and top (over
+// a tenant's life, or top's interval, against Shown) and
+// carve_ls_slo_attainment (over the controller's window) all say it.
+func Attainment(h ctl.Hist, target time.Duration) (share float64, ok bool) {
+	if target <= 0 {
+		return 1, false
 	}
-	return h.Within(target), target, true
+	return h.Within(target), true
+}
+
+// Shown is the target an LS tenant's periods are judged against outside
+// the controller (carve ls, top), of its SLO s and the target the
+// controller last wrote in its block (written, ctl.TideStatus.SLOTarget):
+// a time's is the time; a multiple's is the controller's (0: none yet, or
+// no controller), which only it can know (its calibration).
+func Shown(s ctl.SLO, written time.Duration) time.Duration {
+	if s.Max > 0 {
+		return s.Max
+	}
+	if s.Alone > 0 {
+		return written
+	}
+	return 0
 }
 
 // Step reads the blocks once (ctl.Peek: it removes none, as it writes
@@ -345,7 +359,8 @@ func (c *Controller) readLS(all []tenant) map[string]*gpu {
 		v.ref, v.calibrating, calibrated = c.reference(k, v, above)
 		v.target = Target(t.Tide.SLO, v.ref)
 		w := window(s, 0)
-		attained, target, _ := Attainment(w.h, t.Tide.SLO, v.ref, w.rate())
+		target := TargetAt(t.Tide.SLO, v.ref, w.rate())
+		attained, _ := Attainment(w.h, target)
 		c.view[t.key] = View{SLO: t.Tide.SLO, Target: target, Calibrating: v.calibrating, Calibrated: calibrated,
 			P99: w.h.Quantile(quantile), Periods: w.h.Count(), Attainment: attained,
 			Utilization: w.rho(), Estimate: w.estimate()}
@@ -466,10 +481,16 @@ func step(level float64, w, last win, target time.Duration) float64 {
 }
 
 // write sets each BE tenant's dials to the lowest level of its GPUs with
-// an SLO, and puts back those of a steered one that no SLO binds.
+// an SLO, and puts back those of a steered one that no SLO binds; and
+// each LS tenant's target where it moved (for carve ls and top).
 func (c *Controller) write(all []tenant, gpus map[string]*gpu) error {
 	var first error
 	for _, t := range all {
+		if t.Class == ctl.ClassLS {
+			if v, ok := c.view[t.key]; ok && v.Target.Truncate(time.Microsecond) != t.TideStatus.SLOTarget {
+				first = cmp.Or(first, edit(t.Path, func(h *ctl.Handle) error { return h.SetSLOTarget(v.Target) }))
+			}
+		}
 		if t.Class != ctl.ClassBE {
 			continue
 		}

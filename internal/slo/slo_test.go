@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,8 +208,8 @@ func TestMultipleOfAlone(t *testing.T) {
 	l := p.addLS(ctl.SLO{Alone: 2.5}, 2*time.Millisecond, 4, 40)
 	be := p.addBE(1, 300*time.Microsecond)
 	p.run(2)
-	if v, _ := p.c.View(slo.Key{PID: l.pid}); !v.Calibrating || v.Target != 0 {
-		t.Fatalf("no alone reference: view %+v, want it calibrating", v)
+	if v, _ := p.c.View(slo.Key{PID: l.pid}); !v.Calibrating || v.Target != 0 || atomic.LoadUint32(&l.b.SLOTarget) != 0 {
+		t.Fatalf("no alone reference: view %+v, block's target %d us; want it calibrating, none", v, l.b.SLOTarget)
 	}
 	if s := be.Snapshot(); s.Tide.Share != 0 || s.Tide.Queue != slo.QueueMin {
 		t.Fatalf("calibrating: BE %+v, want level 0", s.Tide)
@@ -224,6 +225,9 @@ func TestMultipleOfAlone(t *testing.T) {
 	v, ok := p.c.View(slo.Key{PID: l.pid})
 	if !ok || !v.Calibrated || v.Target < 4*time.Millisecond || v.Target > 6500*time.Microsecond {
 		t.Fatalf("view %+v, %v; want the calibration's target of 2.5 times about 2 ms alone", v, ok)
+	}
+	if us := atomic.LoadUint32(&l.b.SLOTarget); time.Duration(us)*time.Microsecond != v.Target.Truncate(time.Microsecond) {
+		t.Errorf("the block's target %d us, the view's %v: want the controller's written for carve ls", us, v.Target)
 	}
 	converged(t, p, l, v.Target, 20, 0.05)
 	if v.Attainment < 0.99 || v.Periods == 0 || v.P99 > v.Target {

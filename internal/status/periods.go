@@ -25,38 +25,34 @@ type Periods struct {
 	AloneP50   time.Duration `json:"alone_p50"`
 	AloneP99   time.Duration `json:"alone_p99"`
 	// the tenant's SLO (carve run --slo), zero for none; the target it
-	// stands for at the tenant's request rate over the span (slo.TargetAt;
-	// 0: a multiple, with no alone reference yet); and the share of the
-	// periods within that (attainment, slo.Attainment)
+	// stands for (slo.Shown: a multiple's is the SLO controller's, 0
+	// before it has calibrated); and the share of the periods within that
+	// (attainment, slo.Attainment)
 	SLO        ctl.SLO       `json:"slo,omitzero"`
 	SLOP99     time.Duration `json:"slo_p99,omitempty"`
 	Attainment *float64      `json:"attainment,omitempty"`
 }
 
 // PeriodsOf are what the histograms all and alone hold, and how far the
-// periods keep the SLO s (zero: none) at rate requests a second, against
-// the alone periods ref (the tenant's over its life): slo.Attainment, as
-// the SLO controller's metric says it over its window.
-func PeriodsOf(all, alone ctl.Hist, s ctl.SLO, ref ctl.Hist, rate float64) *Periods {
+// periods keep the SLO s (zero: none), of which written is the target the
+// SLO controller last wrote in the tenant's block (slo.Shown,
+// slo.Attainment: as the controller's metric says it over its window).
+func PeriodsOf(all, alone ctl.Hist, s ctl.SLO, written time.Duration) *Periods {
 	p := &Periods{Count: all.Count(), P50: all.Quantile(0.5), P99: all.Quantile(0.99),
 		AloneCount: alone.Count(), AloneP50: alone.Quantile(0.5), AloneP99: alone.Quantile(0.99)}
 	if s != (ctl.SLO{}) {
 		p.SLO = s
-		if a, target, ok := slo.Attainment(all, s, ref, rate); ok {
+		target := slo.Shown(s, written)
+		if a, ok := slo.Attainment(all, target); ok {
 			p.SLOP99, p.Attainment = target, &a
 		}
 	}
 	return p
 }
 
-// periodsBetween are the periods an LS row's tenant saw since prev's, dt
-// before.
-func periodsBetween(prev, cur *ctl.TideStatus, s ctl.SLO, dt time.Duration) *Periods {
-	var rate float64
-	if dt > 0 && cur.Requests >= prev.Requests {
-		rate = float64(cur.Requests-prev.Requests) / dt.Seconds()
-	}
-	return PeriodsOf(cur.Periods.Sub(prev.Periods), cur.Alone.Sub(prev.Alone), s, cur.Alone, rate)
+// periodsBetween are the periods an LS row's tenant saw since prev's.
+func periodsBetween(prev, cur *ctl.TideStatus, s ctl.SLO) *Periods {
+	return PeriodsOf(cur.Periods.Sub(prev.Periods), cur.Alone.Sub(prev.Alone), s, cur.SLOTarget)
 }
 
 // roundPeriod rounds d for people: 3 significant digits or so.
@@ -90,7 +86,7 @@ func (p *Periods) sloText() string {
 	case p.SLO == (ctl.SLO{}):
 		return ""
 	case p.Attainment == nil:
-		return fmt.Sprintf(", SLO %s: no alone periods yet", p.SLO)
+		return fmt.Sprintf(", SLO %s: no target yet (carve daemon calibrates it)", p.SLO)
 	case p.SLO.Alone == 0:
 		return fmt.Sprintf(", SLO %s: %.1f%% within", p.SLO, 100**p.Attainment)
 	}
@@ -98,7 +94,7 @@ func (p *Periods) sloText() string {
 }
 
 // SLOText is p's SLO and attainment the way carve top's column says it,
-// "8ms/99.2%", "-" with no SLO, "2x/-" with no alone reference or no
+// "8ms/99.2%", "-" with no SLO, "2x/-" with no target yet or no
 // period.
 func (p *Periods) SLOText() string {
 	switch {

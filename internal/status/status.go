@@ -142,11 +142,7 @@ func row(e ctl.Entry, ended bool) Row {
 		ts := e.TideStatus
 		r.Tide = &ts
 		if e.Class == ctl.ClassLS {
-			var rate float64 // its requests a second over its life
-			if life := time.Since(e.Created); life > 0 && !e.Created.IsZero() {
-				rate = float64(ts.Requests) / life.Seconds()
-			}
-			r.Periods = PeriodsOf(ts.Periods, ts.Alone, e.Tide.SLO, ts.Alone, rate)
+			r.Periods = PeriodsOf(ts.Periods, ts.Alone, e.Tide.SLO, ts.SLOTarget)
 		}
 	}
 	if !e.LastLaunch.IsZero() {

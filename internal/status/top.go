@@ -43,7 +43,7 @@ func Between(prev, cur []Row, dt time.Duration) map[int]Rates {
 				if r.Periods != nil {
 					s = r.Periods.SLO
 				}
-				x.Periods = periodsBetween(p.Tide, r.Tide, s, dt)
+				x.Periods = periodsBetween(p.Tide, r.Tide, s)
 			}
 		}
 		out[r.PID] = x
