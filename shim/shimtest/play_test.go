@@ -119,4 +119,6 @@ func (p player) busyBits() uint32 {
 func (p player) lease() time.Duration { return time.Duration(atomic.LoadUint64(&p.b.LeaseNS)) }
 
 // stamp is slot i's latest timing stamp (0: none).
-func (p player) stamp(i int) time.Duration { return time.Duration(atomic.LoadUint64(&p.file(i).TimingNS)) }
+func (p player) stamp(i int) time.Duration {
+	return time.Duration(atomic.LoadUint64(&p.file(i).TimingNS))
+}
