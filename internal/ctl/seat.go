@@ -131,16 +131,25 @@ func (n *Node) seat(seats []Seat) error {
 	return errors.Join(errs...)
 }
 
-// free takes slot i back: its LS file goes (where the caller may remove
-// it; the link in a tenant's directory goes with the tenant's block or
-// claim).
+// free takes slot i back: its LS file goes, with its link beside the node
+// block for a tenant of carve run (a claim's goes with its directory),
+// where the caller may remove them.
 func (n *Node) free(i int) {
 	b := n.b
 	path := n.lsPath(i)
+	link := ""
+	if atomic.LoadUint32(&b.Slots[i].Kind) == SeatTenant {
+		link = filepath.Join(filepath.Dir(n.Path), LSLinkName(n.Name(), int(atomic.LoadUint32(&b.Slots[i].PID))))
+	}
 	atomic.AndUint32(&b.Used, ^(uint32(1) << i))
 	atomic.StoreUint32(&b.Slots[i].Kind, SeatFree)
 	atomic.StoreUint32(&b.Slots[i].PID, 0)
 	atomic.AddUint32(&b.Gen, 1)
+	if st, err := os.Lstat(path); err == nil && link != "" {
+		if lst, err := os.Lstat(link); err == nil && os.SameFile(st, lst) {
+			os.Remove(link)
+		}
+	}
 	os.Remove(path)
 }
 
