@@ -221,6 +221,7 @@ extern int carve_tide_captures; /* captures under way in the process */
  * slot there (1; 0: g takes no part); carve_tide_leave gives the slots up. */
 int carve_tide_join(int g, const char *dir, int ls, char name[64]);
 void carve_tide_leave(void);
+void carve_tide_guard(void); /* a SIGBUS in a file another tenant cut short reads zeros */
 void carve_tide_set_busy(int g, int b); /* says in our LS entry on GPU g and its busy bits whether we are */
 /* carve_tide_ls_busy: how many other LS tenants hold BE tenants back on
  * GPU g: with work in flight (and a fresh heartbeat), or timing their work

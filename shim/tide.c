@@ -133,6 +133,7 @@ void carve_tide_init(void *cuda, const char *dir)
 		carve_tide_leave();
 		return;
 	}
+	carve_tide_guard();
 	__atomic_store_n(&c->tide_state, CARVE_TIDE_IDLE, __ATOMIC_RELAXED);
 	carve_tide_cls = (int)k;
 }

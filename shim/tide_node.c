@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -329,6 +330,60 @@ static int join_ls(int g, const char *dir, const char *name)
 		return 0;
 	}
 	return 1;
+}
+
+/* --- files another tenant may cut short ------------------------------------ */
+
+/* A file another tenant may write (a seat's LS file, the GPU's BE file)
+ * may be cut short under our mapping, and a read or write of it would then
+ * end the process with SIGBUS. The handler maps zeros over the file's
+ * place instead (it reads as no one busy, no BE launch; writes go
+ * nowhere) and passes any other SIGBUS on, to the handler there was before
+ * or to the default, which ends the process as it would have. */
+static struct sigaction bus_old;
+
+static int in(const char *a, const void *base, size_t len)
+{
+	return base && a >= (const char *)base && a < (const char *)base + len;
+}
+
+static void on_bus(int sig, siginfo_t *si, void *uc)
+{
+	const char *a = si->si_addr;
+	for (int g = 0; g < carve_tide_ngpus; g++) {
+		struct carve_tide_gpu *G = &carve_tide_gpus[g];
+		void *base = NULL;
+		size_t len = 0;
+		int prot = PROT_READ;
+		if (in(a, G->peers, (size_t)CARVE_NODE_SLOTS * CARVE_LS_SIZE)) {
+			base = G->peers + (size_t)(a - G->peers) / CARVE_LS_SIZE * CARVE_LS_SIZE;
+			len = CARVE_LS_SIZE;
+		} else if (in(a, G->bef, CARVE_BE_SIZE)) {
+			base = G->bef, len = CARVE_BE_SIZE, prot |= G->be ? PROT_WRITE : 0;
+		} else if (in(a, G->ls, CARVE_LS_SIZE)) {
+			base = G->ls, len = CARVE_LS_SIZE, prot |= PROT_WRITE;
+		}
+		if (base && mmap(base, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
+			return;
+	}
+	if (bus_old.sa_flags & SA_SIGINFO) {
+		bus_old.sa_sigaction(sig, si, uc);
+	} else if (bus_old.sa_handler != SIG_DFL && bus_old.sa_handler != SIG_IGN) {
+		bus_old.sa_handler(sig);
+	} else {
+		signal(SIGBUS, SIG_DFL); /* the fault comes again, and ends the process */
+	}
+}
+
+/* carve_tide_guard sets the handler, once the GPUs have joined. */
+void carve_tide_guard(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_bus;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &bus_old);
 }
 
 /* carve_tide_join maps the node block of the tenant's GPU g in dir and the

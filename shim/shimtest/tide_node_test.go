@@ -177,3 +177,42 @@ func TestLSFilesNotWritableByOthers(t *testing.T) {
 		t.Errorf("a pod under another uid could not write its own LS file: %v", err)
 	}
 }
+
+// TestCutShortFilesHarmNoOne: an LS tenant that cuts its LS file short,
+// or a BE tenant the BE file, under the others' mappings harms no one
+// else: a BE tenant reads the LS file as no one busy and goes on, an LS
+// tenant reads the BE file as no BE launch, and a BE tenant's stamps go
+// nowhere (a read of a mapping past its file's end would have ended each
+// with SIGBUS).
+func TestCutShortFilesHarmNoOne(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*us)
+	ls := playLS(t, n, c, enableOnly(0, 1))
+	be, _ := beOn(t, c, dir, ctl.Tide{Epoch: 50 * time.Millisecond})
+	ls.set(true)
+	if d := be.burst(t, 1); d != 50*ms {
+		t.Fatalf("a BE launch beside the busy LS tenant took %v, want an epoch (50 ms)", d)
+	}
+	if err := os.Truncate(n.LSPath(0), 0); err != nil {
+		t.Fatal(err)
+	}
+	ls.busy = false // the player beats no more: its file is cut short (its last beat is fresh)
+	if d := be.burst(t, 3); d != 0 {
+		t.Errorf("BE launches beside an LS file cut short took %v, want none held", d)
+	}
+	real, _ := lsOn(t, c, dir)
+	if err := os.Truncate(filepath.Join(dir, "node-test"+ctl.NodeDirSuffix, ctl.NodeBEFile), 0); err != nil {
+		t.Fatal(err)
+	}
+	be.burst(t, 3) // stamps the BE file cut short
+	real.say(t, "dur 1000")
+	real.say(t, "klaunch kernel") // a busy period, which reads the BE file when it ends
+	c.Drive("the LS tenant to be idle", func() bool { s, _ := busyOf(n, real.pid); return !s.Busy }, time.Second)
+	if got := real.say(t, "sms"); !strings.HasPrefix(got, "sms ") {
+		t.Errorf("the LS tenant after the BE file was cut short: %q", got)
+	}
+	if d := be.burst(t, 1); d < 0 {
+		t.Errorf("the BE tenant after the BE file was cut short: %v", d)
+	}
+}
