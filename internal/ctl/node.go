@@ -431,37 +431,48 @@ func mapLS(path string, rw bool) (*LSFile, []byte, *os.File, error) {
 
 // LS returns the processes of the seated LS tenants, each as its LS file
 // says (one a tenant can read).
-func (n *Node) LS() []LSSlot {
+func (n *Node) LS() (out []LSSlot) {
 	now := monotonicNS()
-	var out []LSSlot
 	used := atomic.LoadUint32(&n.b.Used)
 	for i := range n.b.Slots {
 		if used&(1<<i) == 0 {
 			continue
 		}
-		var reserved topo.Enable
-		for j := range reserved {
-			reserved[j] = atomic.LoadUint32(&n.b.Slots[i].Reserved[j])
-		}
-		ls, mem, f, err := mapLS(n.lsPath(i), false)
-		if err != nil {
+		out = append(out, n.lsProcs(i, now)...)
+	}
+	return out
+}
+
+// lsProcs are the processes of seat i's LS file (LS).
+func (n *Node) lsProcs(i int, now int64) (out []LSSlot) {
+	var reserved topo.Enable
+	for j := range reserved {
+		reserved[j] = atomic.LoadUint32(&n.b.Slots[i].Reserved[j])
+	}
+	path := n.lsPath(i)
+	ls, mem, f, err := mapLS(path, false)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	defer syscall.Munmap(mem)
+	guarded(path, func() { out = lsProcsOf(ls, i, reserved, now) }) // its tenant may cut it short meanwhile
+	return out
+}
+
+func lsProcsOf(ls *LSFile, i int, reserved topo.Enable, now int64) (out []LSSlot) {
+	for j := range ls.Procs {
+		p := &ls.Procs[j]
+		pid := atomic.LoadUint32(&p.PID)
+		if pid == 0 {
 			continue
 		}
-		for j := range ls.Procs {
-			p := &ls.Procs[j]
-			pid := atomic.LoadUint32(&p.PID)
-			if pid == 0 {
-				continue
-			}
-			l := LSSlot{Slot: i, PID: int(pid), Busy: atomic.LoadUint32(&p.Busy) != 0, Reserved: reserved,
-				BusyTime: time.Duration(atomic.LoadUint64(&p.BusyNS)), Requests: atomic.LoadUint64(&p.Requests)}
-			if beat := atomic.LoadUint64(&p.BeatNS); beat != 0 {
-				l.Beat = time.Duration(now - int64(beat))
-			}
-			out = append(out, l)
+		l := LSSlot{Slot: i, PID: int(pid), Busy: atomic.LoadUint32(&p.Busy) != 0, Reserved: reserved,
+			BusyTime: time.Duration(atomic.LoadUint64(&p.BusyNS)), Requests: atomic.LoadUint64(&p.Requests)}
+		if beat := atomic.LoadUint64(&p.BeatNS); beat != 0 {
+			l.Beat = time.Duration(now - int64(beat))
 		}
-		syscall.Munmap(mem)
-		f.Close()
+		out = append(out, l)
 	}
 	return out
 }
@@ -492,14 +503,18 @@ func (n *Node) Reclaim() int {
 	return freed
 }
 
-func reclaimLS(path string) int {
+func reclaimLS(path string) (freed int) {
 	ls, mem, f, err := mapLS(path, true)
 	if err != nil {
 		return 0
 	}
 	defer f.Close() // lets go of every lock taken here
 	defer syscall.Munmap(mem)
-	freed := 0
+	guarded(path, func() { freed = reclaimProcs(ls, f) }) // its tenant may cut it short meanwhile
+	return freed
+}
+
+func reclaimProcs(ls *LSFile, f *os.File) (freed int) {
 	for i := range ls.Procs {
 		p := &ls.Procs[i]
 		if atomic.LoadUint32(&p.PID) == 0 {
