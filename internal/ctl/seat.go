@@ -110,10 +110,14 @@ func (n *Node) seat(seats []Seat) error {
 		}
 		has[k] = i
 		t := seats[k]
-		if topo.Enable(s.Reserved) != t.Reserved {
-			for w := range t.Reserved {
+		moved := false
+		for w := range t.Reserved {
+			if atomic.LoadUint32(&s.Reserved[w]) != t.Reserved[w] {
 				atomic.StoreUint32(&s.Reserved[w], t.Reserved[w])
+				moved = true
 			}
+		}
+		if moved {
 			atomic.AddUint32(&b.Gen, 1)
 		}
 		if _, err := os.Lstat(t.link()); errors.Is(err, os.ErrNotExist) { // a claim's directory made anew
