@@ -3,8 +3,8 @@
 // directories, one attacked and one not, or a test elsewhere that the
 // index (hostileElsewhere) names; each says what the attacker can still
 // do to itself, and checks that every other tenant's placement, memory
-// limit, latency gate (the node block's fixed TPCs and lease) and listing
-// are those of the twin. What does not hold is README.md's threat model.
+// limit, latency gate (the node block's fixed TPCs, lease and seats) and
+// listing are those of the twin. What does not hold is README.md's threat model.
 
 package place
 

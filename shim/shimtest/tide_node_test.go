@@ -1,7 +1,10 @@
-// What a BE tenant's shim believes of the node block (shim/tide_node.c):
-// every tenant of the GPU may write it, so a busy slot that no LS tenant
-// renews holds BE tenants back for carve's lease at most, whatever lease
-// or heartbeat the block says.
+// What a BE tenant's shim believes of the node block and the LS files
+// (shim/tide_node.c): an LS file says what its tenant likes of itself, so a
+// busy entry that no LS tenant renews holds BE tenants back for carve's
+// lease at most, whatever lease (a block of another release) or heartbeat
+// the files say; the shims map the node block read-only and write only
+// their own files, which other uids cannot write; and a file cut short
+// under a shim's mapping harms no one else.
 
 package shimtest_test
 
