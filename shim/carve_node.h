@@ -1,37 +1,50 @@
 /*
- * carve_node.h: the node block, one per GPU, shared by every shim of a
- * latency-sensitive (LS) or best-effort (BE) tenant on it. This header is
- * its one definition; internal/ctl mirrors it and a test compares the two.
+ * carve_node.h: what the shims of one GPU's latency-sensitive (LS) and
+ * best-effort (BE) tenants share, in three kinds of file. This header is
+ * their one definition; internal/ctl mirrors it and a test compares the two.
  *
- * A file of CARVE_NODE_SIZE bytes in carve's runtime directory, named by
- * the control block's node field, mapped MAP_SHARED. carve run makes it
- * (under the placement lock) when the first LS or BE tenant of the GPU
- * starts; nothing else writes its header.
+ * The node block (struct carve_node), CARVE_NODE_SIZE bytes in carve's
+ * runtime directory, named by the control block's node field: carve's
+ * alone to write. carve makes it (under the placement lock) when the first
+ * LS or BE tenant of the GPU is placed, and after each placement, move or
+ * release (and each second of carve daemon) writes its slot table: one
+ * slot (a seat) for each LS tenant of the GPU, carve run's (pid and
+ * start_ticks, in carve's namespace) or a claim's, with its reserved TPCs;
+ * and fixed: the TPCs of the GPU's partitions that are neither LS nor BE,
+ * which tide never takes, and the BE tenants' floors (carve_ctl.h's
+ * floor). Shims open it read-only (O_RDONLY, PROT_READ); a claim's pod
+ * sees it as root's, mode 0644. carve bumps gen after each change to fixed
+ * or a slot.
  *
- * Each LS tenant's shim takes a slot by taking the slot's lock: a POSIX
- * record lock (fcntl F_SETLK, F_WRLCK) on the one byte at
- * CARVE_NODE_SLOT_LOCK(i) of the file, held for the process's life. The
- * kernel lets go of it when the process ends, however it ends, and it
- * names no pid, so tenants in other PID namespaces (containers) never take
- * each other's slots; pid is the tenant's pid in its own namespace, for
- * people to read. A slot whose lock no one holds is free, whatever its pid
- * says. In its slot the tenant keeps whether it has work in flight on the
- * GPU (busy) and a heartbeat (beat_ns) while it has.
- * An LS tenant's launches spread over every live TPC but those other LS
- * tenants reserved and those in fixed: the TPCs of the GPU's partitions
- * that are neither LS nor BE, which tide never takes, and the BE tenants'
- * floors (carve_ctl.h's floor). carve writes fixed under the placement
- * lock after each placement, move or release, and carve daemon every
- * second, so a partition that ended leaves it then.
- * A BE tenant's shim reads busy before each launch, and the slots it names:
- * it counts an LS tenant as busy only while its heartbeat is younger than
- * lease_ns, so a tenant that dies mid-request holds no one back for longer
- * than that; it honours no lease longer than CARVE_NODE_LEASE_NS, which
- * carve writes there when it makes or opens the block and when it frees
- * the slots of tenants that ended (every tenant may write the block), and
- * no heartbeat more than a lease ahead of its clock. Whoever changes a slot's pid or reserved TPCs, or fixed, bumps
- * gen after, so that shims may keep what they computed from them until gen
- * moves.
+ * Each seat's LS file (struct carve_ls), CARVE_LS_SIZE bytes, made by carve
+ * when it gives the seat, named CARVE_NODE_LS_FILE in the GPU's directory
+ * (the node block's name with CARVE_NODE_DIR_SUFFIX), and linked for its
+ * tenant as the node block's name, ".ls-" and the tenant's pid (its
+ * control block's tenant field; 0 in a claim) in the tenant's directory:
+ * writable there by the tenant alone (a claim's pod gets the GPU's
+ * directory read-only), readable by the BE tenants of the GPU. Each
+ * process of the tenant takes one of its entries (procs) by taking the
+ * entry's lock: a POSIX record lock (fcntl F_SETLK, F_WRLCK) on the byte
+ * at CARVE_LS_PROC_LOCK(i) of the file, held for the process's life; the
+ * kernel lets go of it when the process ends, however it ends, and it names
+ * no pid, so tenants in other PID namespaces never take each other's
+ * entries. An entry whose lock no one holds is free, whatever it says. In
+ * its entry a process keeps whether it has work in flight on the GPU
+ * (busy, and the file's busy bits) and a heartbeat (beat_ns) while it has.
+ *
+ * The GPU's BE file (struct carve_be), CARVE_BE_SIZE bytes, named
+ * CARVE_NODE_BE_FILE in the GPU's directory and linked for BE tenants as
+ * the node block's name with ".be": BE tenants stamp their launches there,
+ * LS tenants read it.
+ *
+ * An LS tenant's launches spread over every live TPC but those in fixed and
+ * those other seats reserve. A BE tenant's shim reads, before each launch,
+ * the table's used seats and their LS files' busy bits: it counts a
+ * process as busy only while its heartbeat is younger than the node
+ * block's lease_ns, so a process that dies mid-request holds no one back
+ * for longer than that; it honours no lease longer than
+ * CARVE_NODE_LEASE_NS and no heartbeat more than a lease ahead of its
+ * clock. A live LS tenant can hold BE tenants back only to their share.
  */
 #ifndef CARVE_NODE_H
 #define CARVE_NODE_H
@@ -39,7 +52,7 @@
 #include <stdint.h>
 
 #define CARVE_NODE_MAGIC 0x45444f4eu /* "NODE" little-endian */
-#define CARVE_NODE_VERSION 4u
+#define CARVE_NODE_VERSION 5u
 #define CARVE_NODE_SIZE 4096u
 #define CARVE_NODE_SLOTS 32
 #define CARVE_NODE_LEASE_NS 100000000ull /* 100 ms */
@@ -56,7 +69,7 @@
 #define CARVE_NODE_NARROW_MIN 8
 /* an LS tenant that records an event made for timing (created without
  * CU_EVENT_DISABLE_TIMING: cuDNN's benchmark mode, autotuners) stamps its
- * slot's timing_ns; for CARVE_NODE_TIMING_NS after, busy or idle, BE
+ * entry's timing_ns (and its LS file's); for CARVE_NODE_TIMING_NS after, busy or idle, BE
  * tenants are held as while it is busy, with no share, so that what it
  * times is its own work: a BE kernel beside it made cuDNN choose slower
  * kernels, and the LS then served slower for good
@@ -66,15 +79,29 @@
  * reader's clock holds no one back. */
 #define CARVE_NODE_TIMING_NS 50000000ull /* 50 ms */
 
+/* the GPU's directory (beside the node block, its name with this) and
+ * the files in it: seat i's LS file, given for the serial, and the BE file */
+#define CARVE_NODE_DIR_SUFFIX ".d"
+#define CARVE_NODE_LS_FILE "ls-%u-%u" /* slot, serial */
+#define CARVE_NODE_BE_FILE "be"
+/* the links in a tenant's directory: the node block's name with these
+ * (".ls-" and the tenant's pid) */
+#define CARVE_NODE_LS_LINK ".ls-"
+#define CARVE_NODE_BE_LINK ".be"
+
+/* a seat's kind */
+#define CARVE_SEAT_FREE 0u
+#define CARVE_SEAT_TENANT 1u /* a tenant of carve run: pid, start_ticks */
+#define CARVE_SEAT_CLAIM 2u  /* a Kubernetes claim: claim */
+
 struct carve_node_slot {
-	uint32_t pid;            /*  0: the LS tenant's pid in its namespace, 0 = free */
-	uint32_t busy;           /*  4: it has work in flight on the GPU */
+	uint32_t pid;            /*  0: the LS tenant's pid in carve's namespace (0: a claim's) */
+	uint32_t kind;           /*  4: CARVE_SEAT_* */
 	uint64_t start_ticks;    /*  8: of pid, against pid reuse */
-	uint64_t beat_ns;        /* 16: CLOCK_MONOTONIC, renewed while busy */
-	uint64_t busy_ns;        /* 24: time it has been busy, all told */
-	uint64_t busy_since_ns;  /* 32: when it last became busy */
-	uint32_t reserved[4];    /* 40: its reserved TPCs, as an enable mask */
-	uint64_t requests;       /* 56: times it went from idle to busy */
+	uint32_t serial;         /* 16: names its LS file; new each time the slot is given */
+	uint32_t pad;            /* 20 */
+	uint32_t reserved[4];    /* 24: its reserved TPCs, as enable bits */
+	char claim[24];          /* 40: a claim's UID, cut to 23 bytes */
 };
 
 struct carve_node {
@@ -85,32 +112,71 @@ struct carve_node {
 	uint64_t lease_ns;       /*  24 */
 	uint64_t created_ns;     /*  32 */
 	uint32_t fixed[4];       /*  40: TPCs of partitions neither LS nor BE and of BE floors, as enable bits */
-	uint32_t gen;            /*  56: bumped after a change to fixed or to a slot's pid or reserved */
-	uint32_t busy;           /*  60: bit i set while slot i's busy is */
-	/* on a line of its own: written every heartbeat, read by BE tenants
-	 * only while no LS tenant is busy */
-	uint64_t beat_ns;        /*  64: the latest heartbeat of any LS tenant */
-	uint8_t pad[56];         /*  72 .. 128 */
+	uint32_t gen;            /*  56: bumped after a change to fixed or to a slot */
+	uint32_t used;           /*  60: bit i set while slot i is given */
+	uint8_t pad[64];         /*  64 .. 128 */
 	struct carve_node_slot slots[CARVE_NODE_SLOTS]; /* 128 .. 2176 */
-	/* slot i's tenant's latest record of a timing event (CLOCK_MONOTONIC;
-	 * 0: none), written by it, zeroed by whoever takes the slot */
-	uint64_t timing_ns[CARVE_NODE_SLOTS]; /* 2176 .. 2432 */
-	/* on a line of its own: CLOCK_MONOTONIC_COARSE of the latest launch
-	 * of any BE tenant on the GPU (0: none yet), written by BE shims once
-	 * a clock tick at most, read by LS shims when a busy period ends, to
-	 * tell the periods that were alone (carve_ctl.h's alone_hist) */
-	uint64_t be_launch_ns;   /* 2432 */
-	uint8_t pad2[56];        /* 2440 .. 2496 */
-	uint8_t rest[1600];      /* 2496 .. 4096 */
+	uint8_t rest[1920];      /* 2176 .. 4096 */
 };
 
-/* the byte of the file whose lock is slot i's */
-#define CARVE_NODE_SLOT_LOCK(i) (128 + (i) * 64)
+/* an LS file: one LS tenant's processes on the GPU, each in an entry */
+#define CARVE_LS_MAGIC 0x5a42534cu /* "LSBZ" little-endian */
+#define CARVE_LS_SIZE 4096u
+#define CARVE_LS_PROCS 16
+
+struct carve_ls_proc {
+	uint32_t pid;            /*  0: the process's pid in its namespace, 0 = free */
+	uint32_t busy;           /*  4: it has work in flight on the GPU */
+	uint64_t beat_ns;        /*  8: CLOCK_MONOTONIC, renewed while busy */
+	uint64_t busy_ns;        /* 16: time it has been busy, all told */
+	uint64_t busy_since_ns;  /* 24: when it last became busy */
+	uint64_t requests;       /* 32: times it went from idle to busy */
+	/* its latest record of a timing event (CLOCK_MONOTONIC; 0: none),
+	 * zeroed by whoever takes the entry */
+	uint64_t timing_ns;      /* 40 */
+	uint8_t pad[16];         /* 48 .. 64 */
+};
+
+struct carve_ls {
+	uint32_t magic;          /*  0 */
+	uint16_t version;        /*  4: CARVE_NODE_VERSION */
+	uint16_t size;           /*  6 */
+	uint32_t slot;           /*  8: the node block's slot it is the file of (carve's) */
+	uint32_t busy;           /* 12: bit i set while procs[i]'s busy is */
+	uint64_t beat_ns;        /* 16: the latest heartbeat of any entry */
+	uint64_t timing_ns;      /* 24: the latest timing stamp of any entry */
+	uint8_t pad[32];         /* 32 .. 64 */
+	struct carve_ls_proc procs[CARVE_LS_PROCS]; /* 64 .. 1088 */
+	uint8_t rest[3008];      /* 1088 .. 4096 */
+};
+
+/* the byte of an LS file whose lock is entry i's */
+#define CARVE_LS_PROC_LOCK(i) (64 + (i) * 64)
+
+/* the BE file */
+#define CARVE_BE_MAGIC 0x46454542u /* "BEEF" little-endian */
+#define CARVE_BE_SIZE 4096u
+
+struct carve_be {
+	uint32_t magic;          /*  0 */
+	uint16_t version;        /*  4: CARVE_NODE_VERSION */
+	uint16_t size;           /*  6 */
+	uint8_t pad[56];         /*  8 .. 64 */
+	/* CLOCK_MONOTONIC_COARSE of the latest launch of any BE tenant on
+	 * the GPU (0: none yet), written by BE shims once a clock tick at
+	 * most, read by LS shims when a busy period ends, to tell the periods
+	 * that were alone (carve_ctl.h's alone_hist) */
+	uint64_t be_launch_ns;   /* 64 */
+	uint8_t rest[4024];      /* 72 .. 4096 */
+};
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 _Static_assert(sizeof(struct carve_node_slot) == 64, "node slot size");
 _Static_assert(sizeof(struct carve_node) == CARVE_NODE_SIZE, "node block size");
-_Static_assert(CARVE_NODE_SLOT_LOCK(1) == __builtin_offsetof(struct carve_node, slots[1]), "slot lock byte");
+_Static_assert(sizeof(struct carve_ls_proc) == 64, "LS entry size");
+_Static_assert(sizeof(struct carve_ls) == CARVE_LS_SIZE, "LS file size");
+_Static_assert(CARVE_LS_PROC_LOCK(1) == __builtin_offsetof(struct carve_ls, procs[1]), "LS entry lock byte");
+_Static_assert(sizeof(struct carve_be) == CARVE_BE_SIZE, "BE file size");
 #endif
 
 #endif

@@ -198,11 +198,20 @@ void carve_tide_timing(void);  /* an LS tenant recorded a timing event */
 /* tide_node.c: the tenant's GPUs in tide, their node blocks and slots */
 struct carve_tide_be; /* tide_be.c's */
 struct carve_tide_gpu { /* a GPU of the tenant's in tide */
-	struct carve_node *node;      /* NULL: this GPU takes no part */
-	int fd;                       /* kept open: it carries our slot's lock */
-	struct carve_node_slot *slot; /* LS: ours */
+	struct carve_node *node;      /* NULL: this GPU takes no part (carve's: read-only) */
+	struct carve_ls *ls;          /* LS: our seat's LS file */
+	struct carve_ls_proc *proc;   /* LS: our entry in it */
+	int ls_fd;                    /* LS: kept open: it carries our entry's lock */
+	int seat;                     /* LS: our slot in the node block */
 	uint64_t busy_since;          /* LS: when it last became busy here (under tide_ls.c's track_mu) */
+	struct carve_be *bef;         /* the GPU's BE file: BE read-write, LS read-only (NULL: none) */
 	struct carve_tide_be *be;     /* BE */
+	/* BE: the seats' LS files, each mapped read-only at peers + i x
+	 * CARVE_LS_SIZE (zeros where none), as of the node's gen peers_gen */
+	char *peers;
+	uint32_t peers_gen, peers_valid;
+	uint32_t serial[32];
+	char dir[4096 - 64];          /* the GPU's directory (CARVE_NODE_DIR_SUFFIX) */
 };
 extern struct carve_tide_gpu carve_tide_gpus[CARVE_GPUS];
 extern int carve_tide_ngpus;
@@ -212,7 +221,8 @@ extern int carve_tide_captures; /* captures under way in the process */
  * slot there (1; 0: g takes no part); carve_tide_leave gives the slots up. */
 int carve_tide_join(int g, const char *dir, int ls, char name[64]);
 void carve_tide_leave(void);
-void carve_tide_set_busy(int g, int b); /* says in our slot on GPU g and its node whether we are */
+void carve_tide_guard(void); /* a SIGBUS in a file another tenant cut short reads zeros */
+void carve_tide_set_busy(int g, int b); /* says in our LS entry on GPU g and its busy bits whether we are */
 /* carve_tide_ls_busy: how many other LS tenants hold BE tenants back on
  * GPU g: with work in flight (and a fresh heartbeat), or timing their work
  * (busy or not), ORing their reserved TPCs into out (if given), counting

@@ -7,7 +7,7 @@
  * tenant's is counted in its stream and marks the tenant busy (tide_ls.c,
  * whose poller finds the streams done), a BE tenant's waits at its gate
  * (tide_be.c: its share, its bounded queue), each in the node block of the
- * launch's GPU, where LS tenants hold slots (tide_node.c). This file also
+ * launch's GPU, where carve seats the LS tenants (tide_node.c). This file also
  * joins the nodes at load (carve_tide_init).
  *
  * Waiting happens in the launch wrappers, outside the driver, never in its
@@ -16,7 +16,7 @@
  * All of it is per GPU: a tenant with partitions on several GPUs takes
  * part in each GPU's node block (the block names one for each of its
  * GPUs), and a launch goes through the node of the GPU its context is on
- * (gpu.c). An LS tenant has a slot in each node and is busy on a GPU while
+ * (gpu.c). An LS tenant has a seat in each node and is busy on a GPU while
  * its streams there have work; a BE tenant's gate, share, queue and kernel
  * time are kept for each GPU, so LS work on one GPU holds back its BE
  * launches on that GPU alone.
@@ -85,7 +85,7 @@ void carve_tide_mask(int g, uint32_t mask[CARVE_MASK_WORDS], const uint32_t live
 		return;
 	uint32_t off[4] = {0, 0, 0, 0}, m[4];
 	if (carve_tide_cls == CARVE_CLASS_LS) {
-		if ((carve_block->flags & CARVE_FLAG_LS_OWN) || !carve_tide_gpus[g].slot)
+		if ((carve_block->flags & CARVE_FLAG_LS_OWN) || !carve_tide_gpus[g].proc)
 			return;
 		/* its own TPCs and every live one that no other LS tenant
 		 * reserved and no partition outside tide holds */
@@ -133,6 +133,7 @@ void carve_tide_init(void *cuda, const char *dir)
 		carve_tide_leave();
 		return;
 	}
+	carve_tide_guard();
 	__atomic_store_n(&c->tide_state, CARVE_TIDE_IDLE, __ATOMIC_RELAXED);
 	carve_tide_cls = (int)k;
 }

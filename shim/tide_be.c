@@ -4,8 +4,8 @@
  * narrowed off the busy LS tenants' TPCs, its queue bounded, its kernels
  * timed.
  *
- * BE: before each launch the shim reads the node's busy bits, and the
- * slots they name. While an LS tenant is busy (with a heartbeat younger
+ * BE: before each launch the shim reads the node block's seats and the
+ * busy bits of their LS files (tide_node.c). While an LS tenant is busy (with a heartbeat younger
  * than the lease) the launch waits, except for the BE's share of the time
  * while LS work is in flight (a token bucket over the epoch, spent at the
  * BE's measured kernel time, so its DRAM traffic then is about share x its
@@ -399,15 +399,15 @@ gate:
 	}
 }
 
-/* stamp writes the coarse clock into GPU g's node as its latest BE launch
- * (tide_ls.c tells an LS tenant's busy periods alone by it), once a tick
- * at most, so that the line is seldom written. */
+/* stamp writes the coarse clock into GPU g's BE file as its latest BE
+ * launch (tide_ls.c tells an LS tenant's busy periods alone by it), once a
+ * tick at most, so that the line is seldom written. */
 static void stamp(int g)
 {
-	struct carve_node *node = carve_tide_gpus[g].node;
+	struct carve_be *bef = carve_tide_gpus[g].bef;
 	uint64_t now = carve_coarse_ns();
-	if (__atomic_load_n(&node->be_launch_ns, __ATOMIC_RELAXED) != now)
-		__atomic_store_n(&node->be_launch_ns, now, __ATOMIC_RELEASE);
+	if (bef && __atomic_load_n(&bef->be_launch_ns, __ATOMIC_RELAXED) != now)
+		__atomic_store_n(&bef->be_launch_ns, now, __ATOMIC_RELEASE);
 }
 
 void carve_tide_be_launch_after(int g, CUstream s)

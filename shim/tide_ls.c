@@ -4,7 +4,8 @@
  * timing events.
  *
  * LS: a launch counts itself in its stream (without a lock) and marks the
- * tenant busy, in its slot and the node's busy bits, if it was not. A
+ * tenant busy, in its entry of its LS file and the file's busy bits, if it
+ * was not. A
  * thread of the shim (the poller) asks the driver whether those streams are
  * done, every ~10 us while the tenant is busy, renewing the heartbeat; it
  * skips a stream launched into since its last look, so that it stays out of
@@ -23,7 +24,7 @@
  * there to the poll that found its work done) goes into the block's
  * busy_hist, and into alone_hist too if no BE tenant launched on that GPU
  * from CARVE_NODE_QUIET_NS before it began to its end (the node's
- * be_launch_ns, which BE shims stamp).
+ * BE file's be_launch_ns, which BE shims stamp).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -86,7 +87,7 @@ static struct tracked *track(CUstream s, CUcontext ctx, int gpu)
 
 static int is_busy(int g)
 {
-	return carve_tide_gpus[g].slot && __atomic_load_n(&carve_tide_gpus[g].slot->busy, __ATOMIC_SEQ_CST);
+	return carve_tide_gpus[g].proc && __atomic_load_n(&carve_tide_gpus[g].proc->busy, __ATOMIC_SEQ_CST);
 }
 
 static int any_busy(void)
@@ -97,11 +98,11 @@ static int any_busy(void)
 	return 0;
 }
 
-/* beat renews our heartbeat on GPU g, and its node's latest. */
+/* beat renews our heartbeat on GPU g, and our LS file's latest. */
 static void beat(int g, uint64_t now)
 {
-	__atomic_store_n(&carve_tide_gpus[g].slot->beat_ns, now, __ATOMIC_RELEASE);
-	__atomic_store_n(&carve_tide_gpus[g].node->beat_ns, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&carve_tide_gpus[g].proc->beat_ns, now, __ATOMIC_RELEASE);
+	__atomic_store_n(&carve_tide_gpus[g].ls->beat_ns, now, __ATOMIC_RELAXED);
 }
 
 /* become_busy marks the tenant busy on GPU g, unless it is (a request's
@@ -110,11 +111,11 @@ static void become_busy(int g)
 {
 	struct carve_tide_gpu *G = &carve_tide_gpus[g];
 	pthread_mutex_lock(&track_mu);
-	if (!__atomic_load_n(&G->slot->busy, __ATOMIC_SEQ_CST)) {
+	if (!__atomic_load_n(&G->proc->busy, __ATOMIC_SEQ_CST)) {
 		G->busy_since = carve_mono_ns();
-		__atomic_store_n(&G->slot->busy_since_ns, G->busy_since, __ATOMIC_RELAXED);
+		__atomic_store_n(&G->proc->busy_since_ns, G->busy_since, __ATOMIC_RELAXED);
 		beat(g, G->busy_since);
-		__atomic_add_fetch(&G->slot->requests, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&G->proc->requests, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&carve_block->requests, 1, __ATOMIC_RELAXED);
 		carve_tide_set_busy(g, 1);
 		__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_BUSY, __ATOMIC_RELAXED);
@@ -153,7 +154,7 @@ void carve_tide_ls_launch(int g, CUstream s, CUcontext ctx)
 		return;
 	__atomic_add_fetch(&t->launched, 1, __ATOMIC_SEQ_CST);
 	counted = t;
-	if (!__atomic_load_n(&carve_tide_gpus[g].slot->busy, __ATOMIC_SEQ_CST))
+	if (!__atomic_load_n(&carve_tide_gpus[g].proc->busy, __ATOMIC_SEQ_CST))
 		become_busy(g);
 }
 
@@ -222,10 +223,11 @@ static void hist_add(struct carve_hist *h, uint64_t d)
 /* period_ended records a busy period on GPU g of d ns, begun at since. */
 static void period_ended(int g, uint64_t since, uint64_t d)
 {
-	__atomic_add_fetch(&carve_tide_gpus[g].slot->busy_ns, d, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&carve_tide_gpus[g].proc->busy_ns, d, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&carve_block->busy_ns, d, __ATOMIC_RELAXED);
 	hist_add(&carve_block->busy_hist, d);
-	uint64_t be = __atomic_load_n(&carve_tide_gpus[g].node->be_launch_ns, __ATOMIC_ACQUIRE);
+	const struct carve_be *bef = carve_tide_gpus[g].bef;
+	uint64_t be = bef ? __atomic_load_n(&bef->be_launch_ns, __ATOMIC_ACQUIRE) : 0;
 	if (!be || (int64_t)(since - be) > (int64_t)CARVE_NODE_QUIET_NS)
 		hist_add(&carve_block->alone_hist, d);
 }
@@ -291,7 +293,7 @@ void carve_capture(CUstream s, int begin)
 	}
 	if (s == CU_STREAM_PER_THREAD)
 		s = 0;
-	struct tracked *t = g >= 0 && carve_tide_gpus[g].slot ? track(s, ctx, g) : NULL;
+	struct tracked *t = g >= 0 && carve_tide_gpus[g].proc ? track(s, ctx, g) : NULL;
 	if (t)
 		__atomic_store_n(&t->capturing, begin, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&track_mu);
@@ -309,17 +311,18 @@ int carve_tide_ls(void)
 	return carve_tide_cls == CARVE_CLASS_LS;
 }
 
-/* carve_tide_timing stamps our slot on the GPU of the current context: we
- * just recorded an event made for timing (timing.c). */
+/* carve_tide_timing stamps our entry, and our LS file, on the GPU of the
+ * current context: we just recorded an event made for timing (timing.c). */
 void carve_tide_timing(void)
 {
 	if (carve_tide_cls != CARVE_CLASS_LS)
 		return;
 	int g = carve_launch_gpu(NULL, NULL);
-	if (g < 0 || !carve_tide_gpus[g].slot)
+	if (g < 0 || !carve_tide_gpus[g].proc)
 		return;
-	struct carve_node *node = carve_tide_gpus[g].node;
-	__atomic_store_n(&node->timing_ns[carve_tide_gpus[g].slot - node->slots], carve_mono_ns(), __ATOMIC_RELEASE);
+	uint64_t now = carve_mono_ns();
+	__atomic_store_n(&carve_tide_gpus[g].proc->timing_ns, now, __ATOMIC_RELEASE);
+	__atomic_store_n(&carve_tide_gpus[g].ls->timing_ns, now, __ATOMIC_RELEASE);
 }
 
 /* --- at load ------------------------------------------------------------------ */

@@ -1,14 +1,17 @@
 /*
- * tide_node.c: the tenant's GPUs in tide, each with its node block
- * (carve_node.h): mapping it, an LS tenant's slot there (taken, marked
- * busy, given up at exit), and what the node says of the LS tenants, read
- * by the BE gate (tide_be.c) and an LS tenant's mask (tide.c): who is busy
- * with a fresh heartbeat, and the TPCs they reserved. tide.c says how
- * tide works.
+ * tide_node.c: the tenant's GPUs in tide, each with its node block, LS
+ * files and BE file (carve_node.h): mapping them, an LS tenant's entry in
+ * its seat's LS file (taken, marked busy, given up at exit), and what the
+ * node says of the LS tenants, read by the BE gate (tide_be.c) and an LS
+ * tenant's mask (tide.c): who is busy with a fresh heartbeat, and the TPCs
+ * they reserved. The node block is carve's: shims map it read-only. tide.c
+ * says how tide works.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -24,22 +27,23 @@ int carve_tide_ngpus;
 int carve_tide_cls;      /* CARVE_CLASS_LS or _BE while tide is on */
 int carve_tide_captures; /* captures under way in the process */
 
-/* carve_tide_set_busy says in our slot on GPU g and in its node's busy bits whether
- * we are. */
+/* carve_tide_set_busy says in our entry on GPU g and in its LS file's busy
+ * bits whether we are. */
 void carve_tide_set_busy(int g, int b)
 {
 	struct carve_tide_gpu *G = &carve_tide_gpus[g];
-	uint32_t bit = 1u << (G->slot - G->node->slots);
-	__atomic_store_n(&G->slot->busy, (uint32_t)b, __ATOMIC_SEQ_CST);
+	uint32_t bit = 1u << (G->proc - G->ls->procs);
+	__atomic_store_n(&G->proc->busy, (uint32_t)b, __ATOMIC_SEQ_CST);
 	if (b)
-		__atomic_or_fetch(&G->node->busy, bit, __ATOMIC_RELEASE);
+		__atomic_or_fetch(&G->ls->busy, bit, __ATOMIC_RELEASE);
 	else
-		__atomic_and_fetch(&G->node->busy, ~bit, __ATOMIC_RELEASE);
+		__atomic_and_fetch(&G->ls->busy, ~bit, __ATOMIC_RELEASE);
 }
 
 /* lease_ok says whether a heartbeat at beat is younger than the lease of
  * node n: the block's, but never longer than CARVE_NODE_LEASE_NS, the
- * lease carve sets, since every tenant of the GPU may write the block. A
+ * lease carve sets (a block of an older carve's, or of a user's carve in a
+ * shared node directory, may say more). A
  * beat written after now was read is fresh (signed: not 584 years old),
  * but one more than a lease ahead of now was never written by a clock
  * that shims share, and is stale: so a slot that no LS tenant renews holds
@@ -61,42 +65,91 @@ static int timing_fresh(uint64_t timed, uint64_t now)
 	return timed && now - timed < CARVE_NODE_TIMING_NS;
 }
 
+/* peers brings GPU g's map of the seats' LS files up to the node's gen
+ * (a BE tenant's): each used seat whose serial moved has its LS file mapped
+ * over its place, read-only, or zeros where it cannot be (a seat with no
+ * LS file holds no one back). A mapping replaces the one before at the same
+ * address, so a thread reading it meanwhile reads one or the other. */
+static pthread_mutex_t peers_mu = PTHREAD_MUTEX_INITIALIZER;
+static void peers(int g)
+{
+	struct carve_tide_gpu *G = &carve_tide_gpus[g];
+	uint32_t gen = __atomic_load_n(&G->node->gen, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&G->peers_valid, __ATOMIC_ACQUIRE) && __atomic_load_n(&G->peers_gen, __ATOMIC_RELAXED) == gen)
+		return;
+	pthread_mutex_lock(&peers_mu);
+	uint32_t used = __atomic_load_n(&G->node->used, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < CARVE_NODE_SLOTS; i++) {
+		uint32_t serial = (used & (1u << i)) ? __atomic_load_n(&G->node->slots[i].serial, __ATOMIC_ACQUIRE) : 0;
+		if (serial == G->serial[i])
+			continue;
+		char *at = G->peers + (size_t)i * CARVE_LS_SIZE, path[PATH_MAX];
+		int fd = -1;
+		struct stat st;
+		if (serial && G->seat != i &&
+		    snprintf(path, sizeof path, "%s/" CARVE_NODE_LS_FILE, G->dir, (unsigned)i, (unsigned)serial) < (int)sizeof path)
+			fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != CARVE_LS_SIZE ||
+		    mmap(at, CARVE_LS_SIZE, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+			mmap(at, CARVE_LS_SIZE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		if (fd >= 0)
+			close(fd);
+		G->serial[i] = serial;
+	}
+	__atomic_store_n(&G->peers_gen, gen, __ATOMIC_RELAXED);
+	__atomic_store_n(&G->peers_valid, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&peers_mu);
+}
+
 /* carve_tide_ls_busy returns how many LS tenants hold BE tenants back on
- * GPU g now: those with work in flight there (with a fresh heartbeat),
- * and those that recorded a timing event in the last CARVE_NODE_TIMING_NS,
- * busy or not (an autotuner goes idle between its candidates, and a BE
- * kernel launched then would run beside the next one's timing), ORing
- * their reserved TPCs (enable bits) into out if given, and counting in
- * *timing (if given) those that timed. With none, *newest (if given) gets
- * the latest heartbeat of any (0: none has been busy); it is read only
- * then. */
+ * GPU g now: those with a process with work in flight there (with a fresh
+ * heartbeat), and those that recorded a timing event in the last
+ * CARVE_NODE_TIMING_NS, busy or not (an autotuner goes idle between its
+ * candidates, and a BE kernel launched then would run beside the next
+ * one's timing), ORing their reserved TPCs (the node block's, carve's)
+ * into out if given, and counting in *timing (if given) those that timed.
+ * With none, *newest (if given) gets the latest heartbeat of any (0: none
+ * has been busy); it is read only then. Only the seats the node block
+ * names are read, each in its own LS file. */
 int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing)
 {
-	struct carve_node *node = carve_tide_gpus[g].node;
-	const struct carve_node_slot *own = carve_tide_gpus[g].slot;
-	uint32_t bits = __atomic_load_n(&node->busy, __ATOMIC_ACQUIRE);
+	struct carve_tide_gpu *G = &carve_tide_gpus[g];
+	struct carve_node *node = G->node;
+	if (!G->peers)
+		return 0;
+	peers(g);
+	uint32_t used = __atomic_load_n(&node->used, __ATOMIC_ACQUIRE);
 	int busy = 0;
-	uint64_t now = 0;
-	for (int i = 0; i < CARVE_NODE_SLOTS; i++) {
-		struct carve_node_slot *s = &node->slots[i];
-		uint64_t timed = __atomic_load_n(&node->timing_ns[i], __ATOMIC_ACQUIRE);
-		if (s == own || (!(bits & (1u << i)) && !timed))
+	uint64_t now = 0, latest = 0;
+	for (int i = 0; i < CARVE_NODE_SLOTS && used >> i; i++) {
+		if (!(used & (1u << i)) || i == G->seat)
+			continue;
+		const struct carve_ls *ls = (const struct carve_ls *)(G->peers + (size_t)i * CARVE_LS_SIZE);
+		uint32_t bits = __atomic_load_n(&ls->busy, __ATOMIC_ACQUIRE);
+		uint64_t timed = __atomic_load_n(&ls->timing_ns, __ATOMIC_ACQUIRE);
+		if (newest) {
+			uint64_t b = __atomic_load_n(&ls->beat_ns, __ATOMIC_RELAXED);
+			latest = b > latest ? b : latest;
+		}
+		if (!bits && !timed)
 			continue;
 		if (!now)
 			now = carve_mono_ns();
-		int timed_now = timing_fresh(timed, now);
-		if (!timed_now && !(bits & (1u << i) && __atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) &&
-				    lease_ok(node, __atomic_load_n(&s->beat_ns, __ATOMIC_ACQUIRE), now)))
+		int timed_now = timing_fresh(timed, now), on = timed_now;
+		for (int j = 0; !on && j < CARVE_LS_PROCS; j++)
+			on = (bits & (1u << j)) && __atomic_load_n(&ls->procs[j].busy, __ATOMIC_ACQUIRE) &&
+			     lease_ok(node, __atomic_load_n(&ls->procs[j].beat_ns, __ATOMIC_ACQUIRE), now);
+		if (!on)
 			continue;
 		busy++;
 		if (timing && timed_now)
 			(*timing)++;
 		if (out)
 			for (int w = 0; w < 4; w++)
-				out[w] |= __atomic_load_n(&s->reserved[w], __ATOMIC_RELAXED);
+				out[w] |= __atomic_load_n(&node->slots[i].reserved[w], __ATOMIC_RELAXED);
 	}
 	if (!busy && newest)
-		*newest = __atomic_load_n(&node->beat_ns, __ATOMIC_RELAXED);
+		*newest = latest;
 	return busy;
 }
 
@@ -129,7 +182,7 @@ void carve_tide_ls_off(int g, uint32_t off[4])
 			m[w] = __atomic_load_n(&node->fixed[w], __ATOMIC_RELAXED);
 		for (int i = 0; i < CARVE_NODE_SLOTS; i++) {
 			struct carve_node_slot *s = &node->slots[i];
-			if (s == carve_tide_gpus[g].slot || !__atomic_load_n(&s->pid, __ATOMIC_ACQUIRE))
+			if (i == carve_tide_gpus[g].seat || !(__atomic_load_n(&node->used, __ATOMIC_ACQUIRE) & (1u << i)))
 				continue;
 			for (int w = 0; w < 4; w++)
 				m[w] |= __atomic_load_n(&s->reserved[w], __ATOMIC_RELAXED);
@@ -144,66 +197,82 @@ void carve_tide_ls_off(int g, uint32_t off[4])
 
 /* --- joining the nodes ------------------------------------------------------ */
 
-/* map_node maps the node block name in dir for GPU g. */
-static struct carve_node *map_node(int g, const char *dir, const char *name)
+/* map_file maps the file path of size bytes, read-write (rw) or read-only,
+ * shared; its descriptor into *fd if fd is given (else closed). A link, a
+ * file of another size, or one that is not regular is not mapped. */
+static void *map_file(const char *path, size_t size, int rw, int *fd)
+{
+	int f = open(path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+	if (f < 0)
+		return NULL;
+	struct stat st;
+	void *p = MAP_FAILED;
+	if (fstat(f, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == (off_t)size)
+		p = mmap(NULL, size, rw ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, f, 0);
+	if (p == MAP_FAILED || !fd)
+		close(f);
+	else
+		*fd = f;
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* map_node maps the node block name in dir, read-only: carve's alone. */
+static struct carve_node *map_node(const char *dir, const char *name)
 {
 	char path[PATH_MAX];
 	if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
 		return NULL;
-	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return NULL;
-	struct stat st;
-	void *p = MAP_FAILED;
-	if (fstat(fd, &st) == 0 && st.st_size == CARVE_NODE_SIZE)
-		p = mmap(NULL, CARVE_NODE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		close(fd);
+	struct carve_node *n = map_file(path, CARVE_NODE_SIZE, 0, NULL);
+	if (n && (n->magic != CARVE_NODE_MAGIC || n->version != CARVE_NODE_VERSION || n->size != CARVE_NODE_SIZE)) {
+		munmap(n, CARVE_NODE_SIZE);
 		return NULL;
 	}
-	struct carve_node *n = p;
-	if (n->magic != CARVE_NODE_MAGIC || n->version != CARVE_NODE_VERSION) {
-		munmap(p, CARVE_NODE_SIZE);
-		close(fd);
-		return NULL;
-	}
-	carve_tide_gpus[g].fd = fd;
 	return n;
 }
 
 /* unmap_node takes GPU g out of tide. */
 static void unmap_node(int g)
 {
-	munmap(carve_tide_gpus[g].node, CARVE_NODE_SIZE);
-	close(carve_tide_gpus[g].fd);
-	carve_tide_gpus[g].node = NULL;
-	carve_tide_gpus[g].slot = NULL;
+	struct carve_tide_gpu *G = &carve_tide_gpus[g];
+	munmap(G->node, CARVE_NODE_SIZE);
+	if (G->ls) {
+		munmap(G->ls, CARVE_LS_SIZE);
+		close(G->ls_fd);
+	}
+	if (G->bef)
+		munmap(G->bef, CARVE_BE_SIZE);
+	if (G->peers)
+		munmap(G->peers, (size_t)CARVE_NODE_SLOTS * CARVE_LS_SIZE);
+	G->node = NULL;
+	G->ls = NULL;
+	G->proc = NULL;
+	G->bef = NULL;
+	G->peers = NULL;
 }
 
-/* lock_slot takes slot i's lock of GPU g's node (see carve_node.h), or
+/* lock_proc takes entry i's lock of GPU g's LS file (see carve_node.h), or
  * lets go of it, without waiting: 1 if done, 0 if a live process holds it. */
-static int lock_slot(int g, int i, short type)
+static int lock_proc(int g, int i, short type)
 {
-	struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = CARVE_NODE_SLOT_LOCK(i), .l_len = 1};
-	return fcntl(carve_tide_gpus[g].fd, F_SETLK, &l) == 0;
+	struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = CARVE_LS_PROC_LOCK(i), .l_len = 1};
+	return fcntl(carve_tide_gpus[g].ls_fd, F_SETLK, &l) == 0;
 }
 
-/* take_slot claims a slot of GPU g's node whose lock no live process
+/* take_proc claims an entry of GPU g's LS file whose lock no live process
  * holds, preferring free ones; the pid is written only once the lock is
  * ours. */
-static struct carve_node_slot *take_slot(int g)
+static struct carve_ls_proc *take_proc(int g)
 {
-	struct carve_node *node = carve_tide_gpus[g].node;
+	struct carve_ls *ls = carve_tide_gpus[g].ls;
 	for (int pass = 0; pass < 2; pass++) {
-		for (int i = 0; i < CARVE_NODE_SLOTS; i++) {
-			struct carve_node_slot *s = &node->slots[i];
+		for (int i = 0; i < CARVE_LS_PROCS; i++) {
+			struct carve_ls_proc *s = &ls->procs[i];
 			uint32_t p = __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE);
-			if ((pass == 0) != (p == 0) || !lock_slot(g, i, F_WRLCK))
+			if ((pass == 0) != (p == 0) || !lock_proc(g, i, F_WRLCK))
 				continue;
 			__atomic_store_n(&s->busy, 0, __ATOMIC_RELAXED);
-			__atomic_and_fetch(&node->busy, ~(1u << i), __ATOMIC_RELEASE);
-			__atomic_store_n(&node->timing_ns[i], 0, __ATOMIC_RELAXED);
-			s->start_ticks = carve_block->start_ticks;
+			__atomic_and_fetch(&ls->busy, ~(1u << i), __ATOMIC_RELEASE);
+			__atomic_store_n(&s->timing_ns, 0, __ATOMIC_RELAXED);
 			s->busy_ns = s->requests = 0;
 			__atomic_store_n(&s->pid, (uint32_t)getpid(), __ATOMIC_RELEASE);
 			return s;
@@ -212,16 +281,15 @@ static struct carve_node_slot *take_slot(int g)
 	return NULL;
 }
 
-/* leave_slot gives our slot of GPU g's node up: no BE waits on a tenant
- * that has gone. */
-static void leave_slot(int g, int unlock)
+/* leave_proc gives our entry of GPU g's LS file up: no BE waits on a
+ * process that has gone. */
+static void leave_proc(int g, int unlock)
 {
 	struct carve_tide_gpu *G = &carve_tide_gpus[g];
 	carve_tide_set_busy(g, 0);
-	__atomic_store_n(&G->slot->pid, 0, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&G->node->gen, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&G->proc->pid, 0, __ATOMIC_RELEASE);
 	if (unlock)
-		lock_slot(g, (int)(G->slot - G->node->slots), F_UNLCK);
+		lock_proc(g, (int)(G->proc - G->ls->procs), F_UNLCK);
 }
 
 /* node_name copies the node block name of the tenant's GPU g. */
@@ -233,43 +301,149 @@ static void node_name(int g, char out[64])
 	memcpy(out, n, cap < 64 ? cap : 64);
 	out[63] = 0;
 }
-/* carve_tide_join maps the node block of the tenant's GPU g in dir and,
- * for an LS tenant (ls), takes a slot there and reserves its TPCs in it,
- * the node's name into name: 1 if done; 0 if GPU g takes no part (said,
- * where the block names a node for it). */
-int carve_tide_join(int g, const char *dir, int ls, char name[64])
+
+/* join_ls maps the LS tenant's own LS file on GPU g (dir/NAME.ls-TENANT,
+ * made by carve when it gave the tenant its seat) and takes an entry
+ * there: 1 if done. */
+static int join_ls(int g, const char *dir, const char *name)
 {
-	struct carve_ctl *c = carve_block;
-	node_name(g, name);
-	if (!name[0])
+	struct carve_tide_gpu *G = &carve_tide_gpus[g];
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof path, "%s/%s" CARVE_NODE_LS_LINK "%u", dir, name, carve_block->tenant) >= (int)sizeof path)
 		return 0;
-	if (!(carve_tide_gpus[g].node = map_node(g, dir, name))) {
-		carve_say("node block %s/%s cannot be mapped: running as an ordinary partitioned tenant%s", dir, name,
-			  carve_tide_ngpus > 1 ? " on its GPU" : "");
+	struct carve_ls *ls = map_file(path, CARVE_LS_SIZE, 1, &G->ls_fd);
+	if (!ls)
+		return 0;
+	uint32_t seat = ls->slot;
+	if (ls->magic != CARVE_LS_MAGIC || ls->version != CARVE_NODE_VERSION || seat >= CARVE_NODE_SLOTS ||
+	    !(__atomic_load_n(&G->node->used, __ATOMIC_ACQUIRE) & (1u << seat))) {
+		munmap(ls, CARVE_LS_SIZE);
+		close(G->ls_fd);
 		return 0;
 	}
-	if (ls) {
-		if (!(carve_tide_gpus[g].slot = take_slot(g))) {
-			carve_say("no LS slot in the node block %s: running as an ordinary partitioned tenant%s", name,
-				  carve_tide_ngpus > 1 ? " on its GPU" : "");
-			unmap_node(g);
-			return 0;
-		}
-		for (int w = 0; w < 4; w++)
-			__atomic_store_n(&carve_tide_gpus[g].slot->reserved[w],
-					 ~CARVE_PART(c, g, mask)[w] & CARVE_PART(c, g, live)[w], __ATOMIC_RELAXED);
-		__atomic_add_fetch(&carve_tide_gpus[g].node->gen, 1, __ATOMIC_RELEASE);
+	G->ls = ls;
+	G->seat = (int)seat;
+	if (!(G->proc = take_proc(g))) {
+		munmap(ls, CARVE_LS_SIZE);
+		close(G->ls_fd);
+		G->ls = NULL;
+		return 0;
 	}
 	return 1;
 }
 
-/* carve_tide_leave gives up the LS tenant's slots and takes its GPUs out
+/* --- files another tenant may cut short ------------------------------------ */
+
+/* A file another tenant may write (a seat's LS file, the GPU's BE file)
+ * may be cut short under our mapping, and a read or write of it would then
+ * end the process with SIGBUS. The handler maps zeros over the file's
+ * place instead (it reads as no one busy, no BE launch; writes go
+ * nowhere) and passes any other SIGBUS on, to the handler there was before
+ * or to the default, which ends the process as it would have. */
+static struct sigaction bus_old;
+
+static int in(const char *a, const void *base, size_t len)
+{
+	return base && a >= (const char *)base && a < (const char *)base + len;
+}
+
+static void on_bus(int sig, siginfo_t *si, void *uc)
+{
+	const char *a = si->si_addr;
+	for (int g = 0; g < carve_tide_ngpus; g++) {
+		struct carve_tide_gpu *G = &carve_tide_gpus[g];
+		void *base = NULL;
+		size_t len = 0;
+		int prot = PROT_READ;
+		if (in(a, G->peers, (size_t)CARVE_NODE_SLOTS * CARVE_LS_SIZE)) {
+			base = G->peers + (size_t)(a - G->peers) / CARVE_LS_SIZE * CARVE_LS_SIZE;
+			len = CARVE_LS_SIZE;
+		} else if (in(a, G->bef, CARVE_BE_SIZE)) {
+			base = G->bef, len = CARVE_BE_SIZE, prot |= G->be ? PROT_WRITE : 0;
+		} else if (in(a, G->ls, CARVE_LS_SIZE)) {
+			base = G->ls, len = CARVE_LS_SIZE, prot |= PROT_WRITE;
+		}
+		if (base && mmap(base, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
+			return;
+	}
+	if (bus_old.sa_flags & SA_SIGINFO) {
+		bus_old.sa_sigaction(sig, si, uc);
+	} else if (bus_old.sa_handler != SIG_DFL && bus_old.sa_handler != SIG_IGN) {
+		bus_old.sa_handler(sig);
+	} else {
+		signal(SIGBUS, SIG_DFL); /* the fault comes again, and ends the process */
+	}
+}
+
+/* carve_tide_guard sets the handler, once the GPUs have joined. */
+void carve_tide_guard(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_bus;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &bus_old);
+}
+
+/* carve_tide_join maps the node block of the tenant's GPU g in dir and the
+ * GPU's BE file, and, for an LS tenant (ls), takes an entry in its seat's
+ * LS file; for a BE tenant it makes room for the seats' LS files. The
+ * node's name goes into name: 1 if done; 0 if GPU g takes no part (said,
+ * where the block names a node for it). */
+int carve_tide_join(int g, const char *dir, int ls, char name[64])
+{
+	struct carve_tide_gpu *G = &carve_tide_gpus[g];
+	node_name(g, name);
+	if (!name[0])
+		return 0;
+	G->seat = -1;
+	if (!(G->node = map_node(dir, name))) {
+		carve_say("node block %s/%s cannot be mapped: running as an ordinary partitioned tenant%s", dir, name,
+			  carve_tide_ngpus > 1 ? " on its GPU" : "");
+		return 0;
+	}
+	char path[PATH_MAX];
+	memset(G->serial, 0, sizeof G->serial);
+	G->peers_valid = 0;
+	if (snprintf(G->dir, sizeof G->dir, "%s/%s" CARVE_NODE_DIR_SUFFIX, dir, name) >= (int)sizeof G->dir) {
+		unmap_node(g);
+		return 0;
+	}
+	if (ls) {
+		if (!join_ls(g, dir, name)) {
+			carve_say("no LS seat of this tenant's in the node block %s (no LS file %s" CARVE_NODE_LS_LINK "%u): "
+				  "running as an ordinary partitioned tenant%s",
+				  name, name, carve_block->tenant, carve_tide_ngpus > 1 ? " on its GPU" : "");
+			unmap_node(g);
+			return 0;
+		}
+		if (snprintf(path, sizeof path, "%s/" CARVE_NODE_BE_FILE, G->dir) < (int)sizeof path)
+			G->bef = map_file(path, CARVE_BE_SIZE, 0, NULL);
+	} else {
+		void *p = mmap(NULL, (size_t)CARVE_NODE_SLOTS * CARVE_LS_SIZE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED) {
+			unmap_node(g);
+			return 0;
+		}
+		G->peers = p;
+		if (snprintf(path, sizeof path, "%s/%s" CARVE_NODE_BE_LINK, dir, name) < (int)sizeof path)
+			G->bef = map_file(path, CARVE_BE_SIZE, 1, NULL);
+	}
+	if (G->bef && (G->bef->magic != CARVE_BE_MAGIC || G->bef->version != CARVE_NODE_VERSION)) {
+		munmap(G->bef, CARVE_BE_SIZE);
+		G->bef = NULL;
+	}
+	return 1;
+}
+
+/* carve_tide_leave gives up the LS tenant's entries and takes its GPUs out
  * of tide. */
 void carve_tide_leave(void)
 {
 	for (int g = 0; g < carve_tide_ngpus; g++) {
-		if (carve_tide_gpus[g].slot) {
-			leave_slot(g, 1);
+		if (carve_tide_gpus[g].proc) {
+			leave_proc(g, 1);
 			unmap_node(g);
 		}
 	}
@@ -278,6 +452,6 @@ void carve_tide_leave(void)
 __attribute__((destructor)) static void carve_tide_fini(void)
 {
 	for (int g = 0; g < carve_tide_ngpus; g++)
-		if (carve_tide_gpus[g].slot)
-			leave_slot(g, 0);
+		if (carve_tide_gpus[g].proc)
+			leave_proc(g, 0);
 }

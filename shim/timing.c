@@ -9,7 +9,7 @@
  * beside a running BE served slower for good than one started first
  * (results/h100-580.159.04-2026-11-24/order/). So the shim of an LS tenant
  * keeps the events created for timing (without CU_EVENT_DISABLE_TIMING),
- * and a record of one stamps the tenant's node slot (tide.c), which holds
+ * and a record of one stamps the tenant's LS file (tide.c), which holds
  * BE tenants back, with no share, for CARVE_NODE_TIMING_NS, busy or idle
  * (carve_node.h).
  *

@@ -52,8 +52,10 @@ The trust model, in the node directory:
     refused, naming its owner;
   - the blocks of tenants that ended are removed by their user's next
     carve, or by root's carve daemon; until then they hold no TPCs;
-  - a GPU's node block (tide) is mode 0666, as in claims: any LS or BE
-    tenant writes it, and carve's lease bounds what a dead one leaves;
+  - a GPU's node block (tide) is mode 0666: each user's carve seats its
+    LS tenants there, and shims map it read-only; each LS tenant's LS
+    file is its user's, mode 0644, which BE tenants of every user read;
+    carve's lease bounds what a dead LS tenant leaves;
   - the placement lock is root's file, mode 0644, which every user locks:
     a user can hold it (as any carve does while it places), not change it;
     carve refuses a lock of another user's, and makes none for a user

@@ -29,7 +29,12 @@ import (
 //	         claim's memory account, mode 0666, which every process of the
 //	         claim counts its device memory in, whatever its uid. carve reads
 //	         only the account of it (Claim.Account), never its policy.
-//	node-*   a hard link to each of its GPUs' node blocks (LS and BE claims)
+//	node-*   a hard link to each of its GPUs' node blocks (LS and BE
+//	         claims; root's, mode 0644, which carve alone writes), the mount
+//	         point of the GPU's directory of LS files (node-*.d, mounted
+//	         read-only by carve-dra's CDI spec), and its LS file (node-*.ls-0,
+//	         an LS claim's, mode 0666) or the GPU's BE file (node-*.be, a BE
+//	         claim's)
 //	N        the blocks of the claim's processes, named by their pids in
 //	         their containers' namespace, each copied from root by the shim
 //

@@ -1,7 +1,7 @@
 // Go's mirrors of the shim's headers against the headers, as the C
 // compiler lays them out (shim/test/layout.c, through shimtest.Layout):
-// Block and BlockPart against shim/carve_ctl.h, NodeBlock and NodeSlot
-// against shim/carve_node.h, and the constants and fault names of both.
+// Block and BlockPart against shim/carve_ctl.h, NodeBlock, NodeSlot,
+// LSFile, LSProc and BEFile against shim/carve_node.h, and the constants and fault names of both.
 // The shim is compiled from the headers and cannot differ from them; the
 // Go copy can, so these tests are ctl's.
 
@@ -55,6 +55,9 @@ func TestNodeLayoutMatchesHeader(t *testing.T) {
 	fields, _ := shimtest.Layout(t)
 	compareLayout(t, fields["node"], reflect.TypeFor[ctl.NodeBlock](), ctl.NodeSize)
 	compareLayout(t, fields["slot"], reflect.TypeFor[ctl.NodeSlot](), 64)
+	compareLayout(t, fields["ls"], reflect.TypeFor[ctl.LSFile](), ctl.LSSize)
+	compareLayout(t, fields["lsproc"], reflect.TypeFor[ctl.LSProc](), 64)
+	compareLayout(t, fields["be"], reflect.TypeFor[ctl.BEFile](), ctl.BESize)
 }
 
 func TestConstantsMatchHeaders(t *testing.T) {
@@ -63,8 +66,11 @@ func TestConstantsMatchHeaders(t *testing.T) {
 		"CARVE_CTL_MAGIC": ctl.Magic, "CARVE_CTL_VERSION": ctl.Version, "CARVE_CTL_SIZE": ctl.Size, "CARVE_GPUS": ctl.GPUs,
 		"CARVE_NODE_MAGIC": ctl.NodeMagic, "CARVE_NODE_VERSION": ctl.NodeVersion, "CARVE_NODE_SIZE": ctl.NodeSize,
 		"CARVE_NODE_SLOTS": ctl.NodeSlots, "CARVE_NODE_LEASE_NS": uint64(ctl.NodeLease), "CARVE_NODE_QUIET_NS": uint64(ctl.NodeQuiet), "CARVE_NODE_TIMING_NS": uint64(ctl.NodeTiming),
-		"CARVE_NODE_NARROW_MIN":          ctl.NarrowMin,
-		"CARVE_NODE_SLOT_LOCK(5)":        uint64(ctl.NodeSlotLock(5)),
+		"CARVE_NODE_NARROW_MIN": ctl.NarrowMin,
+		"CARVE_LS_PROC_LOCK(5)": uint64(ctl.LSProcLock(5)),
+		"CARVE_LS_MAGIC":        ctl.LSMagic, "CARVE_LS_SIZE": ctl.LSSize, "CARVE_LS_PROCS": ctl.LSProcs,
+		"CARVE_BE_MAGIC": ctl.BEMagic, "CARVE_BE_SIZE": ctl.BESize,
+		"CARVE_SEAT_FREE": ctl.SeatFree, "CARVE_SEAT_TENANT": ctl.SeatTenant, "CARVE_SEAT_CLAIM": ctl.SeatClaim,
 		"CARVE_FLAG_ALLOW_UNPARTITIONED": ctl.FlagAllowUnpartitioned, "CARVE_FLAG_ALL_SMS": ctl.FlagAllSMs,
 		"CARVE_FLAG_MPS": ctl.FlagMPS, "CARVE_FLAG_LS_OWN": ctl.FlagLSOwn,
 		"CARVE_STATE_NEW": ctl.StateNew, "CARVE_STATE_HOOKED": ctl.StateHooked,

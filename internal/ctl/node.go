@@ -1,14 +1,18 @@
 // The node block, one per GPU, where its LS and BE tenants meet: the
-// values shared with shim/carve_node.h, NodeBlock, its mirror, and
-// opening, listing and reading node blocks.
+// values shared with shim/carve_node.h, NodeBlock, its mirror, and those
+// of the LS and BE files, and opening, listing and reading node blocks
+// (seat.go gives the LS tenants their seats).
 
 package ctl
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -20,7 +24,7 @@ import (
 // Values shared with shim/carve_node.h.
 const (
 	NodeMagic   = 0x45444f4e
-	NodeVersion = 4
+	NodeVersion = 5
 	NodeSize    = 4096
 	NodeSlots   = 32
 	NodeLease   = 100 * time.Millisecond
@@ -34,59 +38,131 @@ const (
 	// timing BE tenants are held as while it is busy, with no share, busy
 	// or idle (CARVE_NODE_TIMING_NS).
 	NodeTiming = 50 * time.Millisecond
+
+	LSMagic = 0x5a42534c
+	LSSize  = 4096
+	LSProcs = 16
+	BEMagic = 0x46454542
+	BESize  = 4096
+
+	SeatFree   = 0 // a slot's kind: free
+	SeatTenant = 1 // a tenant of carve run's
+	SeatClaim  = 2 // a Kubernetes claim's
+
+	// the GPU's directory beside its node block (the block's name with
+	// NodeDirSuffix), the files in it, and the links in a tenant's
+	// directory (the block's name with these)
+	NodeDirSuffix = ".d"
+	NodeBEFile    = "be"
+	NodeLSLink    = ".ls-"
+	NodeBELink    = ".be"
 )
 
-// NodeSlot mirrors struct carve_node_slot: one LS tenant's activity.
+// NodeSlot mirrors struct carve_node_slot: one LS tenant's seat, carve's.
 type NodeSlot struct {
-	PID         uint32    `c:"pid"`
-	Busy        uint32    `c:"busy"`
-	StartTicks  uint64    `c:"start_ticks"`
-	BeatNS      uint64    `c:"beat_ns"`
-	BusyNS      uint64    `c:"busy_ns"`
-	BusySinceNS uint64    `c:"busy_since_ns"`
-	Reserved    [4]uint32 `c:"reserved"`
-	Requests    uint64    `c:"requests"`
+	PID        uint32    `c:"pid"`
+	Kind       uint32    `c:"kind"`
+	StartTicks uint64    `c:"start_ticks"`
+	Serial     uint32    `c:"serial"`
+	Pad        uint32    `c:"pad"`
+	Reserved   [4]uint32 `c:"reserved"`
+	Claim      [24]byte  `c:"claim"`
 }
 
-// NodeBlock mirrors struct carve_node, the block the shims of one GPU's LS
-// and BE tenants share; TestNodeLayoutMatchesHeader checks it.
+// NodeBlock mirrors struct carve_node, the block carve alone writes and
+// the shims of one GPU's LS and BE tenants read; TestNodeLayoutMatchesHeader
+// checks it.
 type NodeBlock struct {
-	Magic      uint32              `c:"magic"`
-	Version    uint16              `c:"version"`
-	Size       uint16              `c:"size"`
-	Live       [4]uint32           `c:"live"`
-	LeaseNS    uint64              `c:"lease_ns"`
-	CreatedNS  uint64              `c:"created_ns"`
-	Fixed      [4]uint32           `c:"fixed"`
-	Gen        uint32              `c:"gen"`
-	Busy       uint32              `c:"busy"`
-	BeatNS     uint64              `c:"beat_ns"`
-	Pad        [56]byte            `c:"pad"`
-	Slots      [NodeSlots]NodeSlot `c:"slots"`
-	TimingNS   [NodeSlots]uint64   `c:"timing_ns"`
-	BELaunchNS uint64              `c:"be_launch_ns"`
-	Pad2       [56]byte            `c:"pad2"`
-	Rest       [1600]byte          `c:"rest"`
+	Magic     uint32              `c:"magic"`
+	Version   uint16              `c:"version"`
+	Size      uint16              `c:"size"`
+	Live      [4]uint32           `c:"live"`
+	LeaseNS   uint64              `c:"lease_ns"`
+	CreatedNS uint64              `c:"created_ns"`
+	Fixed     [4]uint32           `c:"fixed"`
+	Gen       uint32              `c:"gen"`
+	Used      uint32              `c:"used"`
+	Pad       [64]byte            `c:"pad"`
+	Slots     [NodeSlots]NodeSlot `c:"slots"`
+	Rest      [1920]byte          `c:"rest"`
+}
+
+// LSProc mirrors struct carve_ls_proc: one process of an LS tenant.
+type LSProc struct {
+	PID         uint32   `c:"pid"`
+	Busy        uint32   `c:"busy"`
+	BeatNS      uint64   `c:"beat_ns"`
+	BusyNS      uint64   `c:"busy_ns"`
+	BusySinceNS uint64   `c:"busy_since_ns"`
+	Requests    uint64   `c:"requests"`
+	TimingNS    uint64   `c:"timing_ns"`
+	Pad         [16]byte `c:"pad"`
+}
+
+// LSFile mirrors struct carve_ls, an LS tenant's file, its own to write.
+type LSFile struct {
+	Magic    uint32          `c:"magic"`
+	Version  uint16          `c:"version"`
+	Size     uint16          `c:"size"`
+	Slot     uint32          `c:"slot"`
+	Busy     uint32          `c:"busy"`
+	BeatNS   uint64          `c:"beat_ns"`
+	TimingNS uint64          `c:"timing_ns"`
+	Pad      [32]byte        `c:"pad"`
+	Procs    [LSProcs]LSProc `c:"procs"`
+	Rest     [3008]byte      `c:"rest"`
+}
+
+// BEFile mirrors struct carve_be, the GPU's BE tenants' file.
+type BEFile struct {
+	Magic      uint32     `c:"magic"`
+	Version    uint16     `c:"version"`
+	Size       uint16     `c:"size"`
+	Pad        [56]byte   `c:"pad"`
+	BELaunchNS uint64     `c:"be_launch_ns"`
+	Rest       [4024]byte `c:"rest"`
 }
 
 var _ [NodeSize - unsafe.Sizeof(NodeBlock{})]byte
 var _ [unsafe.Sizeof(NodeBlock{}) - NodeSize]byte
+var _ [LSSize - unsafe.Sizeof(LSFile{})]byte
+var _ [unsafe.Sizeof(LSFile{}) - LSSize]byte
+var _ [BESize - unsafe.Sizeof(BEFile{})]byte
+var _ [unsafe.Sizeof(BEFile{}) - BESize]byte
+
+// LSFileName is seat i's LS file in the GPU's directory, for its serial
+// (CARVE_NODE_LS_FILE).
+func LSFileName(i int, serial uint32) string { return fmt.Sprintf("ls-%d-%d", i, serial) }
+
+// LSLinkName is the link to an LS tenant's LS file in its directory: the
+// node block's name, NodeLSLink and the tenant's pid (0 in a claim).
+func LSLinkName(node string, tenant int) string { return node + NodeLSLink + strconv.Itoa(tenant) }
 
 var nodeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
 // NodeName is the node block's file name for a GPU (by its UUID).
 func NodeName(uuid string) string { return "node-" + nodeName.ReplaceAllString(uuid, "_") }
 
-// NodeSharedPerm is the mode of a node block that tenants of several
-// users take slots in: one in a Shared directory, and one linked into a
-// claim's directory, whose containers run under any uid (ShareNode).
-// Elsewhere a node block is its user's alone, mode 0600.
+// NodeSharedPerm is the mode of a node block and BE file that tenants of
+// several users' carve write: one in a Shared directory (the node
+// directory), where each user's carve seats its LS tenants. Elsewhere a
+// node block is its user's alone, mode 0600, and in a claim's directory
+// root's, mode 0644 (ShareNode).
 const NodeSharedPerm os.FileMode = 0o666
 
-// ShareNode gives the node block at path the mode NodeSharedPerm, for a
-// claim's directory it is linked into.
+// ShareNode makes the node block at path fit to link into a claim's
+// directory, whose containers run under any uid: the block mode 0644 (they
+// read it, carve-dra alone writes it), the GPU's directory 0755 (their
+// containers get it read-only) and its BE file 0666 (BE claims write it
+// through their link).
 func ShareNode(path string) error {
-	if err := os.Chmod(path, NodeSharedPerm); err != nil {
+	if err := os.Chmod(path, 0o644); err != nil {
+		return fmt.Errorf("node block: %w", err)
+	}
+	if err := os.Chmod(path+NodeDirSuffix, 0o755); err != nil {
+		return fmt.Errorf("node block: %w", err)
+	}
+	if err := os.Chmod(filepath.Join(path+NodeDirSuffix, NodeBEFile), 0o666); err != nil {
 		return fmt.Errorf("node block: %w", err)
 	}
 	return nil
@@ -100,7 +176,8 @@ type Node struct {
 }
 
 // OpenNode maps the node block name in dir, creating it for a GPU with the
-// given live TPCs if there is none. Call it under the placement lock.
+// given live TPCs if there is none, with the GPU's directory and BE file.
+// Call it under the placement lock.
 func OpenNode(dir, name string, live topo.Enable) (*Node, error) {
 	path := filepath.Join(dir, name)
 	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
@@ -121,12 +198,16 @@ func OpenNode(dir, name string, live topo.Enable) (*Node, error) {
 			"with no LS or BE tenant running, remove it)", path, magic, version, NodeVersion)
 	}
 	n.resetLease()
+	if err := n.makeDir(); err != nil {
+		n.Close()
+		return nil, err
+	}
 	return n, nil
 }
 
 func mapNode(path string, f *os.File) (*Node, error) {
 	st, err := f.Stat()
-	if err != nil || st.Size() != NodeSize {
+	if err != nil || !st.Mode().IsRegular() || st.Size() != NodeSize {
 		return nil, fmt.Errorf("node block %s has the wrong size", path)
 	}
 	mem, err := syscall.Mmap(int(f.Fd()), 0, NodeSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
@@ -140,7 +221,7 @@ func createNode(path string, live topo.Enable) (*Node, error) {
 	tmp := path + ".new"
 	perm := os.FileMode(0o600)
 	if Shared(filepath.Dir(path)) {
-		perm = NodeSharedPerm // LS and BE tenants of every user take slots
+		perm = NodeSharedPerm // each user's carve seats its LS tenants
 	}
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
 	if err != nil {
@@ -163,12 +244,85 @@ func createNode(path string, live topo.Enable) (*Node, error) {
 	b := n.b
 	b.Magic, b.Version, b.Size = NodeMagic, NodeVersion, NodeSize
 	b.Live, b.LeaseNS, b.CreatedNS = live, uint64(NodeLease), uint64(time.Now().UnixNano())
+	if err := n.makeDir(); err != nil {
+		n.Close()
+		os.Remove(tmp)
+		return nil, err
+	}
 	if err := os.Rename(tmp, path); err != nil {
 		n.Close()
 		os.Remove(tmp)
 		return nil, err
 	}
 	return n, nil
+}
+
+// makeDir makes the GPU's directory beside the block, if there is none,
+// with its BE file and the BE file's link beside the block: in a Shared
+// directory the GPU's directory sticky and writable by all (each user's
+// carve makes its tenants' LS files there), the BE file NodeSharedPerm;
+// else the caller's alone.
+func (n *Node) makeDir() error {
+	d := n.Path + NodeDirSuffix
+	shared := Shared(filepath.Dir(n.Path))
+	dperm, fperm := os.FileMode(0o700), os.FileMode(0o600)
+	if shared {
+		dperm, fperm = 0o777|os.ModeSticky, NodeSharedPerm
+	}
+	if err := os.Mkdir(d, 0o700); err == nil {
+		if err := os.Chmod(d, dperm); err != nil {
+			return fmt.Errorf("node block's directory: %w", err)
+		}
+	} else if !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("node block's directory: %w", err)
+	}
+	if st, err := os.Lstat(d); err != nil || !st.IsDir() {
+		return fmt.Errorf("node block's directory %s is not a directory: with no LS or BE tenant running, remove it", d)
+	}
+	be := filepath.Join(d, NodeBEFile)
+	if _, err := os.Lstat(be); errors.Is(err, os.ErrNotExist) {
+		if err := makeFile(be, fperm, BESize, func(mem []byte) {
+			f := (*BEFile)(unsafe.Pointer(&mem[0]))
+			f.Magic, f.Version, f.Size = BEMagic, NodeVersion, BESize
+		}); err != nil {
+			return fmt.Errorf("node block's BE file: %w", err)
+		}
+	}
+	link := n.Path + NodeBELink
+	if _, err := os.Lstat(link); errors.Is(err, os.ErrNotExist) {
+		if err := os.Link(be, link); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("node block's BE file: %w", err)
+		}
+	}
+	return nil
+}
+
+// makeFile makes the file path of size bytes and mode perm (past the
+// umask), written by fill through a mapping before it appears there.
+func makeFile(path string, perm os.FileMode, size int, fill func([]byte)) error {
+	tmp := path + ".new"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	err = f.Chmod(perm)
+	if err == nil {
+		err = f.Truncate(int64(size))
+	}
+	var mem []byte
+	if err == nil {
+		mem, err = syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	}
+	if err == nil {
+		fill(mem)
+		syscall.Munmap(mem)
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 // Nodes maps every node block in dir; close each.
@@ -179,7 +333,8 @@ func Nodes(dir string) ([]*Node, error) {
 	}
 	var out []*Node
 	for _, p := range paths {
-		if filepath.Ext(p) == ".new" {
+		if filepath.Ext(p) == ".new" || strings.HasSuffix(p, NodeDirSuffix) || strings.HasSuffix(p, NodeBELink) ||
+			strings.Contains(filepath.Base(p), NodeLSLink) {
 			continue
 		}
 		f, err := os.OpenFile(p, os.O_RDWR|syscall.O_NOFOLLOW, 0)
@@ -200,8 +355,9 @@ func Nodes(dir string) ([]*Node, error) {
 	return out, nil
 }
 
-// resetLease writes the lease carve sets into the block: every tenant of
-// the GPU may write it, and the shims honour none longer.
+// resetLease writes the lease carve sets into the block: a block of an
+// older release, or one a user's carve wrote in the node directory, may
+// say another, and the shims honour none longer.
 func (n *Node) resetLease() { atomic.StoreUint64(&n.b.LeaseNS, uint64(NodeLease)) }
 
 // Name is the block's file name.
@@ -231,10 +387,10 @@ func (n *Node) Fixed() (m topo.Enable) {
 	return m
 }
 
-// LSSlot is a snapshot of one LS tenant's slot.
+// LSSlot is a snapshot of one process of an LS tenant, in its seat.
 type LSSlot struct {
 	Slot     int
-	PID      int
+	PID      int // the process's, in its namespace
 	Busy     bool
 	Beat     time.Duration // since the last heartbeat (of CLOCK_MONOTONIC)
 	BusyTime time.Duration
@@ -242,61 +398,135 @@ type LSSlot struct {
 	Reserved topo.Enable
 }
 
-// LS returns the slots in use.
-func (n *Node) LS() []LSSlot {
+// LSPath is the LS file of seat i, as the table names it now.
+func (n *Node) LSPath(i int) string { return n.lsPath(i) }
+
+func (n *Node) lsPath(i int) string {
+	return filepath.Join(n.Path+NodeDirSuffix, LSFileName(i, atomic.LoadUint32(&n.b.Slots[i].Serial)))
+}
+
+// mapLS maps the LS file path, for writing where rw; it is the caller's to
+// unmap. A link, or a file of another size, is not mapped.
+func mapLS(path string, rw bool) (*LSFile, []byte, *os.File, error) {
+	flag, prot := os.O_RDONLY, syscall.PROT_READ
+	if rw {
+		flag, prot = os.O_RDWR, syscall.PROT_READ|syscall.PROT_WRITE
+	}
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() != LSSize {
+		f.Close()
+		return nil, nil, nil, fmt.Errorf("LS file %s has the wrong size", path)
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), 0, LSSize, prot, syscall.MAP_SHARED)
+	if err != nil {
+		f.Close()
+		return nil, nil, nil, err
+	}
+	return (*LSFile)(unsafe.Pointer(&mem[0])), mem, f, nil
+}
+
+// LS returns the processes of the seated LS tenants, each as its LS file
+// says (one a tenant can read).
+func (n *Node) LS() (out []LSSlot) {
 	now := monotonicNS()
-	var out []LSSlot
+	used := atomic.LoadUint32(&n.b.Used)
 	for i := range n.b.Slots {
-		s := &n.b.Slots[i]
-		pid := atomic.LoadUint32(&s.PID)
+		if used&(1<<i) == 0 {
+			continue
+		}
+		out = append(out, n.lsProcs(i, now)...)
+	}
+	return out
+}
+
+// lsProcs are the processes of seat i's LS file (LS).
+func (n *Node) lsProcs(i int, now int64) (out []LSSlot) {
+	var reserved topo.Enable
+	for j := range reserved {
+		reserved[j] = atomic.LoadUint32(&n.b.Slots[i].Reserved[j])
+	}
+	path := n.lsPath(i)
+	ls, mem, f, err := mapLS(path, false)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	defer syscall.Munmap(mem)
+	guarded(path, func() { out = lsProcsOf(ls, i, reserved, now) }) // its tenant may cut it short meanwhile
+	return out
+}
+
+func lsProcsOf(ls *LSFile, i int, reserved topo.Enable, now int64) (out []LSSlot) {
+	for j := range ls.Procs {
+		p := &ls.Procs[j]
+		pid := atomic.LoadUint32(&p.PID)
 		if pid == 0 {
 			continue
 		}
-		l := LSSlot{Slot: i, PID: int(pid), Busy: atomic.LoadUint32(&s.Busy) != 0,
-			BusyTime: time.Duration(atomic.LoadUint64(&s.BusyNS)), Requests: atomic.LoadUint64(&s.Requests)}
-		if beat := atomic.LoadUint64(&s.BeatNS); beat != 0 {
+		l := LSSlot{Slot: i, PID: int(pid), Busy: atomic.LoadUint32(&p.Busy) != 0, Reserved: reserved,
+			BusyTime: time.Duration(atomic.LoadUint64(&p.BusyNS)), Requests: atomic.LoadUint64(&p.Requests)}
+		if beat := atomic.LoadUint64(&p.BeatNS); beat != 0 {
 			l.Beat = time.Duration(now - int64(beat))
-		}
-		for j := range l.Reserved {
-			l.Reserved[j] = atomic.LoadUint32(&s.Reserved[j])
 		}
 		out = append(out, l)
 	}
 	return out
 }
 
-// NodeSlotLock is the byte of the node block's file whose POSIX record
-// lock is slot i's (CARVE_NODE_SLOT_LOCK): its tenant holds it for life.
-func NodeSlotLock(i int) int64 {
-	return int64(unsafe.Offsetof(NodeBlock{}.Slots)) + int64(i)*int64(unsafe.Sizeof(NodeSlot{}))
+// LSProcLock is the byte of an LS file whose POSIX record lock is entry
+// i's (CARVE_LS_PROC_LOCK): its process holds it for life.
+func LSProcLock(i int) int64 {
+	return int64(unsafe.Offsetof(LSFile{}.Procs)) + int64(i)*int64(unsafe.Sizeof(LSProc{}))
 }
 
-// Reclaim frees the slots of tenants that have ended: those whose lock no
-// process holds. It takes each such slot's lock while it clears it, so that
-// a tenant taking the slot at the same moment is never undone, and it needs
-// no pid, so it is right for tenants in containers too. It writes the lease
-// carve sets into the block again (NodeLease).
+// Reclaim frees the entries of LS tenants' processes that have ended,
+// in the LS files the caller may write: those whose lock no process
+// holds. It takes each such entry's lock while it clears it, so that a
+// process taking the entry at the same moment is never undone, and it
+// needs no pid, so it is right for tenants in containers too. It writes
+// the lease carve sets into the block again (NodeLease). An LS file the
+// caller may not write (another user's) is left: its dead entries hold no
+// BE back for longer than the lease.
 func (n *Node) Reclaim() int {
 	n.resetLease()
-	f, err := os.OpenFile(n.Path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	freed := 0
+	used := atomic.LoadUint32(&n.b.Used)
+	for i := range n.b.Slots {
+		if used&(1<<i) != 0 {
+			freed += reclaimLS(n.lsPath(i))
+		}
+	}
+	return freed
+}
+
+func reclaimLS(path string) (freed int) {
+	ls, mem, f, err := mapLS(path, true)
 	if err != nil {
 		return 0
 	}
 	defer f.Close() // lets go of every lock taken here
-	freed := 0
-	for i := range n.b.Slots {
-		s := &n.b.Slots[i]
-		if atomic.LoadUint32(&s.PID) == 0 {
+	defer syscall.Munmap(mem)
+	guarded(path, func() { freed = reclaimProcs(ls, f) }) // its tenant may cut it short meanwhile
+	return freed
+}
+
+func reclaimProcs(ls *LSFile, f *os.File) (freed int) {
+	for i := range ls.Procs {
+		p := &ls.Procs[i]
+		if atomic.LoadUint32(&p.PID) == 0 {
 			continue
 		}
-		lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0, Start: NodeSlotLock(i), Len: 1}
+		lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0, Start: LSProcLock(i), Len: 1}
 		if syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &lk) != nil {
-			continue // its tenant runs
+			continue // its process runs
 		}
-		atomic.StoreUint32(&s.Busy, 0)
-		atomic.AndUint32(&n.b.Busy, ^(uint32(1) << i))
-		atomic.StoreUint32(&s.PID, 0)
-		atomic.AddUint32(&n.b.Gen, 1)
+		atomic.StoreUint32(&p.Busy, 0)
+		atomic.AndUint32(&ls.Busy, ^(uint32(1) << i))
+		atomic.StoreUint32(&p.PID, 0)
 		freed++
 		lk.Type = syscall.F_UNLCK
 		syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &lk)

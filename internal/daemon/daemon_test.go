@@ -24,6 +24,7 @@ import (
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/mps"
 	"github.com/carve-gpu/carve/internal/mps/mpstest"
+	"github.com/carve-gpu/carve/internal/place"
 	"github.com/carve-gpu/carve/internal/status"
 )
 
@@ -47,15 +48,15 @@ func deadPID(t *testing.T) int {
 	return c.Process.Pid
 }
 
-// The test binary doubles as an LS tenant's stand-in: with HOLD_SLOT set it
-// holds the lock of that slot of the node block HOLD_NODE, as a shim does,
-// until its stdin closes.
+// The test binary doubles as an LS tenant's process's stand-in: with
+// HOLD_SLOT set it holds the lock of that entry of the LS file HOLD_NODE,
+// as a shim does, until its stdin closes.
 func TestMain(m *testing.M) {
 	if slot := os.Getenv("HOLD_SLOT"); slot != "" {
 		i, _ := strconv.Atoi(slot)
 		f, err := os.OpenFile(os.Getenv("HOLD_NODE"), os.O_RDWR, 0)
 		if err == nil {
-			err = syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &syscall.Flock_t{Type: syscall.F_WRLCK, Start: ctl.NodeSlotLock(i), Len: 1})
+			err = syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &syscall.Flock_t{Type: syscall.F_WRLCK, Start: ctl.LSProcLock(i), Len: 1})
 		}
 		if err != nil {
 			os.Exit(2)
@@ -67,7 +68,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// slotHolder is a process holding the lock of slot i of the node block at
+// slotHolder is a process holding the lock of entry i of the LS file at
 // path until the test ends; it returns its pid.
 func slotHolder(t *testing.T, path string, i int) int {
 	t.Helper()
@@ -85,8 +86,8 @@ func slotHolder(t *testing.T, path string, i int) int {
 	return c.Process.Pid
 }
 
-// takeSlot writes an LS tenant into slot i of the node block, as its shim
-// would: pid, busy, a heartbeat now. A live tenant holds the slot's lock
+// takeSlot writes a process of an LS tenant into entry i of its LS file,
+// as its shim would: pid, busy. A live process holds the entry's lock
 // (slotHolder); pid is then the holder's.
 func takeSlot(t *testing.T, path string, i, pid int, busy bool) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -94,7 +95,7 @@ func takeSlot(t *testing.T, path string, i, pid int, busy bool) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	off := int64(unsafe.Offsetof(ctl.NodeBlock{}.Slots)) + int64(i)*int64(unsafe.Sizeof(ctl.NodeSlot{}))
+	off := int64(unsafe.Offsetof(ctl.LSFile{}.Procs)) + int64(i)*int64(unsafe.Sizeof(ctl.LSProc{}))
 	b := make([]byte, 8)
 	binary.LittleEndian.PutUint32(b, uint32(pid))
 	if busy {
@@ -155,7 +156,6 @@ func TestDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.Close()
-	node := filepath.Join(dir, "node-GPU-test")
 	ls, be := sleeper(t), sleeper(t)
 	for _, in := range []ctl.Init{
 		{PID: ls, Parts: []ctl.Part{{Node: "node-GPU-test", Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff}, SMs: 8}}, Class: ctl.ClassLS,
@@ -181,6 +181,10 @@ func TestDaemon(t *testing.T) {
 		}
 		h.Close()
 	}
+	if err := place.Fence(dir); err != nil { // seats the LS tenant, as its placement did
+		t.Fatal(err)
+	}
+	node := filepath.Join(dir, ctl.LSLinkName("node-GPU-test", ls)) // its LS file
 	takeSlot(t, node, 0, slotHolder(t, node, 0), false)
 	takeSlot(t, node, 3, deadPID(t), true) // died while busy
 

@@ -61,8 +61,12 @@ func specName(uid string) string {
 
 // claimSpec is the CDI spec of a prepared claim on its GPUs, gpus: the
 // shim preloaded from a read-only mount, the claim's directory (its
-// reservation, the node blocks, its processes' blocks) mounted where
-// CARVE_CTL_DIR says, and, with MPS, carve's MPS pipe directory (and its
+// reservation, the node blocks, root's, an LS claim's LS files and a BE
+// claim's link to the BE file, its processes' blocks) mounted where
+// CARVE_CTL_DIR says, for an LS or BE claim each GPU's directory of LS
+// files and BE file (beside its node block) mounted read-only over its
+// place there, so that the pod writes no file of another tenant's, and,
+// with MPS, carve's MPS pipe directory (and its
 // /dev/shm) and the driver's limit of the claim's memory on each of its
 // GPUs (s.Policy.Mem, in bytes). These are the spec's edits, which a
 // container gets once whichever of the claim's requests it uses; its one
@@ -81,6 +85,12 @@ func (p Paths) claimSpec(uid, claimDir string, s Settings, useMPS bool, gpus []G
 			bind(p.Shim, ContainerShim, "ro", "nosuid", "nodev"),
 			bind(claimDir, ContainerDir, "rw", "nosuid", "nodev", "noexec"),
 		},
+	}
+	if c := s.Policy.Class; c == ctl.ClassLS || c == ctl.ClassBE {
+		for _, g := range gpus {
+			d := ctl.NodeName(g.Topology.UUID) + ctl.NodeDirSuffix
+			edits.Mounts = append(edits.Mounts, bind(filepath.Join(p.RuntimeDir, d), filepath.Join(ContainerDir, d), "ro", "nosuid", "nodev", "noexec"))
+		}
 	}
 	if useMPS {
 		edits.Env = append(edits.Env, mps.VarPipeDir+"="+ContainerPipe, mps.VarConnections+"="+strconv.Itoa(s.Connections))

@@ -4,6 +4,8 @@
 package dra
 
 import (
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,8 +87,19 @@ func TestClaimOfTwoGPUs(t *testing.T) {
 	if env := strings.Join(spec.Process.Env, " "); strings.Count(env, "LD_PRELOAD=") != 1 || !strings.Contains(env, VarClaim+"=uid-two") {
 		t.Errorf("a container of both requests: env %q, want the shim preloaded once", env)
 	}
-	if len(spec.Mounts) != 2 {
-		t.Errorf("a container of both requests: mounts %+v, want the shim's and the claim directory's once", spec.Mounts)
+	ro := map[string]bool{}
+	for _, m := range spec.Mounts {
+		if strings.HasSuffix(m.Destination, ctl.NodeDirSuffix) && slices.Contains(m.Options, "ro") {
+			ro[m.Destination] = true
+		}
+	}
+	for _, g := range td.GPUs {
+		if d := filepath.Join(ContainerDir, ctl.NodeName(g.Topology.UUID)+ctl.NodeDirSuffix); !ro[d] {
+			t.Errorf("a container of both requests: no read-only mount of %s (its LS files)", d)
+		}
+	}
+	if len(spec.Mounts) != 2+len(td.GPUs) {
+		t.Errorf("a container of both requests: mounts %+v, want the shim's, the claim directory's and each GPU's LS files' once", spec.Mounts)
 	}
 	cur, err := td.client.ResourceV1().ResourceClaims("ns").Get(t.Context(), "two", metav1.GetOptions{})
 	if err != nil || len(cur.Status.Devices) != 2 {

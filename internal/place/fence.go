@@ -1,17 +1,20 @@
 // Fences: the TPCs each node block's LS tenants keep off, those of
-// partitions outside tide and BE tenants' floors, brought up to date after
-// every change.
+// partitions outside tide and BE tenants' floors, and the LS tenants'
+// seats (ctl.Seats), brought up to date after every change.
 
 package place
 
 import (
+	"errors"
+
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/topo"
 )
 
-// Fence brings the node blocks' fixed TPCs up to date (see fence) under
-// dir's lock: a partition that ended since the last placement no longer
-// keeps LS tenants off its TPCs. carve daemon calls it now and then.
+// Fence brings the node blocks' fixed TPCs and seats up to date (see
+// fence) under dir's lock: a partition that ended since the last placement
+// no longer keeps LS tenants off its TPCs, and an LS tenant that ended
+// leaves its seat. carve daemon calls it now and then.
 func Fence(dir string) error {
 	unlock, err := lock(dir)
 	if err != nil {
@@ -22,17 +25,19 @@ func Fence(dir string) error {
 	if err != nil {
 		return err
 	}
-	return fence(dir, l.partitions())
+	return fence(dir, l.partitions(), l.seats(dir))
 }
 
 // fence writes into each node block in dir the TPCs of the partitions
 // (parts: what dir holds now) on its GPU that are neither LS nor BE, and
 // the BE tenants' floors, so that LS tenants' launches keep off them
-// (ctl.Node.SetFixed). Call it under the lock after a change.
-func fence(dir string, parts []ctl.Snapshot) error {
+// (ctl.Node.SetFixed), and seats the LS tenants (seats: every one dir
+// holds now; ctl.Seats). Call it under the lock after a change.
+func fence(dir string, parts []ctl.Snapshot, seats []ctl.Seat) error {
+	seated := ctl.Seats(dir, seats)
 	nodes, err := ctl.Nodes(dir)
 	if err != nil || len(nodes) == 0 {
-		return err
+		return errors.Join(seated, err)
 	}
 	defer func() {
 		for _, n := range nodes {
@@ -56,5 +61,5 @@ func fence(dir string, parts []ctl.Snapshot) error {
 		}
 		n.SetFixed(fixed)
 	}
-	return nil
+	return seated
 }

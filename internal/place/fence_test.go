@@ -3,10 +3,16 @@
 package place
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync/atomic"
 	"testing"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // TestFence: the node block names the TPCs of partitions outside tide,
@@ -53,5 +59,93 @@ func TestFence(t *testing.T) {
 	}
 	if got := fixed(); len(got) != 0 {
 		t.Errorf("with only LS and BE left: fixed %s", got)
+	}
+}
+
+// seatsOf are the node block's seats: each used slot's pid (a claim's: 0)
+// and reserved TPCs, by slot.
+func seatsOf(t *testing.T, dir string, top *topo.Topology) map[int]string {
+	t.Helper()
+	n, err := ctl.OpenNode(dir, ctl.NodeName(top.UUID), top.Live())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	b := nodeBlock(n)
+	out := map[int]string{}
+	for i := range b.Slots {
+		if s := &b.Slots[i]; atomic.LoadUint32(&b.Used)&(1<<i) != 0 {
+			out[i] = fmt.Sprintf("kind %d pid %d %s", s.Kind, s.PID, partition.FromEnable(top, s.Reserved))
+		}
+	}
+	return out
+}
+
+// TestSeats: each LS tenant placed gets a seat in the node block, carve's,
+// reserving its TPCs, and an LS file linked into its directory; a BE
+// tenant gets none. A tenant of carve run that ended leaves its seat, LS
+// file and link at the next placement or Fence (carve daemon's), a
+// claim released at its release; the seats of the others are kept.
+func TestSeats(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	procs := sleepers(t, 3)
+	node := ctl.NodeName(top.UUID)
+	ls, err := Place(dir, top, Request{Spec: count(t, "10"), PID: procs[0].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassLS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, err := Place(dir, top, Request{Claim: &Claim{UID: "ls", Name: "ns/ls"}, Spec: count(t, "16"), Policy: ctl.Policy{Class: ctl.ClassLS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Place(dir, top, Request{Spec: count(t, "8"), PID: procs[1].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassBE}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]string{
+		0: fmt.Sprintf("kind %d pid %d %s", ctl.SeatTenant, procs[0].Process.Pid, ls.Set),
+		1: fmt.Sprintf("kind %d pid 0 %s", ctl.SeatClaim, claim.Set),
+	}
+	if got := seatsOf(t, dir, top); !reflect.DeepEqual(got, want) {
+		t.Fatalf("seats %v, want %v", got, want)
+	}
+	link := filepath.Join(dir, ctl.LSLinkName(node, procs[0].Process.Pid))
+	file := filepath.Join(dir, node+ctl.NodeDirSuffix, ctl.LSFileName(0, 1))
+	if st, err := os.Stat(link); err != nil || !os.SameFile(st, must(os.Stat(file))) || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the LS tenant's LS file: %v %v", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(claim.Dir, ctl.LSLinkName(node, 0))); err != nil {
+		t.Fatalf("the LS claim's LS file: %v", err)
+	}
+
+	procs[0].Process.Kill()
+	procs[0].Wait()
+	if err := Fence(dir); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, 0)
+	if got := seatsOf(t, dir, top); !reflect.DeepEqual(got, want) {
+		t.Errorf("after the LS tenant ended: seats %v, want %v", got, want)
+	}
+	for _, path := range []string{link, file} {
+		if _, err := os.Lstat(path); err == nil {
+			t.Errorf("after the LS tenant ended: %s is still there", path)
+		}
+	}
+	// a new LS tenant takes the free slot, with a new LS file
+	again, err := Place(dir, top, Request{Spec: count(t, "4"), PID: procs[2].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassLS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[0] = fmt.Sprintf("kind %d pid %d %s", ctl.SeatTenant, procs[2].Process.Pid, again.Set)
+	if got := seatsOf(t, dir, top); !reflect.DeepEqual(got, want) {
+		t.Errorf("after a new LS tenant: seats %v, want %v", got, want)
+	}
+	if _, err := Release(dir, "ls"); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, 1)
+	if got := seatsOf(t, dir, top); !reflect.DeepEqual(got, want) {
+		t.Errorf("after the claim's release: seats %v, want %v", got, want)
 	}
 }

@@ -3,8 +3,8 @@
 // directories, one attacked and one not, or a test elsewhere that the
 // index (hostileElsewhere) names; each says what the attacker can still
 // do to itself, and checks that every other tenant's placement, memory
-// limit, latency gate (the node block's fixed TPCs and lease) and listing
-// are those of the twin. What does not hold is README.md's threat model.
+// limit, latency gate (the node block's fixed TPCs, lease and seats) and
+// listing are those of the twin. What does not hold is README.md's threat model.
 
 package place
 
@@ -18,7 +18,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/carve-gpu/carve/internal/ctl"
@@ -37,9 +36,10 @@ var hostileElsewhere = []struct{ attack, self, file, test string }{
 	{"a claim's root rewritten, spoiled, linked or removed: carve's record believed", "the same", "../ctl/claimrecord_test.go", "TestClaimRecordBelieved"},
 	{"carve ls and carve run beside a root of zeros", "the same", "../../cmd/carve/ls_test.go", "TestUnreadableClaimRoot"},
 	{"carve daemon's metrics beside unreadable blocks", "the same", "../daemon/unreadable_test.go", "TestMetricUnreadable"},
-	{"a busy slot no one renews, a lease of an hour, a heartbeat ahead", "none: it holds BEs one lease at most", "../../shim/shimtest/tide_node_test.go", "TestBusySlotHoldsBEOneLease"},
+	{"a busy LS file no one renews, a lease of an hour, a heartbeat ahead", "none: it holds BEs one lease at most", "../../shim/shimtest/tide_node_test.go", "TestBusySlotHoldsBEOneLease"},
+	{"garbage in another tenant's LS file or the node block, from another uid", "it writes its own LS file alone", "../../shim/shimtest/tide_node_test.go", "TestLSFilesNotWritableByOthers"},
 	{"the node block's lease rewritten", "none past the next placement or daemon pass", "../ctl/node_test.go", "TestNodeLeaseReset"},
-	{"a killed LS tenant's busy slot", "none", "../../shim/shimtest/tide_test.go", "TestLeaseAfterLSDies"},
+	{"a killed LS tenant's busy entry", "none", "../../shim/shimtest/tide_test.go", "TestLeaseAfterLSDies"},
 	{"a claim's processes under other uids: one memory account", "each holds what the claim's limit leaves", "../../shim/shimtest/inherit_test.go", "TestClaimAccountSharedAcrossUIDs"},
 	{"a zombie's pid taken for a running tenant", "none", "../ctl/alive_test.go", "TestZombieHasEnded"},
 	{"control characters in a command line or claim name", "none", "../status/escape_test.go", "TestListingsEscapeWhatTenantsControl"},
@@ -82,8 +82,9 @@ func twins(t *testing.T) [2]string {
 
 // others is what the tenants other than claim b get of carve in dir after
 // a placement of a new LS claim d: d's TPCs, the holders but b (TPCs,
-// class, memory limit), the node block's fixed TPCs and lease, and the
-// listing of a and c.
+// class, memory limit), the node block's fixed TPCs, lease and seats
+// (which BE tenants read the LS files of, and the TPCs each reserves), and
+// the listing of a and c.
 func others(t *testing.T, dir string) string {
 	t.Helper()
 	top, _ := topologyJSON(t)
@@ -106,7 +107,13 @@ func others(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(&out, "fixed %v lease %d\n", n.Fixed(), atomic.LoadUint64(&nodeBlock(n).LeaseNS))
+	b := nodeBlock(n)
+	fmt.Fprintf(&out, "fixed %v lease %d\n", n.Fixed(), atomic.LoadUint64(&b.LeaseNS))
+	for i := range b.Slots {
+		if s := &b.Slots[i]; b.Used&(1<<i) != 0 && !strings.HasPrefix(string(s.Claim[:]), "uid-b") {
+			fmt.Fprintf(&out, "seat %d: kind %d pid %d claim %q reserved %v\n", i, s.Kind, s.PID, strings.TrimRight(string(s.Claim[:]), "\x00"), s.Reserved)
+		}
+	}
 	n.Close()
 	l, err := ctl.Read(dir)
 	if err != nil {
@@ -190,14 +197,26 @@ func TestHostileClaim(t *testing.T) {
 				}
 			}
 		}, false},
-		{"node block: lease of an hour, every TPC fixed, a slot no one holds busy and reserving every TPC", "none past the next placement: carve writes its lease and fixed TPCs back and frees the slot", func(t *testing.T, cd string) {
-			n, err := ctl.OpenNode(filepath.Dir(filepath.Dir(cd)), ctl.NodeName(top.UUID), top.Live())
-			check(t, "opening the node block", err)
-			defer n.Close()
-			b := nodeBlock(n)
-			b.LeaseNS, b.Fixed = uint64(time.Hour), top.Live()
-			b.Slots[5] = ctl.NodeSlot{PID: 99, Busy: 1, BeatNS: 1 << 62, Reserved: top.Live()}
-			b.Busy |= 1 << 5
+		{"its LS file: every entry busy, a heartbeat an hour ahead, timing now, seat 0 named", "it holds the GPU's BE tenants to their share while it runs, and for a lease after", func(t *testing.T, cd string) {
+			f, err := os.OpenFile(filepath.Join(cd, ctl.LSLinkName(ctl.NodeName(top.UUID), 0)), os.O_RDWR, 0)
+			check(t, "opening its LS file", err)
+			defer f.Close()
+			mem, err := syscall.Mmap(int(f.Fd()), 0, ctl.LSSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+			check(t, "mapping its LS file", err)
+			defer syscall.Munmap(mem)
+			ls := (*ctl.LSFile)(unsafe.Pointer(&mem[0]))
+			ls.Slot, ls.Busy, ls.BeatNS, ls.TimingNS = 0, ^uint32(0), 1<<62, 1<<62
+			for i := range ls.Procs {
+				ls.Procs[i] = ctl.LSProc{PID: 99, Busy: 1, BeatNS: 1 << 62, TimingNS: 1 << 62}
+			}
+		}, false},
+		{"the node block, the GPU's directory and its BE file: carve's and read-only to it", "none: TestHostileOtherUID has another uid try; BE claims may write the BE file (LS tenants' alone histograms)", func(t *testing.T, cd string) {
+			node := filepath.Join(cd, ctl.NodeName(top.UUID))
+			for path, want := range map[string]os.FileMode{node: 0o644, node + ctl.NodeDirSuffix: os.ModeDir | 0o755} {
+				if st, err := os.Stat(path); err != nil || st.Mode() != want {
+					t.Fatalf("%s: %v %v, want mode %v", path, st.Mode(), err, want)
+				}
+			}
 		}, false},
 	} {
 		t.Run(tc.attack, func(t *testing.T) {
@@ -218,15 +237,33 @@ func TestHostileClaim(t *testing.T) {
 	}
 }
 
-// TestHostileNodeHeader: a pod that spoils its GPU's node block's header
-// (its version) stops LS and BE placements on the GPU, which say which
-// block to remove, until an operator removes it; tenants without class,
-// and the claims reserved, are as the twin's. This is what a pod can
-// still do to others through the node block's header (README.md).
+// TestHostileNodeHeader: the node block is carve's: a pod, under another
+// uid than carve-dra's, cannot write it (as root, the test tries as uid
+// 65534), nor remove its link. A block spoiled anyway (left by another
+// release: its version) stops LS and BE placements on the GPU, which say
+// which block to remove, until an operator removes it; tenants without
+// class, and the claims reserved, are as the twin's.
 func TestHostileNodeHeader(t *testing.T) {
 	top, _ := topologyJSON(t)
 	dirs := twins(t)
 	node := filepath.Join(dirs[1], ctl.ClaimsDir, "uid-b", ctl.NodeName(top.UUID))
+	if os.Getuid() == 0 {
+		for _, d := range []string{filepath.Dir(dirs[1]), dirs[1], filepath.Join(dirs[1], ctl.ClaimsDir)} {
+			os.Chmod(d, 0o711) // as the pod's mount of its directory lets it through
+		}
+		for _, script := range []string{`printf x | dd of="$1" bs=1 seek=4 conv=notrunc`, `rm -f "$1"`, `: > "$1.d/x"`} {
+			cmd := exec.Command("/bin/sh", "-c", script, "sh", node)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			if err := cmd.Run(); err == nil {
+				t.Errorf("another uid ran %s on the node block %s", script, node)
+			}
+		}
+		if got, want := others(t, dirs[1]), others(t, dirs[0]); got != want {
+			t.Errorf("after another uid's attempts on the node block, the others get\n%s\nwant\n%s", got, want)
+		}
+		dirs = twins(t)
+		node = filepath.Join(dirs[1], ctl.ClaimsDir, "uid-b", ctl.NodeName(top.UUID))
+	}
 	f, err := os.OpenFile(node, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)

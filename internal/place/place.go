@@ -132,6 +132,9 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	}
 	if r.Claim != nil {
 		if p, err := r.Claim.again(dir, claimDir, gpus, l); p != nil || err != nil {
+			if p != nil { // its seats' links, where its directory was made anew
+				fence(dir, l.partitions(), l.seats(dir))
+			}
 			return p, err
 		}
 	}
@@ -154,18 +157,24 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 		p.More = nil
 	}
 	var made ctl.Snapshot
+	blocks, claims := l.blocks, l.claims
 	if r.Claim != nil {
 		made, err = r.Claim.reserve(dir, claimDir, in)
+		claims = append(claims[:len(claims):len(claims)], ctl.Claim{UID: r.Claim.UID, Dir: claimDir, Root: made})
 	} else {
 		p.Block, err = create(dir, in)
 		if err == nil {
 			made = p.Block.Snapshot()
+			blocks = append(blocks[:len(blocks):len(blocks)], ctl.Entry{Snapshot: made, Path: p.Block.Path})
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	fence(dir, append(l.partitions(), made))
+	// an LS tenant that got no seat (its shim says so) runs as an
+	// ordinary partitioned tenant; another's seat that fails is no
+	// reason to refuse this one
+	fence(dir, append(l.partitions(), made), ctl.SeatsOf(dir, blocks, claims))
 	return p, nil
 }
 

@@ -94,7 +94,10 @@ func reserveIn(dir, cd string, in ctl.Init) (ctl.Snapshot, error) {
 
 // claimDir makes the directory cd of a claim reserved as in says, if
 // there is none, with a link to each of its GPUs' node blocks for an LS
-// or BE claim (made where there is none); a link there already is kept.
+// or BE claim (made where there is none), the mount point of the GPU's
+// directory and, for a BE claim, a link to the GPU's BE file; a link there
+// already is kept. An LS claim's LS file is linked when it is seated
+// (fence).
 func claimDir(dir, cd string, in ctl.Init) error {
 	if err := os.MkdirAll(cd, 0o755); err != nil {
 		return fmt.Errorf("claim directory: %w", err)
@@ -111,11 +114,22 @@ func claimDir(dir, cd string, in ctl.Init) error {
 			break
 		}
 		node := filepath.Join(dir, p.Node)
-		if err := ctl.ShareNode(node); err != nil { // LS tenants of any user take slots
+		if err := ctl.ShareNode(node); err != nil { // its pod reads the block, which carve alone writes
 			return err
 		}
 		if err := os.Link(node, filepath.Join(cd, p.Node)); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("node block in the claim's directory: %w", err)
+		}
+		// where the GPU's directory is mounted, read-only (carve-dra's CDI
+		// spec): root's, so that the pod can neither remove nor replace it
+		if err := os.Mkdir(filepath.Join(cd, p.Node+ctl.NodeDirSuffix), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("node block in the claim's directory: %w", err)
+		}
+		if in.Class == ctl.ClassBE { // the BE file, which BE tenants stamp; an LS claim's LS file is linked by its seat
+			be := filepath.Join(dir, p.Node+ctl.NodeDirSuffix, ctl.NodeBEFile)
+			if err := os.Link(be, filepath.Join(cd, p.Node+ctl.NodeBELink)); err != nil && !errors.Is(err, os.ErrExist) {
+				return fmt.Errorf("node block's BE file in the claim's directory: %w", err)
+			}
 		}
 	}
 	return nil
@@ -147,7 +161,7 @@ func Release(dir, uid string) (bool, error) {
 	}
 	l, err := list(dir)
 	if err == nil {
-		fence(dir, l.partitions())
+		fence(dir, l.partitions(), l.seats(dir))
 	}
 	return true, nil
 }

@@ -80,8 +80,17 @@ func TestReserveLayout(t *testing.T) {
 	}
 	node := filepath.Join(ls.Dir, ctl.NodeName(top.UUID))
 	nst, err := os.Stat(node)
-	if err != nil || nst.Mode().Perm() != 0o666 || !os.SameFile(nst, must(os.Stat(filepath.Join(dir, ctl.NodeName(top.UUID))))) {
+	if err != nil || nst.Mode().Perm() != 0o644 || !os.SameFile(nst, must(os.Stat(filepath.Join(dir, ctl.NodeName(top.UUID))))) {
 		t.Errorf("node block in the claim: %v %v", nst, err)
+	}
+	// its LS file, the one file of the GPU's it may write, linked from
+	// its seat's in the GPU's directory (which its pod gets read-only)
+	lst, err := os.Stat(filepath.Join(ls.Dir, ctl.LSLinkName(ctl.NodeName(top.UUID), 0)))
+	if err != nil || lst.Mode().Perm() != 0o666 || !os.SameFile(lst, must(os.Stat(filepath.Join(dir, ctl.NodeName(top.UUID)+ctl.NodeDirSuffix, ctl.LSFileName(0, 1))))) {
+		t.Errorf("LS file in the claim: %v %v", lst, err)
+	}
+	if _, err := os.Lstat(filepath.Join(ls.Dir, ctl.NodeName(top.UUID)+ctl.NodeBELink)); err == nil {
+		t.Errorf("an LS claim's directory links the BE file, which BE claims write")
 	}
 	claims, _, err := ctl.Claims(dir)
 	if err != nil || len(claims) != 1 || claims[0].Name() != "ns/ls" || claims[0].Root.Class != ctl.ClassLS ||
@@ -137,8 +146,11 @@ func TestReserveAgainRebuilds(t *testing.T) {
 			t.Errorf("%s: the root made anew: %+v", name, root)
 		}
 		nst, err := os.Stat(node)
-		if err != nil || nst.Mode().Perm() != ctl.NodeSharedPerm || !os.SameFile(nst, must(os.Stat(filepath.Join(dir, ctl.NodeName(top.UUID))))) {
+		if err != nil || nst.Mode().Perm() != 0o644 || !os.SameFile(nst, must(os.Stat(filepath.Join(dir, ctl.NodeName(top.UUID))))) {
 			t.Errorf("%s: the node block's link: %v %v", name, nst, err)
+		}
+		if _, err := os.Stat(filepath.Join(again.Dir, ctl.LSLinkName(ctl.NodeName(top.UUID), 0))); err != nil {
+			t.Errorf("%s: the LS file's link: %v", name, err)
 		}
 	}
 }

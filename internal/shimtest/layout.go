@@ -12,7 +12,7 @@ import (
 )
 
 // Layout runs the C program that prints the headers' layouts: per struct
-// ("" for carve_ctl, "part", "node", "slot"), each field's offset and size
+// ("" for carve_ctl, "part", "node", "slot", "ls", "lsproc", "be"), each field's offset and size
 // (and the struct's in "sizeof"); the fault codes; and the constants (in
 // fields["const"], value in [0]). Its lines of each field's kind ("kind
 // NAME KIND") are left to those that read them.

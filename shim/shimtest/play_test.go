@@ -1,13 +1,16 @@
 // What a test plays in the blocks the shim reads: it maps a block's file
 // a second time, as the shim does, and reads and writes it through ctl's
-// mirrors (ctl.Block, ctl.NodeBlock). A player writes a node block as an
-// LS tenant's shim keeps its slot (shim/tide_node.c), on the shims' clock (now,
-// in ns): BE tenants' shims then see exactly what the test wrote, and when.
+// mirrors (ctl.Block, ctl.NodeBlock, ctl.LSFile). A player seats LS
+// tenants in a node block as carve does and writes their LS files as an LS
+// tenant's shim keeps its entry (shim/tide_node.c), on the shims' clock
+// (now, in ns): BE tenants' shims then see exactly what the test wrote,
+// and when.
 
 package shimtest_test
 
 import (
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -38,59 +41,84 @@ func blockOf(t testing.TB, h *ctl.Handle) *ctl.Block {
 	return (*ctl.Block)(mapFile(t, h.Path, ctl.Size))
 }
 
-// player is a node block mapped for a test that plays an LS tenant's shim.
-type player struct{ b *ctl.NodeBlock }
+// player is a node block mapped for a test that plays carve (the table)
+// and LS tenants' shims (their LS files, entry 0 of each).
+type player struct {
+	t testing.TB
+	n *ctl.Node
+	b *ctl.NodeBlock
+}
 
 // playOn maps n's node block for the test to play in.
 func playOn(t testing.TB, n *ctl.Node) player {
-	return player{(*ctl.NodeBlock)(mapFile(t, n.Path, ctl.NodeSize))}
+	return player{t, n, (*ctl.NodeBlock)(mapFile(t, n.Path, ctl.NodeSize))}
 }
 
-// ls takes slot i for an LS tenant of pid that reserves the TPCs reserved
-// (enable bits); the slot's lock is not taken.
+// ls seats, in slot i (the first free one), an LS tenant of pid that
+// reserves the TPCs reserved (enable bits), with its LS file, as carve
+// does; no entry's lock is taken.
 func (p player) ls(i, pid int, reserved [4]uint32) {
-	s := &p.b.Slots[i]
-	for w := range reserved {
-		atomic.StoreUint32(&s.Reserved[w], reserved[w])
+	p.t.Helper()
+	got, err := p.n.Give(ctl.Seat{PID: pid, Node: p.n.Name(), Reserved: reserved, Dir: filepath.Dir(p.n.Path)})
+	if err != nil || got != i {
+		p.t.Fatalf("seating pid %d: slot %d, %v; want slot %d", pid, got, err, i)
 	}
-	atomic.StoreUint32(&s.PID, uint32(pid))
-	atomic.AddUint32(&p.b.Gen, 1)
+}
+
+// file is slot i's LS file, mapped.
+func (p player) file(i int) *ctl.LSFile {
+	return (*ctl.LSFile)(mapFile(p.t, p.n.LSPath(i), ctl.LSSize))
 }
 
 // busy marks slot i's tenant busy (a request begins) or idle (it ends) at
-// now, and renews its heartbeat.
+// now in its entry 0, and renews its heartbeat.
 func (p player) busy(i int, busy bool, now time.Duration) {
-	s := &p.b.Slots[i]
+	f := p.file(i)
+	s := &f.Procs[0]
+	atomic.StoreUint32(&s.PID, 1)
 	p.beat(i, now)
 	if busy {
 		atomic.StoreUint64(&s.BusySinceNS, uint64(now))
 		atomic.AddUint64(&s.Requests, 1)
 		atomic.StoreUint32(&s.Busy, 1)
-		atomic.OrUint32(&p.b.Busy, 1<<i)
+		atomic.OrUint32(&f.Busy, 1)
 	} else {
 		atomic.AddUint64(&s.BusyNS, uint64(now)-atomic.LoadUint64(&s.BusySinceNS))
 		atomic.StoreUint32(&s.Busy, 0)
-		atomic.AndUint32(&p.b.Busy, ^uint32(1<<i))
+		atomic.AndUint32(&f.Busy, ^uint32(1))
 	}
 }
 
-// beat renews slot i's heartbeat, and the node's latest, at now.
+// beat renews slot i's heartbeat, and its LS file's latest, at now.
 func (p player) beat(i int, now time.Duration) {
-	atomic.StoreUint64(&p.b.Slots[i].BeatNS, uint64(now))
-	atomic.StoreUint64(&p.b.BeatNS, uint64(now))
+	f := p.file(i)
+	atomic.StoreUint64(&f.Procs[0].BeatNS, uint64(now))
+	atomic.StoreUint64(&f.BeatNS, uint64(now))
 }
 
 // timing stamps slot i as an LS tenant's shim does when it records an
 // event made for timing, at now.
 func (p player) timing(i int, now time.Duration) {
-	atomic.StoreUint64(&p.b.TimingNS[i], uint64(now))
+	f := p.file(i)
+	atomic.StoreUint64(&f.Procs[0].TimingNS, uint64(now))
+	atomic.StoreUint64(&f.TimingNS, uint64(now))
 }
 
-// busyBits is the node block's busy field.
-func (p player) busyBits() uint32 { return atomic.LoadUint32(&p.b.Busy) }
+// busyBits has bit i set for each seat whose LS file has a busy entry.
+func (p player) busyBits() uint32 {
+	var bits uint32
+	for i := range ctl.NodeSlots {
+		if atomic.LoadUint32(&p.b.Used)&(1<<i) != 0 && atomic.LoadUint32(&p.file(i).Busy) != 0 {
+			bits |= 1 << i
+		}
+	}
+	return bits
+}
 
 // lease is the node's lease.
 func (p player) lease() time.Duration { return time.Duration(atomic.LoadUint64(&p.b.LeaseNS)) }
 
 // stamp is slot i's latest timing stamp (0: none).
-func (p player) stamp(i int) time.Duration { return time.Duration(atomic.LoadUint64(&p.b.TimingNS[i])) }
+func (p player) stamp(i int) time.Duration {
+	return time.Duration(atomic.LoadUint64(&p.file(i).TimingNS))
+}

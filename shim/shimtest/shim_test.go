@@ -16,7 +16,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -104,8 +106,34 @@ func startExec(t testing.TB, dir string, in ctl.Init, env ...string) (*proc, *ct
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
+	if in.Class == ctl.ClassLS {
+		seat(t, dir, in)
+	}
 	fmt.Fprintln(p.in, "go")
 	return p, h
+}
+
+// seat seats the LS tenant in describes in the node block of each of its
+// GPUs in dir, where there is one, as carve's placement does.
+func seat(t testing.TB, dir string, in ctl.Init) {
+	t.Helper()
+	for _, p := range in.Parts {
+		if p.Node == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, p.Node)); err != nil {
+			continue
+		}
+		n, err := ctl.OpenNode(dir, p.Node, p.Live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = n.Give(ctl.Seat{PID: in.PID, Node: p.Node, Reserved: p.Mask.Enable().And(p.Live), Dir: dir})
+		n.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // startNoShim starts the driver program on the fake driver without the

@@ -1,12 +1,21 @@
-// What a BE tenant's shim believes of the node block (shim/tide_node.c):
-// every tenant of the GPU may write it, so a busy slot that no LS tenant
-// renews holds BE tenants back for carve's lease at most, whatever lease
-// or heartbeat the block says.
+// What a BE tenant's shim believes of the node block and the LS files
+// (shim/tide_node.c): an LS file says what its tenant likes of itself, so a
+// busy entry that no LS tenant renews holds BE tenants back for carve's
+// lease at most, whatever lease (a block of another release) or heartbeat
+// the files say; the shims map the node block read-only and write only
+// their own files, which other uids cannot write; and a file cut short
+// under a shim's mapping harms no one else.
 
 package shimtest_test
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,5 +50,172 @@ func TestBusySlotHoldsBEOneLease(t *testing.T) {
 					launches, d, ctl.NodeLease)
 			}
 		})
+	}
+}
+
+// mapsOf is the lines of /proc/PID/maps that map a file whose path
+// contains part: each its permissions ("r--s") and path.
+func mapsOf(t testing.TB, pid int, part string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && strings.Contains(f[5], part) {
+			out[f[5]] = f[1]
+		}
+	}
+	return out
+}
+
+// TestShimMapsNodeReadOnly: the shims of an LS and a BE tenant map the
+// node block read-only, each LS tenant its own LS file read-write and the
+// BE file read-only, and a BE tenant the seats' LS files read-only and the
+// BE file read-write: what a tenant's shim writes is its own.
+func TestShimMapsNodeReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*us)
+	ls, _ := lsOn(t, c, dir)
+	be, _ := beOn(t, c, dir, ctl.Tide{})
+	be.burst(t, 1) // its gate reads the seats' LS files
+	node := filepath.Join(dir, "node-test")
+	for who, want := range map[int]map[string]string{
+		ls.pid: {node: "r--s", filepath.Join(dir, ctl.LSLinkName("node-test", ls.pid)): "rw-s",
+			filepath.Join(node+ctl.NodeDirSuffix, ctl.NodeBEFile): "r--s"},
+		be.pid: {node: "r--s", filepath.Join(node+ctl.NodeDirSuffix, ctl.LSFileName(0, 1)): "r--s", node + ctl.NodeBELink: "rw-s"},
+	} {
+		got := mapsOf(t, who, "node-test")
+		for path, perm := range want {
+			if got[path] != perm {
+				t.Errorf("pid %d maps %s as %q, want %q (all: %v)", who, path, got[path], perm, got)
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("pid %d maps %v, want %v", who, got, want)
+		}
+	}
+}
+
+// asNobody runs the shell command script with "$1" path as uid 65534, as
+// another user's tenant or a pod's container would be.
+func asNobody(script, path string) error {
+	cmd := exec.Command("/bin/sh", "-c", script, "sh", path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	return cmd.Run()
+}
+
+// zeros writes a page of zeros over "$1".
+const zeros = `dd if=/dev/zero of="$1" bs=4096 count=1 conv=notrunc 2>/dev/null`
+
+// TestLSFilesNotWritableByOthers: a tenant under another uid cannot write
+// an LS tenant's LS file (in the node directory, where each user's LS
+// files are its own, mode 0644), so the BE it would free is still held
+// while the LS tenant is busy; and a claim's pod cannot write the node
+// block linked into its directory (root's, mode 0644), only its own LS
+// file. It needs root, to run the attacker as another uid.
+func TestLSFilesNotWritableByOthers(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("runs the attacker as another uid: needs root")
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil { // a node directory
+		t.Fatal(err)
+	}
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*us)
+	ls, _ := lsOn(t, c, dir)
+	be, _ := beOn(t, c, dir, ctl.Tide{Epoch: 50 * time.Millisecond})
+	ls.say(t, "dur 100000000")
+	ls.say(t, "klaunch kernel") // 100 s
+	c.Settle()
+	for _, path := range []string{filepath.Join(dir, ctl.LSLinkName("node-test", ls.pid)), n.LSPath(0)} {
+		if err := asNobody(zeros, path); err == nil {
+			t.Errorf("another uid wrote zeros over the LS tenant's LS file %s", path)
+		}
+	}
+	if s, ok := busyOf(n, ls.pid); !ok || !s.Busy {
+		t.Fatalf("after another uid's attempts, the LS tenant is not busy: %+v", s)
+	}
+	if d := be.burst(t, 1); d != 50*ms {
+		t.Errorf("a BE launch beside the busy LS tenant took %v, want an epoch (50 ms): held", d)
+	}
+
+	// a claim's directory: the node block root's, the pod's LS file its own
+	rd := filepath.Join(dir, "run")
+	cd := filepath.Join(dir, "claim")
+	for _, d := range []string{rd, cd} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(cd, 0o777|os.ModeSticky)
+	cn, err := ctl.OpenNode(rd, "node-claim", live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cn.Close()
+	if err := ctl.ShareNode(cn.Path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(cn.Path, filepath.Join(cd, "node-claim")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cn.Give(ctl.Seat{Claim: "uid-a", Node: "node-claim", Reserved: enableOnly(0, 1), Dir: cd}); err != nil {
+		t.Fatal(err)
+	}
+	if err := asNobody(zeros, filepath.Join(cd, "node-claim")); err == nil {
+		t.Errorf("a pod under another uid wrote the node block linked into its claim's directory")
+	}
+	if err := asNobody(`rm -f "$1"`, filepath.Join(cd, "node-claim")); err == nil {
+		t.Errorf("a pod under another uid removed the node block's link from its claim's directory")
+	}
+	if err := asNobody(`printf x | dd of="$1" bs=1 seek=40 conv=notrunc 2>/dev/null`, filepath.Join(cd, ctl.LSLinkName("node-claim", 0))); err != nil {
+		t.Errorf("a pod under another uid could not write its own LS file: %v", err)
+	}
+}
+
+// TestCutShortFilesHarmNoOne: an LS tenant that cuts its LS file short,
+// or a BE tenant the BE file, under the others' mappings harms no one
+// else: a BE tenant reads the LS file as no one busy and goes on, an LS
+// tenant reads the BE file as no BE launch, and a BE tenant's stamps go
+// nowhere (a read of a mapping past its file's end would have ended each
+// with SIGBUS).
+func TestCutShortFilesHarmNoOne(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*us)
+	ls := playLS(t, n, c, enableOnly(0, 1))
+	be, _ := beOn(t, c, dir, ctl.Tide{Epoch: 50 * time.Millisecond})
+	ls.set(true)
+	if d := be.burst(t, 1); d != 50*ms {
+		t.Fatalf("a BE launch beside the busy LS tenant took %v, want an epoch (50 ms)", d)
+	}
+	if err := os.Truncate(n.LSPath(0), 0); err != nil {
+		t.Fatal(err)
+	}
+	ls.busy = false // the player beats no more: its file is cut short (its last beat is fresh)
+	if d := be.burst(t, 3); d != 0 {
+		t.Errorf("BE launches beside an LS file cut short took %v, want none held", d)
+	}
+	real, _ := lsOn(t, c, dir)
+	if err := os.Truncate(filepath.Join(dir, "node-test"+ctl.NodeDirSuffix, ctl.NodeBEFile), 0); err != nil {
+		t.Fatal(err)
+	}
+	be.burst(t, 3) // stamps the BE file cut short
+	real.say(t, "dur 1000")
+	real.say(t, "klaunch kernel") // a busy period, which reads the BE file when it ends
+	c.Drive("the LS tenant to be idle", func() bool { s, _ := busyOf(n, real.pid); return !s.Busy }, time.Second)
+	if got := real.say(t, "sms"); !strings.HasPrefix(got, "sms ") {
+		t.Errorf("the LS tenant after the BE file was cut short: %q", got)
+	}
+	if d := be.burst(t, 1); d < 0 {
+		t.Errorf("the BE tenant after the BE file was cut short: %v", d)
 	}
 }

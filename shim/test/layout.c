@@ -28,13 +28,25 @@ int main(void)
 	printf("hist.sizeof %zu %zu\n", sizeof(struct carve_hist), sizeof(struct carve_hist));
 	H(sum_ns); H(bucket);
 	P(gpu); P(mask); P(live); P(floor); P(sms); P(pad); P(node); P(reserved);
-	N(magic); N(version); N(size); N(live); N(lease_ns); N(created_ns); N(fixed); N(gen); N(busy); N(beat_ns); N(pad); N(slots); N(timing_ns); N(be_launch_ns); N(pad2); N(rest);
-	S(pid); S(busy); S(start_ticks); S(beat_ns); S(busy_ns); S(busy_since_ns); S(reserved); S(requests);
+	N(magic); N(version); N(size); N(live); N(lease_ns); N(created_ns); N(fixed); N(gen); N(used); N(pad); N(slots); N(rest);
+	S(pid); S(kind); S(start_ticks); S(serial); S(pad); S(reserved); S(claim);
+#define L(name) printf("ls.%s %zu %zu\n", #name, offsetof(struct carve_ls, name), sizeof(((struct carve_ls *)0)->name))
+#define LP(name) printf("lsproc.%s %zu %zu\n", #name, offsetof(struct carve_ls_proc, name), sizeof(((struct carve_ls_proc *)0)->name))
+#define B(name) printf("be.%s %zu %zu\n", #name, offsetof(struct carve_be, name), sizeof(((struct carve_be *)0)->name))
+	printf("ls.sizeof %zu %zu\n", sizeof(struct carve_ls), sizeof(struct carve_ls));
+	printf("lsproc.sizeof %zu %zu\n", sizeof(struct carve_ls_proc), sizeof(struct carve_ls_proc));
+	printf("be.sizeof %zu %zu\n", sizeof(struct carve_be), sizeof(struct carve_be));
+	L(magic); L(version); L(size); L(slot); L(busy); L(beat_ns); L(timing_ns); L(pad); L(procs); L(rest);
+	LP(pid); LP(busy); LP(beat_ns); LP(busy_ns); LP(busy_since_ns); LP(requests); LP(timing_ns); LP(pad);
+	B(magic); B(version); B(size); B(pad); B(be_launch_ns); B(rest);
 #define C(name, value) printf("const %s %llu\n", name, (unsigned long long)(value));
 	C("CARVE_CTL_MAGIC", CARVE_CTL_MAGIC); C("CARVE_CTL_VERSION", CARVE_CTL_VERSION); C("CARVE_CTL_SIZE", CARVE_CTL_SIZE); C("CARVE_GPUS", CARVE_GPUS);
 	C("CARVE_NODE_MAGIC", CARVE_NODE_MAGIC); C("CARVE_NODE_VERSION", CARVE_NODE_VERSION);
 	C("CARVE_NODE_SIZE", CARVE_NODE_SIZE); C("CARVE_NODE_SLOTS", CARVE_NODE_SLOTS);
-	C("CARVE_NODE_LEASE_NS", CARVE_NODE_LEASE_NS); C("CARVE_NODE_QUIET_NS", CARVE_NODE_QUIET_NS); C("CARVE_NODE_TIMING_NS", CARVE_NODE_TIMING_NS); C("CARVE_NODE_NARROW_MIN", CARVE_NODE_NARROW_MIN); C("CARVE_NODE_SLOT_LOCK(5)", CARVE_NODE_SLOT_LOCK(5));
+	C("CARVE_NODE_LEASE_NS", CARVE_NODE_LEASE_NS); C("CARVE_NODE_QUIET_NS", CARVE_NODE_QUIET_NS); C("CARVE_NODE_TIMING_NS", CARVE_NODE_TIMING_NS); C("CARVE_NODE_NARROW_MIN", CARVE_NODE_NARROW_MIN); C("CARVE_LS_PROC_LOCK(5)", CARVE_LS_PROC_LOCK(5));
+	C("CARVE_LS_MAGIC", CARVE_LS_MAGIC); C("CARVE_LS_SIZE", CARVE_LS_SIZE); C("CARVE_LS_PROCS", CARVE_LS_PROCS);
+	C("CARVE_BE_MAGIC", CARVE_BE_MAGIC); C("CARVE_BE_SIZE", CARVE_BE_SIZE);
+	C("CARVE_SEAT_FREE", CARVE_SEAT_FREE); C("CARVE_SEAT_TENANT", CARVE_SEAT_TENANT); C("CARVE_SEAT_CLAIM", CARVE_SEAT_CLAIM);
 	C("CARVE_FLAG_ALLOW_UNPARTITIONED", CARVE_FLAG_ALLOW_UNPARTITIONED); C("CARVE_FLAG_ALL_SMS", CARVE_FLAG_ALL_SMS);
 	C("CARVE_FLAG_MPS", CARVE_FLAG_MPS); C("CARVE_FLAG_LS_OWN", CARVE_FLAG_LS_OWN);
 	C("CARVE_STATE_NEW", CARVE_STATE_NEW); C("CARVE_STATE_HOOKED", CARVE_STATE_HOOKED);

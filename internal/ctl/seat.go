@@ -1,0 +1,260 @@
+// Seats: carve gives each LS tenant of a GPU a slot of its node block, and
+// an LS file of its own there (shim/carve_node.h), after each placement,
+// move or release, and each second of carve daemon. The tenant's processes
+// write their busy state in the LS file alone; the table is carve's.
+
+package ctl
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/carve-gpu/carve/internal/topo"
+)
+
+// Seat is an LS tenant's seat on one GPU: a tenant of carve run (PID, its
+// first block's pid in carve's namespace, and StartTicks) or a claim's
+// (Claim, its UID), on the node block Node, reserving the TPCs Reserved
+// (enable bits), its LS file linked into Dir (the runtime directory, or
+// the claim's).
+type Seat struct {
+	PID        int
+	StartTicks uint64
+	Claim      string
+	Node       string
+	Reserved   topo.Enable
+	Dir        string
+}
+
+// claimKey is what a slot keeps of a claim's UID.
+func claimKey(uid string) string {
+	if len(uid) > len(NodeSlot{}.Claim)-1 {
+		uid = uid[:len(NodeSlot{}.Claim)-1]
+	}
+	return uid
+}
+
+// is says whether slot s is seat t's.
+func (t Seat) is(s *NodeSlot) bool {
+	switch atomic.LoadUint32(&s.Kind) {
+	case SeatTenant:
+		return t.Claim == "" && int(s.PID) == t.PID && (t.StartTicks == 0 || s.StartTicks == 0 || s.StartTicks == t.StartTicks)
+	case SeatClaim:
+		claim, _, _ := strings.Cut(string(s.Claim[:]), "\x00")
+		return t.Claim != "" && claim == claimKey(t.Claim)
+	}
+	return false
+}
+
+// link is where t's LS file is linked.
+func (t Seat) link() string {
+	tenant := t.PID
+	if t.Claim != "" {
+		tenant = 0
+	}
+	return filepath.Join(t.Dir, LSLinkName(t.Node, tenant))
+}
+
+// Seats gives the LS tenants seats (each on the node block it names, in
+// dir) and takes the seats of those no longer among them, in every node
+// block of dir: an LS tenant keeps its slot and LS file while it is among
+// seats; one that is not has its slot freed and its LS file removed. Call
+// it under the placement lock, with every LS tenant of dir.
+func Seats(dir string, seats []Seat) error {
+	nodes, err := Nodes(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range nodes {
+		var mine []Seat
+		for _, s := range seats {
+			if s.Node == n.Name() {
+				mine = append(mine, s)
+			}
+		}
+		errs = append(errs, n.seat(mine))
+		n.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// seat gives n's seats to seats (seat.go's Seats).
+func (n *Node) seat(seats []Seat) error {
+	b := n.b
+	has := make([]int, len(seats))
+	for k := range has {
+		has[k] = -1
+	}
+	var errs []error
+	for i := range b.Slots {
+		s := &b.Slots[i]
+		if atomic.LoadUint32(&b.Used)&(1<<i) == 0 {
+			continue
+		}
+		k := -1
+		for j, t := range seats {
+			if has[j] < 0 && t.is(s) {
+				k = j
+				break
+			}
+		}
+		if k < 0 {
+			n.free(i)
+			continue
+		}
+		has[k] = i
+		t := seats[k]
+		moved := false
+		for w := range t.Reserved {
+			if atomic.LoadUint32(&s.Reserved[w]) != t.Reserved[w] {
+				atomic.StoreUint32(&s.Reserved[w], t.Reserved[w])
+				moved = true
+			}
+		}
+		if moved {
+			atomic.AddUint32(&b.Gen, 1)
+		}
+		if _, err := os.Lstat(t.link()); errors.Is(err, os.ErrNotExist) { // a claim's directory made anew
+			errs = append(errs, os.Link(n.lsPath(i), t.link()))
+		}
+	}
+	for k, t := range seats {
+		if has[k] >= 0 {
+			continue
+		}
+		if _, err := n.Give(t); err != nil {
+			errs = append(errs, fmt.Errorf("seating an LS tenant in %s: %w", n.Path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// free takes slot i back: its LS file goes, with its link beside the node
+// block for a tenant of carve run (a claim's goes with its directory),
+// where the caller may remove them.
+func (n *Node) free(i int) {
+	b := n.b
+	path := n.lsPath(i)
+	link := ""
+	if atomic.LoadUint32(&b.Slots[i].Kind) == SeatTenant {
+		link = filepath.Join(filepath.Dir(n.Path), LSLinkName(n.Name(), int(atomic.LoadUint32(&b.Slots[i].PID))))
+	}
+	atomic.AndUint32(&b.Used, ^(uint32(1) << i))
+	atomic.StoreUint32(&b.Slots[i].Kind, SeatFree)
+	atomic.StoreUint32(&b.Slots[i].PID, 0)
+	atomic.AddUint32(&b.Gen, 1)
+	if st, err := os.Lstat(path); err == nil && link != "" {
+		if lst, err := os.Lstat(link); err == nil && os.SameFile(st, lst) {
+			os.Remove(link)
+		}
+	}
+	os.Remove(path)
+}
+
+// Give seats t in a free slot, with a new LS file linked into t.Dir, and
+// returns the slot. Seats calls it for each LS tenant not yet seated;
+// call it under the placement lock.
+func (n *Node) Give(t Seat) (int, error) {
+	b := n.b
+	i := -1
+	for j := range b.Slots {
+		if atomic.LoadUint32(&b.Used)&(1<<j) == 0 {
+			i = j
+			break
+		}
+	}
+	if i < 0 {
+		return -1, fmt.Errorf("all %d slots are taken", NodeSlots)
+	}
+	serial := atomic.LoadUint32(&b.Gen) + 1
+	if serial == 0 {
+		serial = 1
+	}
+	perm := os.FileMode(0o600)
+	switch {
+	case t.Claim != "":
+		perm = 0o666 // the claim's pod, of any uid; the others get the GPU's directory read-only
+	case Shared(filepath.Dir(n.Path)):
+		perm = 0o644 // BE tenants of every user read it
+	}
+	path := filepath.Join(n.Path+NodeDirSuffix, LSFileName(i, serial))
+	os.Remove(path) // one of an interrupted seat's
+	if err := makeFile(path, perm, LSSize, func(mem []byte) {
+		f := (*LSFile)(unsafe.Pointer(&mem[0]))
+		f.Magic, f.Version, f.Size, f.Slot = LSMagic, NodeVersion, LSSize, uint32(i)
+	}); err != nil {
+		return -1, err
+	}
+	link := t.link()
+	os.Remove(link) // an ended tenant's, of the same pid
+	if err := os.Link(path, link); err != nil {
+		os.Remove(path)
+		return -1, err
+	}
+	s := &b.Slots[i]
+	kind, pid := uint32(SeatTenant), uint32(t.PID)
+	s.Claim = [24]byte{}
+	if t.Claim != "" {
+		kind, pid = SeatClaim, 0
+		copy(s.Claim[:], claimKey(t.Claim))
+	}
+	atomic.StoreUint32(&s.PID, pid)
+	atomic.StoreUint64(&s.StartTicks, t.StartTicks)
+	atomic.StoreUint32(&s.Serial, serial)
+	for w := range t.Reserved {
+		atomic.StoreUint32(&s.Reserved[w], t.Reserved[w])
+	}
+	atomic.StoreUint32(&s.Kind, kind)
+	atomic.OrUint32(&b.Used, 1<<i)
+	atomic.AddUint32(&b.Gen, 1)
+	return i, nil
+}
+
+// SeatsOf are the seats of the LS tenants among blocks (of live processes
+// in dir, one seat a tenant and GPU) and claims.
+func SeatsOf(dir string, blocks []Entry, claims []Claim) []Seat {
+	var out []Seat
+	index := map[[2]string]int{}
+	for _, e := range blocks {
+		if e.Class != ClassLS {
+			continue
+		}
+		tenant := e.Tenant
+		if tenant == 0 {
+			tenant = e.PID
+		}
+		for _, p := range e.Parts() {
+			if p.Node == "" {
+				continue
+			}
+			key := [2]string{fmt.Sprint(tenant), p.Node}
+			k, ok := index[key]
+			if !ok {
+				k = len(out)
+				index[key] = k
+				out = append(out, Seat{PID: tenant, Node: p.Node, Reserved: p.Mask.Enable().And(p.Live), Dir: dir})
+			}
+			if e.PID == tenant {
+				out[k].StartTicks = e.StartTicks
+				out[k].Reserved = p.Mask.Enable().And(p.Live)
+			}
+		}
+	}
+	for _, c := range claims {
+		if c.Root.Class != ClassLS {
+			continue
+		}
+		for _, p := range c.Root.Parts() {
+			if p.Node != "" {
+				out = append(out, Seat{Claim: c.UID, Node: p.Node, Reserved: p.Mask.Enable().And(p.Live), Dir: c.Dir})
+			}
+		}
+	}
+	return out
+}
