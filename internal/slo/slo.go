@@ -48,9 +48,10 @@
 // SLO) the requests' p99 over 10 s is 0.71 to 1.01 times the SLO and the
 // BE's share 0.06 to 0.09, where the law that halved the level over the
 // SLO and raised it by Raise under Headroom gave 0.87 to 1.76 times and
-// 0.13 to 0.17. On the H100 a multiple's target came out 2.3 to 103
-// times what the requests measured, its reference of the LS's warm-up
-// (results/h100-580.159.04-2026-11-27/slo-trace/).
+// 0.13 to 0.17. On the H100 (results/h100-580.159.04-2026-11-27/slo-final/),
+// "2x" at half an LS's capacity kept 98.1% to 99.8% of requests within
+// twice their p99 alone in either start order; at 75% of it the target,
+// an estimate near saturation, swings with the window's request rate.
 //
 // A BE tenant's share is the level of its GPU (the lowest, on several),
 // its queue as much of what it asked as the level says.
