@@ -71,7 +71,7 @@ and the BE's throughput is taken over the LS's serving only.`,
 	c.Flags().StringSliceVar(&o.BE, "be", []string{"densenet161"}, "BE jobs: "+strings.Join(bench.ServeBEJobs, ", ")+" (densenet161 is inference, the others train)")
 	c.Flags().IntVar(&o.BEBatch, "be-batch", 64, "images per BE step (sequences of 256 tokens for transformer-train)")
 	c.Flags().StringSliceVar(&rates, "rates", []string{"200", "400"}, "LS requests per second")
-	c.Flags().StringVar(&o.Pattern, "pattern", "poisson", "arrivals: poisson, or onoff (100 ms at twice the rate, 100 ms idle)")
+	c.Flags().StringVar(&o.Pattern, "pattern", "poisson", "arrivals: poisson, onoff (100 ms at twice the rate, 100 ms idle), or step (Poisson at half the rate, 1.5 times it and half again, a third of --duration each: at half the LS's capacity, 25%, 75% and 25% of it; each phase's p99 and attainment reported)")
 	c.Flags().DurationVar(&o.Duration, "duration", 8*time.Second, "how long each setup is measured")
 	c.Flags().IntVar(&o.LSTPCs, "ls-tpcs", 16, "the LS's reserved TPCs under carve tide")
 	c.Flags().IntSliceVar(&o.StaticSplits, "static-splits", []int{16, 33}, "the LS's TPCs under carve static, a point each (the BE gets the rest)")

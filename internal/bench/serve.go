@@ -65,7 +65,7 @@ type ServeOptions struct {
 	BE           []string  // ServeBEJobs
 	BEBatch      int       // images (sequences, for transformer-train) per BE step
 	Rates        []float64 // LS requests per second
-	Pattern      string    // poisson or onoff
+	Pattern      string    // poisson, onoff or step (StepRates)
 	Duration     time.Duration
 	LSTPCs       int   // the LS partition of carve tide
 	StaticSplits []int // the LS partitions of carve static, in TPCs (the BE gets the rest)
@@ -153,8 +153,8 @@ func (o ServeOptions) Check() error {
 			return fmt.Errorf("static split %d TPCs: want at least 1", p)
 		}
 	}
-	if o.Pattern != "poisson" && o.Pattern != "onoff" {
-		return fmt.Errorf("pattern %q: want poisson or onoff", o.Pattern)
+	if !oneOf(o.Pattern, "poisson", "onoff", "step") {
+		return fmt.Errorf("pattern %q: want poisson, onoff or step", o.Pattern)
 	}
 	if o.Duration < time.Second || o.Duration > time.Hour || o.LSTPCs < 1 || o.BEBatch < 1 {
 		return errors.New("--duration: 1s to 1h; --ls-tpcs, --be-batch: at least 1")
@@ -207,8 +207,9 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 	}
 	r.Params["orders"] = orders
 	slo := map[string]float64{}
-	sloParam := map[string]any{} // as a saved result reads back
-	var over, failed []any       // []any: the form a saved result reads back
+	phaseSLO := map[string][]float64{} // --pattern step: each phase's, of the LS alone
+	sloParam := map[string]any{}       // as a saved result reads back
+	var over, failed []any             // []any: the form a saved result reads back
 	r.Params["slo_ms"] = sloParam
 	models := map[string]any{} // each LS and BE's model, as its program described it
 	r.Params["models"] = models
@@ -224,6 +225,9 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 	for _, lsName := range o.LS {
 		model, mode, _ := strings.Cut(lsName, ":")
 		ls := []string{o.Python, "-c", workload.ServeLS, "--model=" + model, "--mode=" + mode, "--pattern=" + o.Pattern, d}
+		if o.Pattern == "step" {
+			ls = append(ls, "--steps="+stepsArg())
+		}
 		for _, beName := range o.BE {
 			be := []string{o.Python, "-c", workload.ServeBE, "--model=" + beName, fmt.Sprintf("--batch=%d", o.BEBatch), d}
 			pair := lsName + " beside " + beName
@@ -238,6 +242,9 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 					s.Points = append(s.Points, report.Point{Label: "LS p99.9", Stats: one(quantile(m.latencies, 0.999))})
 					if v, ok := slo[fmt.Sprintf("%s @%g/s", lsName, rate)]; ok {
 						s.Points = append(s.Points, report.Point{Label: "SLO attainment", Unit: "fraction", Stats: one(Attainment(m.latencies, v))})
+					}
+					if o.Pattern == "step" {
+						s.Points = append(s.Points, stepPoints(m, o.Duration, phaseSLO[fmt.Sprintf("%s @%g/s", lsName, rate)])...)
 					}
 				}
 				if m.periods != nil && m.periods.Count() > 0 {
@@ -276,6 +283,11 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 				st := stats.Summarize(m.latencies)
 				slo[key] = 2 * st.P99
 				sloParam[key] = slo[key]
+				if o.Pattern == "step" {
+					for _, ph := range phases(m, o.Duration) {
+						phaseSLO[key] = append(phaseSLO[key], 2*quantile(ph, 0.99))
+					}
+				}
 				// the fastest request is about the service time: the LS sustains
 				// about 1/that alone
 				if capacity := 1000 / st.Min; rate > capacity/2 {
@@ -407,4 +419,52 @@ func Attainment(latencies []float64, slo float64) float64 {
 		}
 	}
 	return float64(n) / float64(len(latencies))
+}
+
+// StepRates are --pattern step's: the LS's rate in each third of the
+// duration is the rate times these (at half its capacity, 25%, 75% and
+// 25% of it), passed to serve_ls.py as --steps.
+var StepRates = []float64{0.5, 1.5, 0.5}
+
+// stepsArg is StepRates as serve_ls.py's --steps: "0.5,1.5,0.5".
+func stepsArg() string {
+	var out []string
+	for _, r := range StepRates {
+		out = append(out, strconv.FormatFloat(r, 'g', -1, 64))
+	}
+	return strings.Join(out, ",")
+}
+
+// phases are m's latencies in each third of the duration d, by their
+// requests' arrivals (--pattern step's phases); none where the LS said no
+// arrivals.
+func phases(m served, d time.Duration) [][]float64 {
+	if len(m.arrivals) != len(m.latencies) {
+		return nil
+	}
+	out := make([][]float64, len(StepRates))
+	third := d.Seconds() / float64(len(StepRates))
+	for i, at := range m.arrivals {
+		k := min(max(int(at/third), 0), len(StepRates)-1)
+		out[k] = append(out[k], m.latencies[i])
+	}
+	return out
+}
+
+// stepPoints are each phase's LS latency and, where slos has the alone
+// run's (2x each phase's p99 alone), its attainment: "LS latency, phase 2
+// of 3 (1.5x the rate)", "SLO attainment, phase 2 of 3".
+func stepPoints(m served, d time.Duration, slos []float64) []report.Point {
+	var out []report.Point
+	for k, ph := range phases(m, d) {
+		if len(ph) == 0 {
+			continue
+		}
+		name := fmt.Sprintf("phase %d of %d (%gx the rate)", k+1, len(StepRates), StepRates[k])
+		out = append(out, report.Point{Label: "LS latency, " + name, Stats: stats.Summarize(ph)})
+		if k < len(slos) {
+			out = append(out, report.Point{Label: "SLO attainment, " + name, Unit: "fraction", Stats: one(Attainment(ph, slos[k]))})
+		}
+	}
+	return out
 }

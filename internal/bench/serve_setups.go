@@ -94,6 +94,7 @@ func inOrders(setups []setup, orders []string) []setup {
 // served is what one run of a setup measured.
 type served struct {
 	latencies []float64 // ms
+	arrivals  []float64 // s, from the LS's start: each request's
 	requests  int
 	items     int    // the BE's, in unit
 	unit      string // images, or sequences
@@ -182,6 +183,7 @@ var serveGrace = 90 * time.Second
 // serveLine is the one line a serve program prints when it is done.
 type serveLine struct {
 	Latencies []float64      `json:"latencies_ms"` // the LS's
+	Arrivals  []float64      `json:"arrivals_s"`   // the LS's requests', from its start
 	Requests  int            `json:"requests"`
 	Items     int            `json:"items"` // the BE's: images or sequences, as Unit says
 	Unit      string         `json:"unit"`
@@ -321,7 +323,7 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		if err := result(lsProc, "LS"); err != nil {
 			return r, err
 		}
-		r.latencies, r.requests, r.lsInfo = v.Latencies, v.Requests, v.Info
+		r.latencies, r.arrivals, r.requests, r.lsInfo = v.Latencies, v.Arrivals, v.Requests, v.Info
 		end = time.Now()
 		if after, ok := lsPeriods(lsProc.cmd.Process.Pid); ok && counted {
 			h := after.Sub(before)

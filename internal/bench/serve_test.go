@@ -46,7 +46,8 @@ func TestServeOptionsCheck(t *testing.T) {
 		{func(o *ServeOptions) { o.Mechanisms = []string{"mig"} }, `mechanism "mig"`},
 		{func(o *ServeOptions) { o.MPSSplits = []int{100} }, "MPS split 100%"},
 		{func(o *ServeOptions) { o.StaticSplits = []int{0} }, "static split 0 TPCs"},
-		{func(o *ServeOptions) { o.Pattern = "burst" }, `pattern "burst"`},
+		{func(o *ServeOptions) { o.Pattern = "burst" }, `pattern "burst": want poisson, onoff or step`},
+		{func(o *ServeOptions) { o.Pattern = "step" }, "needs torch, torchvision and"}, // step passes
 		{func(o *ServeOptions) { o.Duration = time.Millisecond }, "--duration: 1s to 1h"},
 		{func(o *ServeOptions) { o.Duration = 2 * time.Hour }, "--duration: 1s to 1h"},
 		{func(o *ServeOptions) { o.Orders = []string{"ls-first", "lsfirst"} }, `order "lsfirst": want ls-first or be-first`},
@@ -85,5 +86,33 @@ func TestSteerPoints(t *testing.T) {
 	}
 	if s := describeStep(steps[1]); !strings.Contains(s, "+0.2s: estimate 8.00 ms (target 10.00)") || !strings.Contains(s, "BE level 0.250, calibrating") {
 		t.Errorf("log line %q", s)
+	}
+}
+
+// TestStepPhases: --pattern step's requests fall in the third of the
+// duration they arrived in, each phase's p99 and attainment against its
+// own SLO are reported, and a run whose LS gave no arrivals has none.
+func TestStepPhases(t *testing.T) {
+	m := served{latencies: []float64{1, 2, 30, 40, 50, 3}, arrivals: []float64{0.1, 3.2, 3.4, 4.0, 6.5, 8.9}}
+	got := phases(m, 9*time.Second)
+	want := [][]float64{{1}, {2, 30, 40}, {50, 3}}
+	if len(got) != len(want) {
+		t.Fatalf("phases %v, want %v", got, want)
+	}
+	for k := range want {
+		if len(got[k]) != len(want[k]) || (len(got[k]) > 0 && got[k][0] != want[k][0]) {
+			t.Fatalf("phase %d: %v, want %v", k+1, got[k], want[k])
+		}
+	}
+	pts := stepPoints(m, 9*time.Second, []float64{10, 35, 10})
+	if len(pts) != 6 || pts[2].Label != "LS latency, phase 2 of 3 (1.5x the rate)" || pts[3].Stats.Mean != 2.0/3 ||
+		pts[5].Label != "SLO attainment, phase 3 of 3 (0.5x the rate)" || pts[5].Stats.Mean != 0.5 {
+		t.Errorf("points %+v", pts)
+	}
+	if got := phases(served{latencies: []float64{1}}, time.Second); got != nil {
+		t.Errorf("no arrivals: phases %v, want none", got)
+	}
+	if stepsArg() != "0.5,1.5,0.5" {
+		t.Errorf("--steps=%s", stepsArg())
 	}
 }

@@ -10,11 +10,12 @@ tensors, one graph for the prefill and one for a decode step, replayed
 --tokens - 1 times, its first tokens checked once against the library's
 own generation; eagerly, the library's generation through its dynamic
 cache); prints "ready", waits for a line on stdin, then serves requests
-arriving open-loop (Poisson at --rate per second, or on/off: 100 ms at
-twice the rate, 100 ms idle) for --duration seconds, one at a time in
-arrival order, and prints one JSON line: each request's latency from its
-arrival (queueing included) to its result (llm: its last token), in ms,
-and under "info" the model's parameter count and shape (llm from graphs:
+arriving open-loop (Poisson at --rate per second; on/off: 100 ms at
+twice the rate, 100 ms idle; or step: Poisson at each of --steps times
+the rate for an equal part of the time) for --duration seconds, one
+at a time in arrival order, and prints one JSON line: each request's
+latency from its arrival (queueing included) to its result (llm: its last
+token), in ms, each one's arrival (s from the start), and under "info" the model's parameter count and shape (llm from graphs:
 and under "check" the check's tokens, ours and the library's, and how many
 agree before the first that differs).
 """
@@ -24,12 +25,16 @@ p = argparse.ArgumentParser()
 p.add_argument("--model", default="resnet50")
 p.add_argument("--mode", default="graph", choices=["graph", "eager"])
 p.add_argument("--rate", type=float, default=400)
-p.add_argument("--pattern", default="poisson", choices=["poisson", "onoff"])
+p.add_argument("--pattern", default="poisson", choices=["poisson", "onoff", "step"])
 p.add_argument("--duration", type=float, default=8)
+p.add_argument("--steps", default="", help="--pattern step: the rate's multiple in each phase, comma-separated (bench serve's StepRates)")
 p.add_argument("--seed", type=int, default=1)
 p.add_argument("--prompt", type=int, default=32, help="llm: prompt tokens per request")
 p.add_argument("--tokens", type=int, default=16, help="llm: new tokens per request")
 a = p.parse_args()
+STEPS = [float(x) for x in a.steps.split(",") if x]
+if a.pattern == "step" and not STEPS:
+    p.error("--pattern step needs --steps")
 
 import torch
 
@@ -211,6 +216,14 @@ arrivals, t = [], 0.0
 while a.rate > 0:
     if a.pattern == "poisson":
         t += rng.expovariate(a.rate)
+    elif a.pattern == "step":  # an equal part of the time at each of STEPS times the rate
+        part = a.duration / len(STEPS)
+        k = min(int(t // part), len(STEPS) - 1)
+        nxt = t + rng.expovariate(a.rate * STEPS[k])
+        if k < len(STEPS) - 1 and nxt >= (k + 1) * part:  # memoryless: start afresh at the next phase's rate
+            t = (k + 1) * part
+            continue
+        t = nxt
     else:  # on/off: 100 ms at twice the rate, 100 ms without requests
         t += rng.expovariate(2 * a.rate)
         if t % 0.2 >= 0.1:
@@ -235,4 +248,4 @@ with torch.no_grad():
         infer()
         torch.cuda.current_stream().synchronize()
         lat.append((time.perf_counter() - t0 - at) * 1e3)
-print(json.dumps({"latencies_ms": lat, "requests": len(arrivals), "info": info}), flush=True)
+print(json.dumps({"latencies_ms": lat, "arrivals_s": arrivals, "requests": len(arrivals), "info": info}), flush=True)
