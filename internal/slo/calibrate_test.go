@@ -175,22 +175,12 @@ func TestSerialCalibrationOfWarmUpRedone(t *testing.T) {
 	for _, seed := range seeds {
 		want := cleanTarget(t, seed)
 
-		p := newPlant(t)
-		p.addBE(1, serialQueue)
-		p.run(10)
-		v := p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, 0, seed)
-		for range 6 {
-			for i := range 8 {
-				d := 200 * time.Microsecond // a small kernel's
-				if i%4 == 0 {
-					d = 20 * time.Millisecond // an eager pass's, an autotuning's
-				}
-				record(&v.b.BusyHist, d)
-				atomic.AddUint64(&v.b.BusyNS, uint64(d))
-				atomic.AddUint64(&v.b.Requests, 1)
+		p, v := warmedBEFirst(t, seed, func(i int) time.Duration {
+			if i%4 == 0 {
+				return 20 * time.Millisecond // an eager pass's, an autotuning's
 			}
-			p.run(1)
-		}
+			return 200 * time.Microsecond // a small kernel's
+		})
 		if w := p.view(v); !w.Calibrated || w.Target < 4*want {
 			t.Fatalf("seed %d: after the warm-up: view %+v, want a target of its calibration, over %v", seed, w, 4*want)
 		}
@@ -210,20 +200,7 @@ func TestSerialCalibrationOfWarmUpRedone(t *testing.T) {
 func TestSerialCalibrationOfSmallKernelsRedone(t *testing.T) {
 	for _, seed := range seeds {
 		want := cleanTarget(t, seed)
-
-		p := newPlant(t)
-		p.addBE(1, serialQueue)
-		p.run(10)
-		v := p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, 0, seed)
-		for range 6 {
-			for range 8 {
-				d := 200 * time.Microsecond
-				record(&v.b.BusyHist, d)
-				atomic.AddUint64(&v.b.BusyNS, uint64(d))
-				atomic.AddUint64(&v.b.Requests, 1)
-			}
-			p.run(1)
-		}
+		p, v := warmedBEFirst(t, seed, func(int) time.Duration { return 200 * time.Microsecond })
 		if w := p.view(v); !w.Calibrated || w.Target > want/4 {
 			t.Fatalf("seed %d: after the warm-up: view %+v, want a target of its calibration, under %v", seed, w, want/4)
 		}
@@ -231,6 +208,27 @@ func TestSerialCalibrationOfSmallKernelsRedone(t *testing.T) {
 		p.run(40)
 		calibratedNear(t, p, v, seed, want)
 	}
+}
+
+// warmedBEFirst is a plant with a BE that ran a second before the serial
+// server of seed ("2x") started, and that server's warm-up: six steps of
+// eight periods, period(i) long, the BE held for the calibration
+// meanwhile.
+func warmedBEFirst(t *testing.T, seed uint64, period func(i int) time.Duration) (*plant, *serial) {
+	p := newPlant(t)
+	p.addBE(1, serialQueue)
+	p.run(10)
+	v := p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, 0, seed)
+	for range 6 {
+		for i := range 8 {
+			d := period(i)
+			record(&v.b.BusyHist, d)
+			atomic.AddUint64(&v.b.BusyNS, uint64(d))
+			atomic.AddUint64(&v.b.Requests, 1)
+		}
+		p.run(1)
+	}
+	return p, v
 }
 
 // cleanTarget is the "2x" target the controller steers to for the serial
