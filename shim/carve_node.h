@@ -28,7 +28,8 @@
  * at CARVE_LS_PROC_LOCK(i) of the file, held for the process's life; the
  * kernel lets go of it when the process ends, however it ends, and it names
  * no pid, so tenants in other PID namespaces never take each other's
- * entries. An entry whose lock no one holds is free, whatever it says. In
+ * entries. An entry whose lock no one holds is free, whatever it says; a
+ * process that finds all CARVE_LS_PROCS taken runs untided (said). In
  * its entry a process keeps whether it has work in flight on the GPU
  * (busy, and the file's busy bits) and a heartbeat (beat_ns) while it has.
  *
@@ -122,7 +123,7 @@ struct carve_node {
 /* an LS file: one LS tenant's processes on the GPU, each in an entry */
 #define CARVE_LS_MAGIC 0x5a42534cu /* "LSBZ" little-endian */
 #define CARVE_LS_SIZE 4096u
-#define CARVE_LS_PROCS 16
+#define CARVE_LS_PROCS 32
 
 struct carve_ls_proc {
 	uint32_t pid;            /*  0: the process's pid in its namespace, 0 = free */
@@ -146,8 +147,8 @@ struct carve_ls {
 	uint64_t beat_ns;        /* 16: the latest heartbeat of any entry */
 	uint64_t timing_ns;      /* 24: the latest timing stamp of any entry */
 	uint8_t pad[32];         /* 32 .. 64 */
-	struct carve_ls_proc procs[CARVE_LS_PROCS]; /* 64 .. 1088 */
-	uint8_t rest[3008];      /* 1088 .. 4096 */
+	struct carve_ls_proc procs[CARVE_LS_PROCS]; /* 64 .. 2112 */
+	uint8_t rest[1984];      /* 2112 .. 4096 */
 };
 
 /* the byte of an LS file whose lock is entry i's */

@@ -207,9 +207,12 @@ struct carve_tide_gpu { /* a GPU of the tenant's in tide */
 	struct carve_be *bef;         /* the GPU's BE file: BE read-write, LS read-only (NULL: none) */
 	struct carve_tide_be *be;     /* BE */
 	/* BE: the seats' LS files, each mapped read-only at peers + i x
-	 * CARVE_LS_SIZE (zeros where none), as of the node's gen peers_gen */
+	 * carve_peer_stride (zeros where none), as of the node's gen
+	 * peers_gen; one that could not be mapped is tried again the next
+	 * coarse tick after peers_retry (0: none to retry) */
 	char *peers;
 	uint32_t peers_gen, peers_valid;
+	uint64_t peers_retry;
 	uint32_t serial[32];
 	char dir[4096 - 64];          /* the GPU's directory (CARVE_NODE_DIR_SUFFIX) */
 };

@@ -65,6 +65,18 @@ static int timing_fresh(uint64_t timed, uint64_t now)
 	return timed && now - timed < CARVE_NODE_TIMING_NS;
 }
 
+/* the distance between two seats' LS files in peers: CARVE_LS_SIZE
+ * rounded up to a page (64 KiB on some arm64 kernels), so that each is
+ * mapped at a page of its own (set at join) */
+static size_t carve_peer_stride = CARVE_LS_SIZE;
+
+/* open_file opens path without following a link, and without waiting on a
+ * FIFO someone put there (O_NONBLOCK changes nothing for a regular file). */
+static int open_file(const char *path, int rw)
+{
+	return open(path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+}
+
 /* peers brings GPU g's map of the seats' LS files up to the node's gen
  * (a BE tenant's): each used seat whose serial moved has its LS file mapped
  * over its place, read-only, or zeros where it cannot be (a seat with no
@@ -75,27 +87,37 @@ static void peers(int g)
 {
 	struct carve_tide_gpu *G = &carve_tide_gpus[g];
 	uint32_t gen = __atomic_load_n(&G->node->gen, __ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&G->peers_valid, __ATOMIC_ACQUIRE) && __atomic_load_n(&G->peers_gen, __ATOMIC_RELAXED) == gen)
+	uint64_t retry = __atomic_load_n(&G->peers_retry, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&G->peers_valid, __ATOMIC_ACQUIRE) && __atomic_load_n(&G->peers_gen, __ATOMIC_RELAXED) == gen &&
+	    (!retry || carve_coarse_ns() == retry))
 		return;
 	pthread_mutex_lock(&peers_mu);
 	uint32_t used = __atomic_load_n(&G->node->used, __ATOMIC_ACQUIRE);
+	int failed = 0;
 	for (int i = 0; i < CARVE_NODE_SLOTS; i++) {
 		uint32_t serial = (used & (1u << i)) ? __atomic_load_n(&G->node->slots[i].serial, __ATOMIC_ACQUIRE) : 0;
 		if (serial == G->serial[i])
 			continue;
-		char *at = G->peers + (size_t)i * CARVE_LS_SIZE, path[PATH_MAX];
-		int fd = -1;
+		char *at = G->peers + (size_t)i * carve_peer_stride, path[PATH_MAX];
+		int fd = -1, mapped = 0;
 		struct stat st;
 		if (serial && G->seat != i &&
 		    snprintf(path, sizeof path, "%s/" CARVE_NODE_LS_FILE, G->dir, (unsigned)i, (unsigned)serial) < (int)sizeof path)
-			fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != CARVE_LS_SIZE ||
-		    mmap(at, CARVE_LS_SIZE, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+			fd = open_file(path, 0);
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == CARVE_LS_SIZE &&
+		    mmap(at, CARVE_LS_SIZE, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) != MAP_FAILED)
+			mapped = 1;
+		else
 			mmap(at, CARVE_LS_SIZE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 		if (fd >= 0)
 			close(fd);
-		G->serial[i] = serial;
+		/* a seat whose file could not be mapped (gone for a moment, no
+		 * descriptor left, not readable yet) is tried again: it is not
+		 * taken as mapped until it is */
+		G->serial[i] = mapped || !serial ? serial : 0;
+		failed |= serial && !mapped;
 	}
+	__atomic_store_n(&G->peers_retry, failed ? carve_coarse_ns() : 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&G->peers_gen, gen, __ATOMIC_RELAXED);
 	__atomic_store_n(&G->peers_valid, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&peers_mu);
@@ -124,7 +146,7 @@ int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing)
 	for (int i = 0; i < CARVE_NODE_SLOTS && used >> i; i++) {
 		if (!(used & (1u << i)) || i == G->seat)
 			continue;
-		const struct carve_ls *ls = (const struct carve_ls *)(G->peers + (size_t)i * CARVE_LS_SIZE);
+		const struct carve_ls *ls = (const struct carve_ls *)(G->peers + (size_t)i * carve_peer_stride);
 		uint32_t bits = __atomic_load_n(&ls->busy, __ATOMIC_ACQUIRE);
 		uint64_t timed = __atomic_load_n(&ls->timing_ns, __ATOMIC_ACQUIRE);
 		if (newest) {
@@ -156,10 +178,13 @@ int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing)
 /* carve_tide_active: is LS work on a GPU active at time t, busy LS tenants
  * there, or newest (carve_tide_ls_busy's, while none is) in the last
  * CARVE_NODE_QUIET_NS? What bounds a BE's queue, and what slicing cuts
- * for. */
+ * for. A heartbeat more than a lease ahead of t was not written by a
+ * clock shims share (a tenant wrote it into its LS file), and says
+ * nothing. */
 int carve_tide_active(int busy, uint64_t newest, uint64_t t)
 {
-	return busy || (newest && (int64_t)(t - newest) < (int64_t)CARVE_NODE_QUIET_NS);
+	int64_t age = (int64_t)(t - newest);
+	return busy || (newest && age < (int64_t)CARVE_NODE_QUIET_NS && age > -(int64_t)CARVE_NODE_LEASE_NS);
 }
 
 /* carve_tide_ls_off is what an LS tenant's launches on GPU g keep off: the TPCs
@@ -202,7 +227,7 @@ void carve_tide_ls_off(int g, uint32_t off[4])
  * file of another size, or one that is not regular is not mapped. */
 static void *map_file(const char *path, size_t size, int rw, int *fd)
 {
-	int f = open(path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+	int f = open_file(path, rw);
 	if (f < 0)
 		return NULL;
 	struct stat st;
@@ -242,7 +267,7 @@ static void unmap_node(int g)
 	if (G->bef)
 		munmap(G->bef, CARVE_BE_SIZE);
 	if (G->peers)
-		munmap(G->peers, (size_t)CARVE_NODE_SLOTS * CARVE_LS_SIZE);
+		munmap(G->peers, (size_t)CARVE_NODE_SLOTS * carve_peer_stride);
 	G->node = NULL;
 	G->ls = NULL;
 	G->proc = NULL;
@@ -304,7 +329,7 @@ static void node_name(int g, char out[64])
 
 /* join_ls maps the LS tenant's own LS file on GPU g (dir/NAME.ls-TENANT,
  * made by carve when it gave the tenant its seat) and takes an entry
- * there: 1 if done. */
+ * there: 1 if done, 0 with no such file, -1 with every entry taken. */
 static int join_ls(int g, const char *dir, const char *name)
 {
 	struct carve_tide_gpu *G = &carve_tide_gpus[g];
@@ -327,7 +352,7 @@ static int join_ls(int g, const char *dir, const char *name)
 		munmap(ls, CARVE_LS_SIZE);
 		close(G->ls_fd);
 		G->ls = NULL;
-		return 0;
+		return -1;
 	}
 	return 1;
 }
@@ -350,18 +375,24 @@ static int in(const char *a, const void *base, size_t len)
 static void on_bus(int sig, siginfo_t *si, void *uc)
 {
 	const char *a = si->si_addr;
-	for (int g = 0; g < carve_tide_ngpus; g++) {
+	for (int g = 0; si->si_code > 0 && g < carve_tide_ngpus; g++) { /* a fault, not a kill */
 		struct carve_tide_gpu *G = &carve_tide_gpus[g];
 		void *base = NULL;
 		size_t len = 0;
 		int prot = PROT_READ;
-		if (in(a, G->peers, (size_t)CARVE_NODE_SLOTS * CARVE_LS_SIZE)) {
-			base = G->peers + (size_t)(a - G->peers) / CARVE_LS_SIZE * CARVE_LS_SIZE;
-			len = CARVE_LS_SIZE;
+		if (in(a, G->peers, (size_t)CARVE_NODE_SLOTS * carve_peer_stride)) {
+			size_t i = (size_t)(a - G->peers) / carve_peer_stride;
+			base = G->peers + i * carve_peer_stride, len = CARVE_LS_SIZE;
+			/* mapped again (with its size checked) at the next look,
+			 * should the seat's file have been remapped meanwhile */
+			__atomic_store_n(&G->serial[i], 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&G->peers_valid, 0, __ATOMIC_RELEASE);
 		} else if (in(a, G->bef, CARVE_BE_SIZE)) {
 			base = G->bef, len = CARVE_BE_SIZE, prot |= G->be ? PROT_WRITE : 0;
 		} else if (in(a, G->ls, CARVE_LS_SIZE)) {
 			base = G->ls, len = CARVE_LS_SIZE, prot |= PROT_WRITE;
+		} else if (in(a, G->node, CARVE_NODE_SIZE)) { /* in a shared node directory, a user's to cut */
+			base = G->node, len = CARVE_NODE_SIZE;
 		}
 		if (base && mmap(base, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
 			return;
@@ -371,7 +402,10 @@ static void on_bus(int sig, siginfo_t *si, void *uc)
 	} else if (bus_old.sa_handler != SIG_DFL && bus_old.sa_handler != SIG_IGN) {
 		bus_old.sa_handler(sig);
 	} else {
-		signal(SIGBUS, SIG_DFL); /* the fault comes again, and ends the process */
+		/* as without the handler: pending while it runs, the signal ends
+		 * the process once it returns (a kill as well as a fault) */
+		signal(SIGBUS, SIG_DFL);
+		raise(SIGBUS);
 	}
 }
 
@@ -406,22 +440,32 @@ int carve_tide_join(int g, const char *dir, int ls, char name[64])
 	char path[PATH_MAX];
 	memset(G->serial, 0, sizeof G->serial);
 	G->peers_valid = 0;
+	G->peers_retry = 0;
 	if (snprintf(G->dir, sizeof G->dir, "%s/%s" CARVE_NODE_DIR_SUFFIX, dir, name) >= (int)sizeof G->dir) {
 		unmap_node(g);
 		return 0;
 	}
 	if (ls) {
-		if (!join_ls(g, dir, name)) {
-			carve_say("no LS seat of this tenant's in the node block %s (no LS file %s" CARVE_NODE_LS_LINK "%u): "
-				  "running as an ordinary partitioned tenant%s",
-				  name, name, carve_block->tenant, carve_tide_ngpus > 1 ? " on its GPU" : "");
+		int joined = join_ls(g, dir, name);
+		if (joined < 1) {
+			if (joined < 0)
+				carve_say("the tenant's LS file %s" CARVE_NODE_LS_LINK "%u has all its %d entries taken by its "
+					  "processes: this one runs as an ordinary partitioned tenant%s",
+					  name, carve_block->tenant, CARVE_LS_PROCS, carve_tide_ngpus > 1 ? " on its GPU" : "");
+			else
+				carve_say("no LS seat of this tenant's in the node block %s (no LS file %s" CARVE_NODE_LS_LINK "%u): "
+					  "running as an ordinary partitioned tenant%s",
+					  name, name, carve_block->tenant, carve_tide_ngpus > 1 ? " on its GPU" : "");
 			unmap_node(g);
 			return 0;
 		}
 		if (snprintf(path, sizeof path, "%s/" CARVE_NODE_BE_FILE, G->dir) < (int)sizeof path)
 			G->bef = map_file(path, CARVE_BE_SIZE, 0, NULL);
 	} else {
-		void *p = mmap(NULL, (size_t)CARVE_NODE_SLOTS * CARVE_LS_SIZE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		long page = sysconf(_SC_PAGESIZE);
+		if (page > 0)
+			carve_peer_stride = ((size_t)CARVE_LS_SIZE + (size_t)page - 1) / (size_t)page * (size_t)page;
+		void *p = mmap(NULL, (size_t)CARVE_NODE_SLOTS * carve_peer_stride, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED) {
 			unmap_node(g);
 			return 0;

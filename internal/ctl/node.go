@@ -41,7 +41,7 @@ const (
 
 	LSMagic = 0x5a42534c
 	LSSize  = 4096
-	LSProcs = 16
+	LSProcs = 32
 	BEMagic = 0x46454542
 	BESize  = 4096
 
@@ -110,7 +110,7 @@ type LSFile struct {
 	TimingNS uint64          `c:"timing_ns"`
 	Pad      [32]byte        `c:"pad"`
 	Procs    [LSProcs]LSProc `c:"procs"`
-	Rest     [3008]byte      `c:"rest"`
+	Rest     [1984]byte      `c:"rest"`
 }
 
 // BEFile mirrors struct carve_be, the GPU's BE tenants' file.
@@ -276,8 +276,14 @@ func (n *Node) makeDir() error {
 	} else if !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("node block's directory: %w", err)
 	}
-	if st, err := os.Lstat(d); err != nil || !st.IsDir() {
+	st, err := os.Lstat(d)
+	if err != nil || !st.IsDir() {
 		return fmt.Errorf("node block's directory %s is not a directory: with no LS or BE tenant running, remove it", d)
+	}
+	// one a user made first would let that user rename the LS files in it,
+	// sticky or not: it must be root's or the caller's
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || sys.Uid != 0 && int(sys.Uid) != os.Geteuid() {
+		return fmt.Errorf("node block's directory %s is another user's: with no LS or BE tenant running, remove it", d)
 	}
 	be := filepath.Join(d, NodeBEFile)
 	if _, err := os.Lstat(be); errors.Is(err, os.ErrNotExist) {
@@ -298,14 +304,16 @@ func (n *Node) makeDir() error {
 }
 
 // makeFile makes the file path of size bytes and mode perm (past the
-// umask), written by fill through a mapping before it appears there.
+// umask), written by fill through a mapping before it appears there. It
+// is written as a new file of a name no one could have chosen before
+// (os.CreateTemp: O_EXCL), never through one someone put in its place.
 func makeFile(path string, perm os.FileMode, size int, fill func([]byte)) error {
-	tmp := path + ".new"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".new-*")
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	tmp := f.Name()
 	err = f.Chmod(perm)
 	if err == nil {
 		err = f.Truncate(int64(size))

@@ -42,16 +42,18 @@ func blockOf(t testing.TB, h *ctl.Handle) *ctl.Block {
 }
 
 // player is a node block mapped for a test that plays carve (the table)
-// and LS tenants' shims (their LS files, entry 0 of each).
+// and LS tenants' shims (their LS files, entry 0 of each, each mapped
+// once: files).
 type player struct {
-	t testing.TB
-	n *ctl.Node
-	b *ctl.NodeBlock
+	t     testing.TB
+	n     *ctl.Node
+	b     *ctl.NodeBlock
+	files map[string]*ctl.LSFile
 }
 
 // playOn maps n's node block for the test to play in.
 func playOn(t testing.TB, n *ctl.Node) player {
-	return player{t, n, (*ctl.NodeBlock)(mapFile(t, n.Path, ctl.NodeSize))}
+	return player{t, n, (*ctl.NodeBlock)(mapFile(t, n.Path, ctl.NodeSize)), map[string]*ctl.LSFile{}}
 }
 
 // ls seats, in slot i (the first free one), an LS tenant of pid that
@@ -65,9 +67,16 @@ func (p player) ls(i, pid int, reserved [4]uint32) {
 	}
 }
 
-// file is slot i's LS file, mapped.
+// file is slot i's LS file, mapped (once a file: a heartbeat each step
+// would map it again each step).
 func (p player) file(i int) *ctl.LSFile {
-	return (*ctl.LSFile)(mapFile(p.t, p.n.LSPath(i), ctl.LSSize))
+	path := p.n.LSPath(i)
+	if f, ok := p.files[path]; ok {
+		return f
+	}
+	f := (*ctl.LSFile)(mapFile(p.t, path, ctl.LSSize))
+	p.files[path] = f
+	return f
 }
 
 // busy marks slot i's tenant busy (a request begins) or idle (it ends) at

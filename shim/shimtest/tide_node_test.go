@@ -31,9 +31,10 @@ func TestBusySlotHoldsBEOneLease(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		lease, beat time.Duration // the block's lease; the heartbeat, from now
+		least       time.Duration // the BE is held at least this long
 	}{
-		{"lease of an hour", time.Hour, 0},
-		{"heartbeat an hour ahead", ctl.NodeLease, time.Hour},
+		{"lease of an hour", time.Hour, 0, ctl.NodeLease - 10*ms}, // within an epoch of the lease
+		{"heartbeat an hour ahead", ctl.NodeLease, time.Hour, 0},  // never written by the shims' clock
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -45,9 +46,9 @@ func TestBusySlotHoldsBEOneLease(t *testing.T) {
 			node.busy(0, true, c.Now()+tc.beat)
 			atomic.StoreUint64(&node.b.LeaseNS, uint64(tc.lease))
 			const launches = 30 // at the default epoch, 300 ms held
-			if d := be.burst(t, launches); d > ctl.NodeLease {
-				t.Errorf("%d BE launches beside a busy slot nobody renews took %v, want at most the lease, %v",
-					launches, d, ctl.NodeLease)
+			if d := be.burst(t, launches); d > ctl.NodeLease || d < tc.least {
+				t.Errorf("%d BE launches beside a busy slot nobody renews took %v, want %v to the lease, %v",
+					launches, d, tc.least, ctl.NodeLease)
 			}
 		})
 	}
@@ -215,7 +216,61 @@ func TestCutShortFilesHarmNoOne(t *testing.T) {
 	if got := real.say(t, "sms"); !strings.HasPrefix(got, "sms ") {
 		t.Errorf("the LS tenant after the BE file was cut short: %q", got)
 	}
-	if d := be.burst(t, 1); d < 0 {
-		t.Errorf("the BE tenant after the BE file was cut short: %v", d)
+	if d := be.burst(t, 1); d != 0 {
+		t.Errorf("a BE launch after the BE file was cut short, no LS tenant busy: held %v, want not", d)
+	}
+}
+
+// TestSeatMappedOnceItsFileCanBeOpened: a BE tenant that could not open a
+// seat's LS file when it first looked (gone for a moment, or no
+// descriptor left) maps it once it can, within a tick of the coarse
+// clock, so that the LS tenant's work then holds it; it was left unmapped
+// for the seat's life.
+func TestSeatMappedOnceItsFileCanBeOpened(t *testing.T) {
+	dir := t.TempDir()
+	n := tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*us)
+	node := playOn(t, n)
+	node.ls(0, 1, enableOnly(0, 1))
+	be, _ := beOn(t, c, dir, ctl.Tide{Epoch: 50 * time.Millisecond})
+	away := n.LSPath(0) + ".away"
+	if err := os.Rename(n.LSPath(0), away); err != nil {
+		t.Fatal(err)
+	}
+	if d := be.burst(t, 1); d != 0 { // its first look: no file
+		t.Fatalf("a BE launch beside a seat without its file took %v", d)
+	}
+	if err := os.Rename(away, n.LSPath(0)); err != nil {
+		t.Fatal(err)
+	}
+	c.RunFor(5 * ms) // a tick of the coarse clock, at least
+	node.busy(0, true, c.Now())
+	if d := be.burst(t, 1); d != 50*ms {
+		t.Errorf("a BE launch beside the busy LS tenant, its file back: held %v, want an epoch (50 ms)", d)
+	}
+}
+
+// TestBusKillStillKills: a SIGBUS sent to a tenant (kill -BUS), not a
+// fault of a file cut short, ends it as it would without the shim's
+// handler; the handler had swallowed it.
+func TestBusKillStillKills(t *testing.T) {
+	dir := t.TempDir()
+	tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*us)
+	ls, _ := lsOn(t, c, dir)
+	ls.say(t, "sms") // joined, its handler set
+	if err := syscall.Kill(ls.pid, syscall.SIGBUS); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ls.p.cmd.Wait() }()
+	select {
+	case <-done:
+		ws, ok := ls.p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGBUS {
+			t.Errorf("the tenant ended %v, want by SIGBUS", ls.p.cmd.ProcessState)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("the tenant lives on 10 s after a SIGBUS sent to it")
 	}
 }
