@@ -19,6 +19,7 @@ import (
 	"unsafe"
 
 	"github.com/carve-gpu/carve/internal/topo"
+	"golang.org/x/sys/unix"
 )
 
 // Values shared with shim/carve_node.h.
@@ -522,22 +523,28 @@ func reclaimLS(path string) (freed int) {
 	return freed
 }
 
+// reclaimProcs frees the entries of ls (its file f) whose lock no process
+// holds. The locks it takes are of f's open file description (F_OFD_SETLK,
+// which the shims' record locks conflict with): a lock of the process's
+// would go when any other descriptor of the file in it closes (carve
+// daemon's listing of the same file, meanwhile), and a process taking the
+// entry then could have its pid and busy state cleared.
 func reclaimProcs(ls *LSFile, f *os.File) (freed int) {
 	for i := range ls.Procs {
 		p := &ls.Procs[i]
 		if atomic.LoadUint32(&p.PID) == 0 {
 			continue
 		}
-		lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0, Start: LSProcLock(i), Len: 1}
-		if syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &lk) != nil {
+		lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: LSProcLock(i), Len: 1}
+		if unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk) != nil {
 			continue // its process runs
 		}
 		atomic.StoreUint32(&p.Busy, 0)
 		atomic.AndUint32(&ls.Busy, ^(uint32(1) << i))
 		atomic.StoreUint32(&p.PID, 0)
 		freed++
-		lk.Type = syscall.F_UNLCK
-		syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &lk)
+		lk.Type = unix.F_UNLCK
+		unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
 	}
 	return freed
 }

@@ -377,7 +377,8 @@ func TestBEInflightBound(t *testing.T) {
 }
 
 // TestLeaseAfterLSDies: an LS tenant killed while busy holds the BE back no
-// longer than the lease.
+// longer than the lease; its entry is reclaimed once it is dead, not
+// before.
 func TestLeaseAfterLSDies(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
@@ -389,6 +390,9 @@ func TestLeaseAfterLSDies(t *testing.T) {
 	c.Settle()
 	if s, _ := busyOf(n, ls.pid); !s.Busy {
 		t.Fatal("LS not busy")
+	}
+	if freed := n.Reclaim(); freed != 0 { // its entry's lock is held
+		t.Fatalf("Reclaim freed %d entries of a live LS tenant", freed)
 	}
 	ls.p.cmd.Process.Signal(syscall.SIGKILL)
 	ls.p.cmd.Wait()
