@@ -154,7 +154,7 @@ type View struct {
 	SLO         ctl.SLO
 	Target      time.Duration // what its SLO holds Estimate under; 0: a multiple with no reference yet
 	Calibrating bool          // a multiple with no reference yet: calibrating, its GPU's BE tenants at level 0 while it has periods
-	Calibrated  bool          // a multiple whose reference is the controller's calibration, not the block's alone periods
+	Calibrated  bool          // a multiple whose calibration (its reference) is made
 	P99         time.Duration // of the window's busy periods
 	Periods     uint64        // in the window
 	Attainment  float64       // the window's periods within Target (Attainment; 1 with none, or no Target)
