@@ -27,6 +27,7 @@ type Holder struct {
 	Floor     partition.Set // a BE tenant's floor, which others keep off
 	Mem       uint64        // its memory limit in bytes (0: none)
 	MPS       bool          // a client of carve's MPS, whose driver limit holds its context too
+	Published bool          // a claim of carve-dra's, published in the node directory
 }
 
 // PartOn is the partition a block holds on GPU t, if it holds one: by the
@@ -75,6 +76,9 @@ type listing struct {
 	blocks  []ctl.Entry // of live processes
 	claims  []ctl.Claim
 	pending []string // the directories of interrupted reservations
+	// others are the node directory's tenants, which a claim's placement
+	// in carve-dra's runtime directory keeps off (view.tenants)
+	others []ctl.Entry
 }
 
 func list(dir string) (*listing, error) {
@@ -97,7 +101,11 @@ func (l *listing) partitions() []ctl.Snapshot {
 		out = append(out, e.Snapshot)
 	}
 	for _, c := range l.claims {
-		out = append(out, c.Root)
+		s := c.Root
+		if c.Published && s.Class == ctl.ClassLS {
+			s.Class = ctl.ClassNone // seated in carve-dra's node block, not here: outside this directory's tide
+		}
+		out = append(out, s)
 	}
 	return out
 }
@@ -106,7 +114,8 @@ func (l *listing) partitions() []ctl.Snapshot {
 func (l *listing) seats(dir string) []ctl.Seat { return ctl.SeatsOf(dir, l.blocks, l.claims) }
 
 // Holders are the live partitions on t in dir, one per tenant, then the
-// claims reserved on t.
+// claims reserved on t (in the node directory: those carve-dra published
+// there too).
 func Holders(dir string, t *topo.Topology) ([]Holder, error) {
 	l, err := list(dir)
 	if err != nil {
@@ -118,7 +127,7 @@ func Holders(dir string, t *topo.Topology) ([]Holder, error) {
 func (l *listing) holders(t *topo.Topology) []Holder {
 	var out []Holder
 	index := map[int]int{}
-	for _, e := range l.blocks {
+	for _, e := range append(l.blocks[:len(l.blocks):len(l.blocks)], l.others...) {
 		part, ok := PartOn(e.Snapshot, t)
 		if !ok {
 			continue // another GPU's partition
@@ -148,7 +157,8 @@ func (l *listing) holders(t *topo.Topology) []Holder {
 			continue
 		}
 		h := Holder{Claim: c.UID, ClaimName: c.Name(), Command: c.Root.Command, TPCs: partition.FromMask(t, part.Mask),
-			Class: c.Root.Class, Floor: partition.FromEnable(t, part.Floor), Mem: c.Root.Memory.Limit, MPS: c.Root.Flags&ctl.FlagMPS != 0}
+			Class: c.Root.Class, Floor: partition.FromEnable(t, part.Floor), Mem: c.Root.Memory.Limit, MPS: c.Root.Flags&ctl.FlagMPS != 0,
+			Published: c.Published}
 		for _, p := range c.Procs {
 			h.PIDs = append(h.PIDs, p.PID)
 		}

@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 	case "move":
 		helperMove()
 	default:
+		if os.Getenv("CARVE_NODE_DIR") == "" { // none: tests that want one make it
+			os.Setenv("CARVE_NODE_DIR", "/nonexistent/carve-node-test")
+		}
 		os.Exit(m.Run())
 	}
 }
