@@ -237,3 +237,37 @@ func TestNoNodeDirNoPublish(t *testing.T) {
 		t.Errorf("published in carve-dra's own directory: %v", err)
 	}
 }
+
+// TestPublishedLSClaimFenced: the node directory's LS tenants keep off a
+// published LS claim's TPCs (its node block's fixed TPCs), and the claim
+// takes no seat there: it is seated in carve-dra's runtime directory.
+func TestPublishedLSClaimFenced(t *testing.T) {
+	nd, rd, _ := claimView(t)
+	top, _ := topologyJSON(t)
+	c, err := Place(rd, top, Request{Claim: &Claim{UID: "uid-ls", Name: "ns/ls"}, Spec: count(t, "16"), Policy: ctl.Policy{Class: ctl.ClassLS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := Place(nd, top, Request{Spec: count(t, "8"), PID: os.Getpid(), Policy: ctl.Policy{Class: ctl.ClassLS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls.Block.Close()
+	n, err := ctl.OpenNode(nd, ctl.NodeName(top.UUID), top.Live())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if got := partition.FromEnable(top, n.Fixed()); got.String() != c.Set.String() {
+		t.Errorf("the node directory's node block keeps its LS tenants off %s, want the LS claim's %s", got, c.Set)
+	}
+	l, err := ctl.Read(nd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ctl.SeatsOf(nd, l.Live, l.Claims) {
+		if s.Claim != "" {
+			t.Errorf("the published claim is seated in the node directory: %+v", s)
+		}
+	}
+}
