@@ -153,26 +153,20 @@ func published(dir string, have map[string]bool) (claims []Claim, skipped []Bad)
 	return claims, skipped
 }
 
-// readPublished reads a published claim at path into s: a regular file of
-// root's that reads as a claim's record.
+// readPublished reads a published claim at path into s: a regular file
+// (no link) of root's that reads as a claim's record.
 func readPublished(path string, s *Snapshot) error {
-	st, err := os.Lstat(path)
-	if err != nil {
-		return openError(path, err)
-	}
-	if st.Mode()&os.ModeSymlink != 0 {
-		return &Bad{Path: path, Reason: "symlink", Why: fmt.Sprintf("published claim %s is a symbolic link: not honoured", path)}
-	}
-	if uid := nodeDirStat(st).UID; uid != 0 {
-		return &Bad{Path: path, Reason: "owner", Why: fmt.Sprintf("published claim %s is owned by %s, not root: not honoured", path, userName(uid))}
-	}
 	h, err := openPath(path)
 	if err != nil {
 		return err
 	}
 	defer h.Close()
-	if st, err := h.f.Stat(); err != nil || nodeDirStat(st).UID != 0 { // replaced since the Lstat
-		return &Bad{Path: path, Reason: "owner", Why: fmt.Sprintf("published claim %s is not root's: not honoured", path)}
+	st, err := h.f.Stat()
+	if err != nil {
+		return openError(path, err)
+	}
+	if uid := nodeDirStat(st).UID; uid != 0 {
+		return &Bad{Path: path, Reason: "owner", Why: fmt.Sprintf("published claim %s is owned by %s, not root: not honoured", path, userName(uid))}
 	}
 	if err := guarded(path, func() { *s = h.Snapshot() }); err != nil {
 		return err
