@@ -271,3 +271,35 @@ func TestPublishedLSClaimFenced(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeDirTenantsFenced: in carve-dra's runtime directory, the node
+// block keeps LS claims off the node directory's tenants' TPCs, from the
+// claim's placement and from Fence (carve daemon's) alike.
+func TestNodeDirTenantsFenced(t *testing.T) {
+	nd, rd, _ := claimView(t)
+	top, _ := topologyJSON(t)
+	tenant, err := Place(nd, top, Request{Spec: count(t, "30"), PID: os.Getpid(), Policy: ctl.Policy{Class: ctl.ClassLS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant.Block.Close()
+	if _, err := Place(rd, top, Request{Claim: &Claim{UID: "uid-ls", Name: "ns/ls"}, Spec: count(t, "16"), Policy: ctl.Policy{Class: ctl.ClassLS}}); err != nil {
+		t.Fatal(err)
+	}
+	fixed := func(when string) {
+		t.Helper()
+		n, err := ctl.OpenNode(rd, ctl.NodeName(top.UUID), top.Live())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		if got := partition.FromEnable(top, n.Fixed()); got.String() != tenant.Set.String() {
+			t.Errorf("%s: carve-dra's node block keeps LS claims off %s, want the node directory's tenant's %s", when, got, tenant.Set)
+		}
+	}
+	fixed("after the claim's placement")
+	if err := Fence(rd); err != nil {
+		t.Fatal(err)
+	}
+	fixed("after Fence")
+}

@@ -94,18 +94,31 @@ func list(dir string) (*listing, error) {
 }
 
 // partitions are the blocks' snapshots and the claims' reservations, what
-// fence reads.
+// fence reads; and those of the other directory, carve-dra's runtime
+// directory's claims published in the node directory (Claim.Published)
+// or the node directory's tenants seen from carve-dra's (others), whose
+// LS partitions are seated in the other directory's node blocks, not in
+// this one's: outside its tide, LS tenants here keep off them.
 func (l *listing) partitions() []ctl.Snapshot {
-	out := make([]ctl.Snapshot, 0, len(l.blocks)+len(l.claims))
+	out := make([]ctl.Snapshot, 0, len(l.blocks)+len(l.claims)+len(l.others))
+	outside := func(s ctl.Snapshot) ctl.Snapshot {
+		if s.Class == ctl.ClassLS {
+			s.Class = ctl.ClassNone
+		}
+		return s
+	}
 	for _, e := range l.blocks {
 		out = append(out, e.Snapshot)
 	}
 	for _, c := range l.claims {
-		s := c.Root
-		if c.Published && s.Class == ctl.ClassLS {
-			s.Class = ctl.ClassNone // seated in carve-dra's node block, not here: outside this directory's tide
+		if c.Published {
+			out = append(out, outside(c.Root))
+		} else {
+			out = append(out, c.Root)
 		}
-		out = append(out, s)
+	}
+	for _, e := range l.others {
+		out = append(out, outside(e.Snapshot))
 	}
 	return out
 }

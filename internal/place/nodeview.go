@@ -36,7 +36,11 @@ type view struct {
 // may hold it for ever), the view is read and written without it: the
 // claim's placement then races only a placement of carve run that holds
 // the lock that long, and a user can write a block of any mask anyway.
-func openView(dir string) *view {
+func openView(dir string) *view { return viewOf(dir, true) }
+
+// viewOf is openView; unlocked: without the node directory's lock, for a
+// reader that writes nothing there (Fence).
+func viewOf(dir string, locked bool) *view {
 	v := &view{unlock: func() {}}
 	nd, ok, err := nodeView()
 	if err != nil {
@@ -47,6 +51,9 @@ func openView(dir string) *view {
 		return v
 	}
 	v.dir = nd
+	if !locked {
+		return v
+	}
 	if unlock, err := Lock(nd, Timeout); err != nil {
 		v.err = fmt.Errorf("the node directory's lock (read and written without it): %w", err)
 	} else {

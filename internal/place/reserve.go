@@ -154,8 +154,8 @@ func Release(dir, uid string) (bool, error) {
 		return true, fmt.Errorf("releasing claim %s: %w", uid, err)
 	}
 	v := openView(dir) // its TPCs free for the node directory's tenants
+	defer v.unlock()
 	v.publish(dir)
-	v.unlock()
 	_, err = os.Stat(cd)
 	if errors.Is(err, os.ErrNotExist) {
 		return had, nil
@@ -165,6 +165,7 @@ func Release(dir, uid string) (bool, error) {
 	}
 	l, err := list(dir)
 	if err == nil {
+		l.others = v.tenants()
 		fence(dir, l.partitions(), l.seats(dir))
 	}
 	return true, nil
