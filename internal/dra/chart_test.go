@@ -32,12 +32,15 @@ import (
 // (and ServiceMonitor) select the daemons' port; the DeviceClass's config
 // is one carve-dra accepts; turning MPS off takes the privileged init
 // container, hostPID and MPS's flags away; plugin.nodeDir gives carve-dra
-// the node directory, which it has none of by default.
+// and carve daemon the node directory, which they have none of by default.
 func TestChart(t *testing.T) {
 	objs := charttest.Objects(t, nil)
-	if ds := charttest.Named[*appsv1.DaemonSet](t, objs, "carve-dra"); len(ds.Spec.Template.Spec.Volumes) != 5 ||
-		slices.ContainsFunc(ds.Spec.Template.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "CARVE_NODE_DIR" }) {
-		t.Errorf("carve-dra is given a node directory by default: %+v", ds.Spec.Template.Spec)
+	for _, name := range []string{"carve-dra", "carve-daemon"} {
+		p := charttest.Named[*appsv1.DaemonSet](t, objs, name).Spec.Template.Spec
+		if slices.ContainsFunc(p.Volumes, func(v corev1.Volume) bool { return v.Name == "node-dir" }) ||
+			slices.ContainsFunc(p.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "CARVE_NODE_DIR" }) {
+			t.Errorf("%s is given a node directory by default: %+v", name, p)
+		}
 	}
 	web := charttest.Named[*admissionv1.ValidatingWebhookConfiguration](t, objs, "carve-dra-webhook")
 	svc := charttest.Named[*corev1.Service](t, objs, "carve-dra-webhook")
@@ -108,8 +111,10 @@ func TestChart(t *testing.T) {
 	if c := plugin.Spec.Template.Spec.Containers[0].Command; !slices.Contains(c, "--xid-taint-for=1h") || slices.ContainsFunc(c, func(a string) bool { return strings.HasPrefix(a, "--mps-shm") }) {
 		t.Errorf("with MPS off and an extra flag, carve-dra runs %q", c)
 	}
-	if !nodeDirMounted(plugin, "/run/carve-node") {
-		t.Errorf("with plugin.nodeDir, carve-dra is not given the node directory: %+v", plugin.Spec.Template.Spec)
+	for _, ds := range []*appsv1.DaemonSet{daemon, plugin} {
+		if !nodeDirMounted(ds, "/run/carve-node") {
+			t.Errorf("with plugin.nodeDir, %s is not given the node directory: %+v", ds.Name, ds.Spec.Template.Spec)
+		}
 	}
 	var kinds []string
 	for _, o := range objs {
