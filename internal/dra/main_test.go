@@ -1,3 +1,6 @@
+// The driver tests' setup: no test publishes claims in the node's own
+// node directory.
+
 package dra
 
 import (
