@@ -88,10 +88,15 @@ func publishedDir(nodeDir string) (string, error) {
 		if err == nil {
 			os.RemoveAll(pd) // a user's, made before carve node init made it
 		}
-		if err := os.Mkdir(pd, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		err = os.Mkdir(pd, 0o755)
+		switch {
+		case err == nil:
+			// past the umask: by its path, which (root's, in a directory
+			// with the sticky bit) no user can replace with a link
+			os.Chmod(pd, 0o755)
+		case !errors.Is(err, os.ErrExist): // else made meanwhile: checked again
 			return "", fmt.Errorf("published claims: %w", err)
 		}
-		os.Chmod(pd, 0o755) // past the umask
 	}
 }
 

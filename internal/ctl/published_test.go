@@ -41,8 +41,9 @@ func TestTrustPublished(t *testing.T) {
 
 // TestPublishedDirAsRoot: carve node init makes the directory of
 // published claims, root's, mode 0755; Publish replaces one a user made
-// (before carve node init did) with root's, and publishes every recorded
-// claim in it.
+// (before carve node init did), a directory or a link, with root's,
+// leaving what the link names alone, and publishes every recorded claim
+// in it.
 func TestPublishedDirAsRoot(t *testing.T) {
 	needRoot(t)
 	base := t.TempDir()
@@ -68,5 +69,26 @@ func TestPublishedDirAsRoot(t *testing.T) {
 	names, _ := filepath.Glob(filepath.Join(pd, "*"))
 	if st, err = os.Lstat(pd); err != nil || trustPublished(pd, nodeDirStat(st)) != nil || len(names) != 1 || filepath.Base(names[0]) != "uid-a" {
 		t.Fatalf("after Publish: %v, %v; holds %v, want uid-a alone", st, err, names)
+	}
+
+	// a link a user made in its place: replaced, what it names untouched
+	victim := filepath.Join(base, "victim")
+	os.Mkdir(victim, 0o700)
+	os.RemoveAll(pd)
+	if err := os.Symlink(victim, pd); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(pd, 65534, 65534)
+	if err := Publish(rd, nd); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(victim); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("what the link named: %v, %v; want it untouched, mode 0700", st, err)
+	}
+	if names, _ := filepath.Glob(filepath.Join(victim, "*")); len(names) != 0 {
+		t.Errorf("published through the link: %v", names)
+	}
+	if st, err = os.Lstat(pd); err != nil || trustPublished(pd, nodeDirStat(st)) != nil {
+		t.Errorf("after Publish over a link: %v, %v", st, err)
 	}
 }
