@@ -77,7 +77,8 @@ func publishedClaims(t *testing.T, dir string) (map[string]ctl.Claim, []ctl.Bad)
 
 // TestClaimHeldInNodeDir: a claim reserved in carve-dra's runtime
 // directory while the node directory exists is published there, root's,
-// mode 0644, and listed as a claim with no process; a user's placement
+// mode 0644 (written anew when it is reserved again), and listed as a
+// claim with no process; a user's placement
 // there keeps off its TPCs (the error names it) and counts its memory
 // limit; its release removes the copy, and the user is then given its
 // TPCs.
@@ -94,6 +95,12 @@ func TestClaimHeldInNodeDir(t *testing.T) {
 	st, err := os.Lstat(path)
 	if err != nil || st.Mode() != 0o644 || st.Sys().(*syscall.Stat_t).Uid != 0 {
 		t.Fatalf("published claim %s: %v, %v; want a file of root's, mode 0644", path, st, err)
+	}
+	os.Remove(path) // lost: reserving the claim again writes it anew
+	again, err := Place(rd, top, Request{Claim: &Claim{UID: "uid-a", Name: "ns/a"}, Spec: count(t, "40"),
+		Policy: ctl.Policy{Mem: ctl.MemLimit{Bytes: mem}}})
+	if err != nil || !again.Again {
+		t.Fatalf("reserving again: %+v %v", again, err)
 	}
 	pub, bad := publishedClaims(t, nd)
 	c, ok := pub["uid-a"]
