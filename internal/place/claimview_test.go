@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
@@ -309,4 +310,52 @@ func TestNodeDirTenantsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixed("after Fence")
+}
+
+// TestNothingSharedAcross: no tide reaches between carve-dra's claims and
+// the node directory's tenants, so nothing shares TPCs across them: a
+// user's BE tenant of every TPC is given those no claim holds, a user's
+// --share that meets a claim's TPCs is refused, and so is a --share limit
+// that would over-commit a claim's memory; a BE claim is given the TPCs
+// no tenant of the node directory holds, with its floor among them.
+func TestNothingSharedAcross(t *testing.T) {
+	nd, rd, _ := claimView(t)
+	top, _ := topologyJSON(t)
+	procs := sleepers(t, 4)
+	all, _ := partition.ParseTPCs("all")
+	be := ctl.Policy{Class: ctl.ClassBE, Epoch: 10 * time.Millisecond, Floor: 8}
+	a, err := Place(rd, top, Request{Claim: &Claim{UID: "uid-a", Name: "ns/a"}, Spec: count(t, "40"),
+		Policy: ctl.Policy{Mem: ctl.MemLimit{Bytes: top.MemoryBytes * 3 / 4}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Place(nd, top, Request{Spec: all, PID: procs[0].Process.Pid, Policy: be})
+	if err != nil || len(b.Set) != len(top.TPCs)-40 || len(b.Set.Intersect(a.Set)) != 0 {
+		t.Fatalf("a user's BE tenant of every TPC beside a claim of 40: %+v %v, want the 26 the claim leaves", b, err)
+	}
+	_, err = Place(nd, top, Request{Spec: count(t, "30"), PID: procs[1].Process.Pid, Share: true})
+	if !errors.Is(err, ErrOverlap) || !strings.Contains(err.Error(), "claim ns/a holds") || !strings.Contains(err.Error(), "tide does not reach") {
+		t.Errorf("a user's --share onto a claim's TPCs: %v", err)
+	}
+	_, err = Place(nd, top, Request{Spec: count(t, "1"), PID: procs[1].Process.Pid, Share: true,
+		Policy: ctl.Policy{Mem: ctl.MemLimit{Bytes: top.MemoryBytes / 2}}})
+	if !errors.Is(err, ErrMemory) || !strings.Contains(err.Error(), "claim ns/a holds") {
+		t.Errorf("a user's --share limit over a claim's memory: %v", err)
+	}
+	if _, err := Place(nd, top, Request{Spec: count(t, "1"), PID: procs[2].Process.Pid, Share: true,
+		Policy: ctl.Policy{Mem: ctl.MemLimit{Bytes: top.MemoryBytes / 8}}}); err != nil {
+		t.Errorf("a user's --share limit beside the claim's: %v", err)
+	}
+
+	if ok, err := Release(rd, "uid-a"); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	plain, err := Place(nd, top, Request{Spec: count(t, "30"), PID: procs[3].Process.Pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Place(rd, top, Request{Claim: &Claim{UID: "uid-be", Name: "ns/be"}, Spec: all, Policy: be})
+	if err != nil || len(c.Set.Intersect(plain.Set)) != 0 || len(c.Set) == 0 {
+		t.Fatalf("a BE claim beside the node directory's tenants: %+v %v (a plain tenant holds %v)", c, err, plain.Set)
+	}
 }

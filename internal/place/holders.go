@@ -27,7 +27,11 @@ type Holder struct {
 	Floor     partition.Set // a BE tenant's floor, which others keep off
 	Mem       uint64        // its memory limit in bytes (0: none)
 	MPS       bool          // a client of carve's MPS, whose driver limit holds its context too
-	Published bool          // a claim of carve-dra's, published in the node directory
+	// Outside: of the other side of carve-dra's runtime directory and the
+	// node directory (a claim published in the node directory, or the
+	// node directory's tenant as a claim's placement sees it), which tide
+	// does not reach: no partition shares its TPCs (offOutside).
+	Outside bool
 }
 
 // PartOn is the partition a block holds on GPU t, if it holds one: by the
@@ -139,18 +143,23 @@ func Holders(dir string, t *topo.Topology) ([]Holder, error) {
 
 func (l *listing) holders(t *topo.Topology) []Holder {
 	var out []Holder
-	index := map[int]int{}
-	for _, e := range append(l.blocks[:len(l.blocks):len(l.blocks)], l.others...) {
+	type key struct {
+		tenant  int
+		outside bool
+	}
+	index := map[key]int{}
+	for n, e := range append(l.blocks[:len(l.blocks):len(l.blocks)], l.others...) {
 		part, ok := PartOn(e.Snapshot, t)
 		if !ok {
 			continue // another GPU's partition
 		}
 		set := partition.FromMask(t, part.Mask)
-		i, ok := index[e.Tenant]
+		k := key{e.Tenant, n >= len(l.blocks)}
+		i, ok := index[k]
 		if !ok {
 			i = len(out)
-			index[e.Tenant] = i
-			out = append(out, Holder{Tenant: e.Tenant, Class: e.Class})
+			index[k] = i
+			out = append(out, Holder{Tenant: e.Tenant, Class: e.Class, Outside: k.outside})
 		}
 		h := &out[i]
 		h.PIDs = append(h.PIDs, e.PID)
@@ -171,7 +180,7 @@ func (l *listing) holders(t *topo.Topology) []Holder {
 		}
 		h := Holder{Claim: c.UID, ClaimName: c.Name(), Command: c.Root.Command, TPCs: partition.FromMask(t, part.Mask),
 			Class: c.Root.Class, Floor: partition.FromEnable(t, part.Floor), Mem: c.Root.Memory.Limit, MPS: c.Root.Flags&ctl.FlagMPS != 0,
-			Published: c.Published}
+			Outside: c.Published}
 		for _, p := range c.Procs {
 			h.PIDs = append(h.PIDs, p.PID)
 		}
