@@ -70,9 +70,10 @@ The trust model, in the node directory:
 A user can still place partitions that take TPCs from others (as on one
 user's node), and, with a block of its own, claim the pid of a process it
 expects another user to start, whose carve run then fails. Tide stays
-apart from the claims': a BE tenant here runs on claims' TPCs (as one
-with --share may) and yields only to LS tenants here, and a BE claim
-runs on the TPCs of the tenants here and yields only to LS claims.`,
+apart from the claims', so no partition here is placed to share a
+claim's TPCs or memory (a BE one of every TPC is given those no claim
+holds; --share onto a claim is refused), yet a BE tenant here yields
+only to LS tenants here, and a claim placed after it may take its TPCs.`,
 		Args: cobra.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
