@@ -61,7 +61,12 @@ policy; see deploy/kubernetes/README.md. carve-dra webhook checks those
 configs when claims are created.
 
 It keeps its state in carve's runtime directory (claims/UID/), so it can
-be restarted at any time.`,
+be restarted at any time. Where the node directory exists and root made
+it ($CARVE_NODE_DIR, else ` + ctl.NodeDirDefault + `; sudo carve node init), it
+places claims around the TPCs and memory of the users' tenants there
+(reading their blocks, never writing them) and publishes each claim
+there, root's (` + ctl.PublishedDir + `/UID), so that users' carve run keeps off
+the claims' TPCs and counts their memory.`,
 		Version:       version,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,

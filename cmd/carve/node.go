@@ -33,9 +33,12 @@ user of the node. Without it each user's carve keeps its blocks in a
 directory of its own (/dev/shm/carve-UID), so that tenants of different
 users are placed on the same TPCs and never meet in tide. Where it
 exists, every user's carve uses it (unless CARVE_RUNTIME_DIR names
-another directory). Kubernetes claims' TPCs are not in it yet: carve-dra
-keeps its runtime directory (/run/carve) root's alone, and the tenants
-placed here do not see them.
+another directory). Where carve-dra is given it (the chart's
+plugin.nodeDir), it publishes each claim it prepares here
+(` + ctl.PublishedDir + `/UID): every user's placement keeps off a claim's TPCs
+and counts its memory limit, carve ls lists it, and a claim's prepare
+keeps off the tenants placed here. carve-dra's own runtime directory
+(/run/carve) stays root's alone.
 
 It is owned by root, mode 1777: anyone may make files in it, and the
 sticky bit lets only a file's owner (and root) remove or rename it. With
@@ -59,10 +62,18 @@ The trust model, in the node directory:
   - the placement lock is root's file, mode 0644, which every user locks:
     a user can hold it (as any carve does while it places), not change it;
     carve refuses a lock of another user's, and makes none for a user
-    where it is missing (root's carve makes it): run init again.
+    where it is missing (root's carve makes it): run init again;
+  - the claims carve-dra publishes are root's, mode 0644, in a directory
+    of root's, mode 0755, which init makes: a user can neither make nor
+    change one, and carve honours no other (a file not root's, a link or
+    one it cannot read is skipped and reported by carve ls).
 A user can still place partitions that take TPCs from others (as on one
 user's node), and, with a block of its own, claim the pid of a process it
-expects another user to start, whose carve run then fails.`,
+expects another user to start, whose carve run then fails. Tide stays
+apart from the claims', so no partition here is placed to share a
+claim's TPCs or memory (a BE one of every TPC is given those no claim
+holds; --share onto a claim is refused), yet a BE tenant here yields
+only to LS tenants here, and a claim placed after it may take its TPCs.`,
 		Args: cobra.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {

@@ -6,6 +6,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -14,8 +15,9 @@ import (
 
 // TestNodeInit: as root, carve node init makes a directory of mode 1777
 // (1770 of a group with --group) that carve ls then uses, listing a
-// tenant placed there; without the sticky bit, carve ls refuses it and
-// says how to fix it. As another user, it says it needs root.
+// tenant placed there and a claim carve-dra published there (no pid);
+// without the sticky bit, carve ls refuses it and says how to fix it. As
+// another user, it says it needs root.
 func TestNodeInit(t *testing.T) {
 	top := sandbox(t)
 	nd := filepath.Join(t.TempDir(), "node")
@@ -51,6 +53,19 @@ func TestNodeInit(t *testing.T) {
 	h.Close()
 	if out, _, err := carve(t, "ls"); err != nil || !strings.Contains(out, "tenant-in-the-node-directory") {
 		t.Fatalf("carve ls in the node directory: %q, %v; want the tenant placed there", out, err)
+	}
+	rd := t.TempDir() // carve-dra's, which publishes its claim in the node directory
+	half := top.Live().Disable()
+	half[0] |= 0xff
+	claim := ctl.Init{Comm: []string{"claim", "ns/published"}, Parts: []ctl.Part{{GPU: top.UUID, Mask: half, Live: top.Live()}}}
+	if err := ctl.RecordClaim(rd, "uid-published", claim); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Publish(rd, nd); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := carve(t, "ls"); err != nil || !regexp.MustCompile(`(?m)^-\s.*\breserved\b.*claim ns/published$`).MatchString(out) {
+		t.Fatalf("carve ls in the node directory: %q, %v; want the claim carve-dra published there, with no pid", out, err)
 	}
 	os.Chmod(nd, 0o777)
 	if _, _, err := carve(t, "ls"); err == nil || !strings.Contains(err.Error(), "without the sticky bit") {

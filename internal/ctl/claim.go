@@ -70,6 +70,10 @@ type Claim struct {
 	// wrote it: theirs to write, and so only listed.
 	Account Memory
 	Procs   []Entry
+	// Published: a claim of carve-dra's published in the node directory
+	// (PublishedDir): its record alone, with no directory, no processes
+	// and no account here.
+	Published bool
 }
 
 // Name is the claim's namespace/name, as its reservation recorded it.
@@ -96,7 +100,9 @@ func CreateClaimRoot(claimDir string, in Init) (*Handle, error) {
 // directories of interrupted reservations (no record). It skips the
 // claims whose record it cannot read and the blocks of processes it
 // cannot read, and reports a root it cannot read (Read says which); a
-// claim whose root its pod spoiled stays reserved as recorded.
+// claim whose root its pod spoiled stays reserved as recorded. In the node
+// directory it also returns the claims carve-dra published there
+// (Claim.Published).
 func Claims(dir string) (claims []Claim, pending []string, err error) {
 	claims, pending, _, err = claimList(dir, false)
 	return claims, pending, err
@@ -163,6 +169,12 @@ func claimList(dir string, peek bool) (claims []Claim, pending []string, skipped
 	}
 	claims, bad := overlapping(claims)
 	skipped = append(skipped, bad...)
+	have := map[string]bool{}
+	for _, c := range claims {
+		have[c.UID] = true
+	}
+	pub, bad := published(dir, have)
+	claims, skipped = append(claims, pub...), append(skipped, bad...)
 	sort.Slice(claims, func(i, j int) bool { return claims[i].UID < claims[j].UID })
 	return claims, pending, skipped, nil
 }

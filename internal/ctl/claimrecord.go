@@ -105,6 +105,9 @@ func RecordLegacy(dir string) (int, error) {
 	}
 	n := 0
 	for _, c := range claims {
+		if c.Published {
+			continue // carve-dra's, recorded in its own runtime directory
+		}
 		if err := copyBlock(filepath.Join(c.Dir, ClaimRoot), filepath.Join(tmp, c.UID), 0o600); err != nil {
 			continue // skipped, as Claims skips it
 		}

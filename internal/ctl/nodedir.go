@@ -193,9 +193,10 @@ func trustLock(path string, st NodeDirStat, dirUID uint32) error {
 // InitNodeDir makes the node directory path, as root: owned by root, mode
 // 1777, or with gid >= 0 mode 1770 of group gid; and the placement lock
 // file in it (root's, mode 0644, which every user locks through a
-// read-only descriptor). One that exists is set so if it is a directory of
-// root's; one of another user's, or a link, is refused (whoever made it
-// may have left files in it).
+// read-only descriptor), and the directory of the claims carve-dra
+// publishes there (PublishedDir, root's, mode 0755). One that exists is
+// set so if it is a directory of root's; one of another user's, or a
+// link, is refused (whoever made it may have left files in it).
 func InitNodeDir(path string, gid int) error {
 	if os.Geteuid() != 0 {
 		return errors.New("making the node directory needs root (sudo carve node init)")
@@ -235,7 +236,8 @@ func InitNodeDir(path string, gid int) error {
 	if err := f.Chmod(0o644); err != nil {
 		return fmt.Errorf("node directory's placement lock: %w", err)
 	}
-	return nil
+	_, err = publishedDir(path) // carve-dra's claims, root's alone
+	return err
 }
 
 // LockName is the placement lock's file name in a runtime directory

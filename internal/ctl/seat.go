@@ -247,7 +247,7 @@ func SeatsOf(dir string, blocks []Entry, claims []Claim) []Seat {
 		}
 	}
 	for _, c := range claims {
-		if c.Root.Class != ClassLS {
+		if c.Root.Class != ClassLS || c.Published { // seated in carve-dra's runtime directory
 			continue
 		}
 		for _, p := range c.Root.Parts() {

@@ -20,8 +20,10 @@ import (
 type Bad struct {
 	Path string `json:"path"`
 	// Reason is one word: symlink, not-regular, size, magic, mask,
-	// overlap, fault, open, or unrecorded (a claim's directory, not a
-	// block: no record, yet a process runs in it).
+	// overlap, fault, open, unrecorded (a claim's directory, not a
+	// block: no record, yet a process runs in it), owner (a published
+	// claim not root's) or published (the directory of published claims,
+	// not trusted: PublishedDir).
 	Reason string `json:"reason"`
 	Why    string `json:"why"`
 	err    error

@@ -31,9 +31,17 @@ import (
 // replica, which it would keep from being drained); the metrics Service
 // (and ServiceMonitor) select the daemons' port; the DeviceClass's config
 // is one carve-dra accepts; turning MPS off takes the privileged init
-// container, hostPID and MPS's flags away.
+// container, hostPID and MPS's flags away; plugin.nodeDir gives carve-dra
+// and carve daemon the node directory, which they have none of by default.
 func TestChart(t *testing.T) {
 	objs := charttest.Objects(t, nil)
+	for _, name := range []string{"carve-dra", "carve-daemon"} {
+		p := charttest.Named[*appsv1.DaemonSet](t, objs, name).Spec.Template.Spec
+		if slices.ContainsFunc(p.Volumes, func(v corev1.Volume) bool { return v.Name == "node-dir" }) ||
+			slices.ContainsFunc(p.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "CARVE_NODE_DIR" }) {
+			t.Errorf("%s is given a node directory by default: %+v", name, p)
+		}
+	}
 	web := charttest.Named[*admissionv1.ValidatingWebhookConfiguration](t, objs, "carve-dra-webhook")
 	svc := charttest.Named[*corev1.Service](t, objs, "carve-dra-webhook")
 	hook := web.Webhooks[0]
@@ -103,6 +111,11 @@ func TestChart(t *testing.T) {
 	if c := plugin.Spec.Template.Spec.Containers[0].Command; !slices.Contains(c, "--xid-taint-for=1h") || slices.ContainsFunc(c, func(a string) bool { return strings.HasPrefix(a, "--mps-shm") }) {
 		t.Errorf("with MPS off and an extra flag, carve-dra runs %q", c)
 	}
+	for _, ds := range []*appsv1.DaemonSet{daemon, plugin} {
+		if !nodeDirMounted(ds, "/run/carve-node") {
+			t.Errorf("with plugin.nodeDir, %s is not given the node directory: %+v", ds.Name, ds.Spec.Template.Spec)
+		}
+	}
 	var kinds []string
 	for _, o := range objs {
 		if u, ok := o.(*unstructured.Unstructured); ok {
@@ -151,4 +164,18 @@ func selects(selector, labels map[string]string) bool {
 		}
 	}
 	return len(selector) > 0
+}
+
+// nodeDirMounted says whether ds's first container has the node directory
+// dir: CARVE_NODE_DIR names it, and it is the node's, mounted where it must
+// exist (type Directory: carve node init makes it, never the kubelet).
+func nodeDirMounted(ds *appsv1.DaemonSet, dir string) bool {
+	p := ds.Spec.Template.Spec
+	c := p.Containers[0]
+	env := slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "CARVE_NODE_DIR" && e.Value == dir })
+	mount := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "node-dir" && m.MountPath == dir })
+	vol := slices.ContainsFunc(p.Volumes, func(v corev1.Volume) bool {
+		return v.Name == "node-dir" && v.HostPath != nil && v.HostPath.Path == dir && v.HostPath.Type != nil && *v.HostPath.Type == corev1.HostPathDirectory
+	})
+	return env && mount && vol
 }

@@ -92,7 +92,10 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 }
 
 // Sweep removes CDI specs of the driver's whose claim is not reserved: left
-// by a plugin stopped between writing a spec and returning its error.
+// by a plugin stopped between writing a spec and returning its error; and
+// brings the claims published in the node directory, where there is one,
+// up to date (place.Publish): a copy of each claim prepared, none of
+// another.
 func (d *Driver) Sweep() error { return d.state().sweep() }
 
 // HandleError is called for errors in the background, such as publishing

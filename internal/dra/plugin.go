@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
@@ -24,9 +25,10 @@ type Sockets struct {
 
 // Serve registers d with the kubelet, answers its calls, and publishes the
 // node's GPUs, until ctx ends or the returned helper is stopped. It first
-// removes what an earlier plugin may have left half done (Sweep). Where d
-// watches its GPUs' health, it republishes them on each change, until ctx
-// ends.
+// removes what an earlier plugin may have left half done and publishes
+// the claims in the node directory (Sweep), which it publishes again
+// every PublishEvery. Where d watches its GPUs' health, it republishes
+// them on each change, until ctx ends.
 func Serve(ctx context.Context, d *Driver, s Sockets) (*kubeletplugin.Helper, error) {
 	if err := d.Sweep(); err != nil {
 		return nil, err
@@ -58,7 +60,27 @@ func Serve(ctx context.Context, d *Driver, s Sockets) (*kubeletplugin.Helper, er
 	if d.Health != nil {
 		go d.Health.Run(ctx, func(ctx context.Context) error { return h.PublishResources(ctx, d.resources()) })
 	}
+	go d.republish(ctx)
 	return h, nil
+}
+
+// PublishEvery is how often the plugin brings the claims published in the
+// node directory up to date (state.publish): a node directory made after
+// it started, or a copy removed or spoiled since, is mended within it.
+var PublishEvery = time.Minute
+
+// republish runs state.publish every PublishEvery, until ctx ends.
+func (d *Driver) republish(ctx context.Context) {
+	t := time.NewTicker(PublishEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			d.state().publish()
+		}
+	}
 }
 
 // FindGPUs returns the node's GPUs with their topologies: from carve's

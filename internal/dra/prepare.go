@@ -13,6 +13,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
@@ -49,6 +50,9 @@ func (s *state) prepare(c *resourceapi.ResourceClaim) (kubeletplugin.PrepareResu
 	placed, err := s.place(c, reqs, set, useMPS)
 	if err != nil {
 		return fail(err)
+	}
+	if placed.NodeView != nil { // placed all the same; the periodic Publish tries again
+		klog.Background().Error(placed.NodeView, "The node directory", "claim", klog.KObj(c))
 	}
 	stepDone("reserved")
 	if err := s.writeSpec(uid, placed, reqs, set, useMPS); err != nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/klog/v2"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/carve-gpu/carve/internal/ctl"
@@ -54,8 +55,10 @@ func (s *state) unprepare(specs *cdi.Cache, uid string) error {
 
 // sweep removes CDI specs of the driver's whose claim is not prepared:
 // left by a plugin stopped between writing a spec and returning its
-// error.
+// error; and brings the claims published in the node directory up to
+// date (publish).
 func (s *state) sweep() error {
+	s.publish()
 	uids, err := s.checkpoint.uids()
 	if err != nil {
 		return err
@@ -97,4 +100,14 @@ func (s *state) status(c *resourceapi.ResourceClaim, device string) (Status, err
 			Class: cmp.Or(ctl.ClassName(cl.Root.Class), "none"), MPS: cl.Root.Flags&ctl.FlagMPS != 0, Memory: cl.Root.Memory.Limit}, nil
 	}
 	return Status{}, fmt.Errorf("claim %s has no partition on %s", c.UID, device)
+}
+
+// publish brings the claims published in the node directory, where there
+// is one, up to date with those prepared (place.Publish): each prepared
+// claim's copy written, a released one's removed. Its error is logged,
+// never fatal: the claims stay prepared.
+func (s *state) publish() {
+	if err := place.Publish(s.checkpoint.dir); err != nil {
+		klog.Background().Error(err, "Publishing the claims in the node directory")
+	}
 }

@@ -43,6 +43,9 @@ func choose(t *topo.Topology, r Request, holders []Holder) (partition.Set, []Ove
 	}
 	share := r.Share || r.Policy.Class == ctl.ClassBE
 	set, err := r.Spec.Resolve(t, busy)
+	if err == nil && share {
+		set, err = offOutside(r, set, others)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -72,13 +75,44 @@ func choose(t *topo.Topology, r Request, holders []Holder) (partition.Set, []Ove
 		ErrOverlap, strings.Join(what, "; "), free)
 }
 
+// offOutside is set, a partition that may share TPCs (--share, or a BE
+// one), kept off the TPCs the holders Outside hold: no tide reaches
+// between carve-dra's claims and the node directory's tenants, so a BE
+// tenant on one side would not yield to the other's, and a claim's TPCs
+// are its own. A BE partition of every TPC loses those; any other that
+// meets them is refused, --share or not.
+func offOutside(r Request, set partition.Set, holders []Holder) (partition.Set, error) {
+	var out partition.Set
+	var who []string
+	for _, h := range holders {
+		if h.Outside && len(set.Intersect(h.TPCs)) > 0 {
+			out = out.Union(h.TPCs)
+			who = append(who, fmt.Sprintf("%s holds %s", h, h.TPCs))
+		}
+	}
+	if len(out) == 0 {
+		return set, nil
+	}
+	var rest partition.Set
+	for _, i := range set {
+		if !out.Contains(i) {
+			rest = append(rest, i)
+		}
+	}
+	if r.Spec.Kind == partition.All && len(rest) > 0 {
+		return rest, nil
+	}
+	return nil, fmt.Errorf("%w: %s, and no partition shares TPCs between carve-dra's claims and the node directory's tenants (tide does not reach between them): name free TPCs",
+		ErrOverlap, strings.Join(who, "; "))
+}
+
 // held is the holders other than tenant (claims aside), each with the
 // TPCs it holds against other placements: a BE tenant only its floor.
 // Those that hold none are left out.
 func held(holders []Holder, tenant int) []Holder {
 	var out []Holder
 	for _, h := range holders {
-		if h.Claim == "" && h.Tenant == tenant {
+		if h.Claim == "" && h.Tenant == tenant && !h.Outside {
 			continue
 		}
 		if h.Class == ctl.ClassBE {

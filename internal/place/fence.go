@@ -14,7 +14,9 @@ import (
 // Fence brings the node blocks' fixed TPCs and seats up to date (see
 // fence) under dir's lock: a partition that ended since the last placement
 // no longer keeps LS tenants off its TPCs, and an LS tenant that ended
-// leaves its seat. carve daemon calls it now and then.
+// leaves its seat. In carve-dra's runtime directory the node directory's
+// tenants (read without its lock) are fixed TPCs too, as a claim's
+// placement counts them. carve daemon calls it now and then.
 func Fence(dir string) error {
 	unlock, err := lock(dir)
 	if err != nil {
@@ -25,6 +27,7 @@ func Fence(dir string) error {
 	if err != nil {
 		return err
 	}
+	l.others = viewOf(dir, false).tenants()
 	return fence(dir, l.partitions(), l.seats(dir))
 }
 

@@ -27,6 +27,11 @@ type Holder struct {
 	Floor     partition.Set // a BE tenant's floor, which others keep off
 	Mem       uint64        // its memory limit in bytes (0: none)
 	MPS       bool          // a client of carve's MPS, whose driver limit holds its context too
+	// Outside: of the other side of carve-dra's runtime directory and the
+	// node directory (a claim published in the node directory, or the
+	// node directory's tenant as a claim's placement sees it), which tide
+	// does not reach: no partition shares its TPCs (offOutside).
+	Outside bool
 }
 
 // PartOn is the partition a block holds on GPU t, if it holds one: by the
@@ -75,6 +80,9 @@ type listing struct {
 	blocks  []ctl.Entry // of live processes
 	claims  []ctl.Claim
 	pending []string // the directories of interrupted reservations
+	// others are the node directory's tenants, which a claim's placement
+	// in carve-dra's runtime directory keeps off (view.tenants)
+	others []ctl.Entry
 }
 
 func list(dir string) (*listing, error) {
@@ -90,14 +98,31 @@ func list(dir string) (*listing, error) {
 }
 
 // partitions are the blocks' snapshots and the claims' reservations, what
-// fence reads.
+// fence reads; and those of the other directory, carve-dra's runtime
+// directory's claims published in the node directory (Claim.Published)
+// or the node directory's tenants seen from carve-dra's (others), whose
+// LS partitions are seated in the other directory's node blocks, not in
+// this one's: outside its tide, LS tenants here keep off them.
 func (l *listing) partitions() []ctl.Snapshot {
-	out := make([]ctl.Snapshot, 0, len(l.blocks)+len(l.claims))
+	out := make([]ctl.Snapshot, 0, len(l.blocks)+len(l.claims)+len(l.others))
+	outside := func(s ctl.Snapshot) ctl.Snapshot {
+		if s.Class == ctl.ClassLS {
+			s.Class = ctl.ClassNone
+		}
+		return s
+	}
 	for _, e := range l.blocks {
 		out = append(out, e.Snapshot)
 	}
 	for _, c := range l.claims {
-		out = append(out, c.Root)
+		if c.Published {
+			out = append(out, outside(c.Root))
+		} else {
+			out = append(out, c.Root)
+		}
+	}
+	for _, e := range l.others {
+		out = append(out, outside(e.Snapshot))
 	}
 	return out
 }
@@ -106,7 +131,8 @@ func (l *listing) partitions() []ctl.Snapshot {
 func (l *listing) seats(dir string) []ctl.Seat { return ctl.SeatsOf(dir, l.blocks, l.claims) }
 
 // Holders are the live partitions on t in dir, one per tenant, then the
-// claims reserved on t.
+// claims reserved on t (in the node directory: those carve-dra published
+// there too).
 func Holders(dir string, t *topo.Topology) ([]Holder, error) {
 	l, err := list(dir)
 	if err != nil {
@@ -117,18 +143,23 @@ func Holders(dir string, t *topo.Topology) ([]Holder, error) {
 
 func (l *listing) holders(t *topo.Topology) []Holder {
 	var out []Holder
-	index := map[int]int{}
-	for _, e := range l.blocks {
+	type key struct {
+		tenant  int
+		outside bool
+	}
+	index := map[key]int{}
+	for n, e := range append(l.blocks[:len(l.blocks):len(l.blocks)], l.others...) {
 		part, ok := PartOn(e.Snapshot, t)
 		if !ok {
 			continue // another GPU's partition
 		}
 		set := partition.FromMask(t, part.Mask)
-		i, ok := index[e.Tenant]
+		k := key{e.Tenant, n >= len(l.blocks)}
+		i, ok := index[k]
 		if !ok {
 			i = len(out)
-			index[e.Tenant] = i
-			out = append(out, Holder{Tenant: e.Tenant, Class: e.Class})
+			index[k] = i
+			out = append(out, Holder{Tenant: e.Tenant, Class: e.Class, Outside: k.outside})
 		}
 		h := &out[i]
 		h.PIDs = append(h.PIDs, e.PID)
@@ -148,7 +179,8 @@ func (l *listing) holders(t *topo.Topology) []Holder {
 			continue
 		}
 		h := Holder{Claim: c.UID, ClaimName: c.Name(), Command: c.Root.Command, TPCs: partition.FromMask(t, part.Mask),
-			Class: c.Root.Class, Floor: partition.FromEnable(t, part.Floor), Mem: c.Root.Memory.Limit, MPS: c.Root.Flags&ctl.FlagMPS != 0}
+			Class: c.Root.Class, Floor: partition.FromEnable(t, part.Floor), Mem: c.Root.Memory.Limit, MPS: c.Root.Flags&ctl.FlagMPS != 0,
+			Outside: c.Published}
 		for _, p := range c.Procs {
 			h.PIDs = append(h.PIDs, p.PID)
 		}

@@ -55,10 +55,10 @@ type Memory struct {
 // claim: all), unless share allows over-committing it.
 func fitMemory(t *topo.Topology, holders []Holder, tenant int, limit uint64, mps, share bool, advice string) (Memory, error) {
 	m := Memory{Limit: limit}
-	var held uint64
+	var held, outside uint64 // outside: of the holders Outside, which no share over-commits
 	var who []string
 	for _, h := range holders {
-		if h.Claim == "" && h.Tenant == tenant {
+		if h.Claim == "" && h.Tenant == tenant && !h.Outside {
 			continue
 		}
 		if h.Mem == 0 {
@@ -66,6 +66,9 @@ func fitMemory(t *topo.Topology, holders []Holder, tenant int, limit uint64, mps
 			continue
 		}
 		held += h.Charge()
+		if h.Outside {
+			outside += h.Charge()
+		}
 		who = append(who, fmt.Sprintf("%s holds %s", h, ctl.FormatBytes(h.Charge())))
 	}
 	total := t.MemoryBytes
@@ -80,9 +83,12 @@ func fitMemory(t *topo.Topology, holders []Holder, tenant int, limit uint64, mps
 		return m, ctl.ErrMemUnknown
 	case need <= m.Free:
 		return m, nil
-	case share:
+	case share && (total == 0 || need <= total-min(outside, total)):
 		m.Over = need - m.Free
 		return m, nil
+	case share:
+		return m, fmt.Errorf("%w: a limit of %s asked for, and %s of the GPU's %s are held by limits that --share does not over-commit (%s)",
+			ErrMemory, ctl.FormatBytes(need), ctl.FormatBytes(outside), ctl.FormatBytes(total), strings.Join(who, "; "))
 	}
 	ctx := ""
 	if need != limit {

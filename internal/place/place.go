@@ -69,6 +69,10 @@ type Placed struct {
 	// or by a process since restarted); Set is what it got then.
 	Again bool
 	More  []PlacedOn // on the request's other GPUs, in its order
+	// NodeView, of a claim's placement, says why the node directory's
+	// tenants were not all seen or the claim not published there (the
+	// claim is placed all the same): see openView.
+	NodeView error
 }
 
 // PlacedOn is the partition placed on one more GPU.
@@ -130,10 +134,16 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.Claim != nil {
+	v := &view{unlock: func() {}}
+	if r.Claim != nil { // beside the node directory's tenants, and published there
+		v = openView(dir)
+		defer v.unlock()
+		l.others = v.tenants()
 		if p, err := r.Claim.again(dir, claimDir, gpus, l); p != nil || err != nil {
 			if p != nil { // its seats' links, where its directory was made anew
 				fence(dir, l.partitions(), l.seats(dir))
+				v.publish(dir)
+				p.NodeView = v.err
 			}
 			return p, err
 		}
@@ -170,6 +180,10 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if r.Claim != nil {
+		v.publish(dir)
+		p.NodeView = v.err
 	}
 	// an LS tenant that got no seat (its shim says so) runs as an
 	// ordinary partitioned tenant; another's seat that fails is no

@@ -39,7 +39,12 @@ func TestMain(m *testing.M) {
 		helperList()
 	case "move":
 		helperMove()
+	case "write":
+		helperWrite()
 	default:
+		if os.Getenv("CARVE_NODE_DIR") == "" { // none: tests that want one make it
+			os.Setenv("CARVE_NODE_DIR", "/nonexistent/carve-node-test")
+		}
 		os.Exit(m.Run())
 	}
 }

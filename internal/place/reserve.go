@@ -136,7 +136,8 @@ func claimDir(dir, cd string, in ctl.Init) error {
 }
 
 // Release removes claim uid's reservation from dir: carve's record of it,
-// then its directory. Releasing a claim that is not reserved is no error;
+// its copy published in the node directory (openView), then its
+// directory. Releasing a claim that is not reserved is no error;
 // it says whether one was.
 func Release(dir, uid string) (bool, error) {
 	cd, err := ctl.ClaimDir(dir, uid)
@@ -152,6 +153,9 @@ func Release(dir, uid string) (bool, error) {
 	if err != nil {
 		return true, fmt.Errorf("releasing claim %s: %w", uid, err)
 	}
+	v := openView(dir) // its TPCs free for the node directory's tenants
+	defer v.unlock()
+	v.publish(dir)
 	_, err = os.Stat(cd)
 	if errors.Is(err, os.ErrNotExist) {
 		return had, nil
@@ -161,6 +165,7 @@ func Release(dir, uid string) (bool, error) {
 	}
 	l, err := list(dir)
 	if err == nil {
+		l.others = v.tenants()
 		fence(dir, l.partitions(), l.seats(dir))
 	}
 	return true, nil

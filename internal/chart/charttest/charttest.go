@@ -165,6 +165,7 @@ var NonDefault = Set(
 	"affinity", map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
 		"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "gpu", "operator": "Exists"}}}}}}},
 	"plugin.extraArgs", []any{"--xid-taint-for=1h"}, "plugin.resources.limits", map[string]any{"memory": "256Mi"},
+	"plugin.nodeDir", "/run/carve-node",
 	"daemon.updateStrategy", map[string]any{"type": "RollingUpdate"}, "daemon.interval", "2s",
 	"mps.enabled", false,
 	"metrics.port", 9500, "metrics.serviceMonitor.enabled", true, "metrics.serviceMonitor.labels", map[string]any{"release": "prometheus"},
