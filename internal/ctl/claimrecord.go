@@ -177,8 +177,15 @@ func copyBlock(src, dst string, perm os.FileMode) error {
 
 // records reads the claim records of dir, by UID, and the UIDs whose
 // record it cannot read (reported in skipped); legacy says dir has no
-// ClaimRecords (an older carve's, or none reserved yet).
+// ClaimRecords (an older carve's, or none reserved yet). A Shared dir
+// has none.
 func records(dir string) (recs map[string]Snapshot, bad map[string]bool, skipped []Bad, legacy bool, err error) {
+	if Shared(dir) {
+		// claims are carve-dra's, in its own runtime directory; in the node
+		// directory (which every user may write) they are only published
+		// copies (published.go): a record a user made there holds nothing
+		return nil, nil, nil, false, nil
+	}
 	rd := filepath.Join(dir, ClaimRecords)
 	des, err := os.ReadDir(rd)
 	if errors.Is(err, os.ErrNotExist) {

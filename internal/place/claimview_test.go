@@ -359,3 +359,36 @@ func TestNothingSharedAcross(t *testing.T) {
 		t.Fatalf("a BE claim beside the node directory's tenants: %+v %v (a plain tenant holds %v)", c, err, plain.Set)
 	}
 }
+
+// TestNodeDirHonoursNoClaimRecord: a claim record a user made in the node
+// directory (claims are carve-dra's, in its own runtime directory; only
+// their published copies are here) holds no TPCs there: a placement of
+// the whole GPU is given them all, and carve ls lists no such claim.
+func TestNodeDirHonoursNoClaimRecord(t *testing.T) {
+	nd, _ := nodeDir(t)
+	top, _ := topologyJSON(t)
+	in := ctl.Init{Class: ctl.ClassBE, Parts: []ctl.Part{{Mask: [4]uint32{}, Live: top.Live()}}} // every TPC
+	const uid = "0f0e0d0c-aaaa-bbbb-cccc-000000000009"
+	if err := ctl.RecordClaim(nd, uid, in); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(nd, ctl.ClaimRecords), filepath.Join(nd, ctl.ClaimRecords, uid)} {
+		if err := os.Chown(p, 65534, 65534); err != nil { // the user's
+			t.Fatal(err)
+		}
+	}
+	l, err := ctl.Read(nd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range l.Claims {
+		if c.UID == uid {
+			t.Fatalf("a user's claim record in the node directory is listed: %+v", c)
+		}
+	}
+	p, err := Place(nd, top, Request{Spec: count(t, "40"), PID: os.Getpid()})
+	if err != nil {
+		t.Fatalf("placing the whole GPU beside a user's claim record: %v", err)
+	}
+	p.Block.Close()
+}
