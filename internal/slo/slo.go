@@ -27,7 +27,7 @@
 // through. On the serial plant (2x, the BE first) a calibration takes 4
 // steps, its estimate is 1.06 to 1.14 times the alone periods', and the
 // requests' p99 over 10 s is then 0.67 to 1.18 times the target at a BE
-// share of 0.14 to 0.18 (the server first: 0.76 to 0.89 times, near 0.15).
+// share of 0.14 to 0.18 (the server first: 0.65 to 0.90 times, 0.14 to 0.18).
 //
 // The law steers the tenant's utilization, which a change of level moves
 // within a step, not the estimate, which lags it through the queue. Goal
