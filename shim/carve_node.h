@@ -18,11 +18,12 @@
  *
  * Each seat's LS file (struct carve_ls), CARVE_LS_SIZE bytes, made by carve
  * when it gives the seat, named CARVE_NODE_LS_FILE in the GPU's directory
- * (the node block's name with CARVE_NODE_DIR_SUFFIX), and linked for its
- * tenant as the node block's name, ".ls-" and the tenant's pid (its
- * control block's tenant field; 0 in a claim) in the tenant's directory:
- * writable there by the tenant alone (a claim's pod gets the GPU's
- * directory read-only), readable by the BE tenants of the GPU. Each
+ * (the node block's name with CARVE_NODE_DIR_SUFFIX) for the seat and a
+ * random serial: writable by the tenant alone, readable by the BE tenants
+ * of the GPU. A tenant of carve run finds its seat in the table by its pid
+ * (its control block's tenant field); a claim's file is linked into the
+ * claim's directory as the node block's name and ".ls-0" (its pod gets the
+ * GPU's directory read-only). Each
  * process of the tenant takes one of its entries (procs) by taking the
  * entry's lock: a POSIX record lock (fcntl F_SETLK, F_WRLCK) on the byte
  * at CARVE_LS_PROC_LOCK(i) of the file, held for the process's life; the
@@ -85,8 +86,8 @@
 #define CARVE_NODE_DIR_SUFFIX ".d"
 #define CARVE_NODE_LS_FILE "ls-%u-%u" /* slot, serial */
 #define CARVE_NODE_BE_FILE "be"
-/* the links in a tenant's directory: the node block's name with these
- * (".ls-" and the tenant's pid) */
+/* the links in a claim's directory: the node block's name with these
+ * (".ls-0", the LS file of an LS claim; ".be", the BE file) */
 #define CARVE_NODE_LS_LINK ".ls-"
 #define CARVE_NODE_BE_LINK ".be"
 

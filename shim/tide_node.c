@@ -327,14 +327,32 @@ static void node_name(int g, char out[64])
 	out[63] = 0;
 }
 
-/* join_ls maps the LS tenant's own LS file on GPU g (dir/NAME.ls-TENANT,
- * made by carve when it gave the tenant its seat) and takes an entry
- * there: 1 if done, 0 with no such file, -1 with every entry taken. */
+/* join_ls maps the LS tenant's own LS file on GPU g and takes an entry
+ * there: 1 if done, 0 with no such file, -1 with every entry taken. A
+ * tenant of carve run finds its seat in the node block (carve's) by its
+ * pid (the control block's tenant) and opens the seat's file in the GPU's
+ * directory; a claim's (tenant 0) is linked into the claim's directory
+ * (dir/NAME.ls-0), its pod's, where the GPU's directory is read-only. */
 static int join_ls(int g, const char *dir, const char *name)
 {
 	struct carve_tide_gpu *G = &carve_tide_gpus[g];
 	char path[PATH_MAX];
-	if (snprintf(path, sizeof path, "%s/%s" CARVE_NODE_LS_LINK "%u", dir, name, carve_block->tenant) >= (int)sizeof path)
+	int n = -1;
+	if (carve_block->tenant) {
+		uint32_t used = __atomic_load_n(&G->node->used, __ATOMIC_ACQUIRE);
+		for (int i = 0; i < CARVE_NODE_SLOTS; i++) {
+			const struct carve_node_slot *s = &G->node->slots[i];
+			if ((used & (1u << i)) && __atomic_load_n(&s->kind, __ATOMIC_ACQUIRE) == CARVE_SEAT_TENANT &&
+			    __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE) == carve_block->tenant) {
+				n = snprintf(path, sizeof path, "%s/" CARVE_NODE_LS_FILE, G->dir, (unsigned)i,
+					     (unsigned)__atomic_load_n(&s->serial, __ATOMIC_ACQUIRE));
+				break;
+			}
+		}
+	} else {
+		n = snprintf(path, sizeof path, "%s/%s" CARVE_NODE_LS_LINK "0", dir, name);
+	}
+	if (n < 0 || n >= (int)sizeof path)
 		return 0;
 	struct carve_ls *ls = map_file(path, CARVE_LS_SIZE, 1, &G->ls_fd);
 	if (!ls)
@@ -449,13 +467,13 @@ int carve_tide_join(int g, const char *dir, int ls, char name[64])
 		int joined = join_ls(g, dir, name);
 		if (joined < 1) {
 			if (joined < 0)
-				carve_say("the tenant's LS file %s" CARVE_NODE_LS_LINK "%u has all its %d entries taken by its "
-					  "processes: this one runs as an ordinary partitioned tenant%s",
-					  name, carve_block->tenant, CARVE_LS_PROCS, carve_tide_ngpus > 1 ? " on its GPU" : "");
+				carve_say("the tenant's LS file on %s has all its %d entries taken by its processes: "
+					  "this one runs as an ordinary partitioned tenant%s",
+					  name, CARVE_LS_PROCS, carve_tide_ngpus > 1 ? " on its GPU" : "");
 			else
-				carve_say("no LS seat of this tenant's in the node block %s (no LS file %s" CARVE_NODE_LS_LINK "%u): "
+				carve_say("no LS seat of this tenant's (pid %u) in the node block %s, or no LS file of it: "
 					  "running as an ordinary partitioned tenant%s",
-					  name, name, carve_block->tenant, carve_tide_ngpus > 1 ? " on its GPU" : "");
+					  carve_block->tenant, name, carve_tide_ngpus > 1 ? " on its GPU" : "");
 			unmap_node(g);
 			return 0;
 		}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -135,9 +134,10 @@ var _ [unsafe.Sizeof(BEFile{}) - BESize]byte
 // (CARVE_NODE_LS_FILE).
 func LSFileName(i int, serial uint32) string { return fmt.Sprintf("ls-%d-%d", i, serial) }
 
-// LSLinkName is the link to an LS tenant's LS file in its directory: the
-// node block's name, NodeLSLink and the tenant's pid (0 in a claim).
-func LSLinkName(node string, tenant int) string { return node + NodeLSLink + strconv.Itoa(tenant) }
+// LSLinkName is the link to an LS claim's LS file in its directory: the
+// node block's name, NodeLSLink and 0 (a tenant of carve run has none:
+// its shim finds its seat in the node block by its pid).
+func LSLinkName(node string) string { return node + NodeLSLink + "0" }
 
 var nodeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
@@ -409,6 +409,19 @@ type LSSlot struct {
 
 // LSPath is the LS file of seat i, as the table names it now.
 func (n *Node) LSPath(i int) string { return n.lsPath(i) }
+
+// TenantSeat is the seat of carve run's tenant pid (as its shim finds
+// it), -1 for none.
+func (n *Node) TenantSeat(pid int) int {
+	used := atomic.LoadUint32(&n.b.Used)
+	for i := range n.b.Slots {
+		s := &n.b.Slots[i]
+		if used&(1<<i) != 0 && atomic.LoadUint32(&s.Kind) == SeatTenant && int(atomic.LoadUint32(&s.PID)) == pid {
+			return i
+		}
+	}
+	return -1
+}
 
 func (n *Node) lsPath(i int) string {
 	return filepath.Join(n.Path+NodeDirSuffix, LSFileName(i, atomic.LoadUint32(&n.b.Slots[i].Serial)))

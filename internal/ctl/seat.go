@@ -6,6 +6,8 @@
 package ctl
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -51,13 +53,16 @@ func (t Seat) is(s *NodeSlot) bool {
 	return false
 }
 
-// link is where t's LS file is linked.
+// link is where a claim's LS file is linked, in its directory ("" for a
+// tenant of carve run, whose shim finds its seat in the node block by
+// its pid: a link beside the node block, in a directory every user of the
+// node directory may write, could be made first by another user, under
+// the pid of a tenant to come, which would then get no seat).
 func (t Seat) link() string {
-	tenant := t.PID
-	if t.Claim != "" {
-		tenant = 0
+	if t.Claim == "" {
+		return ""
 	}
-	return filepath.Join(t.Dir, LSLinkName(t.Node, tenant))
+	return filepath.Join(t.Dir, LSLinkName(t.Node))
 }
 
 // Seats gives the LS tenants seats (each on the node block it names, in
@@ -120,8 +125,10 @@ func (n *Node) seat(seats []Seat) error {
 		if moved {
 			atomic.AddUint32(&b.Gen, 1)
 		}
-		if _, err := os.Lstat(t.link()); errors.Is(err, os.ErrNotExist) { // a claim's directory made anew
-			errs = append(errs, os.Link(n.lsPath(i), t.link()))
+		if link := t.link(); link != "" {
+			if _, err := os.Lstat(link); errors.Is(err, os.ErrNotExist) { // a claim's directory made anew
+				errs = append(errs, os.Link(n.lsPath(i), link))
+			}
 		}
 	}
 	for k, t := range seats {
@@ -135,31 +142,23 @@ func (n *Node) seat(seats []Seat) error {
 	return errors.Join(errs...)
 }
 
-// free takes slot i back: its LS file goes, with its link beside the node
-// block for a tenant of carve run (a claim's goes with its directory),
-// where the caller may remove them.
+// free takes slot i back: its LS file goes (a claim's link with its
+// directory).
 func (n *Node) free(i int) {
 	b := n.b
 	path := n.lsPath(i)
-	link := ""
-	if atomic.LoadUint32(&b.Slots[i].Kind) == SeatTenant {
-		link = filepath.Join(filepath.Dir(n.Path), LSLinkName(n.Name(), int(atomic.LoadUint32(&b.Slots[i].PID))))
-	}
 	atomic.AndUint32(&b.Used, ^(uint32(1) << i))
 	atomic.StoreUint32(&b.Slots[i].Kind, SeatFree)
 	atomic.StoreUint32(&b.Slots[i].PID, 0)
 	atomic.AddUint32(&b.Gen, 1)
-	if st, err := os.Lstat(path); err == nil && link != "" {
-		if lst, err := os.Lstat(link); err == nil && os.SameFile(st, lst) {
-			os.Remove(link)
-		}
-	}
 	os.Remove(path)
 }
 
-// Give seats t in a free slot, with a new LS file linked into t.Dir, and
-// returns the slot. Seats calls it for each LS tenant not yet seated;
-// call it under the placement lock.
+// Give seats t in a free slot, with a new LS file (linked into a claim's
+// directory), and returns the slot. The file's serial is random: in the
+// node directory, where the GPU's directory is every user's to write in,
+// no one can make its name first. Seats calls it for each LS tenant not
+// yet seated; call it under the placement lock.
 func (n *Node) Give(t Seat) (int, error) {
 	b := n.b
 	i := -1
@@ -172,10 +171,6 @@ func (n *Node) Give(t Seat) (int, error) {
 	if i < 0 {
 		return -1, fmt.Errorf("all %d slots are taken", NodeSlots)
 	}
-	serial := atomic.LoadUint32(&b.Gen) + 1
-	if serial == 0 {
-		serial = 1
-	}
 	perm := os.FileMode(0o600)
 	switch {
 	case t.Claim != "":
@@ -183,19 +178,30 @@ func (n *Node) Give(t Seat) (int, error) {
 	case Shared(filepath.Dir(n.Path)):
 		perm = 0o644 // BE tenants of every user read it
 	}
-	path := filepath.Join(n.Path+NodeDirSuffix, LSFileName(i, serial))
-	os.Remove(path) // one of an interrupted seat's
+	serial, path := uint32(0), ""
+	for tries := 0; serial == 0; tries++ {
+		var r [4]byte
+		if _, err := rand.Read(r[:]); err != nil || tries == 8 {
+			return -1, fmt.Errorf("no free name for an LS file in %s", n.Path+NodeDirSuffix)
+		}
+		serial = binary.LittleEndian.Uint32(r[:])
+		path = filepath.Join(n.Path+NodeDirSuffix, LSFileName(i, serial))
+		if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+			serial = 0 // taken
+		}
+	}
 	if err := makeFile(path, perm, LSSize, func(mem []byte) {
 		f := (*LSFile)(unsafe.Pointer(&mem[0]))
 		f.Magic, f.Version, f.Size, f.Slot = LSMagic, NodeVersion, LSSize, uint32(i)
 	}); err != nil {
 		return -1, err
 	}
-	link := t.link()
-	os.Remove(link) // an ended tenant's, of the same pid
-	if err := os.Link(path, link); err != nil {
-		os.Remove(path)
-		return -1, err
+	if link := t.link(); link != "" {
+		os.Remove(link) // of the claim's seat before
+		if err := os.Link(path, link); err != nil {
+			os.Remove(path)
+			return -1, err
+		}
 	}
 	s := &b.Slots[i]
 	kind, pid := uint32(SeatTenant), uint32(t.PID)

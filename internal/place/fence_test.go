@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -109,12 +110,16 @@ func TestSeats(t *testing.T) {
 	if got := seatsOf(t, dir, top); !reflect.DeepEqual(got, want) {
 		t.Fatalf("seats %v, want %v", got, want)
 	}
-	link := filepath.Join(dir, ctl.LSLinkName(node, procs[0].Process.Pid))
-	file := filepath.Join(dir, node+ctl.NodeDirSuffix, ctl.LSFileName(0, 1))
-	if st, err := os.Stat(link); err != nil || !os.SameFile(st, must(os.Stat(file))) || st.Mode().Perm() != 0o600 {
+	file := lsPathOf(t, dir, node, 0)
+	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("the LS tenant's LS file: %v %v", st, err)
 	}
-	if _, err := os.Stat(filepath.Join(claim.Dir, ctl.LSLinkName(node, 0))); err != nil {
+	// no link to it beside the node block, which another user of a node
+	// directory could have made first: its shim finds its seat by its pid
+	if _, err := os.Lstat(filepath.Join(dir, node+ctl.NodeLSLink+strconv.Itoa(procs[0].Process.Pid))); err == nil {
+		t.Fatal("a link to the LS tenant's LS file beside the node block")
+	}
+	if _, err := os.Stat(filepath.Join(claim.Dir, ctl.LSLinkName(node))); err != nil {
 		t.Fatalf("the LS claim's LS file: %v", err)
 	}
 
@@ -127,10 +132,8 @@ func TestSeats(t *testing.T) {
 	if got := seatsOf(t, dir, top); !reflect.DeepEqual(got, want) {
 		t.Errorf("after the LS tenant ended: seats %v, want %v", got, want)
 	}
-	for _, path := range []string{link, file} {
-		if _, err := os.Lstat(path); err == nil {
-			t.Errorf("after the LS tenant ended: %s is still there", path)
-		}
+	if _, err := os.Lstat(file); err == nil {
+		t.Errorf("after the LS tenant ended: %s is still there", file)
 	}
 	// a new LS tenant takes the free slot, with a new LS file
 	again, err := Place(dir, top, Request{Spec: count(t, "4"), PID: procs[2].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassLS}})
@@ -148,4 +151,15 @@ func TestSeats(t *testing.T) {
 	if got := seatsOf(t, dir, top); !reflect.DeepEqual(got, want) {
 		t.Errorf("after the claim's release: seats %v, want %v", got, want)
 	}
+}
+
+// lsPathOf is seat i's LS file on the node block name in dir.
+func lsPathOf(t *testing.T, dir, name string, i int) string {
+	t.Helper()
+	n, err := ctl.OpenNode(dir, name, topo.Enable{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	return n.LSPath(i)
 }

@@ -198,7 +198,7 @@ func TestHostileClaim(t *testing.T) {
 			}
 		}, false},
 		{"its LS file: every entry busy, a heartbeat an hour ahead, timing now, seat 0 named", "it holds the GPU's BE tenants to their share while it runs, and for a lease after", func(t *testing.T, cd string) {
-			f, err := os.OpenFile(filepath.Join(cd, ctl.LSLinkName(ctl.NodeName(top.UUID), 0)), os.O_RDWR, 0)
+			f, err := os.OpenFile(filepath.Join(cd, ctl.LSLinkName(ctl.NodeName(top.UUID))), os.O_RDWR, 0)
 			check(t, "opening its LS file", err)
 			defer f.Close()
 			mem, err := syscall.Mmap(int(f.Fd()), 0, ctl.LSSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)

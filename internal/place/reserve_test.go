@@ -85,8 +85,8 @@ func TestReserveLayout(t *testing.T) {
 	}
 	// its LS file, the one file of the GPU's it may write, linked from
 	// its seat's in the GPU's directory (which its pod gets read-only)
-	lst, err := os.Stat(filepath.Join(ls.Dir, ctl.LSLinkName(ctl.NodeName(top.UUID), 0)))
-	if err != nil || lst.Mode().Perm() != 0o666 || !os.SameFile(lst, must(os.Stat(filepath.Join(dir, ctl.NodeName(top.UUID)+ctl.NodeDirSuffix, ctl.LSFileName(0, 1))))) {
+	lst, err := os.Stat(filepath.Join(ls.Dir, ctl.LSLinkName(ctl.NodeName(top.UUID))))
+	if err != nil || lst.Mode().Perm() != 0o666 || !os.SameFile(lst, must(os.Stat(lsPathOf(t, dir, ctl.NodeName(top.UUID), 0)))) {
 		t.Errorf("LS file in the claim: %v %v", lst, err)
 	}
 	if _, err := os.Lstat(filepath.Join(ls.Dir, ctl.NodeName(top.UUID)+ctl.NodeBELink)); err == nil {
@@ -149,7 +149,7 @@ func TestReserveAgainRebuilds(t *testing.T) {
 		if err != nil || nst.Mode().Perm() != 0o644 || !os.SameFile(nst, must(os.Stat(filepath.Join(dir, ctl.NodeName(top.UUID))))) {
 			t.Errorf("%s: the node block's link: %v %v", name, nst, err)
 		}
-		if _, err := os.Stat(filepath.Join(again.Dir, ctl.LSLinkName(ctl.NodeName(top.UUID), 0))); err != nil {
+		if _, err := os.Stat(filepath.Join(again.Dir, ctl.LSLinkName(ctl.NodeName(top.UUID)))); err != nil {
 			t.Errorf("%s: the LS file's link: %v", name, err)
 		}
 	}

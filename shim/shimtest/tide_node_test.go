@@ -78,16 +78,16 @@ func mapsOf(t testing.TB, pid int, part string) map[string]string {
 // BE file read-write: what a tenant's shim writes is its own.
 func TestShimMapsNodeReadOnly(t *testing.T) {
 	dir := t.TempDir()
-	tideNode(t, dir)
+	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, 100*us)
 	ls, _ := lsOn(t, c, dir)
 	be, _ := beOn(t, c, dir, ctl.Tide{})
 	be.burst(t, 1) // its gate reads the seats' LS files
 	node := filepath.Join(dir, "node-test")
 	for who, want := range map[int]map[string]string{
-		ls.pid: {node: "r--s", filepath.Join(dir, ctl.LSLinkName("node-test", ls.pid)): "rw-s",
+		ls.pid: {node: "r--s", n.LSPath(0): "rw-s",
 			filepath.Join(node+ctl.NodeDirSuffix, ctl.NodeBEFile): "r--s"},
-		be.pid: {node: "r--s", filepath.Join(node+ctl.NodeDirSuffix, ctl.LSFileName(0, 1)): "r--s", node + ctl.NodeBELink: "rw-s"},
+		be.pid: {node: "r--s", n.LSPath(0): "r--s", node + ctl.NodeBELink: "rw-s"},
 	} {
 		got := mapsOf(t, who, "node-test")
 		for path, perm := range want {
@@ -136,7 +136,7 @@ func TestLSFilesNotWritableByOthers(t *testing.T) {
 	ls.say(t, "dur 100000000")
 	ls.say(t, "klaunch kernel") // 100 s
 	c.Settle()
-	for _, path := range []string{filepath.Join(dir, ctl.LSLinkName("node-test", ls.pid)), n.LSPath(0)} {
+	for _, path := range []string{n.LSPath(0)} {
 		if err := asNobody(zeros, path); err == nil {
 			t.Errorf("another uid wrote zeros over the LS tenant's LS file %s", path)
 		}
@@ -177,7 +177,7 @@ func TestLSFilesNotWritableByOthers(t *testing.T) {
 	if err := asNobody(`rm -f "$1"`, filepath.Join(cd, "node-claim")); err == nil {
 		t.Errorf("a pod under another uid removed the node block's link from its claim's directory")
 	}
-	if err := asNobody(`printf x | dd of="$1" bs=1 seek=40 conv=notrunc 2>/dev/null`, filepath.Join(cd, ctl.LSLinkName("node-claim", 0))); err != nil {
+	if err := asNobody(`printf x | dd of="$1" bs=1 seek=40 conv=notrunc 2>/dev/null`, filepath.Join(cd, ctl.LSLinkName("node-claim"))); err != nil {
 		t.Errorf("a pod under another uid could not write its own LS file: %v", err)
 	}
 }
