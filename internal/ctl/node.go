@@ -410,19 +410,6 @@ type LSSlot struct {
 // LSPath is the LS file of seat i, as the table names it now.
 func (n *Node) LSPath(i int) string { return n.lsPath(i) }
 
-// TenantSeat is the seat of carve run's tenant pid (as its shim finds
-// it), -1 for none.
-func (n *Node) TenantSeat(pid int) int {
-	used := atomic.LoadUint32(&n.b.Used)
-	for i := range n.b.Slots {
-		s := &n.b.Slots[i]
-		if used&(1<<i) != 0 && atomic.LoadUint32(&s.Kind) == SeatTenant && int(atomic.LoadUint32(&s.PID)) == pid {
-			return i
-		}
-	}
-	return -1
-}
-
 func (n *Node) lsPath(i int) string {
 	return filepath.Join(n.Path+NodeDirSuffix, LSFileName(i, atomic.LoadUint32(&n.b.Slots[i].Serial)))
 }

@@ -22,11 +22,11 @@ import (
 	"unsafe"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/ctl/ctltest"
 	"github.com/carve-gpu/carve/internal/mps"
 	"github.com/carve-gpu/carve/internal/mps/mpstest"
 	"github.com/carve-gpu/carve/internal/place"
 	"github.com/carve-gpu/carve/internal/status"
-	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // sleeper is a process that lives until the test ends.
@@ -185,7 +185,7 @@ func TestDaemon(t *testing.T) {
 	if err := place.Fence(dir); err != nil { // seats the LS tenant, as its placement did
 		t.Fatal(err)
 	}
-	node := lsFileOf(t, dir, "node-GPU-test", ls) // its LS file
+	node := ctltest.LSFile(t, dir, "node-GPU-test", 0) // its LS file: the one seat
 	takeSlot(t, node, 0, slotHolder(t, node, 0), false)
 	takeSlot(t, node, 3, deadPID(t), true) // died while busy
 
@@ -576,20 +576,4 @@ func TestMetricsSLO(t *testing.T) {
 			t.Errorf("metrics lack %s:\n%s", w, m)
 		}
 	}
-}
-
-// lsFileOf is the LS file of carve run's LS tenant pid on the node block
-// name in dir, as its shim finds it.
-func lsFileOf(t *testing.T, dir, name string, pid int) string {
-	t.Helper()
-	n, err := ctl.OpenNode(dir, name, topo.Enable{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	i := n.TenantSeat(pid)
-	if i < 0 {
-		t.Fatalf("no seat of pid %d in %s", pid, name)
-	}
-	return n.LSPath(i)
 }

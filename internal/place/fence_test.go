@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/ctl/ctltest"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/topo"
 )
@@ -110,7 +111,7 @@ func TestSeats(t *testing.T) {
 	if got := seatsOf(t, dir, top); !reflect.DeepEqual(got, want) {
 		t.Fatalf("seats %v, want %v", got, want)
 	}
-	file := lsPathOf(t, dir, node, 0)
+	file := ctltest.LSFile(t, dir, node, 0)
 	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("the LS tenant's LS file: %v %v", st, err)
 	}
@@ -151,15 +152,4 @@ func TestSeats(t *testing.T) {
 	if got := seatsOf(t, dir, top); !reflect.DeepEqual(got, want) {
 		t.Errorf("after the claim's release: seats %v, want %v", got, want)
 	}
-}
-
-// lsPathOf is seat i's LS file on the node block name in dir.
-func lsPathOf(t *testing.T, dir, name string, i int) string {
-	t.Helper()
-	n, err := ctl.OpenNode(dir, name, topo.Enable{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	return n.LSPath(i)
 }

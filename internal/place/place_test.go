@@ -5,7 +5,6 @@
 package place
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/ctl/ctltest"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/topo"
 	"github.com/carve-gpu/carve/internal/topo/topotest"
@@ -114,25 +114,8 @@ func startHelper(t *testing.T, env ...string) *helper {
 // runHelper starts cmd, a helper, and reads its first line.
 func runHelper(t *testing.T, cmd *exec.Cmd) *helper {
 	t.Helper()
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h := &helper{cmd: cmd, in: in}
-	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("helper said nothing: %v", err)
-	}
-	h.line = strings.TrimSpace(line)
-	return h
+	in, line := ctltest.StartLine(t, cmd)
+	return &helper{cmd: cmd, in: in, line: line}
 }
 
 func topologyJSON(t *testing.T) (*topo.Topology, string) {

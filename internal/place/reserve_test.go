@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/ctl/ctltest"
 	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/topo"
 )
@@ -86,7 +87,7 @@ func TestReserveLayout(t *testing.T) {
 	// its LS file, the one file of the GPU's it may write, linked from
 	// its seat's in the GPU's directory (which its pod gets read-only)
 	lst, err := os.Stat(filepath.Join(ls.Dir, ctl.LSLinkName(ctl.NodeName(top.UUID))))
-	if err != nil || lst.Mode().Perm() != 0o666 || !os.SameFile(lst, must(os.Stat(lsPathOf(t, dir, ctl.NodeName(top.UUID), 0)))) {
+	if err != nil || lst.Mode().Perm() != 0o666 || !os.SameFile(lst, must(os.Stat(ctltest.LSFile(t, dir, ctl.NodeName(top.UUID), 0)))) {
 		t.Errorf("LS file in the claim: %v %v", lst, err)
 	}
 	if _, err := os.Lstat(filepath.Join(ls.Dir, ctl.NodeName(top.UUID)+ctl.NodeBELink)); err == nil {

@@ -1,14 +1,17 @@
 // Package ctltest holds what tests of ctl's users share: a policy with
 // one field set, for the tests that check each field of ctl.Policy in turn
 // (carve run's flags, the control block), and a process that holds a
-// block's lock as a running tenant's shim does (HoldLock).
+// block's lock as a running tenant's shim does (HoldLock), and the LS file
+// of a node block's seat (LSFile).
 package ctltest
 
 import (
 	"fmt"
+	"testing"
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // Classes are the classes a field may be for, each with its fields.
@@ -43,3 +46,15 @@ func WithField(class uint32, f ctl.PolicyField) (ctl.Policy, error) {
 
 // For says whether f is a field of class's policy.
 func For(class uint32, f ctl.PolicyField) bool { return f.For == "" || f.For == ctl.ClassName(class) }
+
+// LSFile is seat i's LS file on the node block name in dir, as the seat
+// table names it now.
+func LSFile(t *testing.T, dir, name string, i int) string {
+	t.Helper()
+	n, err := ctl.OpenNode(dir, name, topo.Enable{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	return n.LSPath(i)
+}

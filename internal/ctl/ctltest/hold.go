@@ -44,6 +44,16 @@ func HoldLock(t *testing.T, path string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), holdEnv+"="+path)
+	if _, line := StartLine(t, cmd); line != "held" {
+		t.Fatalf("holding %s: %q", path, line)
+	}
+}
+
+// StartLine starts cmd (a helper process the test binary runs as) with a
+// pipe to its input, which the test's end closes before it kills and
+// waits for it, and returns that pipe and its first line, trimmed.
+func StartLine(t *testing.T, cmd *exec.Cmd) (io.WriteCloser, string) {
+	t.Helper()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -55,9 +65,10 @@ func HoldLock(t *testing.T, path string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
-	if strings.TrimSpace(line) != "held" {
-		t.Fatalf("holding %s: %q %v", path, line, err)
+	if err != nil {
+		t.Fatalf("%s said nothing: %v", cmd.Args[0], err)
 	}
+	return in, strings.TrimSpace(line)
 }
