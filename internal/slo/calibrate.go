@@ -59,8 +59,9 @@ func (c *Controller) reference(k string, v lsView, above map[string]bool) (ref c
 		held = held && !above[name] && c.zero[name]
 	}
 	cal := c.cal[k]
-	if cal.held = 0; held {
-		cal.held = c.cal[k].held + 1
+	cal.held++ // steps in a row held
+	if !held {
+		cal.held = 0
 	}
 	now := window(v.samples, 0).h
 	if cal.h.Count() >= AloneMin {
