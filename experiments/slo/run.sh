@@ -5,7 +5,8 @@
 #   vision-50   efficientnet_b0 graphs beside vit_b_16 at 540/s (half the LS's capacity)
 #   vision-75   the same at 810/s
 #   resnet-50   resnet50 graphs beside densenet161 at 450/s
-#   llm-50      llm graphs beside transformer-train at RATE (default 50/s)
+#   llm-50      llm graphs beside transformer-train at RATE (default 35/s: half of
+#               the 70/s it serves alone, order/llm-56 of 2026-11-24 at 80%)
 #   step        efficientnet_b0/vit_b_16, a load step about 540/s (270, 810, 270; 10 s each)
 #   time        efficientnet_b0/vit_b_16 at 540/s, --slo of a time (SLO, default 9ms)
 # Usage: PART=vision-50 [SPLITS=50,65,75,85] run.sh OUT (bin/ built:
@@ -14,7 +15,7 @@
 set -u
 OUT=$(realpath "${1:?usage: PART=... run.sh OUT}")
 . "$(dirname "$(realpath "$0")")/../common.sh" slo
-: "${PART:?PART: vision-50, vision-75, resnet-50, llm-50, step or time}" "${SPLITS:=50,65,75,85}" "${RATE:=50}" "${SLO:=9ms}"
+: "${PART:?PART: vision-50, vision-75, resnet-50, llm-50, step or time}" "${SPLITS:=50,65,75,85}" "${RATE:=35}" "${SLO:=9ms}"
 both=(--orders ls-first,be-first --idle=false)
 vision=(--ls efficientnet_b0:graph --be vit_b_16)
 case $PART in
