@@ -9,20 +9,20 @@
 #               the 70/s it serves alone, order/llm-56 of 2026-11-24 at 80%)
 #   step        efficientnet_b0/vit_b_16, a load step about 540/s (270, 810, 270; 10 s each)
 #   time        efficientnet_b0/vit_b_16 at 540/s, --slo of a time (SLO, default 9ms)
-# Usage: PART=vision-50 [SPLITS=50,65,75,85] run.sh OUT (bin/ built:
+# Usage: PART=vision-50 [SPLITS=50,65,75,85] [MECHANISMS=tide] run.sh OUT (bin/ built:
 # carve, libcarve.so). OUT/serve.txt: the table; OUT/serve.log: the
 # controller's steps; OUT/serve.json and plots.
 set -u
 OUT=$(realpath "${1:?usage: PART=... run.sh OUT}")
 . "$(dirname "$(realpath "$0")")/../common.sh" slo
-: "${PART:?PART: vision-50, vision-75, resnet-50, llm-50, step or time}" "${SPLITS:=50,65,75,85}" "${RATE:=35}" "${SLO:=9ms}"
+: "${PART:?PART: vision-50, vision-75, resnet-50, llm-50, step or time}" "${SPLITS:=50,65,75,85}" "${RATE:=35}" "${SLO:=9ms}" "${MECHANISMS:=mps-split,tide}"
 both=(--orders ls-first,be-first --idle=false)
 vision=(--ls efficientnet_b0:graph --be vit_b_16)
 case $PART in
-vision-50) args=("${vision[@]}" --rates 540 --mechanisms mps-split,tide --mps-splits "$SPLITS" --tide 8:300us:1:slo=2x "${both[@]}") ;;
-vision-75) args=("${vision[@]}" --rates 810 --mechanisms mps-split,tide --mps-splits "$SPLITS" --tide 8:300us:1:slo=2x "${both[@]}") ;;
-resnet-50) args=(--ls resnet50:graph --be densenet161 --rates 450 --mechanisms mps-split,tide --mps-splits "$SPLITS" --tide 8:300us:1:slo=2x "${both[@]}") ;;
-llm-50) args=(--ls llm:graph --be transformer-train --rates "$RATE" --mechanisms mps-split,tide --mps-splits "$SPLITS" --tide 8:300us:1:slo=2x "${both[@]}") ;;
+vision-50) args=("${vision[@]}" --rates 540 --mechanisms "$MECHANISMS" --mps-splits "$SPLITS" --tide 8:300us:1:slo=2x "${both[@]}") ;;
+vision-75) args=("${vision[@]}" --rates 810 --mechanisms "$MECHANISMS" --mps-splits "$SPLITS" --tide 8:300us:1:slo=2x "${both[@]}") ;;
+resnet-50) args=(--ls resnet50:graph --be densenet161 --rates 450 --mechanisms "$MECHANISMS" --mps-splits "$SPLITS" --tide 8:300us:1:slo=2x "${both[@]}") ;;
+llm-50) args=(--ls llm:graph --be transformer-train --rates "$RATE" --mechanisms "$MECHANISMS" --mps-splits "$SPLITS" --tide 8:300us:1:slo=2x "${both[@]}") ;;
 step) args=("${vision[@]}" --rates 540 --pattern step --duration 30s --mechanisms tide --tide 8:300us:1:slo=2x --idle=false) ;;
 time) args=("${vision[@]}" --rates 540 --mechanisms tide --tide "8:300us:1:slo=$SLO" "${both[@]}") ;;
 *) echo "PART $PART: want vision-50, vision-75, resnet-50, llm-50, step or time" >&2; exit 2 ;;

@@ -5,6 +5,9 @@
 package slo_test
 
 import (
+	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -46,5 +49,61 @@ func TestEstimateIgnoresWarmUp(t *testing.T) {
 	a, b := slo.TargetAt(s, clean, 540), slo.TargetAt(s, warm, 540)
 	if b > a*11/10 || b < a*9/10 {
 		t.Errorf("2x target at 540/s: %v with the warm-up's alone periods, %v without: want within 10%%", b, a)
+	}
+}
+
+// TestEstimateOfQueues holds Estimate against the p99 of a simulated
+// queue (one server, Poisson arrivals, 200,000 requests from a fixed
+// seed) fed the very periods the histogram counts: periods of one length,
+// exponential ones, and ones of 1 to 1.3 ms with a tenth up to 3 ms (an
+// LS tenant's on the GPU), from light load to 85% busy: within 12% (0.91
+// to 1.08 times). Adding the wait's p99 to the periods' (the estimate
+// before) overstated the third's at rho 0.27 1.51 times, the second's
+// 1.41 times and the first's 1.29 times.
+func TestEstimateOfQueues(t *testing.T) {
+	kinds := map[string]func(r *rand.Rand) float64{ // a period, in ms
+		"one length":  func(*rand.Rand) float64 { return 1.1 },
+		"exponential": func(r *rand.Rand) float64 { return r.ExpFloat64() },
+		"gpu-like": func(r *rand.Rand) float64 {
+			if r.IntN(10) == 0 {
+				return 1 + 2*r.Float64()
+			}
+			return 1 + 0.3*r.Float64()
+		},
+	}
+	for name, period := range kinds {
+		for _, rho := range []float64{0.27, 0.5, 0.7, 0.85} {
+			r := rand.New(rand.NewPCG(1, 2))
+			const n = 200000
+			s := make([]float64, n)
+			var h ctl.Hist
+			var sum float64
+			for i := range s {
+				s[i] = period(r)
+				sum += s[i]
+				d := time.Duration(s[i] * float64(time.Millisecond))
+				h.Sum += d
+				for b := range ctl.HistBuckets {
+					if b == ctl.HistBuckets-1 || d < ctl.HistBound(b) {
+						h.Counts[b]++
+						break
+					}
+				}
+			}
+			rate := rho / (sum / n) // requests a ms
+			lat := make([]float64, n)
+			var at, free float64 // arrival, and when the server is free
+			for i := range s {
+				at += r.ExpFloat64() / rate
+				free = math.Max(free, at) + s[i]
+				lat[i] = free - at
+			}
+			slices.Sort(lat)
+			want := lat[n*99/100]
+			got := float64(slo.Estimate(h, rho)) / float64(time.Millisecond)
+			if got < want*0.88 || got > want*1.12 {
+				t.Errorf("%s periods at rho %g: estimate %.2f ms, the simulated queue's p99 %.2f ms: want within 12%%", name, rho, got, want)
+			}
+		}
 	}
 }

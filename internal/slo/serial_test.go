@@ -103,7 +103,7 @@ func TestSerialMultipleOfAlone(t *testing.T) {
 			w, _ := p.c.View(slo.Key{PID: v.pid})
 			return w.Target
 		}
-		holds(t, p, v, target, 100, 0.1)
+		holds(t, p, v, target, 100, 0.05)
 	}
 }
 

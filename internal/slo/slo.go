@@ -88,7 +88,7 @@ import (
 const (
 	DefaultInterval  = 100 * time.Millisecond // how often Run steps
 	WindowSteps      = 8                      // the window, in steps: 800 ms at DefaultInterval
-	Aim              = 0.85                   // the share of its target the estimate at Goal is
+	Aim              = 0.75                   // the share of its target the estimate at Goal is
 	Gain             = 1                      // the level's log change a step per unit of Goal - rho
 	MaxStep          = 1.25                   // the most the level moves a step by that, a factor
 	Emergency        = 1.5                    // an estimate over this many times its target halves the level
@@ -247,7 +247,7 @@ func Target(s ctl.SLO, alone ctl.Hist) time.Duration {
 func TargetAt(s ctl.SLO, alone ctl.Hist, rate float64) time.Duration {
 	var ref time.Duration
 	if alone.Count() >= AloneMin {
-		mean, _ := moments(alone)
+		_, _, mean := served(alone)
 		ref = Estimate(alone, rate*mean)
 	}
 	target, _ := s.Of(ref)
