@@ -179,7 +179,8 @@ func oneOf(s string, set ...string) bool {
 // (queueing included) and the BE's throughput, each alone on the whole GPU
 // and together under time slicing, MPS, MPS percentages, carve's static
 // partitions and carve tide, each in each of o.Orders (a setup whose BE
-// started first named so).
+// started first named so); under a tide setting whose SLO is a time,
+// also the LS's attainment of it.
 func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
@@ -231,8 +232,8 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 		for _, beName := range o.BE {
 			be := []string{o.Python, "-c", workload.ServeBE, "--model=" + beName, fmt.Sprintf("--batch=%d", o.BEBatch), d}
 			pair := lsName + " beside " + beName
-			add := func(mech string, rate float64, m served) {
-				s := report.Series{Mechanism: mech, Victim: lsName, Competitor: beName, Measured: true}
+			add := func(set setup, rate float64, m served) {
+				s := report.Series{Mechanism: set.name, Victim: lsName, Competitor: beName, Measured: true}
 				if m.steerErr != nil {
 					s.Note = "not steered: " + m.steerErr.Error()
 				}
@@ -243,6 +244,7 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 					if v, ok := slo[fmt.Sprintf("%s @%g/s", lsName, rate)]; ok {
 						s.Points = append(s.Points, report.Point{Label: "SLO attainment", Unit: "fraction", Stats: one(Attainment(m.latencies, v))})
 					}
+					s.Points = append(s.Points, ownSLOPoints(set.slo, m.latencies)...)
 					if o.Pattern == "step" {
 						s.Points = append(s.Points, stepPoints(m, o.Duration, phaseSLO[fmt.Sprintf("%s @%g/s", lsName, rate)])...)
 					}
@@ -262,7 +264,7 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 				}
 				r.Series = append(r.Series, s)
 				if o.Log != nil {
-					fmt.Fprintf(o.Log, "serve: %s @%g/s, %s: %s\n", pair, rate, mech, describeServed(m))
+					fmt.Fprintf(o.Log, "serve: %s @%g/s, %s: %s\n", pair, rate, set.name, describeServed(m))
 					for _, st := range m.steps {
 						fmt.Fprintf(o.Log, "serve:   SLO step %s\n", describeStep(st))
 					}
@@ -273,7 +275,7 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 			if err != nil {
 				return r, fmt.Errorf("%s alone: %w", beName, err)
 			}
-			add("BE alone, whole GPU", 0, m)
+			add(setup{name: "BE alone, whole GPU"}, 0, m)
 			for _, rate := range o.Rates {
 				m, err := w.runServe(setup{withLS: true, lsEnv: none}, ls, nil, rate, o.Duration)
 				if err != nil {
@@ -294,7 +296,7 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 					over = append(over, fmt.Sprintf("%s: above half of the about %.0f/s it sustains alone", key, capacity))
 					r.Params["over_half_capacity"] = over
 				}
-				add("LS alone, whole GPU", rate, m)
+				add(setup{name: "LS alone, whole GPU"}, rate, m)
 				for _, s := range setups {
 					if s.lsRate < 0 && rate != o.Rates[0] {
 						continue
@@ -309,7 +311,7 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 						tick()
 						continue
 					}
-					add(s.name, rate, m)
+					add(s, rate, m)
 				}
 			}
 		}
@@ -467,4 +469,17 @@ func stepPoints(m served, d time.Duration, slos []float64) []report.Point {
 		}
 	}
 	return out
+}
+
+// ownSLOPoints judge latencies against slo, a tide setting's, where it is
+// a time (slo=9ms; a multiple is of an estimate the run does not make):
+// "its own SLO" in ms and "SLO attainment, its own SLO", the share of
+// latencies within it. None for no SLO, a multiple, or no latencies.
+func ownSLOPoints(slo ctl.SLO, latencies []float64) []report.Point {
+	d, ok := slo.Of(0)
+	if !ok || len(latencies) == 0 {
+		return nil
+	}
+	return []report.Point{{Label: "its own SLO", Stats: one(ms(d))},
+		{Label: "SLO attainment, its own SLO", Unit: "fraction", Stats: one(Attainment(latencies, ms(d)))}}
 }

@@ -29,7 +29,10 @@ type setup struct {
 	withLS, withBE bool
 	beFirst        bool    // the BE starts and runs before the LS starts; it is measured over the LS's serving
 	lsRate         float64 // 0: the rate of the point; -1: an LS that gets no request (run at the first rate only)
-	steer          bool    // the LS has an SLO: the SLO controller runs (in this process) while it does
+	// slo is the LS's, of a tide setting that has one: the SLO controller
+	// runs (in this process) while the LS does, and a time is also what
+	// its latencies are judged against (ownSLOPoints)
+	slo ctl.SLO
 }
 
 func (e *Env) serveSetups(o ServeOptions) []setup {
@@ -57,13 +60,12 @@ func (e *Env) serveSetups(o ServeOptions) []setup {
 			}
 		case "tide":
 			for _, t := range o.Tide {
-				out = append(out, setup{name: "carve tide, " + t.String(), withLS: true, withBE: true, steer: t.LS.SLO != (ctl.SLO{}),
+				out = append(out, setup{name: "carve tide, " + t.String(), withLS: true, withBE: true, slo: t.LS.SLO,
 					lsPre: e.Run(t.lsFlags(o.LSTPCs)...), bePre: e.Run(t.beFlags()...), lsEnv: mps, beEnv: mps})
 			}
 			for _, t := range o.Tide { // the BE's throughput with an idle LS tenant beside it
 				if o.Idle {
-					out = append(out, setup{name: "carve tide, no LS request, " + t.String(), withLS: true, withBE: true, lsRate: -1,
-						steer: t.LS.SLO != (ctl.SLO{}),
+					out = append(out, setup{name: "carve tide, no LS request, " + t.String(), withLS: true, withBE: true, lsRate: -1, slo: t.LS.SLO,
 						lsPre: e.Run(t.lsFlags(o.LSTPCs)...), bePre: e.Run(t.beFlags()...), lsEnv: mps, beEnv: mps})
 				}
 			}
@@ -210,7 +212,7 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 	}
 	var traced []tracedStep    // the controller's steps, read once it has stopped
 	var serving, end time.Time // when the LS was told to serve, and when it reported
-	if s.steer {
+	if s.slo != (ctl.SLO{}) {
 		dir, err := ctl.Dir()
 		if err != nil {
 			return r, err

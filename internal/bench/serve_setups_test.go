@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/report"
 	"github.com/carve-gpu/carve/internal/slo"
 	"github.com/carve-gpu/carve/internal/stats"
@@ -162,7 +163,7 @@ func TestRunServeNotSteered(t *testing.T) {
 	os.WriteFile(ls, []byte("#!/bin/sh\necho ready; read go; echo '{\"latencies_ms\": [1.5, 2.5, 9], \"requests\": 3}'\n"), 0o755)
 	be := filepath.Join(dir, "be")
 	os.WriteFile(be, []byte("#!/bin/sh\necho ready; read go; echo '{\"items\": 640, \"unit\": \"images\", \"seconds\": 2}'\n"), 0o755)
-	m, err := Workers{}.runServe(setup{withLS: true, withBE: true, steer: true}, []string{ls}, []string{be}, 100, 1)
+	m, err := Workers{}.runServe(setup{withLS: true, withBE: true, slo: ctl.SLO{Alone: 2}}, []string{ls}, []string{be}, 100, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestRunServeNotSteered(t *testing.T) {
 		t.Errorf("beside another controller: %v (%s), want ErrOther said", m.steerErr, describeServed(m))
 	}
 	other.Close()
-	if m, err = (Workers{}).runServe(setup{withLS: true, withBE: true, steer: true}, []string{ls}, []string{be}, 100, 1); err != nil || m.steerErr != nil {
+	if m, err = (Workers{}).runServe(setup{withLS: true, withBE: true, slo: ctl.SLO{Alone: 2}}, []string{ls}, []string{be}, 100, 1); err != nil || m.steerErr != nil {
 		t.Errorf("alone: %v, %v", m.steerErr, err)
 	}
 	var b strings.Builder

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/slo"
 )
 
@@ -114,5 +115,30 @@ func TestStepPhases(t *testing.T) {
 	}
 	if stepsArg() != "0.5,1.5,0.5" {
 		t.Errorf("--steps=%s", stepsArg())
+	}
+}
+
+// TestOwnSLO: a tide setting's SLO reaches its setups (the controller's,
+// and the idle LS's), and where it is a time the LS's latencies are also
+// judged against it; a multiple, no SLO or no latencies, not.
+func TestOwnSLO(t *testing.T) {
+	tide := []TideSetting{{LS: ctl.Policy{SLO: ctl.SLO{Max: 9 * time.Millisecond}}}, {LS: ctl.Policy{SLO: ctl.SLO{Alone: 2}}}, {}}
+	setups := (&Env{}).serveSetups(ServeOptions{Mechanisms: []string{"tide"}, Tide: tide, Idle: true, LSTPCs: 16})
+	if len(setups) != 6 || setups[0].slo != tide[0].LS.SLO || setups[1].slo != tide[1].LS.SLO || setups[2].slo != (ctl.SLO{}) || setups[3].slo != tide[0].LS.SLO {
+		t.Fatalf("setups %+v", setups)
+	}
+	lat := []float64{1, 2, 8, 9, 9.5, 20, 3, 4, 5, 6}
+	got := ownSLOPoints(setups[0].slo, lat)
+	if len(got) != 2 || got[0].Label != "its own SLO" || got[0].Stats.P50 != 9 || got[0].Unit != "" ||
+		got[1].Label != "SLO attainment, its own SLO" || got[1].Stats.P50 != 0.8 || got[1].Unit != "fraction" {
+		t.Errorf("9 ms: %+v, want 9 ms and 0.8 within it", got)
+	}
+	for _, s := range setups[1:3] {
+		if got := ownSLOPoints(s.slo, lat); got != nil {
+			t.Errorf("SLO %q: %+v, want no points", s.slo, got)
+		}
+	}
+	if got := ownSLOPoints(setups[0].slo, nil); got != nil {
+		t.Errorf("no latencies: %+v, want no points", got)
 	}
 }
