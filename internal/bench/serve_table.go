@@ -1,7 +1,8 @@
 // The serve benchmark's table and plot, read from a saved result: each
 // mechanism's point at each rate, the LS's latency and SLO attainment
 // (and, under a tide setting whose SLO is a time, its attainment of that)
-// against the BE's throughput.
+// against the BE's throughput and its recovery after the LS's last
+// request.
 
 package bench
 
@@ -41,6 +42,9 @@ type servePoint struct {
 	// ownSLO and ownAttain: a tide setting's own SLO, a time, and the
 	// share of requests within it (NaN: none)
 	ownSLO, ownAttain float64
+	// back: the BE's recovery after the LS's last request, in s (NaN: none
+	// measured); seen: where it did not recover, how long it was seen
+	back, seen float64
 }
 
 func servePoints(r *report.Result) []servePoint {
@@ -48,7 +52,7 @@ func servePoints(r *report.Result) []servePoint {
 	var out []servePoint
 	for _, s := range r.Series {
 		p := servePoint{pair: s.Victim + " beside " + s.Competitor, mech: s.Mechanism, slo: math.NaN(), attain: math.NaN(), busy: math.NaN(), note: s.Note,
-			ownSLO: math.NaN(), ownAttain: math.NaN()}
+			ownSLO: math.NaN(), ownAttain: math.NaN(), back: math.NaN(), seen: math.NaN()}
 		for _, pt := range s.Points {
 			switch {
 			case strings.HasPrefix(pt.Label, "LS latency @"):
@@ -66,6 +70,10 @@ func servePoints(r *report.Result) []servePoint {
 				p.ownSLO = pt.Stats.P50
 			case pt.Label == "SLO attainment, its own SLO":
 				p.ownAttain = pt.Stats.P50
+			case pt.Label == "BE recovery":
+				p.back = pt.Stats.P50
+			case pt.Label == "BE recovery, not within":
+				p.seen = pt.Stats.P50
 			}
 		}
 		if v, ok := slos[fmt.Sprintf("%s @%g/s", s.Victim, p.rate)].(float64); ok {
@@ -88,13 +96,17 @@ func serveTable(tw io.Writer, r *report.Result) {
 			lsAlone[fmt.Sprintf("%s@%g", p.pair, p.rate)] = p.lat.P99
 		}
 	}
-	own := false // whether some row has its own SLO
+	own, back := false, false // whether some row has its own SLO, and a BE recovery
 	for _, p := range points {
 		own = own || !math.IsNaN(p.ownAttain)
+		back = back || !math.IsNaN(p.back) || !math.IsNaN(p.seen)
 	}
 	head := "PAIR\tRATE\tMECHANISM\tLS P50\tLS P99\tLS P99.9\tP99 VS ALONE\tSLO MS\tSLO MET\tBUSY P99\tBE /S\tBE VS ALONE"
 	if own {
 		head += "\tOWN SLO MET"
+	}
+	if back {
+		head += "\tBE RECOVERY"
 	}
 	fmt.Fprintln(tw, head)
 	for _, p := range points {
@@ -127,6 +139,9 @@ func serveTable(tw io.Writer, r *report.Result) {
 		if own {
 			fmt.Fprintf(tw, "\t%s", ownCell(p))
 		}
+		if back {
+			fmt.Fprintf(tw, "\t%s", recoveryCell(p))
+		}
 		fmt.Fprintln(tw)
 	}
 	for _, p := range points {
@@ -139,6 +154,10 @@ func serveTable(tw io.Writer, r *report.Result) {
 	fmt.Fprintln(tw, "BE /S: "+beUnits(points))
 	if own {
 		fmt.Fprintln(tw, "OWN SLO MET: under a tide setting whose SLO is a time (slo=9ms), the share of requests within it, its ms in brackets")
+	}
+	if back {
+		fmt.Fprintf(tw, "BE RECOVERY: from the LS's last request's completion until the BE's rate, over its last steps of %v or more, first reached %g%% of its rate alone, in s; >T: not within the T s seen after it\n",
+			RecoveryWindow, 100*RecoveryShare)
 	}
 	if models, ok := r.Params["models"].(map[string]any); ok && len(models) > 0 {
 		fmt.Fprintln(tw, "models: "+describeModels(models))
@@ -168,6 +187,18 @@ func ownCell(p servePoint) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f%% (%.2f)", 100*p.ownAttain, p.ownSLO)
+}
+
+// recoveryCell is p's BE recovery: "0.24s", ">1.52s" where it was not
+// seen within that, "-" where none was measured.
+func recoveryCell(p servePoint) string {
+	switch {
+	case !math.IsNaN(p.back):
+		return fmt.Sprintf("%.2fs", p.back)
+	case !math.IsNaN(p.seen):
+		return fmt.Sprintf(">%.2fs", p.seen)
+	}
+	return "-"
 }
 
 // plotServe draws, per pair and rate, the LS's p99 (log scale) against the
