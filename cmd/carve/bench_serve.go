@@ -42,10 +42,15 @@ autocast on 64 sequences of 256 tokens a step). For each pair and rate it
 measures each alone on the whole GPU, then together under time slicing, MPS
 without limits, MPS percentages, carve's static partitions and carve tide
 (each setting a point), and reports the LS's
-p50/p99/p99.9, its SLO attainment (SLO = 2 x its p99 alone at the same rate),
+p50/p99/p99.9, its SLO attainment (SLO = 2 x its p99 alone at the same rate;
+under a tide setting whose slo= is a time, also its attainment of that, OWN
+SLO MET),
 under carve tide the p99 of its busy periods (from its control block: an
 input of the estimate --slo bounds) and the BE's throughput (img/s, or seq/s for transformer-train), with a plot
-of LS p99 against BE throughput. The result's params name each model's
+of LS p99 against BE throughput. ` + fmt.Sprintf(`Beside an LS, the BE runs %v on after
+the LS's last request, and BE RECOVERY is the time from that request's
+completion until the BE's rate (over its last steps of %v or more) is
+back at %g%% of its rate alone.`, bench.RecoveryTail, bench.RecoveryWindow, 100*bench.RecoveryShare) + ` The result's params name each model's
 parameter count, as its program reported it.
 
 --orders be-first also measures each setup with the BE started first: the

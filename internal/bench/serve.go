@@ -179,7 +179,9 @@ func oneOf(s string, set ...string) bool {
 // (queueing included) and the BE's throughput, each alone on the whole GPU
 // and together under time slicing, MPS, MPS percentages, carve's static
 // partitions and carve tide, each in each of o.Orders (a setup whose BE
-// started first named so).
+// started first named so); together, also the BE's recovery after the
+// LS's last request (Recovery) and, under a tide setting whose SLO is a
+// time, the LS's attainment of it.
 func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
@@ -197,7 +199,9 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 	setups := e.serveSetups(o)
 	none := []string{"CUDA_MPS_PIPE_DIRECTORY=" + filepath.Join(e.MPS.Root, "none")}
 	r := newResult("serve", e.Topo, map[string]any{"duration_s": o.Duration.Seconds(), "pattern": o.Pattern, "ls_tpcs": o.LSTPCs, "static_splits": o.StaticSplits,
-		"be_batch": o.BEBatch, "slo_rule": "2 x the LS's p99 alone on the whole GPU at the same rate"})
+		"be_batch": o.BEBatch, "slo_rule": "2 x the LS's p99 alone on the whole GPU at the same rate",
+		"recovery_rule": fmt.Sprintf("from the LS's last request's completion until the BE's rate over its last steps of %v or more reaches %g%% of its rate alone, seen for %v after it",
+			RecoveryWindow, 100*RecoveryShare, RecoveryTail)})
 	orders := []any{} // as a saved result reads back
 	for _, x := range o.Orders {
 		orders = append(orders, x)
@@ -231,8 +235,9 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 		for _, beName := range o.BE {
 			be := []string{o.Python, "-c", workload.ServeBE, "--model=" + beName, fmt.Sprintf("--batch=%d", o.BEBatch), d}
 			pair := lsName + " beside " + beName
-			add := func(mech string, rate float64, m served) {
-				s := report.Series{Mechanism: mech, Victim: lsName, Competitor: beName, Measured: true}
+			var beAlone float64 // the BE's throughput alone on the whole GPU
+			add := func(set setup, rate float64, m served) {
+				s := report.Series{Mechanism: set.name, Victim: lsName, Competitor: beName, Measured: true}
 				if m.steerErr != nil {
 					s.Note = "not steered: " + m.steerErr.Error()
 				}
@@ -243,6 +248,7 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 					if v, ok := slo[fmt.Sprintf("%s @%g/s", lsName, rate)]; ok {
 						s.Points = append(s.Points, report.Point{Label: "SLO attainment", Unit: "fraction", Stats: one(Attainment(m.latencies, v))})
 					}
+					s.Points = append(s.Points, ownSLOPoints(set.slo, m.latencies)...)
 					if o.Pattern == "step" {
 						s.Points = append(s.Points, stepPoints(m, o.Duration, phaseSLO[fmt.Sprintf("%s @%g/s", lsName, rate)])...)
 					}
@@ -253,6 +259,7 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 				if m.seconds > 0 {
 					s.Points = append(s.Points, report.Point{Label: "BE throughput", Unit: perSecond(m.unit), Stats: one(float64(m.items) / m.seconds)})
 				}
+				s.Points = append(s.Points, recoveryPoints(m, o.BEBatch, beAlone)...)
 				s.Points = append(s.Points, steerPoints(m.steps)...)
 				if m.lsInfo != nil {
 					models[lsName] = m.lsInfo
@@ -262,7 +269,7 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 				}
 				r.Series = append(r.Series, s)
 				if o.Log != nil {
-					fmt.Fprintf(o.Log, "serve: %s @%g/s, %s: %s\n", pair, rate, mech, describeServed(m))
+					fmt.Fprintf(o.Log, "serve: %s @%g/s, %s: %s\n", pair, rate, set.name, describeServed(m))
 					for _, st := range m.steps {
 						fmt.Fprintf(o.Log, "serve:   SLO step %s\n", describeStep(st))
 					}
@@ -273,7 +280,10 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 			if err != nil {
 				return r, fmt.Errorf("%s alone: %w", beName, err)
 			}
-			add("BE alone, whole GPU", 0, m)
+			if m.seconds > 0 {
+				beAlone = float64(m.items) / m.seconds
+			}
+			add(setup{name: "BE alone, whole GPU"}, 0, m)
 			for _, rate := range o.Rates {
 				m, err := w.runServe(setup{withLS: true, lsEnv: none}, ls, nil, rate, o.Duration)
 				if err != nil {
@@ -294,7 +304,7 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 					over = append(over, fmt.Sprintf("%s: above half of the about %.0f/s it sustains alone", key, capacity))
 					r.Params["over_half_capacity"] = over
 				}
-				add("LS alone, whole GPU", rate, m)
+				add(setup{name: "LS alone, whole GPU"}, rate, m)
 				for _, s := range setups {
 					if s.lsRate < 0 && rate != o.Rates[0] {
 						continue
@@ -309,7 +319,7 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 						tick()
 						continue
 					}
-					add(s.name, rate, m)
+					add(s, rate, m)
 				}
 			}
 		}
@@ -467,4 +477,89 @@ func stepPoints(m served, d time.Duration, slos []float64) []report.Point {
 		}
 	}
 	return out
+}
+
+// ownSLOPoints judge latencies against slo, a tide setting's, where it is
+// a time (slo=9ms; a multiple is of an estimate the run does not make):
+// "its own SLO" in ms and "SLO attainment, its own SLO", the share of
+// latencies within it. None for no SLO, a multiple, or no latencies.
+func ownSLOPoints(slo ctl.SLO, latencies []float64) []report.Point {
+	d, ok := slo.Of(0)
+	if !ok || len(latencies) == 0 {
+		return nil
+	}
+	return []report.Point{{Label: "its own SLO", Stats: one(ms(d))},
+		{Label: "SLO attainment, its own SLO", Unit: "fraction", Stats: one(Attainment(latencies, ms(d)))}}
+}
+
+// The BE's recovery after the LS's last request (Recovery): its rate is
+// taken over its last steps spanning at least RecoveryWindow (one step,
+// where a step takes longer), and it is back at RecoveryShare of its rate
+// alone; it runs RecoveryTail on after the LS has served its last request
+// for that to be seen.
+const (
+	RecoveryWindow = 200 * time.Millisecond
+	RecoveryShare  = 0.9
+	RecoveryTail   = 1500 * time.Millisecond
+)
+
+// Recovery is how long after last (s) the BE's rate first reached
+// RecoveryShare of alone (items/s), given the ends of its steps (s, on
+// last's clock, ascending) of perStep items each: at the first end at or
+// after last where the rate over the steps since the latest end at least
+// RecoveryWindow before it does. ok is false where none does; d is then
+// how long after last its rate was seen, NaN where never (no end after
+// last with one RecoveryWindow before it: too few steps to judge).
+func Recovery(ends []float64, last float64, perStep int, alone float64) (d float64, ok bool) {
+	w, seen := RecoveryWindow.Seconds(), math.NaN()
+	for j, t := range ends {
+		if t < last {
+			continue
+		}
+		i := j - 1
+		for i >= 0 && t-ends[i] < w {
+			i--
+		}
+		if i < 0 {
+			continue
+		}
+		seen = t - last
+		if float64(perStep*(j-i))/(t-ends[i]) >= RecoveryShare*alone {
+			return seen, true
+		}
+	}
+	return seen, false
+}
+
+// lsDone is when m's LS served its last request, in s on the clock of its
+// start (CLOCK_MONOTONIC); ok is false where it served none, or did not
+// say when it started.
+func lsDone(m served) (t float64, ok bool) {
+	if m.lsStart == 0 || len(m.arrivals) == 0 || len(m.arrivals) != len(m.latencies) {
+		return 0, false
+	}
+	for i, at := range m.arrivals {
+		t = max(t, at+m.latencies[i]/1000)
+	}
+	return m.lsStart + t, true
+}
+
+// recoveryPoints are m's BE recovery after its LS's last request
+// (Recovery), its steps perStep items each and alone its rate alone:
+// "BE recovery" (s), or "BE recovery, not within" (s: how long after the
+// LS's last request its rate was seen). None where the run had no LS
+// request or no BE, or too few BE steps to judge.
+func recoveryPoints(m served, perStep int, alone float64) []report.Point {
+	last, ok := lsDone(m)
+	if !ok || alone <= 0 {
+		return nil
+	}
+	d, ok := Recovery(m.beEnds, last, perStep, alone)
+	switch {
+	case ok:
+		return []report.Point{{Label: "BE recovery", Unit: "s", Stats: one(d)}}
+	case !math.IsNaN(d):
+		return []report.Point{{Label: "BE recovery, not within", Unit: "s", Stats: one(d)}}
+	}
+	return nil
 }

@@ -29,7 +29,10 @@ type setup struct {
 	withLS, withBE bool
 	beFirst        bool    // the BE starts and runs before the LS starts; it is measured over the LS's serving
 	lsRate         float64 // 0: the rate of the point; -1: an LS that gets no request (run at the first rate only)
-	steer          bool    // the LS has an SLO: the SLO controller runs (in this process) while it does
+	// slo is the LS's, of a tide setting that has one: the SLO controller
+	// runs (in this process) while the LS does, and a time is also what
+	// its latencies are judged against (ownSLOPoints)
+	slo ctl.SLO
 }
 
 func (e *Env) serveSetups(o ServeOptions) []setup {
@@ -57,13 +60,12 @@ func (e *Env) serveSetups(o ServeOptions) []setup {
 			}
 		case "tide":
 			for _, t := range o.Tide {
-				out = append(out, setup{name: "carve tide, " + t.String(), withLS: true, withBE: true, steer: t.LS.SLO != (ctl.SLO{}),
+				out = append(out, setup{name: "carve tide, " + t.String(), withLS: true, withBE: true, slo: t.LS.SLO,
 					lsPre: e.Run(t.lsFlags(o.LSTPCs)...), bePre: e.Run(t.beFlags()...), lsEnv: mps, beEnv: mps})
 			}
 			for _, t := range o.Tide { // the BE's throughput with an idle LS tenant beside it
 				if o.Idle {
-					out = append(out, setup{name: "carve tide, no LS request, " + t.String(), withLS: true, withBE: true, lsRate: -1,
-						steer: t.LS.SLO != (ctl.SLO{}),
+					out = append(out, setup{name: "carve tide, no LS request, " + t.String(), withLS: true, withBE: true, lsRate: -1, slo: t.LS.SLO,
 						lsPre: e.Run(t.lsFlags(o.LSTPCs)...), bePre: e.Run(t.beFlags()...), lsEnv: mps, beEnv: mps})
 				}
 			}
@@ -95,6 +97,8 @@ func inOrders(setups []setup, orders []string) []setup {
 type served struct {
 	latencies []float64 // ms
 	arrivals  []float64 // s, from the LS's start: each request's
+	lsStart   float64   // s on CLOCK_MONOTONIC: the LS's start, which its arrivals count from (0: not said)
+	beEnds    []float64 // s on CLOCK_MONOTONIC: the end of each of the BE's steps, its RecoveryTail included
 	requests  int
 	items     int    // the BE's, in unit
 	unit      string // images, or sequences
@@ -184,6 +188,8 @@ var serveGrace = 90 * time.Second
 type serveLine struct {
 	Latencies []float64      `json:"latencies_ms"` // the LS's
 	Arrivals  []float64      `json:"arrivals_s"`   // the LS's requests', from its start
+	Start     float64        `json:"start_s"`      // the LS's start, s on CLOCK_MONOTONIC (one clock for every process)
+	Ends      []float64      `json:"ends_s"`       // the BE's steps' ends, s on CLOCK_MONOTONIC
 	Requests  int            `json:"requests"`
 	Items     int            `json:"items"` // the BE's: images or sequences, as Unit says
 	Unit      string         `json:"unit"`
@@ -197,6 +203,9 @@ type serveLine struct {
 // tells it to go, then starts the LS while the BE runs, and once the LS is
 // ready tells it to go and marks the start of the BE's window, which it
 // ends when the LS has reported: the BE is measured over the LS's serving.
+// Where the LS gets requests beside a BE, the BE is told when the LS has
+// reported (BE first: the window's end) and runs RecoveryTail on, for its
+// recovery to be seen.
 func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Duration) (served, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+4*time.Minute)
 	defer cancel()
@@ -210,7 +219,7 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 	}
 	var traced []tracedStep    // the controller's steps, read once it has stopped
 	var serving, end time.Time // when the LS was told to serve, and when it reported
-	if s.steer {
+	if s.slo != (ctl.SLO{}) {
 		dir, err := ctl.Dir()
 		if err != nil {
 			return r, err
@@ -256,10 +265,14 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		return nil
 	}
 	beFirst := s.beFirst && s.withLS && s.withBE
+	tail := s.withLS && s.withBE && s.lsRate >= 0
 	startBE := func() error {
-		argv := be
+		argv := append([]string{}, be...)
 		if beFirst {
-			argv = append(append([]string{}, be...), "--marks")
+			argv = append(argv, "--marks")
+		}
+		if tail {
+			argv = append(argv, fmt.Sprintf("--tail=%g", RecoveryTail.Seconds()))
 		}
 		p, err := w.startServe(ctx, s.bePre, s.beEnv, argv...)
 		if err != nil {
@@ -323,21 +336,21 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		if err := result(lsProc, "LS"); err != nil {
 			return r, err
 		}
-		r.latencies, r.arrivals, r.requests, r.lsInfo = v.Latencies, v.Arrivals, v.Requests, v.Info
+		r.latencies, r.arrivals, r.lsStart, r.requests, r.lsInfo = v.Latencies, v.Arrivals, v.Start, v.Requests, v.Info
 		end = time.Now()
 		if after, ok := lsPeriods(lsProc.cmd.Process.Pid); ok && counted {
 			h := after.Sub(before)
 			r.periods = &h
 		}
-		if beFirst {
-			fmt.Fprintln(beProc.in, "stop") // the window's end
+		if beFirst || tail {
+			fmt.Fprintln(beProc.in, "stop") // the window's end, and the LS done: the BE's tail from here
 		}
 	}
 	if beProc != nil {
 		if err := result(beProc, "BE"); err != nil {
 			return r, err
 		}
-		r.items, r.unit, r.seconds, r.beInfo = v.Items, v.Unit, v.Seconds, v.Info
+		r.items, r.unit, r.seconds, r.beEnds, r.beInfo = v.Items, v.Unit, v.Seconds, v.Ends, v.Info
 	}
 	r.steerErr = stopSteering()
 	for _, t := range traced {

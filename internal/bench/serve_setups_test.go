@@ -16,25 +16,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/report"
 	"github.com/carve-gpu/carve/internal/slo"
 	"github.com/carve-gpu/carve/internal/stats"
 )
 
 // TestRunServe drives the run protocol with stand-ins for the LS service
-// and the BE job: both get ready, both are told to go, both report.
+// and the BE job: both get ready, both are told to go, both report (the
+// LS its start and the BE its steps' ends on the clock they share).
 func TestRunServe(t *testing.T) {
 	dir := t.TempDir()
 	ls := filepath.Join(dir, "ls")
-	os.WriteFile(ls, []byte("#!/bin/sh\necho ready; read go; echo '{\"latencies_ms\": [1.5, 2.5, 9], \"requests\": 3}'\n"), 0o755)
+	os.WriteFile(ls, []byte("#!/bin/sh\necho ready; read go; echo '{\"latencies_ms\": [1.5, 2.5, 9], \"arrivals_s\": [0.1, 0.2, 0.3], \"start_s\": 50.5, \"requests\": 3}'\n"), 0o755)
 	be := filepath.Join(dir, "be")
-	os.WriteFile(be, []byte("#!/bin/sh\necho ready; read go; echo '{\"items\": 640, \"unit\": \"images\", \"seconds\": 2, \"info\": {\"params\": 25e6}}'\n"), 0o755)
+	os.WriteFile(be, []byte("#!/bin/sh\necho ready; read go; echo '{\"items\": 640, \"unit\": \"images\", \"seconds\": 2, \"ends_s\": [50.6, 51.7], \"info\": {\"params\": 25e6}}'\n"), 0o755)
 	w := Workers{}
 	m, err := w.runServe(setup{withLS: true, withBE: true}, []string{ls}, []string{be}, 100, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.latencies) != 3 || m.requests != 3 || m.items != 640 || m.unit != "images" || m.seconds != 2 || m.beInfo["params"] != 25e6 {
+	if len(m.latencies) != 3 || m.requests != 3 || m.items != 640 || m.unit != "images" || m.seconds != 2 || m.beInfo["params"] != 25e6 ||
+		m.lsStart != 50.5 || !slices.Equal(m.beEnds, []float64{50.6, 51.7}) {
 		t.Errorf("served %+v", m)
 	}
 	// a program that never reports is stopped, not waited on for good
@@ -64,10 +67,12 @@ func TestRunServe(t *testing.T) {
 // TestRunServeOrders: LS first, the LS is ready before the BE starts and
 // both are told to go then; BE first, the BE starts and goes, the LS
 // starts while it runs, and the BE is measured from the LS's go to its
-// result, its start-up left out.
+// result, its start-up left out. In both, the BE is to run RecoveryTail on
+// and is told when the LS has reported; alone, it is told neither.
 func TestRunServeOrders(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "log")
+	tail := fmt.Sprintf("--tail=%g", RecoveryTail.Seconds())
 	// the LS waits (up to 5 s) for the BE to have gone, if it is to, so the
 	// log's order does not hang on how fast the BE reads its go
 	ls := filepath.Join(dir, "ls")
@@ -85,6 +90,7 @@ echo '{"latencies_ms": [1, 2], "requests": 2}'
 	os.WriteFile(be, []byte(`#!/bin/sh
 echo "be start $*" >>`+log+`
 echo ready; read go; echo "be go" >>`+log+`
+if [ "$1" = `+tail+` ]; then read done; echo "be told LS done" >>`+log+`; fi
 if [ "$1" != --marks ]; then echo '{"items": 640, "seconds": 8}'; exit; fi
 read start; t0=$(date +%s%N); echo "be window start" >>`+log+`
 read stop; t1=$(date +%s%N); echo "be window end" >>`+log+`
@@ -105,7 +111,8 @@ echo "{\"items\": 64, \"seconds\": $(( (t1 - t0) / 1000000 ))e-3}"
 		t.Fatal(err)
 	}
 	ev := events()
-	if !before(ev, "ls ready", "be start ") || !before(ev, "be start ", "ls go") || !before(ev, "be start ", "be go") || m.items != 640 || m.seconds != 8 {
+	if start := "be start " + tail; !before(ev, "ls ready", start) || !before(ev, start, "ls go") || !before(ev, start, "be go") ||
+		!before(ev, "ls done", "be told LS done") || m.items != 640 || m.seconds != 8 {
 		t.Errorf("LS first: %q, served %+v", ev, m)
 	}
 	t.Setenv("BE_FIRST", "1")
@@ -114,7 +121,7 @@ echo "{\"items\": 64, \"seconds\": $(( (t1 - t0) / 1000000 ))e-3}"
 		t.Fatal(err)
 	}
 	ev = events()
-	for _, o := range [][2]string{{"be start --marks", "be go"}, {"be go", "ls start"}, {"ls ready", "ls go"}, {"ls ready", "be window start"},
+	for _, o := range [][2]string{{"be start --marks " + tail, "be go"}, {"be go", "ls start"}, {"ls ready", "ls go"}, {"ls ready", "be window start"},
 		{"ls done", "be window end"}} {
 		if !before(ev, o[0], o[1]) {
 			t.Errorf("BE first: %q before %q? %q", o[0], o[1], ev)
@@ -125,8 +132,8 @@ echo "{\"items\": 64, \"seconds\": $(( (t1 - t0) / 1000000 ))e-3}"
 	}
 	// an order asks for both programs: one alone runs as it always did
 	m, err = w.runServe(setup{withBE: true, beFirst: true}, nil, []string{be}, 0, time.Second)
-	if err != nil || m.items != 640 {
-		t.Errorf("BE alone, BE first: %+v %v", m, err)
+	if ev := events(); err != nil || m.items != 640 || !slices.Contains(ev, "be start ") || slices.Contains(ev, "be told LS done") {
+		t.Errorf("BE alone, BE first: %q, %+v %v", ev, m, err)
 	}
 }
 
@@ -162,7 +169,7 @@ func TestRunServeNotSteered(t *testing.T) {
 	os.WriteFile(ls, []byte("#!/bin/sh\necho ready; read go; echo '{\"latencies_ms\": [1.5, 2.5, 9], \"requests\": 3}'\n"), 0o755)
 	be := filepath.Join(dir, "be")
 	os.WriteFile(be, []byte("#!/bin/sh\necho ready; read go; echo '{\"items\": 640, \"unit\": \"images\", \"seconds\": 2}'\n"), 0o755)
-	m, err := Workers{}.runServe(setup{withLS: true, withBE: true, steer: true}, []string{ls}, []string{be}, 100, 1)
+	m, err := Workers{}.runServe(setup{withLS: true, withBE: true, slo: ctl.SLO{Alone: 2}}, []string{ls}, []string{be}, 100, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +177,7 @@ func TestRunServeNotSteered(t *testing.T) {
 		t.Errorf("beside another controller: %v (%s), want ErrOther said", m.steerErr, describeServed(m))
 	}
 	other.Close()
-	if m, err = (Workers{}).runServe(setup{withLS: true, withBE: true, steer: true}, []string{ls}, []string{be}, 100, 1); err != nil || m.steerErr != nil {
+	if m, err = (Workers{}).runServe(setup{withLS: true, withBE: true, slo: ctl.SLO{Alone: 2}}, []string{ls}, []string{be}, 100, 1); err != nil || m.steerErr != nil {
 		t.Errorf("alone: %v, %v", m.steerErr, err)
 	}
 	var b strings.Builder

@@ -1,6 +1,8 @@
 // The serve benchmark's table and plot, read from a saved result: each
 // mechanism's point at each rate, the LS's latency and SLO attainment
-// against the BE's throughput.
+// (and, under a tide setting whose SLO is a time, its attainment of that)
+// against the BE's throughput and its recovery after the LS's last
+// request.
 
 package bench
 
@@ -37,13 +39,20 @@ type servePoint struct {
 	slo, attain float64 // the SLO and the share of requests that met it (NaN: no SLO)
 	busy        float64 // the p99 of the LS's busy periods, from its block (NaN: not an LS tenant)
 	note        string  // the series' note: a setup that steers, which was not steered, says why
+	// ownSLO and ownAttain: a tide setting's own SLO, a time, and the
+	// share of requests within it (NaN: none)
+	ownSLO, ownAttain float64
+	// back: the BE's recovery after the LS's last request, in s (NaN: none
+	// measured); seen: where it did not recover, how long it was seen
+	back, seen float64
 }
 
 func servePoints(r *report.Result) []servePoint {
 	slos, _ := r.Params["slo_ms"].(map[string]any)
 	var out []servePoint
 	for _, s := range r.Series {
-		p := servePoint{pair: s.Victim + " beside " + s.Competitor, mech: s.Mechanism, slo: math.NaN(), attain: math.NaN(), busy: math.NaN(), note: s.Note}
+		p := servePoint{pair: s.Victim + " beside " + s.Competitor, mech: s.Mechanism, slo: math.NaN(), attain: math.NaN(), busy: math.NaN(), note: s.Note,
+			ownSLO: math.NaN(), ownAttain: math.NaN(), back: math.NaN(), seen: math.NaN()}
 		for _, pt := range s.Points {
 			switch {
 			case strings.HasPrefix(pt.Label, "LS latency @"):
@@ -57,6 +66,14 @@ func servePoints(r *report.Result) []servePoint {
 				p.attain = pt.Stats.P50
 			case pt.Label == "LS busy periods":
 				p.busy = pt.Stats.P99
+			case pt.Label == "its own SLO":
+				p.ownSLO = pt.Stats.P50
+			case pt.Label == "SLO attainment, its own SLO":
+				p.ownAttain = pt.Stats.P50
+			case pt.Label == "BE recovery":
+				p.back = pt.Stats.P50
+			case pt.Label == "BE recovery, not within":
+				p.seen = pt.Stats.P50
 			}
 		}
 		if v, ok := slos[fmt.Sprintf("%s @%g/s", s.Victim, p.rate)].(float64); ok {
@@ -79,7 +96,19 @@ func serveTable(tw io.Writer, r *report.Result) {
 			lsAlone[fmt.Sprintf("%s@%g", p.pair, p.rate)] = p.lat.P99
 		}
 	}
-	fmt.Fprintln(tw, "PAIR\tRATE\tMECHANISM\tLS P50\tLS P99\tLS P99.9\tP99 VS ALONE\tSLO MS\tSLO MET\tBUSY P99\tBE /S\tBE VS ALONE")
+	own, back := false, false // whether some row has its own SLO, and a BE recovery
+	for _, p := range points {
+		own = own || !math.IsNaN(p.ownAttain)
+		back = back || !math.IsNaN(p.back) || !math.IsNaN(p.seen)
+	}
+	head := "PAIR\tRATE\tMECHANISM\tLS P50\tLS P99\tLS P99.9\tP99 VS ALONE\tSLO MS\tSLO MET\tBUSY P99\tBE /S\tBE VS ALONE"
+	if own {
+		head += "\tOWN SLO MET"
+	}
+	if back {
+		head += "\tBE RECOVERY"
+	}
+	fmt.Fprintln(tw, head)
 	for _, p := range points {
 		ratio, slo, be, met, busy := "-", "-", "-", "-", "-"
 		if !math.IsNaN(p.busy) {
@@ -106,7 +135,14 @@ func serveTable(tw io.Writer, r *report.Result) {
 		if p.note != "" {
 			mech += " (!)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\n", p.pair, rate, mech, lat, ratio, slo, met, busy, p.be, be)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s", p.pair, rate, mech, lat, ratio, slo, met, busy, p.be, be)
+		if own {
+			fmt.Fprintf(tw, "\t%s", ownCell(p))
+		}
+		if back {
+			fmt.Fprintf(tw, "\t%s", recoveryCell(p))
+		}
+		fmt.Fprintln(tw)
 	}
 	for _, p := range points {
 		if p.note != "" {
@@ -116,6 +152,13 @@ func serveTable(tw io.Writer, r *report.Result) {
 	fmt.Fprintln(tw, "latency in ms from the request's arrival, queueing included; SLO: 2 x the LS's p99 alone on the whole GPU at the same rate")
 	fmt.Fprintln(tw, "BUSY P99: the p99 of the LS's busy periods over its serving (ms; from its control block, under carve tide), an input of the estimate --slo bounds")
 	fmt.Fprintln(tw, "BE /S: "+beUnits(points))
+	if own {
+		fmt.Fprintln(tw, "OWN SLO MET: under a tide setting whose SLO is a time (slo=9ms), the share of requests within it, its ms in brackets")
+	}
+	if back {
+		fmt.Fprintf(tw, "BE RECOVERY: from the LS's last request's completion until the BE's rate, over its last steps of %v or more, first reached %g%% of its rate alone, in s; >T: not within the T s seen after it\n",
+			RecoveryWindow, 100*RecoveryShare)
+	}
 	if models, ok := r.Params["models"].(map[string]any); ok && len(models) > 0 {
 		fmt.Fprintln(tw, "models: "+describeModels(models))
 	}
@@ -135,6 +178,27 @@ func serveTable(tw io.Writer, r *report.Result) {
 			fmt.Fprintf(tw, "not measured: %v\n", f)
 		}
 	}
+}
+
+// ownCell is p's attainment of its own SLO, e.g. "99.10% (9.00)"; "-"
+// for none.
+func ownCell(p servePoint) string {
+	if math.IsNaN(p.ownAttain) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%% (%.2f)", 100*p.ownAttain, p.ownSLO)
+}
+
+// recoveryCell is p's BE recovery: "0.24s", ">1.52s" where it was not
+// seen within that, "-" where none was measured.
+func recoveryCell(p servePoint) string {
+	switch {
+	case !math.IsNaN(p.back):
+		return fmt.Sprintf("%.2fs", p.back)
+	case !math.IsNaN(p.seen):
+		return fmt.Sprintf(">%.2fs", p.seen)
+	}
+	return "-"
 }
 
 // plotServe draws, per pair and rate, the LS's p99 (log scale) against the

@@ -115,3 +115,57 @@ func TestServeBusyPeriods(t *testing.T) {
 		t.Errorf("MPS row's BUSY P99 %q, want -:\n%s", got, b.String())
 	}
 }
+
+// TestServeOwnSLOAndRecovery: a row whose tide setting has a time SLO
+// shows its attainment of it, and each row its BE's recovery after the
+// LS's last request, each in a column of its own with a line saying what
+// it is; a result without them (as saved before them) shows neither.
+func TestServeOwnSLOAndRecovery(t *testing.T) {
+	lat := report.Point{Label: "LS latency @400/s", Stats: stats.Summarize([]float64{1, 2, 3})}
+	be := report.Point{Label: "BE throughput", Unit: "img/s", Stats: one(700)}
+	tide := report.Series{Mechanism: "carve tide, 8 in flight, SLO 9ms", Victim: "ls", Competitor: "be", Measured: true,
+		Points: []report.Point{lat, {Label: "SLO attainment", Unit: "fraction", Stats: one(0.95)},
+			{Label: "its own SLO", Stats: one(9)}, {Label: "SLO attainment, its own SLO", Unit: "fraction", Stats: one(0.991)},
+			be, {Label: "BE recovery", Unit: "s", Stats: one(0.24)}}}
+	mps := report.Series{Mechanism: "MPS 50%/50%", Victim: "ls", Competitor: "be", Measured: true,
+		Points: []report.Point{lat, be, {Label: "BE recovery, not within", Unit: "s", Stats: one(1.52)}}}
+	plain := report.Series{Mechanism: "MPS", Victim: "ls", Competitor: "be", Measured: true, Points: []report.Point{lat, be}}
+	var b bytes.Buffer
+	if err := WriteTable(&b, &report.Result{Benchmark: "serve", Series: []report.Series{tide, mps, plain}}); err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(b.String(), "\n")[1:] // under the device line
+	cell := func(row int, head string) string {
+		col := strings.Index(rows[0], head)
+		if col < 0 {
+			t.Fatalf("no %s column:\n%s", head, b.String())
+		}
+		c, _, _ := strings.Cut(rows[row][col:], "  ")
+		return c
+	}
+	for _, c := range []struct {
+		row        int
+		head, want string
+	}{
+		{1, "OWN SLO MET", "99.10% (9.00)"}, {2, "OWN SLO MET", "-"}, {3, "OWN SLO MET", "-"},
+		{1, "BE RECOVERY", "0.24s"}, {2, "BE RECOVERY", ">1.52s"}, {3, "BE RECOVERY", "-"},
+		{1, "SLO MET", "95.00%"}, // the 2x-alone rule's, still
+	} {
+		if got := cell(c.row, c.head); got != c.want {
+			t.Errorf("row %d, %s: %q, want %q:\n%s", c.row, c.head, got, c.want, b.String())
+		}
+	}
+	for _, want := range []string{"OWN SLO MET: under a tide setting whose SLO is a time", "BE RECOVERY: from the LS's last request's completion",
+		"over its last steps of 200ms or more, first reached 90% of its rate alone"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := WriteTable(&b, &report.Result{Benchmark: "serve", Series: []report.Series{plain}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "OWN SLO") || strings.Contains(b.String(), "RECOVERY") {
+		t.Errorf("a result without them shows their columns:\n%s", b.String())
+	}
+}

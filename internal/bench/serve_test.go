@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/slo"
 )
 
@@ -114,5 +115,99 @@ func TestStepPhases(t *testing.T) {
 	}
 	if stepsArg() != "0.5,1.5,0.5" {
 		t.Errorf("--steps=%s", stepsArg())
+	}
+}
+
+// TestOwnSLO: a tide setting's SLO reaches its setups (the controller's,
+// and the idle LS's), and where it is a time the LS's latencies are also
+// judged against it; a multiple, no SLO or no latencies, not.
+func TestOwnSLO(t *testing.T) {
+	tide := []TideSetting{{LS: ctl.Policy{SLO: ctl.SLO{Max: 9 * time.Millisecond}}}, {LS: ctl.Policy{SLO: ctl.SLO{Alone: 2}}}, {}}
+	setups := (&Env{}).serveSetups(ServeOptions{Mechanisms: []string{"tide"}, Tide: tide, Idle: true, LSTPCs: 16})
+	if len(setups) != 6 || setups[0].slo != tide[0].LS.SLO || setups[1].slo != tide[1].LS.SLO || setups[2].slo != (ctl.SLO{}) || setups[3].slo != tide[0].LS.SLO {
+		t.Fatalf("setups %+v", setups)
+	}
+	lat := []float64{1, 2, 8, 9, 9.5, 20, 3, 4, 5, 6}
+	got := ownSLOPoints(setups[0].slo, lat)
+	if len(got) != 2 || got[0].Label != "its own SLO" || got[0].Stats.P50 != 9 || got[0].Unit != "" ||
+		got[1].Label != "SLO attainment, its own SLO" || got[1].Stats.P50 != 0.8 || got[1].Unit != "fraction" {
+		t.Errorf("9 ms: %+v, want 9 ms and 0.8 within it", got)
+	}
+	for _, s := range setups[1:3] {
+		if got := ownSLOPoints(s.slo, lat); got != nil {
+			t.Errorf("SLO %q: %+v, want no points", s.slo, got)
+		}
+	}
+	if got := ownSLOPoints(setups[0].slo, nil); got != nil {
+		t.Errorf("no latencies: %+v, want no points", got)
+	}
+}
+
+// contended are a BE's steps' ends (s) beside an LS that is done at 10:
+// 1/8 s a step until then (400/s at 50 a step, half its 800/s alone), and
+// after it steps of then (1/16 s: back at its rate alone) until 11.5.
+func contended(then float64) []float64 {
+	var ends []float64
+	for t := 9.0; t <= 10; t += 0.125 {
+		ends = append(ends, t)
+	}
+	for t := 10 + then; t <= 11.5; t += then {
+		ends = append(ends, t)
+	}
+	return ends
+}
+
+// TestRecovery: the BE's rate after the LS's last request, over its last
+// steps spanning RecoveryWindow or more, reaches RecoveryShare of its rate
+// alone at a known step; never, and how long it was seen then; or cannot
+// be judged from too few steps.
+func TestRecovery(t *testing.T) {
+	// at 10 1/16: 3 steps since 9.75 (480/s), at 10 1/8: 3 since 9 7/8
+	// (600/s), at 10 3/16: 4 since 9 7/8 (640/s), at 10 1/4: 4 since 10
+	// (800/s, at least 720)
+	if d, ok := Recovery(contended(0.0625), 10, 50, 800); !ok || d != 0.25 {
+		t.Errorf("back at its rate alone from 10: %g, %v; want 0.25 s", d, ok)
+	}
+	// still at half its rate alone: not within the 1.5 s seen
+	if d, ok := Recovery(contended(0.125), 10, 50, 800); ok || d != 1.5 {
+		t.Errorf("never back: %g, %v; want not within 1.5 s", d, ok)
+	}
+	// a step longer than the window: its rate is that one step's
+	if d, ok := Recovery([]float64{9, 9.5, 10.25, 10.5}, 10, 50, 110); !ok || d != 0.5 {
+		t.Errorf("half-second steps: %g, %v; want 0.5 s (one step in 1/4 s, 200/s)", d, ok)
+	}
+	for _, ends := range [][]float64{nil, {9, 9.5}, {10.1}, {10.1, 10.2}} {
+		if d, ok := Recovery(ends, 10, 50, 800); ok || !math.IsNaN(d) {
+			t.Errorf("ends %v: %g, %v; want too few to judge", ends, d, ok)
+		}
+	}
+}
+
+// TestRecoveryPoints: a run's BE recovery is judged from the LS's last
+// request's completion on the clock both programs share (its start, plus
+// the latest arrival and latency), and becomes a point; a run without LS
+// requests, without its start, or without the BE's rate alone has none.
+func TestRecoveryPoints(t *testing.T) {
+	ends := contended(0.0625)
+	for i := range ends {
+		ends[i] += 100
+	}
+	m := served{lsStart: 100, arrivals: []float64{0.5, 9.875}, latencies: []float64{5, 125}, beEnds: ends}
+	if got := recoveryPoints(m, 50, 800); len(got) != 1 || got[0].Label != "BE recovery" || got[0].Unit != "s" || got[0].Stats.P50 != 0.25 {
+		t.Errorf("recovered: %+v, want BE recovery 0.25 s", got)
+	}
+	if got := recoveryPoints(m, 50, 1000); len(got) != 1 || got[0].Label != "BE recovery, not within" || got[0].Stats.P50 != 1.5 {
+		t.Errorf("not recovered: %+v, want not within 1.5 s", got)
+	}
+	idle, old := m, m
+	idle.arrivals, idle.latencies = nil, nil
+	old.lsStart = 0
+	for name, m := range map[string]served{"no request": idle, "no start": old} {
+		if got := recoveryPoints(m, 50, 800); got != nil {
+			t.Errorf("%s: %+v, want none", name, got)
+		}
+	}
+	if got := recoveryPoints(m, 50, 0); got != nil {
+		t.Errorf("no rate alone: %+v, want none", got)
 	}
 }

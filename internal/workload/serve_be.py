@@ -6,13 +6,19 @@ about 220M parameters trained on --batch sequences of --seq random tokens
 (AdamW, bf16 autocast), in a closed loop. Prints "ready" after a warm-up,
 waits for a line on stdin, runs for --duration seconds (synchronizing after
 each step, as a job reading its loss does), and prints one JSON line: the
-items processed (images, or sequences), their unit, the seconds it took, and
-under "info" the model's parameter count and shape.
+items processed (images, or sequences), their unit, the seconds it took,
+under "ends_s" the end of each step it ran (s on CLOCK_MONOTONIC, the clock
+every process shares: the LS's start is on it), and under "info" the
+model's parameter count and shape.
 
 With --marks it runs from that line on until told to stop, and measures
 between the next two lines on stdin (the start and the end of the window it
 is to be measured over, e.g. an LS's serving beside it): the items of the
 steps that finished in the window, and the window's seconds.
+
+With --tail it runs on, after what it measures, until --tail seconds after
+a further line on stdin (with --marks, the window's end): e.g. the LS
+beside it done, its recovery after it seen in "ends_s".
 """
 import argparse, json, sys, threading, time
 
@@ -22,6 +28,7 @@ p.add_argument("--batch", type=int, default=64, help="images, or sequences, per 
 p.add_argument("--seq", type=int, default=256, help="transformer-train: tokens per sequence")
 p.add_argument("--duration", type=float, default=8)
 p.add_argument("--marks", action="store_true")
+p.add_argument("--tail", type=float, default=0)
 a = p.parse_args()
 
 import torch
@@ -75,30 +82,44 @@ info["params"] = sum(p.numel() for p in m.parameters())
 for _ in range(5):
     step()
 torch.cuda.synchronize()
-print("ready", flush=True)
-sys.stdin.readline()
-if a.marks:
-    marks = []  # the window's start and end, as read
+ends = []  # each step's end, s on CLOCK_MONOTONIC
 
-    def read_marks():
-        for _ in range(2):
-            sys.stdin.readline()
-            marks.append(time.perf_counter())
 
-    threading.Thread(target=read_marks, daemon=True).start()
-    n = 0
-    while len(marks) < 2:
-        step()
-        torch.cuda.synchronize()
-        done = time.perf_counter()
-        if marks and marks[0] <= done and (len(marks) < 2 or done <= marks[1]):
-            n += a.batch
-    print(json.dumps({"items": n, "unit": unit, "seconds": marks[1] - marks[0], "info": info}), flush=True)
-    sys.exit(0)
-n, t0 = 0, time.perf_counter()
-while time.perf_counter() - t0 < a.duration:
+def run():
+    """One step, synchronized; its end recorded, and returned (perf_counter)."""
     step()
     torch.cuda.synchronize()
-    n += a.batch
-dt = time.perf_counter() - t0
-print(json.dumps({"items": n, "unit": unit, "seconds": dt, "info": info}), flush=True)
+    ends.append(time.clock_gettime(time.CLOCK_MONOTONIC))
+    return time.perf_counter()
+
+
+print("ready", flush=True)
+sys.stdin.readline()
+marks = []  # the lines read after that one, each one's time
+want = 2 if a.marks else 1 if a.tail else 0
+
+
+def read_marks():
+    """The lines after "go" (--marks: the window's start and end; --tail: the LS done), each one's time into marks."""
+    for _ in range(want):
+        sys.stdin.readline()
+        marks.append(time.perf_counter())
+
+
+threading.Thread(target=read_marks, daemon=True).start()
+if a.marks:
+    n = 0
+    while len(marks) < 2:
+        done = run()
+        if marks and marks[0] <= done and (len(marks) < 2 or done <= marks[1]):
+            n += a.batch
+    dt = marks[1] - marks[0]
+else:
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < a.duration:
+        run()
+        n += a.batch
+    dt = time.perf_counter() - t0
+while a.tail and (len(marks) < want or time.perf_counter() - marks[-1] < a.tail):
+    run()
+print(json.dumps({"items": n, "unit": unit, "seconds": dt, "ends_s": ends, "info": info}), flush=True)

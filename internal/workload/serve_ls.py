@@ -15,7 +15,9 @@ twice the rate, 100 ms idle; or step: Poisson at each of --steps times
 the rate for an equal part of the time) for --duration seconds, one
 at a time in arrival order, and prints one JSON line: each request's
 latency from its arrival (queueing included) to its result (llm: its last
-token), in ms, each one's arrival (s from the start), and under "info" the model's parameter count and shape (llm from graphs:
+token), in ms, each one's arrival (s from the start), the start (s on
+CLOCK_MONOTONIC, the clock every process shares: the BE's steps' ends are
+on it), and under "info" the model's parameter count and shape (llm from graphs:
 and under "check" the check's tokens, ours and the library's, and how many
 agree before the first that differs).
 """
@@ -251,6 +253,7 @@ if not arrivals:  # an LS tenant that gets no request, beside the BE
 lat = []
 with torch.no_grad():
     t0 = time.perf_counter()
+    start = time.clock_gettime(time.CLOCK_MONOTONIC)  # t0 on the clock the BE's steps' ends are on
     for at in arrivals:
         wait = at - (time.perf_counter() - t0)
         if wait > 3e-4:
@@ -260,4 +263,4 @@ with torch.no_grad():
         infer()
         torch.cuda.current_stream().synchronize()
         lat.append((time.perf_counter() - t0 - at) * 1e3)
-print(json.dumps({"latencies_ms": lat, "arrivals_s": arrivals, "requests": len(arrivals), "info": info}), flush=True)
+print(json.dumps({"latencies_ms": lat, "arrivals_s": arrivals, "start_s": start, "requests": len(arrivals), "info": info}), flush=True)
