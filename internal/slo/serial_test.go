@@ -32,7 +32,7 @@ var seeds = []uint64{1, 2, 3, 4, 5}
 // over them is at least least; it logs the p99 over the SLO and the BE's
 // mean share (go test -v). The controller aims the estimate
 // (slo.Estimate) at slo.Aim of the target through the server's
-// utilization; the requests' p99 over 10 s lands at 0.71 to 1.01 times
+// utilization; the requests' p99 over 10 s lands at 0.69 to 1.00 times
 // a 15 ms SLO on these seeds, where the law that halved the level over
 // the SLO and raised it under let it swing, and the p99 with it: 0.87 to
 // 1.76 times.
@@ -83,7 +83,9 @@ func TestSerialQueueSeen(t *testing.T) {
 // same) holds the requests' p99 within twice the estimate alone at the
 // window's rate (holds, against the controller's target: twice the
 // requests' p99 alone, 6.0 to 9.1 ms over these seeds' 5 s alone, varies
-// more than the estimate does).
+// more than the estimate does), with the BE at a share of 0.05 or more
+// (0.08 to 0.14 on these seeds: the target, twice an estimate alone that
+// no longer overstates the queue, is tighter than it was at 0.12 to 0.16).
 func TestSerialMultipleOfAlone(t *testing.T) {
 	for _, seed := range seeds {
 		p := newPlant(t)
