@@ -57,6 +57,10 @@
 /* a BE tenant's epoch_ns when the block says 0: carve's default epoch
  * (ctl.DefaultPolicy.Epoch) */
 #define CARVE_EPOCH_NS 10000000ull /* 10 ms */
+/* the most one BE launch is held by pause_until_ns, whatever it says: a
+ * controller that stopped renewing it, or a time far ahead, holds no BE
+ * longer than this a launch */
+#define CARVE_PAUSE_MAX_NS 500000000ull /* 500 ms */
 
 /* Driver errors that end a context's work: after one, every later call of
  * the process fails too. The shim records the first it sees in fault. */
@@ -131,7 +135,9 @@ struct carve_ctl {
 
 	uint32_t tenant_class;   /* 112: CARVE_CLASS_* */
 	uint32_t pad0;           /* 116 */
-	uint64_t pad1;           /* 120 */
+	uint64_t pause_until_ns; /* 120: BE: held, LS work in flight or not, until this CLOCK_MONOTONIC time
+	                          * (the SLO controller's calibration of an LS tenant's periods alone,
+	                          * renewed each step); a launch is held CARVE_PAUSE_MAX_NS at most */
 
 	/* tenant: written once by the creator */
 	uint32_t tenant;         /* 128: pid of the block carve run made; children copy it */
@@ -276,7 +282,7 @@ struct carve_ctl {
 	X(applied_gen, STATUS) \
 	X(tenant_class, INHERIT) \
 	X(pad0, UNUSED) \
-	X(pad1, UNUSED) \
+	X(pause_until_ns, INHERIT) \
 	X(tenant, INHERIT) /* or the parent's pid, where the parent's block has no tenant */ \
 	X(sms, INHERIT) \
 	X(fault, STATUS) \

@@ -296,10 +296,39 @@ static int may_run_narrow(struct carve_tide_be *b, uint64_t now, uint32_t share_
 	return 1;
 }
 
-/* carve_tide_be_launch_before holds a BE launch on GPU g while LS work is in flight
- * there (but for its share), and while its queue there is full. */
+/* be_pause holds a launch while the block's pause_until_ns is ahead of the
+ * clock (the SLO controller calibrating an LS tenant's periods alone: it
+ * renews the pause each step), CARVE_PAUSE_MAX_NS at most whatever the
+ * block says, and counts the hold as tide's. */
+static void be_pause(void)
+{
+	uint64_t until = __atomic_load_n(&carve_block->pause_until_ns, __ATOMIC_RELAXED);
+	if (!until)
+		return;
+	uint64_t start = carve_mono_ns(), now = start;
+	if (until <= start)
+		return;
+	__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_HELD, __ATOMIC_RELAXED);
+	while (now < until && now - start < CARVE_PAUSE_MAX_NS) {
+		uint64_t left = until - now < CARVE_PAUSE_MAX_NS - (now - start) ? until - now : CARVE_PAUSE_MAX_NS - (now - start);
+		if (left > 200000)
+			carve_nap_ns(left < 1000000 ? (long)left : 1000000);
+		else
+			be_wait(start);
+		now = carve_mono_ns();
+		until = __atomic_load_n(&carve_block->pause_until_ns, __ATOMIC_RELAXED);
+	}
+	__atomic_add_fetch(&carve_block->held_ns, now - start, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&carve_block->held_launches, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_IDLE, __ATOMIC_RELAXED);
+}
+
+/* carve_tide_be_launch_before holds a BE launch on GPU g while its block
+ * pauses it (be_pause), while LS work is in flight there (but for its share),
+ * and while its queue there is full. */
 void carve_tide_be_launch_before(int g)
 {
+	be_pause();
 	struct carve_tide_be *b = carve_tide_gpus[g].be;
 	uint32_t k = __atomic_load_n(&carve_block->inflight_max, __ATOMIC_RELAXED);
 	uint32_t queue_us = __atomic_load_n(&carve_block->queue_us, __ATOMIC_RELAXED);

@@ -204,6 +204,22 @@ func (h *Handle) Steer(share float64, queue time.Duration) error {
 	})
 }
 
+// PauseMax is CARVE_PAUSE_MAX_NS: the most a BE launch is held by a pause
+// (Pause), whatever the block says.
+const PauseMax = 500 * time.Millisecond
+
+// Pause holds a BE tenant's launches, LS work in flight or not, until
+// until (CLOCK_MONOTONIC, the clock every process of the host shares:
+// Mono), each for PauseMax at most; the zero time ends a pause. The SLO
+// controller pauses the BE tenants while it calibrates an LS tenant's
+// periods alone (internal/slo/calibrate.go), and renews it each step.
+func (h *Handle) Pause(until time.Duration) error {
+	if err := h.Writable(); err != nil {
+		return err
+	}
+	return guarded(h.Path, func() { atomic.StoreUint64(&h.b.PauseUntilNS, uint64(max(until, 0))) })
+}
+
 // Unsteer puts back what a BE tenant asked of its share and queue, where
 // Steer changed them; else it writes nothing.
 func (h *Handle) Unsteer() error {

@@ -53,9 +53,9 @@ func calibrate(t *testing.T, p *plant, v *serial, n int) int {
 // then holds the requests' p99 within its target (holds) with the BE
 // above the floor TestSerialMultipleOfAlone asks. The calibration's
 // estimate at the plant's rate is within 20% of the alone periods' of
-// the same seed, server first: its periods are the BE's queue at level 0
-// (QueueMin, 5% of a request) longer, which at 70% busy makes the
-// estimate about 16% longer.
+// the same seed, server first (0.97 to 1.02 times: the BE paused while it
+// calibrates has nothing queued; held at level 0 alone, its queue of
+// QueueMin, 5% of a request, made the estimate 1.02 to 1.10 times).
 func TestSerialCalibratesBEFirst(t *testing.T) {
 	for _, seed := range seeds {
 		alone := newPlant(t)
@@ -77,7 +77,7 @@ func TestSerialCalibratesBEFirst(t *testing.T) {
 			t.Errorf("seed %d: estimate %v of the calibration, %v of the alone periods: want within 20%%", seed, ec, ea)
 		}
 		p.run(50 - steps)
-		holds(t, p, v, func() time.Duration { return p.view(v).Target }, 100, 0.1)
+		holds(t, p, v, func() time.Duration { return p.view(v).Target }, 100, 0.05)
 	}
 }
 
@@ -113,7 +113,7 @@ func TestSerialRestartCalibratesAgain(t *testing.T) {
 	}
 	calibrate(t, p, v, 5)
 	p.run(50)
-	holds(t, p, v, func() time.Duration { return p.view(v).Target }, 100, 0.1)
+	holds(t, p, v, func() time.Duration { return p.view(v).Target }, 100, 0.05)
 }
 
 // TestSerialCalibrationIdleReleases: a server too slow to calibrate at
@@ -251,4 +251,44 @@ func calibratedNear(t *testing.T, p *plant, v *serial, seed uint64, want time.Du
 		t.Fatalf("seed %d: view %+v: want a target from a calibration near %v (a clean start's)", seed, w, want)
 	}
 	holds(t, p, v, func() time.Duration { return p.view(v).Target }, 100, 0.05)
+}
+
+// TestCalibrationPausesBE: where the BE runs a kernel of a request's
+// length while the server is idle, a request that finds it idle waits for
+// the rest of it even at level 0, and a calibration made so is of periods
+// longer than alone (here 1.2 to 2 times the estimate; on the H100 a
+// BE-first LS's 2x target averaged 24.03 ms where twice its requests' p99
+// alone was 9.17, the LS-first one's 10.75:
+// results/h100-580.159.04-2026-11-27/slo-final/p-540-est-aim85).
+// The controller pauses the BE tenants while it calibrates (their blocks'
+// pause_until_ns, renewed each step), so the calibration's estimate is
+// within 10% of the alone periods' of the same seed; it ends the pause
+// once calibrated, and the BE runs in the server's idle time again.
+func TestCalibrationPausesBE(t *testing.T) {
+	for _, seed := range seeds {
+		alone := newPlant(t)
+		va := alone.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, seed)
+		alone.run(50)
+
+		p := newPlant(t)
+		p.idle = serialBase
+		p.addBE(1, serialQueue)
+		p.run(10)
+		v := p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, seed)
+		calibrate(t, p, v, 5)
+		cal, _ := p.c.Calibration()
+		ref := snapshot(&va.b.AloneHist)
+		rho := func(h ctl.Hist) float64 { return serialRate * h.Sum.Seconds() / float64(h.Count()) }
+		ec, ea := slo.Estimate(cal, rho(cal)), slo.Estimate(ref, rho(ref))
+		if ec < ea*9/10 || ec > ea*11/10 {
+			t.Errorf("seed %d: estimate %v of the calibration, %v of the alone periods: want within 10%%", seed, ec, ea)
+		}
+		p.run(slo.PauseSteps)
+		if until := time.Duration(atomic.LoadUint64(&p.beb[0].PauseUntilNS)); until > p.now {
+			t.Errorf("seed %d: calibrated %d steps ago, the BE still paused until %v (now %v)", seed, slo.PauseSteps, until, p.now)
+		}
+		if p.idleKernel() != p.idle {
+			t.Errorf("seed %d: calibrated, the BE not back in the server's idle time", seed)
+		}
+	}
 }

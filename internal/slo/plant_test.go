@@ -84,8 +84,14 @@ type plant struct {
 	ls   []*lsPlant
 	srv  []*serial
 	be   []*ctl.Handle
+	beb  []*ctl.Block // be's blocks, mapped
 	step int
 	now  time.Duration // the virtual clock: step * DefaultInterval
+	// idle is the kernel the BE tenants run while a serial server is idle
+	// (0: none): a request that finds the server idle waits for the rest
+	// of one, a time uniform in [0, idle), unless the BE tenants are
+	// paused (ctl.Handle.Pause, on the plant's clock)
+	idle time.Duration
 }
 
 const node = "node-A"
@@ -101,6 +107,26 @@ func (p *plant) restart() {
 	p.c = slo.New(p.dir)
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p.c.Now = func() time.Time { return epoch.Add(p.now) }
+	p.c.Mono = func() time.Duration { return p.now }
+}
+
+// paused says whether every BE tenant is paused (there is one).
+func (p *plant) paused() bool {
+	for _, b := range p.beb {
+		if time.Duration(atomic.LoadUint64(&b.PauseUntilNS)) <= p.now {
+			return false
+		}
+	}
+	return len(p.beb) > 0
+}
+
+// idleKernel is the kernel a request that finds the server idle waits the
+// rest of: p.idle, unless there is no BE tenant or each is paused.
+func (p *plant) idleKernel() time.Duration {
+	if len(p.beb) == 0 || p.paused() {
+		return 0
+	}
+	return p.idle
 }
 
 func (p *plant) create(pol ctl.Policy, nodes ...string) (*ctl.Handle, int, func()) {
@@ -142,7 +168,7 @@ func (p *plant) addBE(share float64, queue time.Duration, nodes ...string) *ctl.
 		nodes = []string{node}
 	}
 	h, _, _ := p.create(ctl.Policy{Class: ctl.ClassBE, Share: share, Queue: queue, Inflight: 8}, nodes...)
-	p.be = append(p.be, h)
+	p.be, p.beb = append(p.be, h), append(p.beb, mapBlock(p.t, h.Path))
 	return h
 }
 
@@ -161,6 +187,9 @@ func (p *plant) run(n int) {
 	p.t.Helper()
 	for range n {
 		share, queue := p.dials()
+		if p.paused() { // nothing of the BE's runs, nor is queued
+			share, queue = 0, 0
+		}
 		for _, l := range p.ls {
 			var this []time.Duration
 			for i := range l.rate {
@@ -177,7 +206,7 @@ func (p *plant) run(n int) {
 			l.steps = append(l.steps, this)
 		}
 		for _, v := range p.srv {
-			v.serve(p.now+slo.DefaultInterval, share, queue, len(p.be) == 0)
+			v.serve(p.now+slo.DefaultInterval, share, queue, p.idleKernel(), len(p.be) == 0)
 		}
 		p.now += slo.DefaultInterval
 		if err := p.c.Step(); err != nil {
@@ -250,8 +279,8 @@ func (v *serial) gap() time.Duration {
 }
 
 // serve runs the server up to until, its requests started at share and
-// queue.
-func (v *serial) serve(until time.Duration, share float64, queue time.Duration, alone bool) {
+// queue, one that finds it idle after the rest of a BE kernel of idle.
+func (v *serial) serve(until time.Duration, share float64, queue, idle time.Duration, alone bool) {
 	var done []time.Duration
 	for {
 		switch {
@@ -285,6 +314,9 @@ func (v *serial) serve(until time.Duration, share float64, queue time.Duration, 
 				jitter = 0.5 + 0.5*v.rng.ExpFloat64()
 			}
 			service := time.Duration(float64(v.base)*(1+v.k*share)*jitter) + queue
+			if idle > 0 && v.wait[0] == v.now { // it found the server idle
+				service += time.Duration(v.rng.Float64() * float64(idle))
+			}
 			v.cur = &request{arrived: v.wait[0], done: v.now + service, service: service}
 			v.wait = v.wait[1:]
 			atomic.AddUint64(&v.b.Requests, 1)

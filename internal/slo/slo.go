@@ -21,14 +21,14 @@
 // (not for one in flight only, which gives nothing to calibrate on; idle,
 // they get level 1 as ever, and the calibration goes on when it is busy
 // again), and keeps the periods of the steps at level 0 from end to end,
-// alone ones but for the BE's queue of QueueMin, until it has AloneMin of
+// alone ones, the BE tenants paused meanwhile (ctl.Handle.Pause), until it has AloneMin of
 // them; one that is stale (of the tenant's warm-up: stale) is made again.
 // The periods the block counts alone (no BE launch during them) are not
 // the reference: a BE kernel launched before one may run beside it all
 // through. On the serial plant (2x, the BE first) a calibration takes 4
-// steps, its estimate is 1.02 to 1.10 times the alone periods', and the
-// requests' p99 over 10 s is then 0.65 to 1.09 times the target at a BE
-// share of 0.15 to 0.17 (the server first: 0.59 to 0.89 times, 0.08 to 0.14).
+// steps, its estimate is 0.97 to 1.02 times the alone periods', and the
+// requests' p99 over 10 s is then 0.63 to 0.88 times the target at a BE
+// share of 0.09 to 0.11 (the server first: 0.59 to 0.89 times, 0.08 to 0.14).
 //
 // The law steers the tenant's utilization, which a change of level moves
 // within a step, not the estimate, which lags it through the queue. Goal
@@ -108,6 +108,7 @@ const (
 	Saturated        = 0.95                   // a utilization above which the level halves, whatever the estimate
 	Backlog          = 0.98                   // ... and over the newest BacklogSteps: a queue the server has not drained
 	BacklogSteps     = 2
+	PauseSteps       = 2 // a calibration's pause of the BE tenants lasts this many intervals past its step
 	quantile         = 0.99
 )
 
@@ -116,6 +117,9 @@ type Controller struct {
 	// Now is the clock a window's length is read on (nil: time.Now); a
 	// test's plant sets its own before the first Step.
 	Now func() time.Time
+	// Mono is the clock of the BE tenants' pauses (ctl.Handle.Pause; nil:
+	// ctl.Mono, the shims'); a test's plant sets its own.
+	Mono func() time.Duration
 	// Trace, if set, is given each LS tenant's View after each Step
 	// (bench serve records the steps), under the controller's lock: it
 	// must not call the controller.
@@ -130,6 +134,8 @@ type Controller struct {
 	view   map[Key]View           // by LS tenant, for carve daemon's metrics
 	cal    map[string]calibration // by LS block: its calibration (calibrate.go), where its block's alone periods will not do
 	zero   map[string]bool        // the GPUs whose BE tenants were all at level 0 at the last step
+	paused map[string]bool        // the BE blocks it paused at the last step
+	every  time.Duration          // Run's interval (DefaultInterval before): a pause lasts PauseSteps of it
 	lockMu sync.Mutex
 	lock   *os.File // the directory's LockFile, locked, while c holds it (lock.go)
 }
@@ -169,7 +175,7 @@ type View struct {
 // New is a controller of the blocks in dir.
 func New(dir string) *Controller {
 	return &Controller{dir: dir, hist: map[string][]sample{}, cut: map[string]int{}, view: map[Key]View{},
-		cal: map[string]calibration{}, zero: map[string]bool{}, levels: map[string]float64{}}
+		cal: map[string]calibration{}, zero: map[string]bool{}, levels: map[string]float64{}, paused: map[string]bool{}, every: DefaultInterval}
 }
 
 // Run steps every interval (0: DefaultInterval) until ctx ends, while it
@@ -181,6 +187,9 @@ func (c *Controller) Run(ctx context.Context, interval time.Duration, report fun
 	if interval == 0 {
 		interval = DefaultInterval
 	}
+	c.mu.Lock()
+	c.every = interval
+	c.mu.Unlock()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	defer c.Close()
@@ -223,6 +232,7 @@ type gpu struct {
 	ready bool // each has a window
 	level float64
 	hold  bool // leave its BE tenants' dials as they are
+	pause bool // calibrating: its BE tenants paused, LS work in flight or not (ctl.Handle.Pause)
 }
 
 // lsView is an LS tenant with an SLO, as a step judges it.
@@ -444,7 +454,7 @@ func (c *Controller) decide(name string, g *gpu) {
 	case !busy:
 		g.level = 1
 	case calibrate:
-		g.level = 0
+		g.level, g.pause = 0, true
 	case emergency:
 		g.level *= Backoff
 		c.cut[name] = c.step
@@ -498,12 +508,21 @@ func (c *Controller) write(all []tenant, gpus map[string]*gpu) error {
 		if t.Class != ctl.ClassBE {
 			continue
 		}
-		level, bound, hold := 1.0, false, false
+		level, bound, hold, pause := 1.0, false, false, false
 		for _, name := range gpusOf(t.Entry) {
 			if g := gpus[name]; g != nil && g.bound {
-				bound, hold = true, hold || g.hold
+				bound, hold, pause = true, hold || g.hold, pause || g.pause
 				level = math.Min(level, g.level)
 			}
+		}
+		switch {
+		case pause:
+			until := c.mono() + PauseSteps*c.every
+			first = cmp.Or(first, edit(t.Path, func(h *ctl.Handle) error { return h.Pause(until) }))
+			c.paused[t.Path] = true
+		case c.paused[t.Path]:
+			first = cmp.Or(first, edit(t.Path, func(h *ctl.Handle) error { return h.Pause(0) }))
+			delete(c.paused, t.Path)
 		}
 		var err error
 		switch {
@@ -602,6 +621,14 @@ func (v lsView) recent() win {
 		return win{}
 	}
 	return window(v.samples, v.samples[len(v.samples)-1-BacklogSteps].step)
+}
+
+// mono is the clock of BE pauses (Mono).
+func (c *Controller) mono() time.Duration {
+	if c.Mono != nil {
+		return c.Mono()
+	}
+	return ctl.Mono()
 }
 
 // now is c's clock.

@@ -274,3 +274,36 @@ func TestBusKillStillKills(t *testing.T) {
 		t.Errorf("the tenant lives on 10 s after a SIGBUS sent to it")
 	}
 }
+
+// TestPauseHoldsBE: a BE tenant whose block pauses it (the SLO
+// controller's calibration of an LS tenant's periods alone,
+// ctl.Handle.Pause) holds its launches with no LS work anywhere until the
+// pause ends, and no longer than ctl.PauseMax a launch whatever the block
+// says; with the pause ended it holds nothing.
+func TestPauseHoldsBE(t *testing.T) {
+	dir := t.TempDir()
+	tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*us)
+	be, h := beOn(t, c, dir, ctl.Tide{})
+	free := be.burst(t, 1)
+	for _, tc := range []struct {
+		name      string
+		until     time.Duration // from now; 0: no pause
+		held, max time.Duration // held this long beyond a free launch, within max more
+	}{
+		{"paused 30 ms", 30 * ms, 30 * ms, ms},
+		{"paused for an hour", time.Hour, ctl.PauseMax, ms},
+		{"pause ended", 0, 0, ms},
+	} {
+		until := time.Duration(0)
+		if tc.until > 0 {
+			until = c.Now() + tc.until
+		}
+		if err := h.Pause(until); err != nil {
+			t.Fatal(err)
+		}
+		if d := be.burst(t, 1) - free; d < tc.held-ms || d > tc.held+tc.max {
+			t.Errorf("%s: a BE launch held %v beyond a free one, want %v", tc.name, d, tc.held)
+		}
+	}
+}
