@@ -409,7 +409,7 @@ static void on_bus(int sig, siginfo_t *si, void *uc)
 			base = G->bef, len = CARVE_BE_SIZE, prot |= G->be ? PROT_WRITE : 0;
 		} else if (in(a, G->ls, CARVE_LS_SIZE)) {
 			base = G->ls, len = CARVE_LS_SIZE, prot |= PROT_WRITE;
-		} else if (in(a, G->node, CARVE_NODE_SIZE)) { /* in a shared node directory, a user's to cut */
+		} else if (in(a, G->node, CARVE_NODE_SIZE)) { /* root's, but one a user made is that user's to cut until taken over */
 			base = G->node, len = CARVE_NODE_SIZE;
 		}
 		if (base && mmap(base, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)

@@ -33,6 +33,10 @@ serves what the partitioned processes are doing: Prometheus metrics on
 (default 127.0.0.1, this host only), without authentication. Tenants'
 command lines are left out of both unless --show-commands is given.
 
+In the node directory (carve node init) root's daemon alone writes the
+GPUs' node blocks: it seats every user's LS tenants, looking over the
+directory every 100ms, and a user's carve run --ls waits for its seat.
+
 When it stops, MPS runs on, so that a restart or a rolling upgrade takes no
 running tenant off MPS; the next daemon adopts the MPS daemon it finds in
 carve's pipe directory instead of starting another. carve mps stop ends MPS

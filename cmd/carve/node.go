@@ -55,9 +55,12 @@ The trust model, in the node directory:
     refused, naming its owner;
   - the blocks of tenants that ended are removed by their user's next
     carve, or by root's carve daemon; until then they hold no TPCs;
-  - a GPU's node block (tide) is mode 0666: each user's carve seats its
-    LS tenants there, and shims map it read-only; each LS tenant's LS
-    file is its user's, mode 0644, which BE tenants of every user read;
+  - a GPU's node block (tide) is root's, mode 0644: root's carve daemon
+    alone makes and writes it and seats every user's LS tenants, so run
+    'sudo carve daemon' on the node (a user's carve run --ls waits up to
+    3s for its seat, else runs untided); shims map it read-only; each LS
+    tenant's LS file is its user's, mode 0644, which BE tenants of every
+    user read; the GPU's BE file is every BE tenant's to write (0666);
     carve's lease bounds what a dead LS tenant leaves;
   - the placement lock is root's file, mode 0644, which every user locks:
     a user can hold it (as any carve does while it places), not change it;
@@ -101,6 +104,7 @@ only to LS tenants here, and a claim placed after it may take its TPCs.`,
 				fmt.Fprintf(cmd.OutOrStdout(), " with CARVE_NODE_DIR=%s", dir)
 			}
 			fmt.Fprintln(cmd.OutOrStdout())
+			fmt.Fprintln(cmd.OutOrStdout(), "run 'sudo carve daemon' on the node too: it seats every user's LS tenants there")
 			return nil
 		},
 	}

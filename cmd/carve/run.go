@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -155,6 +156,11 @@ status 86 before the program starts.`,
 				}
 				memNotes(cmd, p.Memory, flags&ctl.FlagMPS != 0)
 				fmt.Fprintf(stderr, "carve: pid %d on %s%s\n", os.Getpid(), placedText(p, on, ords), memText(p.Memory))
+			}
+			if !ctl.WritesNodes(dir) { // root's carve daemon seats it: its shim looks once
+				if left := place.AwaitSeats(dir, p.Block.Snapshot(), time.Sleep); len(left) > 0 && !quiet {
+					fmt.Fprintf(stderr, "carve: warning: %s\n", place.SeatWarning(dir, policy.Class, left))
+				}
 			}
 			if flags&ctl.FlagMPS != 0 && p.Memory.Limit > 0 { // the driver's backstop, for the GPU as the program sees it
 				env = preload.Set(env, mps.PinnedMemLimits(ords, p.Memory.Limit))

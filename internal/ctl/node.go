@@ -144,12 +144,19 @@ var nodeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 // NodeName is the node block's file name for a GPU (by its UUID).
 func NodeName(uuid string) string { return "node-" + nodeName.ReplaceAllString(uuid, "_") }
 
-// NodeSharedPerm is the mode of a node block and BE file that tenants of
-// several users' carve write: one in a Shared directory (the node
-// directory), where each user's carve seats its LS tenants. Elsewhere a
-// node block is its user's alone, mode 0600, and in a claim's directory
-// root's, mode 0644 (ShareNode).
-const NodeSharedPerm os.FileMode = 0o666
+// The modes of what carve makes for a GPU in a Shared directory (the node
+// directory), where only root's carve writes them (WritesNodes): the node
+// block, read by all, the GPU's directory, and each LS file, its tenant's
+// user's (the owner of its control block) and read by all. The GPU's BE
+// file stays every BE tenant's to write, of any user. Elsewhere they are
+// their user's alone, mode 0600 (0700), and in a claim's directory the
+// node block is root's, mode 0644 (ShareNode).
+const (
+	NodeSharedPerm os.FileMode = 0o644
+	NodeDirPerm    os.FileMode = 0o755
+	LSSharedPerm   os.FileMode = 0o644
+	BESharedPerm   os.FileMode = 0o666
+)
 
 // ShareNode makes the node block at path fit to link into a claim's
 // directory, whose containers run under any uid: the block mode 0644 (they
@@ -157,13 +164,13 @@ const NodeSharedPerm os.FileMode = 0o666
 // containers get it read-only) and its BE file 0666 (BE claims write it
 // through their link).
 func ShareNode(path string) error {
-	if err := os.Chmod(path, 0o644); err != nil {
+	if err := os.Chmod(path, NodeSharedPerm); err != nil {
 		return fmt.Errorf("node block: %w", err)
 	}
-	if err := os.Chmod(path+NodeDirSuffix, 0o755); err != nil {
+	if err := os.Chmod(path+NodeDirSuffix, NodeDirPerm); err != nil {
 		return fmt.Errorf("node block: %w", err)
 	}
-	if err := os.Chmod(filepath.Join(path+NodeDirSuffix, NodeBEFile), 0o666); err != nil {
+	if err := os.Chmod(filepath.Join(path+NodeDirSuffix, NodeBEFile), BESharedPerm); err != nil {
 		return fmt.Errorf("node block: %w", err)
 	}
 	return nil
@@ -174,13 +181,20 @@ type Node struct {
 	Path string
 	mem  []byte
 	b    *NodeBlock
+	ro   bool // mapped read-only: the caller does not write dir's node blocks (WritesNodes)
 }
 
 // OpenNode maps the node block name in dir, creating it for a GPU with the
 // given live TPCs if there is none, with the GPU's directory and BE file.
-// Call it under the placement lock.
+// In a Shared directory one of another owner or mode (a user's carve made
+// them before root's alone did) is taken over in place (adopt). It is for
+// the caller that writes dir's node blocks (WritesNodes) alone; call it
+// under the placement lock.
 func OpenNode(dir, name string, live topo.Enable) (*Node, error) {
 	path := filepath.Join(dir, name)
+	if !WritesNodes(dir) {
+		return nil, fmt.Errorf("node block %s: in the node directory only root's carve makes and writes it", path)
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
 	if os.IsNotExist(err) {
 		return createNode(path, live)
@@ -189,7 +203,7 @@ func OpenNode(dir, name string, live topo.Enable) (*Node, error) {
 		return nil, fmt.Errorf("node block: %w", err)
 	}
 	defer f.Close()
-	n, err := mapNode(path, f)
+	n, err := mapNode(path, f, true)
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +211,12 @@ func OpenNode(dir, name string, live topo.Enable) (*Node, error) {
 		n.Close() // n.b is gone with it
 		return nil, fmt.Errorf("node block %s: magic %#x version %d, this carve's is %d (left by another release? "+
 			"with no LS or BE tenant running, remove it)", path, magic, version, NodeVersion)
+	}
+	if Shared(dir) {
+		if err := adopt(path, f, os.Geteuid(), os.Getegid(), NodeSharedPerm, 1); err != nil {
+			n.Close()
+			return nil, fmt.Errorf("node block: %w", err)
+		}
 	}
 	n.resetLease()
 	if err := n.makeDir(); err != nil {
@@ -206,23 +226,77 @@ func OpenNode(dir, name string, live topo.Enable) (*Node, error) {
 	return n, nil
 }
 
-func mapNode(path string, f *os.File) (*Node, error) {
+// PeekNode maps the node block name in dir read-only, as any user may:
+// for what it says (Seated), never to write it.
+func PeekNode(dir, name string) (*Node, error) {
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("node block: %w", err)
+	}
+	defer f.Close()
+	n, err := mapNode(path, f, false)
+	if err != nil {
+		return nil, err
+	}
+	if n.b.Magic != NodeMagic || n.b.Version != NodeVersion {
+		n.Close()
+		return nil, fmt.Errorf("node block %s: magic %#x version %d, this carve's is %d", path, n.b.Magic, n.b.Version, NodeVersion)
+	}
+	return n, nil
+}
+
+// mapNode maps the node block f (at path), for writing where rw.
+func mapNode(path string, f *os.File, rw bool) (*Node, error) {
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() || st.Size() != NodeSize {
 		return nil, fmt.Errorf("node block %s has the wrong size", path)
 	}
-	mem, err := syscall.Mmap(int(f.Fd()), 0, NodeSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	prot := syscall.PROT_READ
+	if rw {
+		prot |= syscall.PROT_WRITE
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), 0, NodeSize, prot, syscall.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mapping %s: %w", path, err)
 	}
-	return &Node{Path: path, mem: mem, b: (*NodeBlock)(unsafe.Pointer(&mem[0]))}, nil
+	return &Node{Path: path, mem: mem, b: (*NodeBlock)(unsafe.Pointer(&mem[0])), ro: !rw}, nil
+}
+
+// adopt makes the file f (at path) of a Shared directory uid's (and gid's,
+// where gid >= 0) and of mode perm, in place, where it is not: what a
+// user's carve made there before only root's did (a node block of mode
+// 0666, the GPU's directory, an LS file of a tenant of another user's).
+// Shims have it mapped, so it keeps its inode; f was opened without
+// following a link, and one that is not a regular file or directory, or a
+// file of more than links links (a name of another file), is refused.
+// Descriptors opened before keep what they were given.
+func adopt(path string, f *os.File, uid, gid int, perm os.FileMode, links uint64) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	switch {
+	case !ok:
+		return fmt.Errorf("%s: no owner", path)
+	case int(sys.Uid) == uid && (gid < 0 || int(sys.Gid) == gid) && st.Mode().Perm() == perm && st.Mode()&os.ModeSticky == 0:
+		return nil
+	case !st.Mode().IsRegular() && !st.IsDir(), st.Mode().IsRegular() && uint64(sys.Nlink) > links:
+		return fmt.Errorf("%s is %s of %d links, not one carve made: with no LS or BE tenant running, remove it",
+			path, st.Mode().Type(), sys.Nlink)
+	}
+	if err := f.Chown(uid, gid); err != nil {
+		return fmt.Errorf("%s is %s's: %w", path, userName(sys.Uid), err)
+	}
+	return f.Chmod(perm)
 }
 
 func createNode(path string, live topo.Enable) (*Node, error) {
 	tmp := path + ".new"
 	perm := os.FileMode(0o600)
 	if Shared(filepath.Dir(path)) {
-		perm = NodeSharedPerm // each user's carve seats its LS tenants
+		perm = NodeSharedPerm // every user's tenants read it; root's carve alone writes it
 	}
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
 	if err != nil {
@@ -237,7 +311,7 @@ func createNode(path string, live topo.Enable) (*Node, error) {
 		os.Remove(tmp)
 		return nil, err
 	}
-	n, err := mapNode(path, f)
+	n, err := mapNode(path, f, true)
 	if err != nil {
 		os.Remove(tmp)
 		return nil, err
@@ -260,15 +334,15 @@ func createNode(path string, live topo.Enable) (*Node, error) {
 
 // makeDir makes the GPU's directory beside the block, if there is none,
 // with its BE file and the BE file's link beside the block: in a Shared
-// directory the GPU's directory sticky and writable by all (each user's
-// carve makes its tenants' LS files there), the BE file NodeSharedPerm;
-// else the caller's alone.
+// directory the GPU's directory NodeDirPerm (root's carve alone makes LS
+// files there) and the BE file BESharedPerm, and what a user made there
+// before is taken over (adoptDir); else the caller's alone.
 func (n *Node) makeDir() error {
 	d := n.Path + NodeDirSuffix
 	shared := Shared(filepath.Dir(n.Path))
 	dperm, fperm := os.FileMode(0o700), os.FileMode(0o600)
 	if shared {
-		dperm, fperm = 0o777|os.ModeSticky, NodeSharedPerm
+		dperm, fperm = NodeDirPerm, BESharedPerm
 	}
 	if err := os.Mkdir(d, 0o700); err == nil {
 		if err := os.Chmod(d, dperm); err != nil {
@@ -281,14 +355,18 @@ func (n *Node) makeDir() error {
 	if err != nil || !st.IsDir() {
 		return fmt.Errorf("node block's directory %s is not a directory: with no LS or BE tenant running, remove it", d)
 	}
-	// one a user made first would let that user rename the LS files in it,
-	// sticky or not: it must be root's or the caller's
-	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || sys.Uid != 0 && int(sys.Uid) != os.Geteuid() {
+	be := filepath.Join(d, NodeBEFile)
+	if shared {
+		if err := n.adoptDir(d, be, dperm, fperm); err != nil {
+			return err
+		}
+	} else if sys, ok := st.Sys().(*syscall.Stat_t); !ok || sys.Uid != 0 && int(sys.Uid) != os.Geteuid() {
+		// one a user made first would let that user rename the LS files
+		// in it: it must be root's or the caller's
 		return fmt.Errorf("node block's directory %s is another user's: with no LS or BE tenant running, remove it", d)
 	}
-	be := filepath.Join(d, NodeBEFile)
 	if _, err := os.Lstat(be); errors.Is(err, os.ErrNotExist) {
-		if err := makeFile(be, fperm, BESize, func(mem []byte) {
+		if err := makeFile(be, fperm, -1, BESize, func(mem []byte) {
 			f := (*BEFile)(unsafe.Pointer(&mem[0]))
 			f.Magic, f.Version, f.Size = BEMagic, NodeVersion, BESize
 		}); err != nil {
@@ -304,11 +382,48 @@ func (n *Node) makeDir() error {
 	return nil
 }
 
+// adoptDir takes over, in a Shared directory, the GPU's directory d and
+// its BE file be that a user's carve made before root's alone did: both
+// the caller's, d of mode dperm, be of fperm (adopt), and the BE file's
+// link beside the block made anew where it names another file.
+func (n *Node) adoptDir(d, be string, dperm, fperm os.FileMode) error {
+	df, err := os.OpenFile(d, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return fmt.Errorf("node block's directory: %w", err)
+	}
+	err = adopt(d, df, os.Geteuid(), os.Getegid(), dperm, 0)
+	df.Close()
+	if err != nil {
+		return fmt.Errorf("node block's directory: %w", err)
+	}
+	bf, err := os.OpenFile(be, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // made next
+	}
+	if err != nil {
+		return fmt.Errorf("node block's BE file: %w", err)
+	}
+	defer bf.Close()
+	if err := adopt(be, bf, os.Geteuid(), os.Getegid(), fperm, 2); err != nil {
+		return fmt.Errorf("node block's BE file: %w", err)
+	}
+	link := n.Path + NodeBELink
+	bst, err := bf.Stat()
+	if err != nil {
+		return err
+	}
+	if lst, err := os.Lstat(link); err == nil && !os.SameFile(lst, bst) {
+		os.Remove(link) // made again by makeDir
+	}
+	return nil
+}
+
 // makeFile makes the file path of size bytes and mode perm (past the
-// umask), written by fill through a mapping before it appears there. It
-// is written as a new file of a name no one could have chosen before
-// (os.CreateTemp: O_EXCL), never through one someone put in its place.
-func makeFile(path string, perm os.FileMode, size int, fill func([]byte)) error {
+// umask), uid's where uid >= 0, written by fill through a mapping before
+// it appears there. It is written as a new file of a name no one could
+// have chosen before (os.CreateTemp: O_EXCL), never through one someone
+// put in its place.
+func makeFile(path string, perm os.FileMode, uid, size int, fill func([]byte)) error {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".new-*")
 	if err != nil {
 		return err
@@ -316,6 +431,9 @@ func makeFile(path string, perm os.FileMode, size int, fill func([]byte)) error 
 	defer f.Close()
 	tmp := f.Name()
 	err = f.Chmod(perm)
+	if err == nil && uid >= 0 && uid != os.Geteuid() {
+		err = f.Chown(uid, -1)
+	}
 	if err == nil {
 		err = f.Truncate(int64(size))
 	}
@@ -334,11 +452,19 @@ func makeFile(path string, perm os.FileMode, size int, fill func([]byte)) error 
 	return err
 }
 
-// Nodes maps every node block in dir; close each.
+// Nodes maps every node block in dir; close each. They are mapped for
+// writing where the caller writes dir's node blocks (WritesNodes), and
+// in a Shared directory taken over where a user made them (OpenNode);
+// else read-only, and the methods that write them do nothing.
 func Nodes(dir string) ([]*Node, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "node-*"))
 	if err != nil {
 		return nil, err
+	}
+	rw, shared := WritesNodes(dir), Shared(dir)
+	flag := os.O_RDONLY
+	if rw {
+		flag = os.O_RDWR
 	}
 	var out []*Node
 	for _, p := range paths {
@@ -346,17 +472,25 @@ func Nodes(dir string) ([]*Node, error) {
 			strings.Contains(filepath.Base(p), NodeLSLink) {
 			continue
 		}
-		f, err := os.OpenFile(p, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+		f, err := os.OpenFile(p, flag|syscall.O_NOFOLLOW, 0)
 		if err != nil {
 			continue
 		}
-		n, err := mapNode(p, f)
+		n, err := mapNode(p, f, rw)
+		if err == nil && (n.b.Magic != NodeMagic || n.b.Version != NodeVersion) {
+			n.Close()
+			err = errors.New("another layout")
+		}
+		if err == nil && rw && shared {
+			if err = adopt(p, f, os.Geteuid(), os.Getegid(), NodeSharedPerm, 1); err == nil {
+				err = n.makeDir()
+			}
+			if err != nil {
+				n.Close()
+			}
+		}
 		f.Close()
 		if err != nil {
-			continue
-		}
-		if n.b.Magic != NodeMagic || n.b.Version != NodeVersion {
-			n.Close()
 			continue
 		}
 		out = append(out, n)
@@ -367,7 +501,11 @@ func Nodes(dir string) ([]*Node, error) {
 // resetLease writes the lease carve sets into the block: a block of an
 // older release, or one a user's carve wrote in the node directory, may
 // say another, and the shims honour none longer.
-func (n *Node) resetLease() { atomic.StoreUint64(&n.b.LeaseNS, uint64(NodeLease)) }
+func (n *Node) resetLease() {
+	if !n.ro {
+		atomic.StoreUint64(&n.b.LeaseNS, uint64(NodeLease))
+	}
+}
 
 // Name is the block's file name.
 func (n *Node) Name() string { return filepath.Base(n.Path) }
@@ -380,8 +518,12 @@ func (n *Node) Live() topo.Enable { return n.b.Live }
 
 // SetFixed sets the TPCs that LS tenants' launches keep off:
 // those of the GPU's partitions that are neither LS nor BE, and the BE
-// tenants' floors. Call it under the placement lock.
+// tenants' floors. Call it under the placement lock. A block mapped
+// read-only (Nodes) is left.
 func (n *Node) SetFixed(m topo.Enable) {
+	if n.ro {
+		return
+	}
 	for i := range m {
 		atomic.StoreUint32(&n.b.Fixed[i], m[i])
 	}
@@ -499,8 +641,12 @@ func LSProcLock(i int) int64 {
 // needs no pid, so it is right for tenants in containers too. It writes
 // the lease carve sets into the block again (NodeLease). An LS file the
 // caller may not write (another user's) is left: its dead entries hold no
-// BE back for longer than the lease.
+// BE back for longer than the lease. A block mapped read-only (Nodes) is
+// left.
 func (n *Node) Reclaim() int {
+	if n.ro {
+		return 0
+	}
 	n.resetLease()
 	freed := 0
 	used := atomic.LoadUint32(&n.b.Used)

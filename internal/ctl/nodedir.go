@@ -246,11 +246,26 @@ const LockName = ".place.lock"
 
 // Shared says whether dir is one several users share: its sticky bit is
 // set (the node directory, a claim's directory). There each file carve
-// makes is readable by all (control blocks 0644, node blocks 0666) and is
-// its maker's alone to write and remove.
+// makes is readable by all (control blocks 0644, node blocks 0644) and is
+// its maker's alone to write and remove; node blocks are root's alone to
+// make (WritesNodes).
 func Shared(dir string) bool {
 	st, err := os.Stat(dir)
 	return err == nil && st.Mode()&os.ModeSticky != 0
+}
+
+// WritesNodes says whether this carve makes and writes the node blocks in
+// dir, their GPUs' directories and LS files: in a Shared directory (the
+// node directory) only root and the directory's owner do, root's carve
+// daemon seating every user's LS tenants (place.Fence); elsewhere (a
+// user's own directory, carve-dra's) whoever places there.
+func WritesNodes(dir string) bool {
+	st, err := os.Stat(dir)
+	if err != nil || st.Mode()&os.ModeSticky == 0 {
+		return true
+	}
+	euid := uint32(os.Geteuid())
+	return euid == 0 || euid == nodeDirStat(st).UID
 }
 
 // BlockPerm is the mode of a control block carve makes in dir: 0644 where

@@ -112,7 +112,8 @@ func needRoot(t *testing.T) {
 }
 
 // TestNodeDirAsRoot: InitNodeDir makes a directory Dir uses, where blocks
-// are made 0644 and node blocks 0666; Dir refuses, with the fix, a
+// are made 0644 and node blocks root's 0644 (the GPU's directory 0755, its
+// BE file 0666); Dir refuses, with the fix, a
 // placement lock of a user's, a node directory of a user's, one without
 // the sticky bit and a link, and never falls back to the user's own;
 // root's Dir makes a lock that is missing; InitNodeDir refuses to adopt a
@@ -153,8 +154,11 @@ func TestNodeDirAsRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.Close()
-	if st, _ := os.Stat(n.Path); st.Mode().Perm() != 0o666 {
-		t.Fatalf("a node block in the node directory of mode %v, want 0666", st.Mode())
+	for path, want := range map[string]os.FileMode{n.Path: 0o644, n.Path + NodeDirSuffix: os.ModeDir | 0o755,
+		filepath.Join(n.Path+NodeDirSuffix, NodeBEFile): 0o666} {
+		if st, err := os.Lstat(path); err != nil || st.Mode() != want || nodeDirStat(st).UID != 0 {
+			t.Fatalf("%s in the node directory: %v, %v; want root's, mode %v", path, st, err, want)
+		}
 	}
 
 	refused := func(what, want string) {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"unsafe"
 
 	"github.com/carve-gpu/carve/internal/topo"
@@ -23,7 +24,8 @@ import (
 // first block's pid in carve's namespace, and StartTicks) or a claim's
 // (Claim, its UID), on the node block Node, reserving the TPCs Reserved
 // (enable bits), its LS file linked into Dir (the runtime directory, or
-// the claim's).
+// the claim's). UID is a tenant's user, the owner of its control block:
+// in a Shared directory its LS file is that user's.
 type Seat struct {
 	PID        int
 	StartTicks uint64
@@ -31,6 +33,7 @@ type Seat struct {
 	Node       string
 	Reserved   topo.Enable
 	Dir        string
+	UID        int
 }
 
 // claimKey is what a slot keeps of a claim's UID.
@@ -69,8 +72,13 @@ func (t Seat) link() string {
 // dir) and takes the seats of those no longer among them, in every node
 // block of dir: an LS tenant keeps its slot and LS file while it is among
 // seats; one that is not has its slot freed and its LS file removed. Call
-// it under the placement lock, with every LS tenant of dir.
+// it under the placement lock, with every LS tenant of dir. Where the
+// caller does not write dir's node blocks (WritesNodes: a user's carve in
+// the node directory, where root's carve daemon seats) it does nothing.
 func Seats(dir string, seats []Seat) error {
+	if !WritesNodes(dir) {
+		return nil
+	}
 	nodes, err := Nodes(dir)
 	if err != nil {
 		return err
@@ -92,6 +100,7 @@ func Seats(dir string, seats []Seat) error {
 // seat gives n's seats to seats (seat.go's Seats).
 func (n *Node) seat(seats []Seat) error {
 	b := n.b
+	shared := Shared(filepath.Dir(n.Path))
 	has := make([]int, len(seats))
 	for k := range has {
 		has[k] = -1
@@ -125,6 +134,9 @@ func (n *Node) seat(seats []Seat) error {
 		if moved {
 			atomic.AddUint32(&b.Gen, 1)
 		}
+		if t.Claim == "" && shared && t.UID >= 0 {
+			errs = append(errs, adoptLS(n.lsPath(i), t.UID))
+		}
 		if link := t.link(); link != "" {
 			if _, err := os.Lstat(link); errors.Is(err, os.ErrNotExist) { // a claim's directory made anew
 				errs = append(errs, os.Link(n.lsPath(i), link))
@@ -142,6 +154,34 @@ func (n *Node) seat(seats []Seat) error {
 	return errors.Join(errs...)
 }
 
+// adoptLS makes the LS file path of a tenant's seat in a Shared directory
+// its user's (uid), mode LSSharedPerm, where it is not: one a user's carve
+// made for another user's tenant before root's alone seated them.
+func adoptLS(path string, uid int) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return fmt.Errorf("LS file: %w", err)
+	}
+	defer f.Close()
+	if err := adopt(path, f, uid, -1, LSSharedPerm, 1); err != nil {
+		return fmt.Errorf("LS file: %w", err)
+	}
+	return nil
+}
+
+// Seated says whether the tenant of carve run's pid has a seat in n, as
+// its LS shim looks for one when it starts (by its tenant's pid).
+func (n *Node) Seated(pid int) bool {
+	used := atomic.LoadUint32(&n.b.Used)
+	for i := range n.b.Slots {
+		s := &n.b.Slots[i]
+		if used&(1<<i) != 0 && atomic.LoadUint32(&s.Kind) == SeatTenant && int(atomic.LoadUint32(&s.PID)) == pid {
+			return true
+		}
+	}
+	return false
+}
+
 // free takes slot i back: its LS file goes (a claim's link with its
 // directory).
 func (n *Node) free(i int) {
@@ -155,12 +195,16 @@ func (n *Node) free(i int) {
 }
 
 // Give seats t in a free slot, with a new LS file (linked into a claim's
-// directory), and returns the slot. The file's serial is random: in the
-// node directory, where the GPU's directory is every user's to write in,
-// no one can make its name first. Seats calls it for each LS tenant not
-// yet seated; call it under the placement lock.
+// directory), and returns the slot. The file's serial is random, so that
+// no one who may write in the GPU's directory can make its name first. In
+// a Shared directory a tenant's LS file is its user's (t.UID), mode
+// LSSharedPerm. Seats calls it for each LS tenant not yet seated; call it
+// under the placement lock, on a block mapped for writing.
 func (n *Node) Give(t Seat) (int, error) {
 	b := n.b
+	if n.ro {
+		return -1, fmt.Errorf("node block %s: mapped read-only", n.Path)
+	}
 	i := -1
 	for j := range b.Slots {
 		if atomic.LoadUint32(&b.Used)&(1<<j) == 0 {
@@ -171,12 +215,12 @@ func (n *Node) Give(t Seat) (int, error) {
 	if i < 0 {
 		return -1, fmt.Errorf("all %d slots are taken", NodeSlots)
 	}
-	perm := os.FileMode(0o600)
+	perm, uid := os.FileMode(0o600), -1
 	switch {
 	case t.Claim != "":
 		perm = 0o666 // the claim's pod, of any uid; the others get the GPU's directory read-only
 	case Shared(filepath.Dir(n.Path)):
-		perm = 0o644 // BE tenants of every user read it
+		perm, uid = LSSharedPerm, t.UID // its tenant writes it, BE tenants of every user read it
 	}
 	serial, path := uint32(0), ""
 	for tries := 0; serial == 0; tries++ {
@@ -190,7 +234,7 @@ func (n *Node) Give(t Seat) (int, error) {
 			serial = 0 // taken
 		}
 	}
-	if err := makeFile(path, perm, LSSize, func(mem []byte) {
+	if err := makeFile(path, perm, uid, LSSize, func(mem []byte) {
 		f := (*LSFile)(unsafe.Pointer(&mem[0]))
 		f.Magic, f.Version, f.Size, f.Slot = LSMagic, NodeVersion, LSSize, uint32(i)
 	}); err != nil {
@@ -222,6 +266,18 @@ func (n *Node) Give(t Seat) (int, error) {
 	return i, nil
 }
 
+// ownerOf is the uid that owns the file path, or -1.
+func ownerOf(path string) int {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return -1
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return int(sys.Uid)
+	}
+	return -1
+}
+
 // SeatsOf are the seats of the LS tenants among blocks (of live processes
 // in dir, one seat a tenant and GPU) and claims.
 func SeatsOf(dir string, blocks []Entry, claims []Claim) []Seat {
@@ -244,11 +300,12 @@ func SeatsOf(dir string, blocks []Entry, claims []Claim) []Seat {
 			if !ok {
 				k = len(out)
 				index[key] = k
-				out = append(out, Seat{PID: tenant, Node: p.Node, Reserved: p.Mask.Enable().And(p.Live), Dir: dir})
+				out = append(out, Seat{PID: tenant, Node: p.Node, Reserved: p.Mask.Enable().And(p.Live), Dir: dir, UID: ownerOf(e.Path)})
 			}
 			if e.PID == tenant {
 				out[k].StartTicks = e.StartTicks
 				out[k].Reserved = p.Mask.Enable().And(p.Live)
+				out[k].UID = ownerOf(e.Path)
 			}
 		}
 	}

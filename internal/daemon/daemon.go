@@ -23,6 +23,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -59,6 +61,13 @@ type Options struct {
 	Log          *slog.Logger
 	Ready        func(addr string) // called with the address once it listens
 }
+
+// CheckEvery is how often the daemon looks over a Shared runtime
+// directory (the node directory) for a block that appeared, changed or
+// went, and fences it at once where one did (collector.check): there a
+// user's carve seats no LS tenant, so one waits for root's daemon to seat
+// it before it starts (carve run).
+const CheckEvery = 100 * time.Millisecond
 
 // MinInterval and MaxInterval bound Options.Interval, and carve top's
 // --interval: shorter would spin a CPU over the blocks, longer leaves
@@ -159,9 +168,17 @@ func Run(ctx context.Context, o Options) error {
 	}
 	t := time.NewTicker(o.Interval)
 	defer t.Stop()
-	for {
-		if n := c.reclaim(); n > 0 {
-			o.Log.Info("freed the node slots of LS tenants that ended", "slots", n)
+	var checks <-chan time.Time // none where no user's carve needs the daemon to seat
+	if ctl.Shared(o.Dir) && ctl.WritesNodes(o.Dir) {
+		ct := time.NewTicker(CheckEvery)
+		defer ct.Stop()
+		checks = ct.C
+	}
+	for pass := true; ; {
+		if pass {
+			if n := c.reclaim(); n > 0 {
+				o.Log.Info("freed the node slots of LS tenants that ended", "slots", n)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -174,6 +191,10 @@ func Run(ctx context.Context, o Options) error {
 			}
 			return err
 		case <-t.C:
+			pass = true
+		case <-checks:
+			c.check()
+			pass = false
 		}
 	}
 }
@@ -216,11 +237,13 @@ type collector struct {
 	showCommands bool // Options.ShowCommands: the command label is "" without it
 	slo          *slo.Controller
 	reclaimed    atomic.Int64
+	seen         string // what check last saw of the directory (listed)
 }
 
 // reclaim frees the slots of LS tenants that no longer run, in every node
 // block, removes the control blocks of dead processes, and lets LS tenants
-// onto the TPCs of partitions outside tide that ended.
+// onto the TPCs of partitions outside tide that ended (place.Fence, which
+// in the node directory, as root, seats every user's LS tenants).
 func (c *collector) reclaim() int {
 	nodes, _ := ctl.Nodes(c.dir)
 	n := 0
@@ -232,9 +255,49 @@ func (c *collector) reclaim() int {
 	// ended processes held back to their memory accounts
 	ctl.Scan(c.dir)
 	ctl.Claims(c.dir)
+	c.seen = listed(c.dir) // what this fence sees, for check
 	place.Fence(c.dir)
 	c.reclaimed.Add(int64(n))
 	return n
+}
+
+// check fences the directory (place.Fence: seats, fixed TPCs, node
+// blocks made and taken over) where its blocks changed since it last
+// looked (listed), and says whether they had. It reads the directory's
+// names and their files' times and sizes, no block: cheap enough to run
+// every CheckEvery. A change a tenant makes through its mapping moves no
+// time; the pass each Interval fences that.
+func (c *collector) check() bool {
+	now := listed(c.dir)
+	if now == c.seen {
+		return false
+	}
+	c.seen = now
+	place.Fence(c.dir)
+	return true
+}
+
+// listed is what check compares of dir: each entry's name, and but for
+// the node blocks and their GPUs' files (which each fence writes) its
+// modification time and size. Hidden entries are left out: the locks,
+// written at each lock, and files being made.
+func listed(dir string) string {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, de := range des {
+		name := de.Name()
+		switch st, err := de.Info(); {
+		case strings.HasPrefix(name, "."), err != nil:
+		case strings.HasPrefix(name, "node-"):
+			fmt.Fprintln(&b, name)
+		default:
+			fmt.Fprintln(&b, name, st.ModTime().UnixNano(), st.Size())
+		}
+	}
+	return b.String()
 }
 
 var (

@@ -6,6 +6,8 @@ package place
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/topo"
@@ -35,9 +37,16 @@ func Fence(dir string) error {
 // (parts: what dir holds now) on its GPU that are neither LS nor BE, and
 // the BE tenants' floors, so that LS tenants' launches keep off them
 // (ctl.Node.SetFixed), and seats the LS tenants (seats: every one dir
-// holds now; ctl.Seats). Call it under the lock after a change.
+// holds now; ctl.Seats). Call it under the lock after a change. A user's
+// carve in the node directory writes no node block (ctl.WritesNodes):
+// there root's carve daemon fences (Fence), and makes the node blocks
+// that users' LS and BE tenants name (makeNodes).
 func fence(dir string, parts []ctl.Snapshot, seats []ctl.Seat) error {
-	seated := ctl.Seats(dir, seats)
+	if !ctl.WritesNodes(dir) {
+		return nil
+	}
+	made := makeNodes(dir, parts)
+	seated := errors.Join(made, ctl.Seats(dir, seats))
 	nodes, err := ctl.Nodes(dir)
 	if err != nil || len(nodes) == 0 {
 		return errors.Join(seated, err)
@@ -65,4 +74,41 @@ func fence(dir string, parts []ctl.Snapshot, seats []ctl.Seat) error {
 		n.SetFixed(fixed)
 	}
 	return seated
+}
+
+// makeNodes makes, in a Shared directory (the node directory, as root),
+// the node block of each GPU that an LS or BE tenant of parts names and
+// that has none: there a user's carve makes none (openNode). A block
+// names its own, so only a node block's name of its GPU's UUID
+// (ctl.NodeName) is made, and with the live TPCs of every partition that
+// names it: a user who writes its block can add TPCs the GPU lacks (which
+// fence then fixes for nothing), not hide those of another's partition.
+func makeNodes(dir string, parts []ctl.Snapshot) error {
+	if !ctl.Shared(dir) {
+		return nil
+	}
+	live := map[string]topo.Enable{}
+	for _, s := range parts {
+		if s.Class != ctl.ClassLS && s.Class != ctl.ClassBE {
+			continue
+		}
+		for _, p := range s.Parts() {
+			if p.GPU != "" && p.Node == ctl.NodeName(p.GPU) {
+				live[p.Node] = live[p.Node].Or(p.Live)
+			}
+		}
+	}
+	var errs []error
+	for name, l := range live {
+		if _, err := os.Lstat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		n, err := ctl.OpenNode(dir, name, l)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n.Close()
+	}
+	return errors.Join(errs...)
 }

@@ -38,6 +38,8 @@ var hostileElsewhere = []struct{ attack, self, file, test string }{
 	{"carve daemon's metrics beside unreadable blocks", "the same", "../daemon/unreadable_test.go", "TestMetricUnreadable"},
 	{"a busy LS file no one renews, a lease of an hour, a heartbeat ahead", "none: it holds BEs one lease at most", "../../shim/shimtest/tide_node_test.go", "TestBusySlotHoldsBEOneLease"},
 	{"garbage in another tenant's LS file or the node block, from another uid", "it writes its own LS file alone", "../../shim/shimtest/tide_node_test.go", "TestLSFilesNotWritableByOthers"},
+	{"a user's carve writing a node block, or a user another's LS file, in the node directory", "it writes its own tenants' LS files", "nodewriter_test.go", "TestNodeDirOnlyRootWritesNodes"},
+	{"node blocks a user's carve made in the node directory before root's alone did", "none past root's next fence", "nodewriter_test.go", "TestNodeDirTakesOverUsersNodes"},
 	{"the node block's lease rewritten", "none past the next placement or daemon pass", "../ctl/node_test.go", "TestNodeLeaseReset"},
 	{"a killed LS tenant's busy entry", "none", "../../shim/shimtest/tide_test.go", "TestLeaseAfterLSDies"},
 	{"a claim's processes under other uids: one memory account", "each holds what the claim's limit leaves", "../../shim/shimtest/inherit_test.go", "TestClaimAccountSharedAcrossUIDs"},

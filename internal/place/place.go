@@ -248,9 +248,10 @@ func create(dir string, in ctl.Init) (*ctl.Handle, error) {
 
 // openNode makes the node block of each of in's GPUs, where LS and BE
 // tenants meet, if in is an LS or BE tenant's and there is none, and
-// frees the slots of ended LS tenants.
+// frees the slots of ended LS tenants. A user's carve in the node
+// directory leaves them to root's carve daemon (ctl.WritesNodes, Fence).
 func openNode(dir string, in ctl.Init) error {
-	if in.Class != ctl.ClassLS && in.Class != ctl.ClassBE {
+	if in.Class != ctl.ClassLS && in.Class != ctl.ClassBE || !ctl.WritesNodes(dir) {
 		return nil
 	}
 	for _, p := range nodes(in) {

@@ -41,6 +41,8 @@ func TestMain(m *testing.M) {
 		helperMove()
 	case "write":
 		helperWrite()
+	case "open":
+		helperOpen()
 	default:
 		if os.Getenv("CARVE_NODE_DIR") == "" { // none: tests that want one make it
 			os.Setenv("CARVE_NODE_DIR", "/nonexistent/carve-node-test")
@@ -49,6 +51,8 @@ func TestMain(m *testing.M) {
 	}
 }
 
+// helperPlace places PLACE_COUNT TPCs of PLACE_TOPOLOGY in PLACE_DIR for
+// itself, of the class PLACE_CLASS (ls, be, or none), and stays.
 func helperPlace() {
 	t, err := topo.Parse([]byte(os.Getenv("PLACE_TOPOLOGY")))
 	if err != nil {
@@ -60,7 +64,14 @@ func helperPlace() {
 		fmt.Println("error", err)
 		os.Exit(2)
 	}
-	p, err := Place(os.Getenv("PLACE_DIR"), t, Request{Spec: spec, PID: os.Getpid(), Comm: []string{"helper"}})
+	var policy ctl.Policy // PLACE_CLASS: ls, be, or none
+	switch os.Getenv("PLACE_CLASS") {
+	case "ls":
+		policy.Class = ctl.ClassLS
+	case "be":
+		policy.Class = ctl.ClassBE
+	}
+	p, err := Place(os.Getenv("PLACE_DIR"), t, Request{Spec: spec, PID: os.Getpid(), Comm: []string{"helper"}, Policy: policy})
 	if err != nil {
 		fmt.Println("refused", strings.ReplaceAll(err.Error(), "\n", " "))
 	} else {

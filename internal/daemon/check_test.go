@@ -1,0 +1,65 @@
+// Tests of the daemon's fast check of the node directory: a block that
+// appears there is seated at the next check, not the next pass.
+
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+)
+
+// TestCheckSeatsANewBlock: in a node directory (root's, mode 1777), an LS
+// tenant's block that a user made (a user's carve seats nothing there)
+// has its seat, in a node block root's check made, at the next check;
+// its LS file is that user's, mode 0644. A check with nothing changed
+// fences nothing.
+func TestCheckSeatsANewBlock(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the node directory is root's, the tenant a user's")
+	}
+	dir := filepath.Join(t.TempDir(), "node")
+	if err := ctl.InitNodeDir(dir, -1); err != nil {
+		t.Fatal(err)
+	}
+	c := &collector{dir: dir}
+	c.reclaim() // the daemon's first pass
+	if c.check() {
+		t.Fatal("a check with nothing changed fenced")
+	}
+	pid := sleeper(t)
+	live := [4]uint32{0xffff}
+	node := ctl.NodeName("GPU-0e0e0e0e-1111-2222-3333-444444444444")
+	h, err := ctl.Create(dir, ctl.Init{PID: pid, Class: ctl.ClassLS,
+		Parts: []ctl.Part{{GPU: "GPU-0e0e0e0e-1111-2222-3333-444444444444", Node: node, Mask: [4]uint32{^uint32(0xf)}, Live: live, SMs: 8}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if err := os.Chown(h.Path, 65534, 65534); err != nil { // a user's block
+		t.Fatal(err)
+	}
+	if !c.check() {
+		t.Fatal("the check did not see the new block")
+	}
+	n, err := ctl.PeekNode(dir, node)
+	if err != nil {
+		t.Fatalf("no node block after the check: %v", err)
+	}
+	defer n.Close()
+	if !n.Seated(pid) {
+		t.Fatalf("the LS tenant %d has no seat after the check", pid)
+	}
+	st, err := os.Lstat(n.LSPath(0))
+	if err != nil || st.Mode() != 0o644 || st.Sys().(*syscall.Stat_t).Uid != 65534 {
+		t.Fatalf("the tenant's LS file: %v, %v; want uid 65534's, mode 0644", st, err)
+	}
+	for i := 0; c.check(); i++ { // what the fence made itself is seen once
+		if i == 3 {
+			t.Fatal("the check fences again and again with no block changed")
+		}
+	}
+}

@@ -1,0 +1,224 @@
+// Tests of who writes the node blocks in the node directory: root alone
+// (root's fence, as carve daemon runs it), never a user's placement;
+// each LS file its tenant's user's; what a user made before taken over
+// in place; and a user's carve run waiting for its seat (AwaitSeats).
+
+package place
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+)
+
+// helperOpen opens PLACE_FILE for writing, as a user's process would to
+// rewrite it, and prints what happened.
+func helperOpen() {
+	f, err := os.OpenFile(os.Getenv("PLACE_FILE"), os.O_RDWR, 0)
+	if err != nil {
+		os.Stdout.WriteString("refused " + err.Error() + "\n")
+		os.Exit(0)
+	}
+	f.Close()
+	os.Stdout.WriteString("opened\n")
+	os.Exit(0)
+}
+
+// owned says whether path is uid's, of mode want (type and permissions).
+func owned(t *testing.T, path string, uid uint32, want os.FileMode) {
+	t.Helper()
+	st, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Sys().(*syscall.Stat_t).Uid; got != uid || st.Mode() != want {
+		t.Fatalf("%s: uid %d, mode %v; want uid %d, mode %v", path, got, st.Mode(), uid, want)
+	}
+}
+
+// nodeFiles are the names in dir of node blocks and their GPUs' files.
+func nodeFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "node-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestNodeDirOnlyRootWritesNodes: in the node directory a user's LS
+// placement makes no node block (nor a BE one, once root's exists, writes
+// it); the user cannot open root's node block for writing; root's fence
+// makes it (root's, 0644; the GPU's directory 0755; its BE file 0666),
+// seats the user's tenant, and makes its LS file that user's, mode 0644,
+// which the user may write and another user (65533) may not.
+func TestNodeDirOnlyRootWritesNodes(t *testing.T) {
+	dir, bin := nodeDir(t)
+	top, js := topologyJSON(t)
+	env := []string{"PLACE_DIR=" + dir, "PLACE_TOPOLOGY=" + js}
+	ls := asUser(t, bin, 65534, append(env, "PLACE_HELPER=place", "PLACE_COUNT=8", "PLACE_CLASS=ls")...)
+	if !strings.HasPrefix(ls.line, "placed") {
+		t.Fatalf("the user's LS placement: %q", ls.line)
+	}
+	defer func() { ls.in.Close(); ls.cmd.Wait() }()
+	if m := nodeFiles(t, dir); len(m) != 0 {
+		t.Fatalf("a user's placement made node files: %v", m)
+	}
+	if err := Fence(dir); err != nil { // root's carve daemon
+		t.Fatal(err)
+	}
+	node := filepath.Join(dir, ctl.NodeName(top.UUID))
+	owned(t, node, 0, 0o644)
+	owned(t, node+ctl.NodeDirSuffix, 0, os.ModeDir|0o755)
+	owned(t, filepath.Join(node+ctl.NodeDirSuffix, ctl.NodeBEFile), 0, 0o666)
+	n, err := ctl.PeekNode(dir, ctl.NodeName(top.UUID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if !n.Seated(ls.cmd.Process.Pid) {
+		t.Fatalf("root's fence did not seat the user's LS tenant %d", ls.cmd.Process.Pid)
+	}
+	lsFile := n.LSPath(0)
+	owned(t, lsFile, 65534, 0o644)
+
+	before, err := os.ReadFile(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := asUser(t, bin, 65534, append(env, "PLACE_HELPER=place", "PLACE_COUNT=4", "PLACE_CLASS=be")...)
+	if !strings.HasPrefix(be.line, "placed") {
+		t.Fatalf("the user's BE placement: %q", be.line)
+	}
+	defer func() { be.in.Close(); be.cmd.Wait() }()
+	if after, _ := os.ReadFile(node); !bytes.Equal(before, after) {
+		t.Error("a user's placement wrote root's node block")
+	}
+	owned(t, node, 0, 0o644)
+	for _, c := range []struct {
+		uid        int
+		file, want string
+	}{{65534, node, "refused"}, {65534, lsFile, "opened"}, {65533, lsFile, "refused"}} {
+		h := asUser(t, bin, c.uid, "PLACE_HELPER=open", "PLACE_FILE="+c.file)
+		if !strings.HasPrefix(h.line, c.want) || c.want == "refused" && !strings.Contains(h.line, "permission denied") {
+			t.Errorf("uid %d opening %s for writing: %q, want %s (permission denied)", c.uid, c.file, h.line, c.want)
+		}
+	}
+}
+
+// TestNodeDirTakesOverUsersNodes: a node block, GPU directory, BE file
+// and LS file that a user's carve made before only root's did (the block
+// mode 0666, the directory 1777, all the user's) are root's at root's next
+// fence, in place (the same inode: shims have them mapped), of modes
+// 0644, 0755 and 0666, the LS file its tenant's user's, with the seats
+// kept.
+func TestNodeDirTakesOverUsersNodes(t *testing.T) {
+	dir, _ := nodeDir(t)
+	top, _ := topologyJSON(t)
+	p, err := Place(dir, top, Request{Spec: count(t, "8"), PID: os.Getpid(), Policy: ctl.Policy{Class: ctl.ClassLS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Block.Close()
+	node := filepath.Join(dir, ctl.NodeName(top.UUID))
+	d := node + ctl.NodeDirSuffix
+	n, err := ctl.PeekNode(dir, ctl.NodeName(top.UUID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	lsFile := n.LSPath(0)
+	was := map[string]os.FileMode{node: 0o666, d: 0o777 | os.ModeSticky, filepath.Join(d, ctl.NodeBEFile): 0o600, lsFile: 0o666}
+	inodes := map[string]uint64{}
+	for path, mode := range was {
+		if err := os.Chown(path, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := os.Stat(path)
+		inodes[path] = st.Sys().(*syscall.Stat_t).Ino
+	}
+	if err := Fence(dir); err != nil {
+		t.Fatal(err)
+	}
+	owned(t, node, 0, 0o644)
+	owned(t, d, 0, os.ModeDir|0o755)
+	owned(t, filepath.Join(d, ctl.NodeBEFile), 0, 0o666)
+	owned(t, lsFile, 0, 0o644) // its tenant, this test, is root
+	for path, ino := range inodes {
+		if st, _ := os.Stat(path); st.Sys().(*syscall.Stat_t).Ino != ino {
+			t.Errorf("%s was replaced, not taken over in place", path)
+		}
+	}
+	if !n.Seated(os.Getpid()) || n.LSPath(0) != lsFile {
+		t.Fatalf("the seat was not kept: seated %v, LS file %s (was %s)", n.Seated(os.Getpid()), n.LSPath(0), lsFile)
+	}
+}
+
+// TestAwaitSeats: a user's carve run waits for its LS tenant's seat (root
+// fences meanwhile: it goes on at the next look), and after SeatWait of
+// its clock goes on unseated, with a warning that names the GPU, the node
+// directory and carve daemon; a BE tenant waits for the node block.
+func TestAwaitSeats(t *testing.T) {
+	dir, _ := nodeDir(t)
+	top, _ := topologyJSON(t)
+	in := func(class uint32) ctl.Init {
+		return ctl.Init{PID: os.Getpid(), Class: class,
+			Parts: []ctl.Part{{GPU: top.UUID, Node: ctl.NodeName(top.UUID), Live: top.Live(), SMs: 8}}}
+	}
+	h, err := ctl.Create(dir, in(ctl.ClassLS)) // as a user's placement: seated by none
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slept time.Duration
+	sleeps := 0
+	left := AwaitSeats(dir, h.Snapshot(), func(d time.Duration) {
+		slept += d
+		if sleeps++; sleeps == 5 {
+			if err := Fence(dir); err != nil { // root's carve daemon
+				t.Error(err)
+			}
+		}
+	})
+	if len(left) != 0 || sleeps != 5 {
+		t.Fatalf("after root seated it: %d sleeps (%v), unseated %v; want 5, none", sleeps, slept, left)
+	}
+	h.Remove()
+
+	other := filepath.Join(dir, "node-other")
+	for _, class := range []uint32{ctl.ClassLS, ctl.ClassBE} {
+		i := in(class)
+		i.Parts[0].Node = "node-other" // a GPU no node block is made for
+		h, err := ctl.Create(dir, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slept = 0
+		left := AwaitSeats(dir, h.Snapshot(), func(d time.Duration) {
+			if slept += d; slept == seatPoll {
+				Fence(dir) // root's carve daemon: it makes no node-other
+			}
+		})
+		h.Remove()
+		if len(left) != 1 || left[0].GPU != top.UUID || slept < SeatWait || slept > SeatWait+seatPoll {
+			t.Fatalf("class %d never seated: unseated %v after %v; want the GPU after %v", class, left, slept, SeatWait)
+		}
+		w := SeatWarning(dir, class, left)
+		for _, want := range []string{top.UUID, "3s", dir, "'carve daemon'", "untided"} {
+			if !strings.Contains(w, want) {
+				t.Errorf("the warning %q does not say %q", w, want)
+			}
+		}
+	}
+	if _, err := os.Lstat(other); err == nil {
+		t.Error("a node block of a name not of its GPU's UUID was made")
+	}
+}
