@@ -58,27 +58,39 @@ func calibrate(t *testing.T, p *plant, v *serial, n int) int {
 // QueueMin, 5% of a request, made the estimate 1.02 to 1.10 times).
 func TestSerialCalibratesBEFirst(t *testing.T) {
 	for _, seed := range seeds {
-		alone := newPlant(t)
-		va := alone.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, seed)
-		alone.run(50)
-
-		p := newPlant(t)
-		p.addBE(1, serialQueue)
-		p.run(10) // the BE alone
-		v := p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, seed)
-		steps := calibrate(t, p, v, 5)
-		cal, _ := p.c.Calibration()
-		ref := snapshot(&va.b.AloneHist)
-		rho := func(h ctl.Hist) float64 { return serialRate * h.Sum.Seconds() / float64(h.Count()) }
-		ec, ea := slo.Estimate(cal, rho(cal)), slo.Estimate(ref, rho(ref))
-		t.Logf("seed %d: calibrated in %d steps (%d periods): estimate %v at %d/s, %v alone (%.2f times); target %v",
-			seed, steps, cal.Count(), ec, serialRate, ea, float64(ec)/float64(ea), p.view(v).Target)
+		p, v, steps, ec, ea := calibratedBEFirst(t, seed, 0)
 		if ec < ea*4/5 || ec > ea*6/5 {
 			t.Errorf("seed %d: estimate %v of the calibration, %v of the alone periods: want within 20%%", seed, ec, ea)
 		}
 		p.run(50 - steps)
 		holds(t, p, v, func() time.Duration { return p.view(v).Target }, 100, 0.05)
 	}
+}
+
+// calibratedBEFirst calibrates a "2x" serial server of seed started
+// beside a BE that ran alone for 10 steps, a BE kernel of idle running in
+// the server's idle time (plant.idle): its plant, the server, the steps
+// the calibration took, and the estimate at the plant's rate of the
+// calibration's periods and of the same seed's periods alone.
+func calibratedBEFirst(t *testing.T, seed uint64, idle time.Duration) (p *plant, v *serial, steps int, ec, ea time.Duration) {
+	t.Helper()
+	alone := newPlant(t)
+	va := alone.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, seed)
+	alone.run(50)
+
+	p = newPlant(t)
+	p.idle = idle
+	p.addBE(1, serialQueue)
+	p.run(10) // the BE alone
+	v = p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, seed)
+	steps = calibrate(t, p, v, 5)
+	cal, _ := p.c.Calibration()
+	ref := snapshot(&va.b.AloneHist)
+	rho := func(h ctl.Hist) float64 { return serialRate * h.Sum.Seconds() / float64(h.Count()) }
+	ec, ea = slo.Estimate(cal, rho(cal)), slo.Estimate(ref, rho(ref))
+	t.Logf("seed %d: calibrated in %d steps (%d periods): estimate %v at %d/s, %v alone (%.2f times); target %v",
+		seed, steps, cal.Count(), ec, serialRate, ea, float64(ec)/float64(ea), p.view(v).Target)
+	return p, v, steps, ec, ea
 }
 
 // snapshot is what h holds now.
@@ -266,20 +278,7 @@ func calibratedNear(t *testing.T, p *plant, v *serial, seed uint64, want time.Du
 // once calibrated, and the BE runs in the server's idle time again.
 func TestCalibrationPausesBE(t *testing.T) {
 	for _, seed := range seeds {
-		alone := newPlant(t)
-		va := alone.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, seed)
-		alone.run(50)
-
-		p := newPlant(t)
-		p.idle = serialBase
-		p.addBE(1, serialQueue)
-		p.run(10)
-		v := p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, serialRate, seed)
-		calibrate(t, p, v, 5)
-		cal, _ := p.c.Calibration()
-		ref := snapshot(&va.b.AloneHist)
-		rho := func(h ctl.Hist) float64 { return serialRate * h.Sum.Seconds() / float64(h.Count()) }
-		ec, ea := slo.Estimate(cal, rho(cal)), slo.Estimate(ref, rho(ref))
+		p, _, _, ec, ea := calibratedBEFirst(t, seed, serialBase)
 		if ec < ea*9/10 || ec > ea*11/10 {
 			t.Errorf("seed %d: estimate %v of the calibration, %v of the alone periods: want within 10%%", seed, ec, ea)
 		}
