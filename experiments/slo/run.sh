@@ -9,13 +9,15 @@
 #               the 70/s it serves alone, order/llm-56 of 2026-11-24 at 80%)
 #   step        efficientnet_b0/vit_b_16, a load step about 540/s (270, 810, 270; 10 s each)
 #   time        efficientnet_b0/vit_b_16 at 540/s, --slo of a time (SLO, default 9ms)
-# Usage: PART=vision-50 [SPLITS=50,65,75,85] [MECHANISMS=tide] run.sh OUT (bin/ built:
-# carve, libcarve.so). OUT/serve.txt: the table; OUT/serve.log: the
-# controller's steps; OUT/serve.json and plots.
+# Usage: PART=vision-50 [SPLITS=50,65,75,85] [MECHANISMS=tide] [REPEAT=N]
+# run.sh OUT (bin/ built: carve, libcarve.so). OUT/serve.txt: the table;
+# OUT/serve.log: the controller's steps; OUT/serve.json and plots; with
+# REPEAT (one run a setting says little: the same setting's attainment
+# moved 2 points between runs), each run's in OUT/1, OUT/2, ...
 set -u
 OUT=$(realpath "${1:?usage: PART=... run.sh OUT}")
 . "$(dirname "$(realpath "$0")")/../common.sh" slo
-: "${PART:?PART: vision-50, vision-75, resnet-50, llm-50, step or time}" "${SPLITS:=50,65,75,85}" "${RATE:=35}" "${SLO:=9ms}" "${MECHANISMS:=mps-split,tide}"
+: "${PART:?PART: vision-50, vision-75, resnet-50, llm-50, step or time}" "${SPLITS:=50,65,75,85}" "${RATE:=35}" "${SLO:=9ms}" "${MECHANISMS:=mps-split,tide}" "${REPEAT:=1}"
 both=(--orders ls-first,be-first --idle=false)
 vision=(--ls efficientnet_b0:graph --be vit_b_16)
 case $PART in
@@ -29,8 +31,13 @@ time) args=("${vision[@]}" --rates 540 --mechanisms tide --tide "8:300us:1:slo=$
 esac
 device
 "$C" version
-step "$PART: carve bench serve ${args[*]}"
-TO=${SERVE_TO:-570} T "$C" bench serve --out "$OUT" "${args[@]}" >"$OUT/serve.txt" 2>"$OUT/serve.log"
-echo "exit $?"
-cat "$OUT/serve.txt"
+for i in $(seq "$REPEAT"); do
+	o=$OUT
+	[ "$REPEAT" = 1 ] || o=$OUT/$i
+	mkdir -p "$o"
+	step "$PART ($i of $REPEAT): carve bench serve ${args[*]}"
+	TO=${SERVE_TO:-570} T "$C" bench serve --out "$o" "${args[@]}" >"$o/serve.txt" 2>"$o/serve.log"
+	echo "exit $?"
+	cat "$o/serve.txt"
+done
 step done
