@@ -14,6 +14,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -251,6 +252,22 @@ func plotServe(r *report.Result, dir string) error {
 				pl.Legend.Add(fmt.Sprintf("SLO %.2f ms", p.slo), l)
 			}
 		}
+		for i, c := range splitCurves(byKey[k]) {
+			if len(c) < 2 {
+				continue
+			}
+			l, err := plotter.NewLine(c)
+			if err != nil {
+				return err
+			}
+			l.Color = color.Gray{Y: 150}
+			name := "MPS's splits"
+			if i == 1 {
+				l.Dashes, name = []vg.Length{vg.Points(2), vg.Points(2)}, name+" (BE first)"
+			}
+			pl.Add(l)
+			pl.Legend.Add(name, l)
+		}
 		pl.Legend.Top, pl.Legend.Left = true, true
 		panels = append(panels, pl)
 	}
@@ -258,6 +275,28 @@ func plotServe(r *report.Result, dir string) error {
 		return errors.New("serve result has no LS latencies to plot")
 	}
 	return report.SavePanels(panels, min(2, len(panels)), 8*vg.Inch, 6*vg.Inch, filepath.Join(dir, r.Benchmark))
+}
+
+// splitCurves are the points of MPS's percentage splits among ps (p99
+// against BE throughput), by BE throughput: [0] those started in the
+// default order, [1] those where the BE started first: the curve a
+// mechanism's point is judged against.
+func splitCurves(ps []servePoint) [2]plotter.XYs {
+	var out [2]plotter.XYs
+	for _, p := range ps {
+		if !strings.HasPrefix(p.mech, "MPS ") || !strings.Contains(p.mech, "%/") {
+			continue
+		}
+		i := 0
+		if strings.HasSuffix(p.mech, "(BE first)") {
+			i = 1
+		}
+		out[i] = append(out[i], plotter.XY{X: p.be, Y: p.lat.P99})
+	}
+	for _, c := range out {
+		slices.SortFunc(c, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
+	}
+	return out
 }
 
 // logTicks labels 1, 2 and 5 of each decade of a log axis.

@@ -169,3 +169,20 @@ func TestServeOwnSLOAndRecovery(t *testing.T) {
 		t.Errorf("a result without them shows their columns:\n%s", b.String())
 	}
 }
+
+// TestSplitCurves: MPS's percentage splits make the curve a plot judges
+// the other mechanisms against, one per start order, by BE throughput;
+// plain MPS and tide are not on it.
+func TestSplitCurves(t *testing.T) {
+	pt := func(mech string, be, p99 float64) servePoint {
+		return servePoint{mech: mech, be: be, lat: stats.Stats{P99: p99}}
+	}
+	got := splitCurves([]servePoint{pt("MPS 50%/50%", 5600, 13), pt("MPS 85%/15%", 1700, 7), pt("MPS", 4000, 20),
+		pt("MPS 85%/15% (BE first)", 1750, 10), pt("MPS 75%/25%", 3000, 9), pt("carve tide, share 1, SLO 2x", 2800, 6.5)})
+	want := [2]string{"[{1700 7} {3000 9} {5600 13}]", "[{1750 10}]"}
+	for i := range got {
+		if s := fmt.Sprint(got[i]); s != want[i] {
+			t.Errorf("curve %d: %s, want %s", i, s, want[i])
+		}
+	}
+}
