@@ -96,7 +96,7 @@ func keepsRecords(dir string) bool {
 // it says.
 type Records struct {
 	kept bool // dir keeps records (keepsRecords)
-	by     map[int]TenantRecord
+	by   map[int]TenantRecord
 }
 
 // ReadRecords reads dir's tenant records (TenantRecords) where it keeps
