@@ -52,7 +52,7 @@ func Unseated(dir string, s ctl.Snapshot) []ctl.Part {
 // of carve run, has no record of root's yet (ctl.RecordTenants), which
 // carve believes its class and SLO from in the node directory: a record
 // taken after its program started could be of what the program wrote.
-// Of another tenant, or where no records are kept, false.
+// Of a tenant of no class, or where no records are kept, false.
 func Unrecorded(dir string, e ctl.Entry) bool {
 	if e.Class != ctl.ClassLS && e.Class != ctl.ClassBE {
 		return false
