@@ -34,8 +34,11 @@ serves what the partitioned processes are doing: Prometheus metrics on
 command lines are left out of both unless --show-commands is given.
 
 In the node directory (carve node init) root's daemon alone writes the
-GPUs' node blocks: it seats every user's LS tenants, looking over the
-directory every 100ms, and a user's carve run --ls waits for its seat.
+GPUs' node blocks: looking over the directory every 100ms, it records each
+user's tenant of carve run (its class and SLO, root's record in .tenants,
+which seating and the SLO controller believe, not what its blocks say
+later) and seats every user's LS tenants; a user's carve run --ls or --be
+waits for its record and seat.
 
 When it stops, MPS runs on, so that a restart or a rolling upgrade takes no
 running tenant off MPS; the next daemon adopts the MPS daemon it finds in

@@ -57,8 +57,12 @@ The trust model, in the node directory:
     carve, or by root's carve daemon; until then they hold no TPCs;
   - a GPU's node block (tide) is root's, mode 0644: root's carve daemon
     alone makes and writes it and seats every user's LS tenants, so run
-    'sudo carve daemon' on the node (a user's carve run --ls waits up to
-    3s for its seat, else runs untided); shims map it read-only; each LS
+    'sudo carve daemon' on the node; it first records each tenant of
+    carve run (its class and SLO, as carve made it: root's, mode 0644, in
+    .tenants, root's, mode 0755), and seating and the SLO controller
+    believe the record, not what the tenant's blocks say later (a user's
+    carve run --ls or --be waits up to 3s for its record and seat, else
+    warns); shims map it read-only; each LS
     tenant's LS file is its user's, mode 0644, which BE tenants of every
     user read; the GPU's BE file is every BE tenant's to write (0666);
     carve's lease bounds what a dead LS tenant leaves;

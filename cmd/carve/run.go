@@ -157,9 +157,10 @@ status 86 before the program starts.`,
 				memNotes(cmd, p.Memory, flags&ctl.FlagMPS != 0)
 				fmt.Fprintf(stderr, "carve: pid %d on %s%s\n", os.Getpid(), placedText(p, on, ords), memText(p.Memory))
 			}
-			if !ctl.WritesNodes(dir) { // root's carve daemon seats it: its shim looks once
-				if left := place.AwaitSeats(dir, p.Block.Snapshot(), time.Sleep); len(left) > 0 && !quiet {
-					fmt.Fprintf(stderr, "carve: warning: %s\n", place.SeatWarning(dir, policy.Class, left))
+			if !ctl.WritesNodes(dir) { // root's carve daemon records and seats it: its shim looks once
+				left, recorded := place.AwaitSeats(dir, ctl.Entry{Snapshot: p.Block.Snapshot(), Path: p.Block.Path}, time.Sleep)
+				if w := place.SeatWarning(dir, policy.Class, left, recorded); w != "" && !quiet {
+					fmt.Fprintf(stderr, "carve: warning: %s\n", w)
 				}
 			}
 			if flags&ctl.FlagMPS != 0 && p.Memory.Limit > 0 { // the driver's backstop, for the GPU as the program sees it

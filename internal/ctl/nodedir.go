@@ -193,8 +193,9 @@ func trustLock(path string, st NodeDirStat, dirUID uint32) error {
 // InitNodeDir makes the node directory path, as root: owned by root, mode
 // 1777, or with gid >= 0 mode 1770 of group gid; and the placement lock
 // file in it (root's, mode 0644, which every user locks through a
-// read-only descriptor), and the directory of the claims carve-dra
-// publishes there (PublishedDir, root's, mode 0755). One that exists is
+// read-only descriptor), the directory of the claims carve-dra publishes
+// there (PublishedDir) and that of root's tenant records (TenantRecords),
+// each root's, mode 0755. One that exists is
 // set so if it is a directory of root's; one of another user's, or a
 // link, is refused (whoever made it may have left files in it).
 func InitNodeDir(path string, gid int) error {
@@ -236,7 +237,10 @@ func InitNodeDir(path string, gid int) error {
 	if err := f.Chmod(0o644); err != nil {
 		return fmt.Errorf("node directory's placement lock: %w", err)
 	}
-	_, err = publishedDir(path) // carve-dra's claims, root's alone
+	if _, err := publishedDir(path); err != nil { // carve-dra's claims, root's alone
+		return err
+	}
+	_, err = rootDir(filepath.Join(path, TenantRecords), "tenant records")
 	return err
 }
 

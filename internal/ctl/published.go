@@ -74,45 +74,58 @@ func Publish(dir, nodeDir string) error {
 }
 
 // publishedDir makes nodeDir's PublishedDir, root's, mode 0755, if there
-// is none, and replaces one that is not so.
+// is none, and replaces one that is not so (rootDir).
 func publishedDir(nodeDir string) (string, error) {
-	pd := filepath.Join(nodeDir, PublishedDir)
+	return rootDir(filepath.Join(nodeDir, PublishedDir), "published claims")
+}
+
+// rootDir makes the directory path (what: what it holds, for errors) in
+// the node directory, root's, mode 0755, if there is none, and replaces
+// one that is not so (trustRootDir): a user's, made before root made it.
+func rootDir(path, what string) (string, error) {
 	for try := 0; ; try++ {
-		st, err := os.Lstat(pd)
-		if err == nil && trustPublished(pd, nodeDirStat(st)) == nil {
-			return pd, nil
+		st, err := os.Lstat(path)
+		if err == nil && trustRootDir(what, path, nodeDirStat(st)) == nil {
+			return path, nil
 		}
 		if try == 2 {
-			return "", fmt.Errorf("published claims: %s is not a directory of root's that only root writes", pd)
+			return "", fmt.Errorf("%s: %s is not a directory of root's that only root writes", what, path)
 		}
 		if err == nil {
-			os.RemoveAll(pd) // a user's, made before carve node init made it
+			os.RemoveAll(path) // a user's, made before root made it
 		}
-		err = os.Mkdir(pd, 0o755)
+		err = os.Mkdir(path, 0o755)
 		switch {
 		case err == nil:
 			// past the umask: by its path, which (root's, in a directory
 			// with the sticky bit) no user can replace with a link
-			os.Chmod(pd, 0o755)
+			os.Chmod(path, 0o755)
 		case !errors.Is(err, os.ErrExist): // else made meanwhile: checked again
-			return "", fmt.Errorf("published claims: %w", err)
+			return "", fmt.Errorf("%s: %w", what, err)
 		}
 	}
 }
 
 // trustPublished says whether PublishedDir, at path, as st describes it,
-// is root's to write alone: a directory (no link) of uid 0 that neither
-// its group nor others may write.
+// is root's to write alone (trustRootDir).
 func trustPublished(path string, st NodeDirStat) error {
+	return trustRootDir("published claims", path, st)
+}
+
+// trustRootDir says whether the directory path of the node directory
+// (what: what it holds), as st describes it, is root's to write alone: a
+// directory (no link) of uid 0 that neither its group nor others may
+// write.
+func trustRootDir(what, path string, st NodeDirStat) error {
 	switch {
 	case st.Mode&os.ModeSymlink != 0:
-		return fmt.Errorf("published claims %s is a symbolic link", path)
+		return fmt.Errorf("%s %s is a symbolic link", what, path)
 	case !st.Mode.IsDir():
-		return fmt.Errorf("published claims %s is not a directory (%s)", path, st.Mode.Type())
+		return fmt.Errorf("%s %s is not a directory (%s)", what, path, st.Mode.Type())
 	case st.UID != 0:
-		return fmt.Errorf("published claims %s is owned by %s, not root", path, userName(st.UID))
+		return fmt.Errorf("%s %s is owned by %s, not root", what, path, userName(st.UID))
 	case st.Mode.Perm()&0o022 != 0:
-		return fmt.Errorf("published claims %s has mode %s: others may write it", path, modeString(st.Mode))
+		return fmt.Errorf("%s %s has mode %s: others may write it", what, path, modeString(st.Mode))
 	}
 	return nil
 }

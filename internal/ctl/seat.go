@@ -279,12 +279,15 @@ func ownerOf(path string) int {
 }
 
 // SeatsOf are the seats of the LS tenants among blocks (of live processes
-// in dir, one seat a tenant and GPU) and claims.
+// in dir, one seat a tenant and GPU) and claims: a block's tenant is LS as
+// carve believes it (Records.Of: in the node directory, as root's record
+// says), a claim's as its record says.
 func SeatsOf(dir string, blocks []Entry, claims []Claim) []Seat {
 	var out []Seat
 	index := map[[2]string]int{}
+	recs, _ := ReadRecords(dir)
 	for _, e := range blocks {
-		if e.Class != ClassLS {
+		if recs.Of(e).Class != ClassLS {
 			continue
 		}
 		tenant := e.Tenant

@@ -22,8 +22,10 @@ type Bad struct {
 	// Reason is one word: symlink, not-regular, size, magic, mask,
 	// overlap, fault, open, unrecorded (a claim's directory, not a
 	// block: no record, yet a process runs in it), owner (a published
-	// claim not root's) or published (the directory of published claims,
-	// not trusted: PublishedDir).
+	// claim or tenant record not root's), published (the directory of
+	// published claims, not trusted: PublishedDir), record (a tenant
+	// record that does not parse) or records (the directory of tenant
+	// records, not trusted: TenantRecords).
 	Reason string `json:"reason"`
 	Why    string `json:"why"`
 	err    error
@@ -96,12 +98,13 @@ func guarded(path string, f func()) (err error) {
 }
 
 // Listing is what Read finds in a runtime directory: Scan's live and
-// ended blocks, Claims' claims and interrupted reservations, and the
-// blocks both skipped.
+// ended blocks, Claims' claims and interrupted reservations, root's
+// tenant records (ReadRecords), and what all three skipped.
 type Listing struct {
 	Live, Ended []Entry
 	Claims      []Claim
 	Pending     []string
+	Records     Records
 	Skipped     []Bad
 }
 
@@ -126,6 +129,8 @@ func read(dir string, peek bool) (Listing, error) {
 	if l.Claims, l.Pending, skipped, err = claimList(dir, peek); err != nil {
 		return l, err
 	}
+	l.Skipped = append(l.Skipped, skipped...)
+	l.Records, skipped = ReadRecords(dir)
 	l.Skipped = append(l.Skipped, skipped...)
 	return l, nil
 }

@@ -9,6 +9,7 @@
 package place
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -22,11 +23,12 @@ import (
 	"github.com/carve-gpu/carve/internal/partition"
 )
 
-// helperWrite tries, as a user, to make a published claim in PLACE_DIR,
-// to write and to remove one there (PLACE_UID's), and to replace the
-// directory of them, and prints what each did.
+// helperWrite tries, as a user, to make a published claim in PLACE_DIR
+// (or a tenant record: PLACE_SUB names the directory, ctl.PublishedDir
+// where unset), to write and to remove one there (PLACE_UID's), and to
+// replace the directory of them, and prints what each did.
 func helperWrite() {
-	pd := filepath.Join(os.Getenv("PLACE_DIR"), ctl.PublishedDir)
+	pd := filepath.Join(os.Getenv("PLACE_DIR"), cmp.Or(os.Getenv("PLACE_SUB"), ctl.PublishedDir))
 	uid := filepath.Join(pd, os.Getenv("PLACE_UID"))
 	var out []string
 	say := func(what string, err error) {

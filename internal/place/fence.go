@@ -30,23 +30,26 @@ func Fence(dir string) error {
 		return err
 	}
 	l.others = viewOf(dir, false).tenants()
-	return fence(dir, l.partitions(), l.seats(dir))
+	return fence(dir, l.partitions(), l.blocks, l.claims)
 }
 
 // fence writes into each node block in dir the TPCs of the partitions
 // (parts: what dir holds now) on its GPU that are neither LS nor BE, and
 // the BE tenants' floors, so that LS tenants' launches keep off them
-// (ctl.Node.SetFixed), and seats the LS tenants (seats: every one dir
-// holds now; ctl.Seats). Call it under the lock after a change. A user's
-// carve in the node directory writes no node block (ctl.WritesNodes):
-// there root's carve daemon fences (Fence), and makes the node blocks
-// that users' LS and BE tenants name (makeNodes).
-func fence(dir string, parts []ctl.Snapshot, seats []ctl.Seat) error {
+// (ctl.Node.SetFixed), and seats the LS tenants of blocks and claims
+// (every one dir holds now: ctl.SeatsOf, ctl.Seats). Call it under the
+// lock after a change. A user's carve in the node directory writes no
+// node block (ctl.WritesNodes): there root's carve daemon fences (Fence),
+// records each tenant of carve run first (ctl.RecordTenants: its class
+// and SLO, which seats follow), and makes the node blocks that users' LS
+// and BE tenants name (makeNodes).
+func fence(dir string, parts []ctl.Snapshot, blocks []ctl.Entry, claims []ctl.Claim) error {
 	if !ctl.WritesNodes(dir) {
 		return nil
 	}
+	recorded := ctl.RecordTenants(dir, blocks)
 	made := makeNodes(dir, parts)
-	seated := errors.Join(made, ctl.Seats(dir, seats))
+	seated := errors.Join(recorded, made, ctl.Seats(dir, ctl.SeatsOf(dir, blocks, claims)))
 	nodes, err := ctl.Nodes(dir)
 	if err != nil || len(nodes) == 0 {
 		return errors.Join(seated, err)

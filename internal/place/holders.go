@@ -127,9 +127,6 @@ func (l *listing) partitions() []ctl.Snapshot {
 	return out
 }
 
-// seats are the LS tenants' seats (ctl.SeatsOf), what fence gives.
-func (l *listing) seats(dir string) []ctl.Seat { return ctl.SeatsOf(dir, l.blocks, l.claims) }
-
 // Holders are the live partitions on t in dir, one per tenant, then the
 // claims reserved on t (in the node directory: those carve-dra published
 // there too).

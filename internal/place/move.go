@@ -95,6 +95,6 @@ func Move(dir string, t *topo.Topology, pid int, s partition.Spec, share bool) (
 		}
 		m.PIDs = append(m.PIDs, e.PID)
 	}
-	fence(dir, l.partitions(), l.seats(dir))
+	fence(dir, l.partitions(), l.blocks, l.claims)
 	return m, nil
 }

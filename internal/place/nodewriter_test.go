@@ -1,7 +1,7 @@
 // Tests of who writes the node blocks in the node directory: root alone
 // (root's fence, as carve daemon runs it), never a user's placement;
 // each LS file its tenant's user's; what a user made before taken over
-// in place; and a user's carve run waiting for its seat (AwaitSeats).
+// in place; and a user's carve run waiting for its record and seat (AwaitSeats).
 
 package place
 
@@ -180,7 +180,7 @@ func TestAwaitSeats(t *testing.T) {
 	}
 	var slept time.Duration
 	sleeps := 0
-	left := AwaitSeats(dir, h.Snapshot(), func(d time.Duration) {
+	left, recorded := AwaitSeats(dir, entryOf(h), func(d time.Duration) {
 		slept += d
 		if sleeps++; sleeps == 5 {
 			if err := Fence(dir); err != nil { // root's carve daemon
@@ -188,8 +188,8 @@ func TestAwaitSeats(t *testing.T) {
 			}
 		}
 	})
-	if len(left) != 0 || sleeps != 5 {
-		t.Fatalf("after root seated it: %d sleeps (%v), unseated %v; want 5, none", sleeps, slept, left)
+	if len(left) != 0 || !recorded || sleeps != 5 {
+		t.Fatalf("after root seated it: %d sleeps (%v), unseated %v, recorded %v; want 5, none, true", sleeps, slept, left, recorded)
 	}
 	h.Remove()
 
@@ -202,16 +202,16 @@ func TestAwaitSeats(t *testing.T) {
 			t.Fatal(err)
 		}
 		slept = 0
-		left := AwaitSeats(dir, h.Snapshot(), func(d time.Duration) {
+		left, recorded := AwaitSeats(dir, entryOf(h), func(d time.Duration) {
 			if slept += d; slept == seatPoll {
 				Fence(dir) // root's carve daemon: it makes no node-other
 			}
 		})
 		h.Remove()
-		if len(left) != 1 || left[0].GPU != top.UUID || slept < SeatWait || slept > SeatWait+seatPoll {
-			t.Fatalf("class %d never seated: unseated %v after %v; want the GPU after %v", class, left, slept, SeatWait)
+		if len(left) != 1 || left[0].GPU != top.UUID || !recorded || slept < SeatWait || slept > SeatWait+seatPoll {
+			t.Fatalf("class %d never seated: unseated %v (recorded %v) after %v; want the GPU after %v", class, left, recorded, slept, SeatWait)
 		}
-		w := SeatWarning(dir, class, left)
+		w := SeatWarning(dir, class, left, recorded)
 		for _, want := range []string{top.UUID, "3s", dir, "'carve daemon'", "untided"} {
 			if !strings.Contains(w, want) {
 				t.Errorf("the warning %q does not say %q", w, want)
@@ -222,3 +222,51 @@ func TestAwaitSeats(t *testing.T) {
 		t.Error("a node block of a name not of its GPU's UUID was made")
 	}
 }
+
+// TestAwaitRecord: a user's carve run waits for root's record of its
+// tenant, LS or BE, even where nothing else is missing (a BE tenant whose
+// node block exists), so that the record is taken before its program can
+// write its block; after SeatWait unrecorded, it warns so.
+func TestAwaitRecord(t *testing.T) {
+	dir, _ := nodeDir(t)
+	top, _ := topologyJSON(t)
+	n, err := ctl.OpenNode(dir, ctl.NodeName(top.UUID), top.Live()) // root's, as its fence makes it
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+	h, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), Class: ctl.ClassBE,
+		Parts: []ctl.Part{{GPU: top.UUID, Node: ctl.NodeName(top.UUID), Live: top.Live(), SMs: 8}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Remove()
+	sleeps := 0
+	left, recorded := AwaitSeats(dir, entryOf(h), func(time.Duration) {
+		if sleeps++; sleeps == 5 {
+			if err := Fence(dir); err != nil { // root's carve daemon
+				t.Error(err)
+			}
+		}
+	})
+	if len(left) != 0 || !recorded || sleeps != 5 {
+		t.Fatalf("a BE tenant with its node block: %d sleeps, unseated %v, recorded %v; want 5, none, true", sleeps, left, recorded)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, ctl.TenantRecords)); err != nil {
+		t.Fatal(err)
+	}
+	var slept time.Duration
+	left, recorded = AwaitSeats(dir, entryOf(h), func(d time.Duration) { slept += d })
+	if len(left) != 0 || recorded || slept < SeatWait {
+		t.Fatalf("never recorded: unseated %v, recorded %v after %v; want none, false after %v", left, recorded, slept, SeatWait)
+	}
+	w := SeatWarning(dir, ctl.ClassBE, left, recorded)
+	for _, want := range []string{"record", "3s", dir, "'carve daemon'"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("the warning %q does not say %q", w, want)
+		}
+	}
+}
+
+// entryOf is h's block as a listing has it.
+func entryOf(h *ctl.Handle) ctl.Entry { return ctl.Entry{Snapshot: h.Snapshot(), Path: h.Path} }

@@ -141,7 +141,7 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 		l.others = v.tenants()
 		if p, err := r.Claim.again(dir, claimDir, gpus, l); p != nil || err != nil {
 			if p != nil { // its seats' links, where its directory was made anew
-				fence(dir, l.partitions(), l.seats(dir))
+				fence(dir, l.partitions(), l.blocks, l.claims)
 				v.publish(dir)
 				p.NodeView = v.err
 			}
@@ -188,7 +188,7 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	// an LS tenant that got no seat (its shim says so) runs as an
 	// ordinary partitioned tenant; another's seat that fails is no
 	// reason to refuse this one
-	fence(dir, append(l.partitions(), made), ctl.SeatsOf(dir, blocks, claims))
+	fence(dir, append(l.partitions(), made), blocks, claims)
 	return p, nil
 }
 

@@ -1,7 +1,9 @@
 // Waiting for a seat: in the node directory a user's carve seats no LS
 // tenant (ctl.WritesNodes), root's carve daemon does, and the tenant's
-// shim looks for its seat once, when it starts; so a user's carve run
-// waits for it (AwaitSeats) before it starts the program.
+// shim looks for its seat once, when it starts; root's carve daemon also
+// records each tenant's class and SLO (ctl.RecordTenants), which must be
+// what carve made it, not what its program writes; so a user's carve run
+// waits for both (AwaitSeats) before it starts the program.
 
 package place
 
@@ -46,32 +48,61 @@ func Unseated(dir string, s ctl.Snapshot) []ctl.Part {
 	return out
 }
 
-// AwaitSeats waits until s (a block in dir) is Unseated nowhere, for up
-// to SeatWait counted in the sleeps it takes (sleep: time.Sleep, or a
-// test's clock), and returns where it is still not seated. carve run calls
-// it where it writes no node block (ctl.WritesNodes).
-func AwaitSeats(dir string, s ctl.Snapshot, sleep func(time.Duration)) []ctl.Part {
+// Unrecorded says whether e, the first block in dir of an LS or BE tenant
+// of carve run, has no record of root's yet (ctl.RecordTenants), which
+// carve believes its class and SLO from in the node directory: a record
+// taken after its program started could be of what the program wrote.
+// Of a tenant of no class, or where no records are kept, false.
+func Unrecorded(dir string, e ctl.Entry) bool {
+	if e.Class != ctl.ClassLS && e.Class != ctl.ClassBE {
+		return false
+	}
+	recs, _ := ctl.ReadRecords(dir)
+	return !recs.Recorded(e)
+}
+
+// AwaitSeats waits until e (a tenant's first block in dir) is recorded
+// (Unrecorded) and Unseated nowhere, for up to SeatWait counted in the
+// sleeps it takes (sleep: time.Sleep, or a test's clock), and returns
+// where it is still not seated and whether it is recorded. carve run
+// calls it where it writes no node block (ctl.WritesNodes).
+func AwaitSeats(dir string, e ctl.Entry, sleep func(time.Duration)) (left []ctl.Part, recorded bool) {
 	for waited := time.Duration(0); ; waited += seatPoll {
-		left := Unseated(dir, s)
-		if len(left) == 0 || waited >= SeatWait {
-			return left
+		left, recorded = Unseated(dir, e.Snapshot), !Unrecorded(dir, e)
+		if len(left) == 0 && recorded || waited >= SeatWait {
+			return left, recorded
 		}
 		sleep(seatPoll)
 	}
 }
 
-// SeatWarning is what carve run says of the partitions AwaitSeats left
-// unseated (parts, of a tenant of class): that it runs untided, and why
-// that may be.
-func SeatWarning(dir string, class uint32, parts []ctl.Part) string {
-	var gpus []string
-	for _, p := range parts {
-		gpus = append(gpus, p.GPU)
+// SeatWarning is what carve run says of what AwaitSeats left undone for
+// a tenant of class: its record (recorded: done), and the partitions left
+// unseated (parts), where it runs untided; and why that may be. "" where
+// nothing is left.
+func SeatWarning(dir string, class uint32, parts []ctl.Part, recorded bool) string {
+	var missing []string
+	if !recorded {
+		missing = append(missing, "record of its class")
 	}
-	what := "LS seat"
-	if class == ctl.ClassBE {
-		what = "node block"
+	if len(parts) > 0 {
+		var gpus []string
+		for _, p := range parts {
+			gpus = append(gpus, p.GPU)
+		}
+		what := "LS seat"
+		if class == ctl.ClassBE {
+			what = "node block"
+		}
+		missing = append(missing, fmt.Sprintf("%s on GPU %s", what, strings.Join(gpus, ", ")))
 	}
-	return fmt.Sprintf("no %s on GPU %s within %v: is root's 'carve daemon' running on the node directory %s? running untided",
-		what, strings.Join(gpus, ", "), SeatWait, dir)
+	if len(missing) == 0 {
+		return ""
+	}
+	then := "running untided"
+	if len(parts) == 0 {
+		then = "running, not believed LS"
+	}
+	return fmt.Sprintf("no %s within %v: is root's 'carve daemon' running on the node directory %s? %s",
+		strings.Join(missing, ", no "), SeatWait, dir, then)
 }

@@ -295,7 +295,10 @@ func Shown(s ctl.SLO, written time.Duration) time.Duration {
 }
 
 // Step reads the blocks once (ctl.Peek: it removes none, as it writes
-// none where no SLO is set) and sets the BE tenants' dials. The blocks
+// none where no SLO is set) and sets the BE tenants' dials. A block's
+// class and SLO are as carve believes them: in the node directory, its
+// tenant's record's (ctl.Records.Of); a claim's process's, its claim's
+// record's (claimed). The blocks
 // it cannot read are skipped; an error is one of the directory's, or of
 // a block it could not write (the others are written).
 func (c *Controller) Step() error {
@@ -305,7 +308,7 @@ func (c *Controller) Step() error {
 	}
 	var all []tenant
 	for _, e := range l.Live {
-		all = append(all, tenant{e, Key{PID: e.PID}})
+		all = append(all, tenant{l.Records.Of(e), Key{PID: e.PID}})
 	}
 	for _, cl := range l.Claims {
 		for _, e := range cl.Procs {

@@ -1,0 +1,299 @@
+// Root's record of each tenant of carve run in the node directory: what
+// carve made it (its tenant pid, start ticks, user, class and SLO), taken
+// by root's fence from its first block the first time it sees it, before
+// its program runs (carve run waits for it: place.AwaitSeats), and what
+// carve believes of its class and SLO (Records.Of), never its blocks,
+// which its processes may write.
+
+package ctl
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// TenantRecords is the directory, in the node directory, of root's
+// record of each tenant of carve run (RecordTenants): root's, mode 0755,
+// each record a file of root's, mode 0644, named by the tenant's pid. No
+// user makes, changes or removes one, and carve honours only a regular
+// file of root's in a directory of root's that no one else may write;
+// anything else is skipped and reported (Bad).
+const TenantRecords = ".tenants"
+
+// TenantRecord is what carve made a tenant of carve run, as its first
+// block (PID == Tenant) said when root first saw it: its process (PID,
+// StartTicks), its user (UID, the owner of its blocks), its class and,
+// for an LS tenant, its SLO.
+type TenantRecord struct {
+	PID        int
+	StartTicks uint64
+	UID        int
+	Class      uint32
+	SLO        SLO
+}
+
+// recordMax is the most bytes a record may hold.
+const recordMax = 256
+
+// String is r as its file holds it, one field a line.
+func (r TenantRecord) String() string {
+	class := ClassName(r.Class)
+	if class == "" {
+		class = "none"
+	}
+	return fmt.Sprintf("pid %d\nstart %d\nuid %d\nclass %s\nslo %s\n", r.PID, r.StartTicks, r.UID, class, r.SLO)
+}
+
+// parseRecord reads a record as String writes it.
+func parseRecord(text string) (TenantRecord, error) {
+	var r TenantRecord
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	keys := []string{"pid", "start", "uid", "class", "slo"}
+	if len(lines) != len(keys) {
+		return r, fmt.Errorf("%d lines, want %d", len(lines), len(keys))
+	}
+	var err error
+	for i, l := range lines {
+		k, v, _ := strings.Cut(l, " ")
+		if k != keys[i] {
+			return r, fmt.Errorf("line %d: %q, want %s", i+1, l, keys[i])
+		}
+		switch k {
+		case "pid":
+			r.PID, err = strconv.Atoi(v)
+		case "start":
+			r.StartTicks, err = strconv.ParseUint(v, 10, 64)
+		case "uid":
+			r.UID, err = strconv.Atoi(v)
+		case "class":
+			r.Class, err = ParseClass(v)
+		case "slo":
+			r.SLO, err = ParseSLO(v)
+		}
+		if err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// keepsRecords says whether dir keeps tenant records: a Shared directory
+// of root's (the node directory), whose blocks are its users'. A user's
+// own directory and carve-dra's keep none.
+func keepsRecords(dir string) bool {
+	st, err := os.Stat(dir)
+	return err == nil && st.Mode()&os.ModeSticky != 0 && nodeDirStat(st).UID == 0
+}
+
+// Records are root's tenant records of a runtime directory (ReadRecords),
+// by tenant pid. Where none are kept (keepsRecords) Of leaves a block as
+// it says.
+type Records struct {
+	kept bool // dir keeps records (keepsRecords)
+	by   map[int]TenantRecord
+}
+
+// ReadRecords reads dir's tenant records (TenantRecords) where it keeps
+// them (keepsRecords). A directory or file carve does not trust (not root's, a link,
+// others may write it) or cannot read is skipped and reported in skipped:
+// its tenants are then believed neither LS nor of an SLO.
+func ReadRecords(dir string) (r Records, skipped []Bad) {
+	r = Records{kept: keepsRecords(dir), by: map[int]TenantRecord{}}
+	if !r.kept {
+		return r, nil
+	}
+	rd := filepath.Join(dir, TenantRecords)
+	st, err := os.Lstat(rd)
+	if errors.Is(err, os.ErrNotExist) {
+		return r, nil
+	}
+	if err == nil {
+		err = trustRootDir("tenant records", rd, nodeDirStat(st))
+	}
+	var des []os.DirEntry
+	if err == nil {
+		des, err = os.ReadDir(rd)
+	}
+	if err != nil {
+		return r, []Bad{{Path: rd, Reason: "records", Why: err.Error() + ": no tenant of carve run is believed LS", err: err}}
+	}
+	for _, de := range des {
+		pid, err := strconv.Atoi(de.Name())
+		if err != nil {
+			continue // a record being written (.PID.new-*)
+		}
+		path := filepath.Join(rd, de.Name())
+		rec, err := readRecord(path)
+		if b, ok := badOf(path, err); ok {
+			skipped = append(skipped, b)
+			continue
+		}
+		if err == nil && rec.PID == pid {
+			r.by[pid] = rec
+		}
+	}
+	return r, skipped
+}
+
+// readRecord reads the tenant record at path: a regular file (no link) of
+// root's that parses (parseRecord).
+func readRecord(path string) (TenantRecord, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return TenantRecord{}, &Bad{Path: path, Reason: "symlink", Why: fmt.Sprintf("tenant record %s is a symbolic link: not honoured", path), err: err}
+		}
+		return TenantRecord{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return TenantRecord{}, err
+	}
+	if !st.Mode().IsRegular() {
+		return TenantRecord{}, &Bad{Path: path, Reason: "not-regular", Why: fmt.Sprintf("tenant record %s is not a regular file (%s): not honoured", path, st.Mode().Type())}
+	}
+	if uid := nodeDirStat(st).UID; uid != 0 {
+		return TenantRecord{}, &Bad{Path: path, Reason: "owner", Why: fmt.Sprintf("tenant record %s is owned by %s, not root: not honoured", path, userName(uid))}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, recordMax+1))
+	if err == nil && len(b) > recordMax {
+		err = fmt.Errorf("over %d bytes", recordMax)
+	}
+	var r TenantRecord
+	if err == nil {
+		r, err = parseRecord(string(b))
+	}
+	if err != nil {
+		return r, &Bad{Path: path, Reason: "record", Why: fmt.Sprintf("tenant record %s: %v: not honoured", path, err), err: err}
+	}
+	return r, nil
+}
+
+// of is the record of block e's tenant, if it has one that is e's: by its
+// tenant pid, of its user (the owner of e's file), and for its first
+// block of its process (start ticks).
+func (r Records) of(e Entry) (TenantRecord, bool) {
+	rec, ok := r.by[e.Tenant]
+	if !ok || rec.UID != ownerOf(e.Path) || e.PID == e.Tenant && e.StartTicks != rec.StartTicks {
+		return TenantRecord{}, false
+	}
+	return rec, true
+}
+
+// Recorded says whether block e's tenant has a record of root's (where
+// none are kept: true).
+func (r Records) Recorded(e Entry) bool {
+	_, ok := r.of(e)
+	return ok || !r.kept
+}
+
+// Of is block e as carve believes its class and SLO (SeatsOf, the SLO
+// controller): in the node directory (keepsRecords), those of its
+// tenant's record, never what the block says, which its processes may
+// write (a BE tenant that wrote class LS or an SLO of 10 us would hold
+// every other user's BE tenants back). A block that says LS is LS only
+// where its record says so, else of its record's class (none without a
+// record); one that says BE or no class stays so (lowering itself harms
+// only itself); an SLO is an LS tenant's of its record. Elsewhere e is
+// left as it says, as claims' blocks are believed as their records say
+// (internal/slo's claimed).
+func (r Records) Of(e Entry) Entry {
+	if !r.kept {
+		return e
+	}
+	rec, ok := r.of(e)
+	if e.Class == ClassLS {
+		e.Class = rec.Class // ClassNone where it has none
+	}
+	e.Tide.SLO = SLO{}
+	if ok && e.Class == ClassLS {
+		e.Tide.SLO = rec.SLO
+	}
+	return e
+}
+
+// RecordTenants brings the tenant records of dir up to date with its
+// live blocks (blocks): a tenant of carve run with no record, or with one
+// of an earlier process of its pid, is recorded from its first block
+// (PID == Tenant), where that block's start ticks are its process's; the
+// record of a tenant with no live block is removed. Each record is
+// written under a temporary name renamed into place, root's, mode 0644,
+// into TenantRecords, which it makes (root's, mode 0755) or replaces
+// where a user made it first. It does this only where dir keeps records
+// (keepsRecords), as root (root's fence); elsewhere it does nothing. Call
+// it under the placement lock.
+func RecordTenants(dir string, blocks []Entry) error {
+	if !keepsRecords(dir) || os.Geteuid() != 0 {
+		return nil
+	}
+	rd, err := rootDir(filepath.Join(dir, TenantRecords), "tenant records")
+	if err != nil {
+		return err
+	}
+	have, _ := ReadRecords(dir)
+	live := map[int]bool{}
+	for _, e := range blocks {
+		live[e.Tenant] = true
+	}
+	var errs []error
+	for _, e := range blocks {
+		if e.PID != e.Tenant {
+			continue
+		}
+		if rec, ok := have.by[e.PID]; ok && rec.StartTicks == e.StartTicks {
+			continue
+		}
+		ticks, err := StartTicks(e.PID)
+		if err != nil || ticks == 0 || ticks != e.StartTicks {
+			continue // not its process's: a block's start ticks are its to write
+		}
+		rec := TenantRecord{PID: e.PID, StartTicks: ticks, UID: ownerOf(e.Path), Class: e.Class}
+		if rec.Class == ClassLS {
+			rec.SLO = e.Tide.SLO
+		}
+		if err := writeRecord(rd, rec); err != nil {
+			errs = append(errs, fmt.Errorf("recording tenant %d in %s: %w", e.PID, rd, err))
+		}
+	}
+	des, err := os.ReadDir(rd)
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("tenant records: %w", err))...)
+	}
+	for _, de := range des {
+		if pid, err := strconv.Atoi(de.Name()); err != nil || !live[pid] {
+			os.RemoveAll(filepath.Join(rd, de.Name())) // ended, or left of a write cut short
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// writeRecord writes rec into the records directory rd, under a
+// temporary name renamed into place, mode 0644.
+func writeRecord(rd string, rec TenantRecord) error {
+	f, err := os.CreateTemp(rd, "."+strconv.Itoa(rec.PID)+".new-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	err = f.Chmod(0o644) // past the umask
+	if err == nil {
+		_, err = f.WriteString(rec.String())
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(rd, strconv.Itoa(rec.PID)))
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}

@@ -1,0 +1,100 @@
+// Tests of root's tenant records (tenantrecord.go): what a record holds,
+// read back; and the rule of what carve believes of a block's class and
+// SLO (Records.Of) in the node directory and outside it.
+
+package ctl
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestTenantRecordRoundTrip: a record reads back as written; one of
+// another layout does not parse.
+func TestTenantRecordRoundTrip(t *testing.T) {
+	for _, r := range []TenantRecord{
+		{PID: 12, StartTicks: 345, UID: 65534, Class: ClassLS, SLO: SLO{Max: 8 * time.Millisecond}},
+		{PID: 13, StartTicks: 1, UID: 0, Class: ClassLS, SLO: SLO{Alone: 2}},
+		{PID: 14, StartTicks: 2, UID: 7, Class: ClassBE},
+		{PID: 15, StartTicks: 3, UID: 7},
+	} {
+		got, err := parseRecord(r.String())
+		if err != nil || got != r {
+			t.Errorf("%q read back as %+v, %v; want %+v", r.String(), got, err, r)
+		}
+	}
+	for _, text := range []string{"", "pid 1\n", "pid x\nstart 1\nuid 1\nclass ls\nslo \n", "pid 1\nstart 1\nuid 1\nclass root\nslo \n",
+		"start 1\npid 1\nuid 1\nclass ls\nslo \n", "pid 1\nstart 1\nuid 1\nclass ls\nslo 1us\n"} {
+		if r, err := parseRecord(text); err == nil {
+			t.Errorf("%q parsed as %+v", text, r)
+		}
+	}
+}
+
+// TestRecordsOf: in the node directory a block is LS, with an SLO, only
+// as its tenant's record (of its user, and for a first block of its
+// process) says; one that says BE or no class stays so; with no record
+// it is of no class. Outside it a block is as it says.
+func TestRecordsOf(t *testing.T) {
+	needRoot(t)
+	dir := filepath.Join(t.TempDir(), "node")
+	if err := InitNodeDir(dir, -1); err != nil {
+		t.Fatal(err)
+	}
+	block := func(pid, tenant int, class uint32, uid int) Entry {
+		path := filepath.Join(dir, "b"+strconv.Itoa(pid))
+		if err := os.WriteFile(path, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(path, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+		e := Entry{Path: path}
+		e.PID, e.Tenant, e.StartTicks, e.Class, e.Tide.SLO = pid, tenant, 99, class, SLO{Max: 10 * time.Microsecond}
+		return e
+	}
+	slo := SLO{Max: 5 * time.Millisecond}
+	rd := filepath.Join(dir, TenantRecords)
+	for _, r := range []TenantRecord{{PID: 100, StartTicks: 99, UID: 65534, Class: ClassLS, SLO: slo}, {PID: 200, StartTicks: 99, UID: 65534, Class: ClassBE}} {
+		if err := writeRecord(rd, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, bad := ReadRecords(dir)
+	if len(bad) != 0 {
+		t.Fatal(bad)
+	}
+	for _, c := range []struct {
+		name  string
+		e     Entry
+		class uint32
+		slo   SLO
+	}{
+		{"LS, recorded LS", block(100, 100, ClassLS, 65534), ClassLS, slo},
+		{"LS child, recorded LS", block(101, 100, ClassLS, 65534), ClassLS, slo},
+		{"BE, recorded LS", block(102, 100, ClassBE, 65534), ClassBE, SLO{}},
+		{"LS, recorded LS, another user's block", block(103, 100, ClassLS, 65533), ClassNone, SLO{}},
+		{"LS, recorded BE", block(200, 200, ClassLS, 65534), ClassBE, SLO{}},
+		{"LS child, recorded BE", block(201, 200, ClassLS, 65534), ClassBE, SLO{}},
+		{"LS, no record", block(300, 300, ClassLS, 65534), ClassNone, SLO{}},
+		{"BE, no record", block(301, 301, ClassBE, 65534), ClassBE, SLO{}},
+	} {
+		if got := recs.Of(c.e); got.Class != c.class || got.Tide.SLO != c.slo {
+			t.Errorf("%s: class %d, SLO %v; want %d, %v", c.name, got.Class, got.Tide.SLO, c.class, c.slo)
+		}
+	}
+	first := block(100, 100, ClassLS, 65534)
+	first.StartTicks = 98 // another process of its pid
+	if got := recs.Of(first); got.Class != ClassNone {
+		t.Errorf("a first block of another process than the record's: class %d, want none", got.Class)
+	}
+
+	own := t.TempDir() // a user's own directory: no records
+	e := block(400, 400, ClassLS, 65534)
+	if mine, _ := ReadRecords(own); mine.Of(e).Class != ClassLS || mine.Of(e).Tide.SLO != e.Tide.SLO || !mine.Recorded(e) {
+		t.Error("outside the node directory a block is not as it says")
+	}
+}
