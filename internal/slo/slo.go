@@ -81,6 +81,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -540,6 +541,11 @@ func (c *Controller) write(all []tenant, gpus map[string]*gpu) error {
 		}
 		if err != nil && first == nil {
 			first = err
+		}
+	}
+	for path := range c.paused { // the blocks gone since they were paused
+		if !slices.ContainsFunc(all, func(t tenant) bool { return t.Path == path }) {
+			delete(c.paused, path)
 		}
 	}
 	return first
