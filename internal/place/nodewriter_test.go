@@ -8,6 +8,7 @@ package place
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -265,6 +266,31 @@ func TestAwaitRecord(t *testing.T) {
 		if !strings.Contains(w, want) {
 			t.Errorf("the warning %q does not say %q", w, want)
 		}
+	}
+
+	// a tenant of no class waits for its record too: one that wrote LS
+	// into its block before root recorded it would be believed LS
+	sleeper := exec.Command("sleep", "60")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	none, err := ctl.Create(dir, ctl.Init{PID: sleeper.Process.Pid,
+		Parts: []ctl.Part{{GPU: top.UUID, Live: top.Live(), SMs: 8}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer none.Remove()
+	sleeps = 0
+	left, recorded = AwaitSeats(dir, entryOf(none), func(time.Duration) {
+		if sleeps++; sleeps == 3 {
+			if err := Fence(dir); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if len(left) != 0 || !recorded || sleeps != 3 {
+		t.Fatalf("a tenant of no class: %d sleeps, unseated %v, recorded %v; want 3, none, true", sleeps, left, recorded)
 	}
 }
 

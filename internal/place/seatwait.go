@@ -48,15 +48,13 @@ func Unseated(dir string, s ctl.Snapshot) []ctl.Part {
 	return out
 }
 
-// Unrecorded says whether e, the first block in dir of an LS or BE tenant
-// of carve run, has no record of root's yet (ctl.RecordTenants), which
-// carve believes its class and SLO from in the node directory: a record
-// taken after its program started could be of what the program wrote.
-// Of a tenant of no class, or where no records are kept, false.
+// Unrecorded says whether e, the first block in dir of a tenant of carve
+// run (of any class: one of none that wrote LS into its block before its
+// record was taken would be believed LS), has no record of root's yet
+// (ctl.RecordTenants), which carve believes its class and SLO from in the
+// node directory: a record taken after its program started could be of
+// what the program wrote. Where no records are kept, false.
 func Unrecorded(dir string, e ctl.Entry) bool {
-	if e.Class != ctl.ClassLS && e.Class != ctl.ClassBE {
-		return false
-	}
 	recs, _ := ctl.ReadRecords(dir)
 	return !recs.Recorded(e)
 }
@@ -102,6 +100,9 @@ func SeatWarning(dir string, class uint32, parts []ctl.Part, recorded bool) stri
 	then := "running untided"
 	if len(parts) == 0 {
 		then = "running, not believed LS"
+		if class != ctl.ClassLS {
+			then = "running"
+		}
 	}
 	return fmt.Sprintf("no %s within %v: is root's 'carve daemon' running on the node directory %s? %s",
 		strings.Join(missing, ", no "), SeatWait, dir, then)
