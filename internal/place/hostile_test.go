@@ -38,6 +38,7 @@ var hostileElsewhere = []struct{ attack, self, file, test string }{
 	{"carve daemon's metrics beside unreadable blocks", "the same", "../daemon/unreadable_test.go", "TestMetricUnreadable"},
 	{"a busy LS file no one renews, a lease of an hour, a heartbeat ahead", "none: it holds BEs one lease at most", "../../shim/shimtest/tide_node_test.go", "TestBusySlotHoldsBEOneLease"},
 	{"garbage in another tenant's LS file or the node block, from another uid", "it writes its own LS file alone", "../../shim/shimtest/tide_node_test.go", "TestLSFilesNotWritableByOthers"},
+	{"two users' tenants in the node directory, under their uids: either writing the node block", "each writes its own LS file or the BE file alone; the LS tenant's work holds the other user's BE", "../../shim/shimtest/node_dir_test.go", "TestNodeDirTwoUsersEndToEnd"},
 	{"a user's carve writing a node block, or a user another's LS file, in the node directory", "it writes its own tenants' LS files", "nodewriter_test.go", "TestNodeDirOnlyRootWritesNodes"},
 	{"node blocks a user's carve made in the node directory before root's alone did", "none past root's next fence", "nodewriter_test.go", "TestNodeDirTakesOverUsersNodes"},
 	{"a user's BE tenant in the node directory whose block, or a child's, says LS: root's record believed, no seat", "its own processes run as its blocks say (share, memory limit, mask)", "tenantrecord_test.go", "TestNodeDirClassFromRecord"},
