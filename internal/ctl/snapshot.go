@@ -106,6 +106,9 @@ type TideStatus struct {
 	// LS: the target the SLO controller holds its estimate under now (a
 	// multiple's, of its calibration); 0 for none yet
 	SLOTarget time.Duration `json:"slo_target,omitempty"`
+	// BE: held until this CLOCK_MONOTONIC time (Mono) while the SLO
+	// controller calibrates an LS tenant (Handle.Pause); 0 for none
+	PauseUntil time.Duration `json:"pause_until,omitempty"`
 	// LS: its busy periods, all of them and those alone (no BE launch on
 	// the GPU from a second before to the end: carve_ctl.h's alone_hist)
 	Periods Hist `json:"-"`
@@ -190,8 +193,9 @@ func (h *Handle) Snapshot() Snapshot {
 		NarrowLaunch: atomic.LoadUint64(&b.NarrowLaunch), Busy: time.Duration(atomic.LoadUint64(&b.BusyNS)),
 		Requests: atomic.LoadUint64(&b.Requests), Kernel: time.Duration(atomic.LoadUint32(&b.KernelUS)) * time.Microsecond,
 		Sliced: atomic.LoadUint64(&b.Sliced), SlicePieces: atomic.LoadUint64(&b.SlicePieces),
-		SLOTarget: time.Duration(atomic.LoadUint32(&b.SLOTarget)) * time.Microsecond,
-		Periods:   b.BusyHist.read(), Alone: b.AloneHist.read()}
+		SLOTarget:  time.Duration(atomic.LoadUint32(&b.SLOTarget)) * time.Microsecond,
+		PauseUntil: time.Duration(atomic.LoadUint64(&b.PauseUntilNS)),
+		Periods:    b.BusyHist.read(), Alone: b.AloneHist.read()}
 	s.Memory = Memory{Limit: atomic.LoadUint64(&b.MemLimit), Used: atomic.LoadUint64(&b.MemUsed),
 		Peak: atomic.LoadUint64(&b.MemPeak), Refused: atomic.LoadUint64(&b.MemRefused)}
 	if s.PID == 0 || s.PID == s.Tenant { // the account block

@@ -389,8 +389,9 @@ func orDash(s string) string {
 // TideText says what an LS or BE tenant's work has been: an LS tenant's
 // time with work in flight, its requests (idle to busy) and its busy
 // periods' p50 and p99, all and alone, a BE tenant's
-// time held back and its launches held, let through and in flight, and
-// those cut into pieces (--slice).
+// time held back and its launches held, let through and in flight,
+// those cut into pieces (--slice), and whether the SLO controller pauses
+// it now (ctl.Handle.Pause).
 func TideText(r Row) string {
 	if r.Tide == nil {
 		return "-"
@@ -410,6 +411,9 @@ func TideText(r Row) string {
 		t.HeldLaunches, t.NarrowLaunch, floor, t.Inflight, t.Kernel)
 	if t.Sliced > 0 {
 		s += fmt.Sprintf(", %d cut into %d pieces", t.Sliced, t.SlicePieces)
+	}
+	if t.PauseUntil > ctl.Mono() {
+		s += "; paused while the SLO controller calibrates an LS tenant alone"
 	}
 	return s
 }

@@ -66,7 +66,7 @@ func TestClaimRows(t *testing.T) {
 }
 
 // TestTideText: a BE row says where its launches go while LS work is in
-// flight when it has a floor.
+// flight when it has a floor, and that it is paused while it is.
 func TestTideText(t *testing.T) {
 	st := &ctl.TideStatus{State: ctl.TideIdle, Held: 1500 * time.Millisecond, HeldLaunches: 40, NarrowLaunch: 900, Inflight: 3, Kernel: 250 * time.Microsecond}
 	withFloor := TideText(Row{Class: "be", Tide: st, Floor: "44-51"})
@@ -79,6 +79,14 @@ func TestTideText(t *testing.T) {
 	st.Sliced, st.SlicePieces = 12, 60
 	if got, want := TideText(Row{Class: "be", Tide: st}), ", 3 in flight, kernels 250µs, 12 cut into 60 pieces"; !strings.HasSuffix(got, want) {
 		t.Errorf("BE that cut launches: %q, want it to end %q", got, want)
+	}
+	st.PauseUntil = ctl.Mono() + time.Hour // the SLO controller calibrating
+	if got := TideText(Row{Class: "be", Tide: st}); !strings.HasSuffix(got, "; paused while the SLO controller calibrates an LS tenant alone") {
+		t.Errorf("a paused BE: %q", got)
+	}
+	st.PauseUntil = ctl.Mono() - time.Millisecond // a pause that ended
+	if got := TideText(Row{Class: "be", Tide: st}); strings.Contains(got, "paused") {
+		t.Errorf("a BE whose pause ended: %q", got)
 	}
 }
 
