@@ -8,7 +8,6 @@
 package shimtest_test
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -124,20 +123,7 @@ func makeAs(t testing.TB, c *shimtest.Clock, bin, dir string, uid int, class str
 	cmd.Env = []string{"PATH=/usr/bin:/bin", tenantEnv + "=" + class, tenantDirEnv + "=" + dir,
 		tenantShimEnv + "=" + a.TestShim, tenantProgEnv + "=" + a.Driver, "CARVE_LIBCUDA=" + a.Fake, c.Env()}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
-	p := &proc{cmd: cmd, stderr: &strings.Builder{}}
-	var err error
-	if p.in, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = p.stderr
-	p.out = bufio.NewReader(stdout)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := spawn(t, cmd)
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() }) // one waiting for the clock would wait for good
 	if line := lineWithin(t, p, c.Limit); line != "made" {
 		t.Fatalf("uid %d's %s tenant: %q; stderr: %s", uid, class, line, p.stderr)

@@ -86,20 +86,7 @@ func startExec(t testing.TB, dir string, in ctl.Init, env ...string) (*proc, *ct
 	args := []string{"-c", `read x; exec env "$@"`, "sh", "LD_PRELOAD=" + a.Shim, "CARVE_CTL_DIR=" + dir, "CARVE_LIBCUDA=" + a.Fake}
 	cmd := exec.Command("/bin/sh", append(append(args, env...), a.Driver)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
-	p := &proc{cmd: cmd, stderr: &strings.Builder{}}
-	var err error
-	if p.in, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = p.stderr
-	p.out = bufio.NewReader(stdout)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := spawn(t, cmd)
 	in.PID = cmd.Process.Pid
 	h, err := ctl.Create(dir, in)
 	if err != nil {
@@ -150,15 +137,29 @@ func startNoShim(t testing.TB) *proc {
 // its input and output, and waits until it says it is ready.
 func startCmd(t testing.TB, cmd *exec.Cmd) *proc {
 	t.Helper()
+	p := spawn(t, cmd)
+	p.ready(t)
+	return p
+}
+
+// spawn starts cmd with pipes to its input and output and its stderr
+// kept.
+func spawn(t testing.TB, cmd *exec.Cmd) *proc {
+	t.Helper()
 	p := &proc{cmd: cmd, stderr: &strings.Builder{}}
-	p.in, _ = cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
+	var err error
+	if p.in, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd.Stderr = p.stderr
 	p.out = bufio.NewReader(stdout)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p.ready(t)
 	return p
 }
 
