@@ -130,6 +130,23 @@ func trustRootDir(what, path string, st NodeDirStat) error {
 	return nil
 }
 
+// listRootDir lists the directory path, which root alone writes (what:
+// what it holds; trustRootDir): nothing where there is none, an error
+// where it is not trusted or cannot be read.
+func listRootDir(what, path string) ([]os.DirEntry, error) {
+	st, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err == nil {
+		err = trustRootDir(what, path, nodeDirStat(st))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadDir(path)
+}
+
 // published reads the claims published in dir (PublishedDir), by UID,
 // except those in have (dir's own claims), each its record alone
 // (Claim.Published). A directory or a file carve does not trust (not
@@ -137,17 +154,7 @@ func trustRootDir(what, path string, st NodeDirStat) error {
 // reported in skipped.
 func published(dir string, have map[string]bool) (claims []Claim, skipped []Bad) {
 	pd := filepath.Join(dir, PublishedDir)
-	st, err := os.Lstat(pd)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err == nil {
-		err = trustPublished(pd, nodeDirStat(st))
-	}
-	var des []os.DirEntry
-	if err == nil {
-		des, err = os.ReadDir(pd)
-	}
+	des, err := listRootDir("published claims", pd)
 	if err != nil {
 		return nil, []Bad{{Path: pd, Reason: "published", Why: err.Error() + ": its claims are not honoured", err: err}}
 	}

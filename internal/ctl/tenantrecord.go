@@ -109,17 +109,7 @@ func ReadRecords(dir string) (r Records, skipped []Bad) {
 		return r, nil
 	}
 	rd := filepath.Join(dir, TenantRecords)
-	st, err := os.Lstat(rd)
-	if errors.Is(err, os.ErrNotExist) {
-		return r, nil
-	}
-	if err == nil {
-		err = trustRootDir("tenant records", rd, nodeDirStat(st))
-	}
-	var des []os.DirEntry
-	if err == nil {
-		des, err = os.ReadDir(rd)
-	}
+	des, err := listRootDir("tenant records", rd)
 	if err != nil {
 		return r, []Bad{{Path: rd, Reason: "records", Why: err.Error() + ": no tenant of carve run is believed LS", err: err}}
 	}
