@@ -25,7 +25,7 @@ func TestCheckSeatsANewBlock(t *testing.T) {
 	if err := ctl.InitNodeDir(dir, -1); err != nil {
 		t.Fatal(err)
 	}
-	c := &collector{dir: dir}
+	c := newCollector(dir, false, nil)
 	c.reclaim() // the daemon's first pass
 	if c.check() {
 		t.Fatal("a check with nothing changed fenced")

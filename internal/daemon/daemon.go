@@ -140,7 +140,7 @@ func Run(ctx context.Context, o Options) error {
 			}
 		})
 	}()
-	c := &collector{dir: o.Dir, showCommands: o.ShowCommands, slo: ctrl}
+	c := newCollector(o.Dir, o.ShowCommands, ctrl)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	mux := http.NewServeMux()
@@ -169,7 +169,7 @@ func Run(ctx context.Context, o Options) error {
 	t := time.NewTicker(o.Interval)
 	defer t.Stop()
 	var checks <-chan time.Time // none where no user's carve needs the daemon to seat
-	if ctl.Shared(o.Dir) && ctl.WritesNodes(o.Dir) {
+	if c.checks {
 		ct := time.NewTicker(CheckEvery)
 		defer ct.Stop()
 		checks = ct.C
@@ -237,7 +237,15 @@ type collector struct {
 	showCommands bool // Options.ShowCommands: the command label is "" without it
 	slo          *slo.Controller
 	reclaimed    atomic.Int64
+	checks       bool   // it checks the directory every CheckEvery (a Shared one it writes the node blocks of)
 	seen         string // what check last saw of the directory (listed)
+}
+
+// newCollector is the collector of dir's blocks, steered by ctrl (nil:
+// none), that checks dir every CheckEvery where it is Shared and this
+// process writes its node blocks (root's, in the node directory).
+func newCollector(dir string, showCommands bool, ctrl *slo.Controller) *collector {
+	return &collector{dir: dir, showCommands: showCommands, slo: ctrl, checks: ctl.Shared(dir) && ctl.WritesNodes(dir)}
 }
 
 // reclaim frees the slots of LS tenants that no longer run, in every node
@@ -255,7 +263,9 @@ func (c *collector) reclaim() int {
 	// ended processes held back to their memory accounts
 	ctl.Scan(c.dir)
 	ctl.Claims(c.dir)
-	c.seen = listed(c.dir) // what this fence sees, for check
+	if c.checks {
+		c.seen = listed(c.dir) // what this fence sees, for check
+	}
 	place.Fence(c.dir)
 	c.reclaimed.Add(int64(n))
 	return n
