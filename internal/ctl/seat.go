@@ -280,12 +280,12 @@ func ownerOf(path string) int {
 
 // SeatsOf are the seats of the LS tenants among blocks (of live processes
 // in dir, one seat a tenant and GPU) and claims: a block's tenant is LS as
-// carve believes it (Records.Of: in the node directory, as root's record
-// says), a claim's as its record says.
-func SeatsOf(dir string, blocks []Entry, claims []Claim) []Seat {
+// carve believes it (recs.Of: in the node directory, as root's record
+// says; recs are dir's, ReadRecords or RecordTenants), a claim's as its
+// record says.
+func SeatsOf(dir string, recs Records, blocks []Entry, claims []Claim) []Seat {
 	var out []Seat
 	index := map[[2]string]int{}
-	recs, _ := ReadRecords(dir)
 	for _, e := range blocks {
 		if recs.Of(e).Class != ClassLS {
 			continue

@@ -217,17 +217,18 @@ func (r Records) Of(e Entry) Entry {
 // written under a temporary name renamed into place, root's, mode 0644,
 // into TenantRecords, which it makes (root's, mode 0755) or replaces
 // where a user made it first. It does this only where dir keeps records
-// (keepsRecords), as root (root's fence); elsewhere it does nothing. Call
-// it under the placement lock.
-func RecordTenants(dir string, blocks []Entry) error {
-	if !keepsRecords(dir) || os.Geteuid() != 0 {
-		return nil
+// (keepsRecords), as root (root's fence); elsewhere it writes nothing.
+// It returns the records it leaves (ReadRecords' where it wrote none), for
+// SeatsOf. Call it under the placement lock.
+func RecordTenants(dir string, blocks []Entry) (Records, error) {
+	have, _ := ReadRecords(dir)
+	if !have.kept || os.Geteuid() != 0 {
+		return have, nil
 	}
 	rd, err := rootDir(filepath.Join(dir, TenantRecords), "tenant records")
 	if err != nil {
-		return err
+		return have, err
 	}
-	have, _ := ReadRecords(dir)
 	live := map[int]bool{}
 	for _, e := range blocks {
 		live[e.Tenant] = true
@@ -250,18 +251,21 @@ func RecordTenants(dir string, blocks []Entry) error {
 		}
 		if err := writeRecord(rd, rec); err != nil {
 			errs = append(errs, fmt.Errorf("recording tenant %d in %s: %w", e.PID, rd, err))
+			continue
 		}
+		have.by[e.PID] = rec
 	}
 	des, err := os.ReadDir(rd)
 	if err != nil {
-		return errors.Join(append(errs, fmt.Errorf("tenant records: %w", err))...)
+		return have, errors.Join(append(errs, fmt.Errorf("tenant records: %w", err))...)
 	}
 	for _, de := range des {
 		if pid, err := strconv.Atoi(de.Name()); err != nil || !live[pid] {
 			os.RemoveAll(filepath.Join(rd, de.Name())) // ended, or left of a write cut short
+			delete(have.by, pid)
 		}
 	}
-	return errors.Join(errs...)
+	return have, errors.Join(errs...)
 }
 
 // writeRecord writes rec into the records directory rd, under a

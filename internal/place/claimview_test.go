@@ -275,7 +275,7 @@ func TestPublishedLSClaimFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range ctl.SeatsOf(nd, l.Live, l.Claims) {
+	for _, s := range ctl.SeatsOf(nd, l.Records, l.Live, l.Claims) {
 		if s.Claim != "" {
 			t.Errorf("the published claim is seated in the node directory: %+v", s)
 		}

@@ -47,9 +47,9 @@ func fence(dir string, parts []ctl.Snapshot, blocks []ctl.Entry, claims []ctl.Cl
 	if !ctl.WritesNodes(dir) {
 		return nil
 	}
-	recorded := ctl.RecordTenants(dir, blocks)
+	recs, recorded := ctl.RecordTenants(dir, blocks)
 	made := makeNodes(dir, parts)
-	seated := errors.Join(recorded, made, ctl.Seats(dir, ctl.SeatsOf(dir, blocks, claims)))
+	seated := errors.Join(recorded, made, ctl.Seats(dir, ctl.SeatsOf(dir, recs, blocks, claims)))
 	nodes, err := ctl.Nodes(dir)
 	if err != nil || len(nodes) == 0 {
 		return errors.Join(seated, err)
