@@ -130,7 +130,7 @@ func TestSerialRestartCalibratesAgain(t *testing.T) {
 
 // TestSerialCalibrationIdleReleases: a server too slow to calibrate at
 // once holds the BE at level 0 only while it has periods: idle, the BE
-// has a share of 1 and the queue it asked within a second, still
+// has a share of 1 and the queue it asked within 500 ms, still
 // calibrating; busy again, it is held and the calibration completes.
 func TestSerialCalibrationIdleReleases(t *testing.T) {
 	p := newPlant(t)
@@ -142,7 +142,7 @@ func TestSerialCalibrationIdleReleases(t *testing.T) {
 		t.Fatalf("calibrating: BE share %g, view %+v", share, p.view(v))
 	}
 	v.load(0)
-	released(t, p, be)
+	released(t, p, be, 20)
 	p.run(20)
 	if w := p.view(v); !w.Calibrating {
 		t.Fatalf("idle: view %+v, want it still calibrating", w)

@@ -6,6 +6,7 @@
 package slo_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -142,21 +143,48 @@ func TestSerialIdleReleases(t *testing.T) {
 		t.Fatalf("busy server: BE share %g", share)
 	}
 	v.load(0)
-	released(t, p, be)
+	released(t, p, be, serialRate)
 }
 
 // released runs the plant until be has a share of 1 and the queue it
-// asked (serialQueue), and fails if that takes over a second (10 steps)
-// from the server going idle.
-func released(t *testing.T, p *plant, be *ctl.Handle) {
+// asked (serialQueue), and fails if that takes more than one step (the
+// request in flight) past the quiet a server at rate requests a second is
+// judged by: slo.QuietSteps steps, or slo.QuietGaps of its mean gaps (300
+// ms at serialRate, 500 at 20 a second).
+func released(t *testing.T, p *plant, be *ctl.Handle, rate float64) {
 	t.Helper()
+	quiet := max(slo.QuietSteps, int(math.Ceil(slo.QuietGaps/rate/slo.DefaultInterval.Seconds())))
 	for i := 0; ; i++ {
 		if s := be.Snapshot(); s.Tide.Share == 1 && s.Tide.Queue == serialQueue {
 			return
 		}
-		if i == 10 {
-			t.Fatalf("a second after the server went idle: %+v", be.Snapshot().Tide)
+		if i == quiet+1 {
+			t.Fatalf("%d steps after the server went idle: %+v", i, be.Snapshot().Tide)
 		}
 		p.run(1)
+	}
+}
+
+// TestSerialSparseNotReleased: a server whose requests come further apart
+// than slo.QuietSteps (20 a second, each 20 ms: an LLM's decode) is not
+// taken for quiet between them: its BE is never given level 1 while it
+// serves, which one taken quiet after QuietSteps alone would be about
+// once in 50 gaps.
+func TestSerialSparseNotReleased(t *testing.T) {
+	for _, seed := range seeds {
+		p := newPlant(t)
+		p.addSerial(ctl.SLO{Max: 40 * time.Millisecond}, 20*time.Millisecond, serialK, 20, seed)
+		p.addBE(1, serialQueue)
+		p.run(50)
+		released := 0
+		for range 300 {
+			p.run(1)
+			if share, _ := p.dials(); share == 1 {
+				released++
+			}
+		}
+		if released > 0 {
+			t.Errorf("seed %d: BE share 1 at %d of 300 steps while the server served", seed, released)
+		}
 	}
 }

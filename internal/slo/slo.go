@@ -42,10 +42,11 @@
 // busy more than Saturated over its window or Backlog over its newest
 // BacklogSteps steps (a queue it has not drained). A tenant that writes
 // no busy time (its estimate is its periods' p99) halves the level over
-// its target and raises it by Raise under Headroom of it. No busy period
-// in the window and none in flight: the level is 1, all to the BE tenants
-// (who the shim's gate holds back only while LS work is in flight
-// anyway). On the serial plant of serial_test.go (70% busy alone, a 15 ms
+// its target and raises it by Raise under Headroom of it. A tenant with
+// no request begun in its newest QuietSteps steps (or QuietGaps of its
+// mean gaps between requests) and none in flight is quiet; all quiet, the
+// level is 1, all to the BE tenants (who the shim's gate holds back only
+// while LS work is in flight anyway), and busy again, the level they had. On the serial plant of serial_test.go (70% busy alone, a 15 ms
 // SLO) the requests' p99 over 10 s is 0.69 to 1.00 times the SLO and the
 // BE's share 0.06 to 0.08, where the law that halved the level over the
 // SLO and raised it by Raise under Headroom gave 0.87 to 1.76 times and
@@ -110,6 +111,8 @@ const (
 	Backlog          = 0.98                   // ... and over the newest BacklogSteps: a queue the server has not drained
 	BacklogSteps     = 2
 	PauseSteps       = 2 // a calibration's pause of the BE tenants lasts this many intervals past its step
+	QuietSteps       = 2 // an LS tenant with no request begun or period ended in this many steps ...
+	QuietGaps        = 8 // ... and this many of its mean gaps between requests, none in flight, is quiet
 	quantile         = 0.99
 )
 
@@ -136,6 +139,7 @@ type Controller struct {
 	cal    map[string]calibration // by LS block: its calibration (calibrate.go), where its block's alone periods will not do
 	zero   map[string]bool        // the GPUs whose BE tenants were all at level 0 at the last step
 	paused map[string]bool        // the BE blocks it paused at the last step
+	resume map[string]float64     // by GPU: the level it had when its LS tenants went quiet
 	every  time.Duration          // Run's interval (DefaultInterval before): a pause lasts PauseSteps of it
 	lockMu sync.Mutex
 	lock   *os.File // the directory's LockFile, locked, while c holds it (lock.go)
@@ -176,7 +180,7 @@ type View struct {
 // New is a controller of the blocks in dir.
 func New(dir string) *Controller {
 	return &Controller{dir: dir, hist: map[string][]sample{}, cut: map[string]int{}, view: map[Key]View{},
-		cal: map[string]calibration{}, zero: map[string]bool{}, levels: map[string]float64{}, paused: map[string]bool{}, every: DefaultInterval}
+		cal: map[string]calibration{}, zero: map[string]bool{}, levels: map[string]float64{}, paused: map[string]bool{}, resume: map[string]float64{}, every: DefaultInterval}
 }
 
 // Run steps every interval (0: DefaultInterval) until ctx ends, while it
@@ -417,6 +421,7 @@ func (c *Controller) readLS(all []tenant) map[string]*gpu {
 func (c *Controller) decide(name string, g *gpu) {
 	if !g.bound || len(g.be) == 0 {
 		delete(c.levels, name)
+		delete(c.resume, name)
 		return
 	}
 	level, ok := c.levels[name]
@@ -432,16 +437,16 @@ func (c *Controller) decide(name string, g *gpu) {
 	busy, calibrate, emergency := false, false, false
 	next := math.Inf(1)
 	for _, v := range g.ls {
-		periods := window(v.samples, 0).h.Count() > 0
+		active := v.active(c.every)
 		if v.calibrating {
-			calibrate = calibrate || periods
-			busy = busy || periods
+			calibrate = calibrate || active
+			busy = busy || active
 			continue
 		}
 		if v.target == 0 {
 			continue
 		}
-		if periods || v.TideStatus.State == ctl.TideBusy {
+		if active || v.TideStatus.State == ctl.TideBusy {
 			busy = true
 		}
 		w := window(v.samples, c.cut[name])
@@ -454,11 +459,20 @@ func (c *Controller) decide(name string, g *gpu) {
 		}
 		next = math.Min(next, step(g.level, w, v.last(), target))
 	}
+	resume, resumed := c.resume[name]
+	if busy {
+		delete(c.resume, name)
+	}
 	switch {
 	case !busy:
+		if !resumed {
+			c.resume[name] = g.level
+		}
 		g.level = 1
 	case calibrate:
 		g.level, g.pause = 0, true
+	case resumed: // busy again: from the level it had when it went quiet
+		g.level = resume
 	case emergency:
 		g.level *= Backoff
 		c.cut[name] = c.step
@@ -621,6 +635,28 @@ func (v lsView) last() win {
 		return win{}
 	}
 	return window(v.samples, v.samples[len(v.samples)-2].step)
+}
+
+// active is whether v has begun a request or ended a period within its
+// quiet time, the longer of QuietSteps steps of every and QuietGaps of its
+// mean gaps between requests over its window up to the last (at a Poisson
+// rate a gap that long comes once in e^QuietGaps, about 3,000, gaps). A
+// tenant that has not, with no period in flight, has gone quiet: its GPU's
+// BE tenants get level 1 until it is busy again, then the level it had.
+func (v lsView) active(every time.Duration) bool {
+	s := v.samples
+	j := len(s) - 1 // the newest step that saw it do something
+	for j > 0 && s[j].h.Count() == s[j-1].h.Count() && s[j].reqs == s[j-1].reqs {
+		j--
+	}
+	if j == 0 {
+		return false
+	}
+	quiet := QuietSteps * every
+	if r := window(s[:j+1], 0).rate(); r > 0 {
+		quiet = max(quiet, time.Duration(QuietGaps/r*float64(time.Second)))
+	}
+	return s[len(s)-1].at.Sub(s[j].at) < quiet
 }
 
 // recent is what v did in its newest BacklogSteps steps (nothing with

@@ -73,31 +73,34 @@ func TestConvergesAndHoldsThroughLoadStep(t *testing.T) {
 	}
 }
 
-// TestIdleLSGivesAll: once the LS has no periods, the BE has a share of
-// 1 and the queue it asked within a second; when the LS comes back, it
-// is held again.
+// TestIdleLSGivesAll: once the LS has no periods for slo.QuietSteps
+// steps, the BE has a share of 1 and the queue it asked by the next;
+// when the LS comes back, it is held at once at the level it had (not
+// brought down from 1 a step at a time, which would take it 10 steps).
 func TestIdleLSGivesAll(t *testing.T) {
 	p := newPlant(t)
 	l := p.addLS(ctl.SLO{Max: 5 * time.Millisecond}, 2*time.Millisecond, 4, 40)
 	be := p.addBE(0.05, 300*time.Microsecond)
 	p.run(60)
-	if share, _ := p.dials(); share >= 1 {
-		t.Fatalf("busy LS: BE share %g", share)
+	before, _ := p.dials()
+	if before >= 1 {
+		t.Fatalf("busy LS: BE share %g", before)
 	}
 	l.rate = 0
 	for i := 0; ; i++ {
 		if s := be.Snapshot(); s.Tide.Share == 1 && s.Tide.Queue == 300*time.Microsecond {
 			break
 		}
-		if i == 10 {
-			t.Fatalf("a second after the LS went idle: %+v", be.Snapshot().Tide)
+		if i == slo.QuietSteps+1 {
+			t.Fatalf("%d steps after the LS went idle: %+v", i, be.Snapshot().Tide)
 		}
 		p.run(1)
 	}
+	p.run(20)
 	l.rate = 40 // busy again
-	p.run(2)
-	if share, _ := p.dials(); share >= 1 {
-		t.Errorf("LS busy again: BE share %g", share)
+	p.run(1)
+	if share, _ := p.dials(); share > before*slo.MaxStep {
+		t.Errorf("LS busy again: BE share %g, %g before it went idle", share, before)
 	}
 }
 
