@@ -502,7 +502,7 @@ func TestManyThreads(t *testing.T) {
 
 // BenchmarkLaunchCost: host time of one launch of an empty kernel through
 // the shim against the fake driver, per tenant class (go test -bench
-// LaunchCost ./internal/ctl). The driver's own cost is the fake's, so the
+// LaunchCost ./shim/shimtest). The driver's own cost is the fake's, so the
 // differences between cases are the shim's.
 func BenchmarkLaunchCost(b *testing.B) {
 	cases := []struct {
@@ -529,6 +529,21 @@ func BenchmarkLaunchCost(b *testing.B) {
 		{"BE, LS recent", func(b *testing.B, dir string) *proc {
 			ls := startLS(b, dir)
 			p, _ := startBE(b, dir, ctl.Tide{InflightMax: 1 << 20})
+			serveOne(b, ls)
+			return p
+		}},
+		{"BE bounded, LS recent", func(b *testing.B, dir string) *proc {
+			ls := startLS(b, dir)
+			p, _ := startBE(b, dir, ctl.Tide{InflightMax: 8, Queue: 300 * time.Microsecond, Share: 1})
+			serveOne(b, ls)
+			return p
+		}},
+		{"BE steered by the SLO controller, LS recent", func(b *testing.B, dir string) *proc {
+			ls := startLS(b, dir)
+			p, h := startBE(b, dir, ctl.Tide{InflightMax: 8, Queue: 300 * time.Microsecond, Share: 1})
+			if err := h.Steer(0.3, 100*time.Microsecond); err != nil {
+				b.Fatal(err)
+			}
 			serveOne(b, ls)
 			return p
 		}},
