@@ -62,6 +62,11 @@
  * longer than this a launch */
 #define CARVE_PAUSE_MAX_NS 500000000ull /* 500 ms */
 
+/* memory bandwidth shares (bw.c): bw_flags, and the epoch that placement
+ * divides into the slots of a GPU's tenants with a share (ctl.BWEpoch) */
+#define CARVE_BW_STRICT 1u /* never outside its slot, wanted or not */
+#define CARVE_BW_EPOCH_NS 2000000ull /* 2 ms */
+
 /* Driver errors that end a context's work: after one, every later call of
  * the process fails too. The shim records the first it sees in fault. */
 #define CARVE_FAULTS(X) \
@@ -107,7 +112,7 @@ struct carve_gpu_part {
 	uint32_t sms;            /*  64: SMs of the partition on this GPU, under the seqlock */
 	uint32_t pad;            /*  68 */
 	char node[48];           /*  72: this GPU's node block file name, "" = none */
-	uint64_t reserved;       /* 120 .. 128 */
+	uint64_t bw_off_ns;      /* 120: this GPU's bandwidth slot: its start in the epoch (the header's bw_off_ns) */
 };
 
 struct carve_ctl {
@@ -231,7 +236,20 @@ struct carve_ctl {
 	uint32_t asked_share_ppm;/* 732: BE: share_ppm as asked, while steered */
 	uint32_t asked_queue_us; /* 736: BE: queue_us as asked, while steered */
 	uint32_t slo_target_us;  /* 740: LS status, the SLO controller's: the target it holds the estimate under now, us (a multiple's, of its calibration), 0 = none yet */
-	uint64_t tide_reserved[35]; /* 744 .. 1024 */
+	/* memory bandwidth (bw.c), any class: the share of the GPU's time its
+	 * launches may run in, as a slot of each epoch that placement chose
+	 * apart from the GPU's other tenants' with a share (on the first GPU
+	 * here, on the others in more[i].bw_off_ns), written once by carve;
+	 * and the shim's status */
+	uint32_t bw_ppm;         /* 744: the share, per million, 0 = none */
+	uint32_t bw_flags;       /* 748: CARVE_BW_* */
+	uint64_t bw_off_ns;      /* 752: the slot's start within the epoch (CLOCK_MONOTONIC modulo bw_epoch_ns) */
+	uint64_t bw_len_ns;      /* 760: the slot's length, 0 = no gate */
+	uint64_t bw_epoch_ns;    /* 768: the epoch */
+	uint64_t bw_want_ns;     /* 776: status: CLOCK_MONOTONIC until which it wants its slot (its latest launch or wait, or the end of its work in flight) */
+	uint64_t bw_held_ns;     /* 784: status: time launches waited for the slot */
+	uint64_t bw_held_launches; /* 792: status: launches that waited */
+	uint64_t tide_reserved[28]; /* 800 .. 1024 */
 
 	/* the partitions on the tenant's other GPUs, written once by the
 	 * creator but their masks and SM counts (under the seqlock) */
@@ -325,6 +343,14 @@ struct carve_ctl {
 	X(asked_share_ppm, INHERIT) \
 	X(asked_queue_us, INHERIT) \
 	X(slo_target_us, STATUS) \
+	X(bw_ppm, INHERIT) \
+	X(bw_flags, INHERIT) \
+	X(bw_off_ns, INHERIT) \
+	X(bw_len_ns, INHERIT) \
+	X(bw_epoch_ns, INHERIT) \
+	X(bw_want_ns, STATUS) \
+	X(bw_held_ns, STATUS) \
+	X(bw_held_launches, STATUS) \
 	X(tide_reserved, UNUSED) \
 	X(more, INHERIT) \
 	X(more_reserved, UNUSED) \

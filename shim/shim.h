@@ -171,6 +171,12 @@ void carve_tide_mask(int gpu, uint32_t mask[CARVE_MASK_WORDS], const uint32_t li
  * the BE's queue); and the launch's context into *ctx. */
 int carve_tide_ls_active(CUcontext *ctx);
 
+/* bw.c: a tenant's memory bandwidth share, its slot of each epoch */
+extern int carve_bw_on; /* the block gives it a slot */
+void carve_bw_init(void *cuda, const char *dir);
+void carve_bw_launch_before(int g, CUstream s, CUcontext ctx); /* held until its slot, unless free */
+void carve_bw_launch_after(CUstream s, CUcontext ctx, CUresult r);
+
 /* tide_be.c: a BE tenant's gate on each of its GPUs */
 void carve_tide_be_init(void *cuda);
 void carve_tide_be_join(int g);

@@ -48,12 +48,25 @@ int carve_tide_ls_active(CUcontext *ctx)
 
 /* --- what the wrappers and the callback call ------------------------------ */
 
+static void tide_before(int g, CUstream s, CUcontext ctx);
+
+/* the context of this thread's launch, where a bandwidth share gates it */
+static __thread __attribute__((tls_model("initial-exec"))) CUcontext bw_ctx;
+
 void carve_launch_before(CUstream s)
 {
 	CUcontext ctx = NULL;
-	int g = carve_launch_begin(carve_tide_cls ? &ctx : NULL);
-	if (!carve_tide_cls)
-		return;
+	int g = carve_launch_begin(carve_tide_cls || carve_bw_on ? &ctx : NULL);
+	if (carve_tide_cls)
+		tide_before(g, s, ctx);
+	if (carve_bw_on) { /* after tide's gate, which may hold it long: its slot is kept to the microsecond */
+		bw_ctx = ctx;
+		carve_bw_launch_before(g, s, ctx);
+	}
+}
+
+static void tide_before(int g, CUstream s, CUcontext ctx)
+{
 	if (g < 0 || !carve_tide_gpus[g].node) {
 		launch_gpu = CARVE_GPU_NONE; /* a GPU outside tide */
 		return;
@@ -69,6 +82,8 @@ void carve_launch_before(CUstream s)
 void carve_launch_after(CUstream s, CUresult r)
 {
 	carve_launch_end();
+	if (carve_bw_on)
+		carve_bw_launch_after(s, bw_ctx, r);
 	if (!carve_tide_cls)
 		return;
 	int g = launch_gpu;

@@ -21,8 +21,12 @@ scalar product, fast Walsh transform, a CFD-like stencil; each checked against
 a CPU reference first) in one partition, alone and while matrix multiply, the
 Walsh transform or vector add runs without pause in the other, for each
 mechanism: none (MPS, no limits), MPS active-thread percentages, carve (TPC
-sets, each program a separate process under MPS) and green contexts (both
+sets, each program a separate process under MPS), carve with bandwidth shares
+of the same split on the same TPC sets (--bw --bw-strict: each in its slot of
+each epoch; and --bw alone: work-conserving), and green contexts (both
 programs as threads of this process: the API cannot partition processes).
+Each setup first times the apps with the other partition idle: for the strict
+shares, that is the apps' time in their slots alone.
 
 For each app and mechanism it reports FGPU's variation: the largest mean time
 beside an interferer over the mean time with the other partition idle, minus

@@ -13,6 +13,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -20,6 +21,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/carve-gpu/carve/internal/partition"
 	"github.com/carve-gpu/carve/internal/report"
 	"github.com/carve-gpu/carve/internal/stats"
 	"github.com/carve-gpu/carve/internal/workload"
@@ -42,7 +44,8 @@ func (o IsolationOptions) Check() error {
 
 // Isolation runs FGPU's experiment: the isolation suite in one partition,
 // alone and while each interferer runs without pause in the other, under
-// no partitioning, MPS percentages, carve and green contexts; the result
+// no partitioning, MPS percentages, carve, carve with bandwidth shares of
+// the same split (strict, and work-conserving) and green contexts; the result
 // carries FGPU's variation per app and mechanism in Params["variation"].
 func Isolation(e *Env, o IsolationOptions) (*report.Result, error) {
 	if err := o.Check(); err != nil {
@@ -57,6 +60,24 @@ func Isolation(e *Env, o IsolationOptions) (*report.Result, error) {
 		{Mechanism: "none"},
 		{Mechanism: fmt.Sprintf("MPS %.0f%%/%.0f%%", 100*share, 100*(1-share)), VictimEnv: pct(share), CompEnv: pct(1 - share)},
 		{Mechanism: fmt.Sprintf("carve %d/%d TPCs", len(vset), len(iset)), VictimPrefix: e.CarveRun(vset), CompetitorPrefix: e.CarveRun(iset)},
+	}
+	// the same halves with bandwidth shares of the same split (shim/bw.c):
+	// strict, each in its slot of each epoch whether the other runs or not
+	// (the victim's time with the other half idle, the first of each
+	// setup's runs, is then its strict slot's); and work-conserving
+	bw := func(f float64, set partition.Set, strict bool) []string {
+		flags := []string{"-t", set.String(), "--bw", strconv.FormatFloat(f, 'g', -1, 64)}
+		if strict {
+			flags = append(flags, "--bw-strict")
+		}
+		return e.Run(flags...)
+	}
+	for _, strict := range []bool{true, false} {
+		name := fmt.Sprintf("carve bw %g", share)
+		if strict {
+			name = fmt.Sprintf("carve bw strict %.0f/%.0f", 100*share, 100*(1-share))
+		}
+		setups = append(setups, Setup{Mechanism: name, VictimPrefix: bw(share, vset, strict), CompetitorPrefix: bw(1-share, iset, strict)})
 	}
 	comps := append([]string{""}, workload.Interferers...)
 	w := Workers{Exe: e.Exe, Env: e.MPSEnv()}

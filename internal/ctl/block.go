@@ -25,6 +25,7 @@ const (
 	FlagAllSMs             = 2
 	FlagMPS                = 4
 	FlagLSOwn              = 8
+	BWStrict               = 1 // bw_flags: never outside its slot
 
 	ClassNone = 0
 	ClassLS   = 1
@@ -116,7 +117,15 @@ type Block struct {
 	AskedShare   uint32     `c:"asked_share_ppm"`
 	AskedQueueUS uint32     `c:"asked_queue_us"`
 	SLOTarget    uint32     `c:"slo_target_us"`
-	TideReserved [35]uint64 `c:"tide_reserved"`
+	BWPPM        uint32     `c:"bw_ppm"`
+	BWFlags      uint32     `c:"bw_flags"`
+	BWOffNS      uint64     `c:"bw_off_ns"`
+	BWLenNS      uint64     `c:"bw_len_ns"`
+	BWEpochNS    uint64     `c:"bw_epoch_ns"`
+	BWWantNS     uint64     `c:"bw_want_ns"`
+	BWHeldNS     uint64     `c:"bw_held_ns"`
+	BWHeldLaunch uint64     `c:"bw_held_launches"`
+	TideReserved [28]uint64 `c:"tide_reserved"`
 
 	More         [GPUs - 1]BlockPart `c:"more"`
 	MoreReserved [128]byte           `c:"more_reserved"`
@@ -136,14 +145,14 @@ type BlockHist struct {
 // BlockPart mirrors struct carve_gpu_part: the partition on one more GPU
 // of the tenant, as the block's header holds that of its first.
 type BlockPart struct {
-	GPU      [16]byte  `c:"gpu"`
-	Mask     [4]uint32 `c:"mask"`
-	Live     [4]uint32 `c:"live"`
-	Floor    [4]uint32 `c:"floor"`
-	SMs      uint32    `c:"sms"`
-	Pad      uint32    `c:"pad"`
-	Node     [48]byte  `c:"node"`
-	Reserved uint64    `c:"reserved"`
+	GPU     [16]byte  `c:"gpu"`
+	Mask    [4]uint32 `c:"mask"`
+	Live    [4]uint32 `c:"live"`
+	Floor   [4]uint32 `c:"floor"`
+	SMs     uint32    `c:"sms"`
+	Pad     uint32    `c:"pad"`
+	Node    [48]byte  `c:"node"`
+	BWOffNS uint64    `c:"bw_off_ns"` // this GPU's bandwidth slot's start in the epoch
 }
 
 var _ [Size - unsafe.Sizeof(Block{})]byte // Block is exactly Size bytes

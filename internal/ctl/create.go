@@ -29,6 +29,7 @@ type Init struct {
 	Comm   []string
 
 	MemLimit uint64 // bytes of GPU memory the tenant may allocate (0: no limit)
+	BW       BW     // its memory bandwidth share (Policy.Apply); its slots are the parts'
 
 	// Parts are the tenant's partitions, one a GPU (at most GPUs), its
 	// first GPU's first. A part names its GPU by UUID where there are
@@ -48,6 +49,34 @@ type Part struct {
 	Live  topo.Enable  `json:"live"`
 	SMs   int          `json:"sms"`
 	Floor topo.Enable  `json:"floor"`
+	// BWOff is where the tenant's bandwidth slot starts in each epoch on
+	// this GPU (BW), which placement chooses apart from the slots of the
+	// GPU's other tenants with a share.
+	BWOff time.Duration `json:"bw_off,omitempty"`
+}
+
+// BW is what a block holds of a tenant's memory bandwidth share
+// (Policy.BW): its launches run in a slot of each epoch Share x Epoch
+// long (Len), starting at each part's BWOff; with Strict never outside
+// it, else also outside it while no other tenant of the GPU with a share
+// wants its own slot. Zero Share: no gate.
+type BW struct {
+	Share  float64       `json:"share"`
+	Strict bool          `json:"strict,omitempty"`
+	Epoch  time.Duration `json:"epoch,omitempty"`
+	Len    time.Duration `json:"len,omitempty"`
+}
+
+// BWEpoch is CARVE_BW_EPOCH_NS: the epoch placement divides into the
+// slots of a GPU's tenants with a bandwidth share. Short, so that a
+// tenant waits at most about an epoch for its slot; long against a
+// kernel, so that a slot holds several.
+const BWEpoch = 2 * time.Millisecond
+
+// BWSlot is the slot of a share of epoch: Share x epoch, to the
+// microsecond.
+func BWSlot(share float64, epoch time.Duration) time.Duration {
+	return (time.Duration(share*float64(epoch)) + time.Microsecond/2).Truncate(time.Microsecond)
 }
 
 // Tide is what a block holds of an LS or BE tenant's policy (Policy.Apply
@@ -119,6 +148,15 @@ func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
 	b.SLOUS, b.SLOAlone = uint32(in.Tide.SLO.Max.Microseconds()), uint32(math.Round(in.Tide.SLO.Alone*1000))
 	b.Floor = first.Floor
 	b.MemLimit = in.MemLimit
+	if in.BW.Share > 0 {
+		epoch := cmp.Or(in.BW.Epoch, BWEpoch)
+		b.BWPPM, b.BWEpochNS = uint32(math.Round(in.BW.Share*1e6)), uint64(epoch)
+		b.BWLenNS = uint64(cmp.Or(in.BW.Len, BWSlot(in.BW.Share, epoch)))
+		if in.BW.Strict {
+			b.BWFlags = BWStrict
+		}
+		b.BWOffNS = uint64(first.BWOff)
+	}
 	b.More = more
 	if err := os.Rename(tmp, path); err != nil {
 		h.Close()
@@ -166,7 +204,7 @@ func blockParts(in Init) (first Part, gpu [16]byte, more [GPUs - 1]BlockPart, er
 		if len(p.Node) >= len(more[i].Node) {
 			return first, gpu, more, fmt.Errorf("node block name %q: longer than %d bytes", p.Node, len(more[i].Node)-1)
 		}
-		more[i] = BlockPart{GPU: u, Mask: p.Mask, Live: p.Live, Floor: p.Floor, SMs: uint32(p.SMs)}
+		more[i] = BlockPart{GPU: u, Mask: p.Mask, Live: p.Live, Floor: p.Floor, SMs: uint32(p.SMs), BWOffNS: uint64(p.BWOff)}
 		copy(more[i].Node[:], p.Node)
 	}
 	return first, gpu, more, nil

@@ -77,6 +77,7 @@ func TestConstantsMatchHeaders(t *testing.T) {
 		"CARVE_STATE_UNHOOKED": ctl.StateUnhooked, "CARVE_STATE_NO_DRIVER": ctl.StateNoDriver,
 		"CARVE_CLASS_NONE": ctl.ClassNone, "CARVE_CLASS_LS": ctl.ClassLS, "CARVE_CLASS_BE": ctl.ClassBE,
 		"CARVE_EPOCH_NS": uint64(ctl.DefaultPolicy.Epoch), "CARVE_PAUSE_MAX_NS": uint64(ctl.PauseMax),
+		"CARVE_BW_STRICT": ctl.BWStrict, "CARVE_BW_EPOCH_NS": uint64(ctl.BWEpoch),
 		"CARVE_HIST_BUCKETS": ctl.HistBuckets,
 		"CARVE_TIDE_OFF":     ctl.TideOff, "CARVE_TIDE_IDLE": ctl.TideIdle, "CARVE_TIDE_BUSY": ctl.TideBusy, "CARVE_TIDE_HELD": ctl.TideHeld,
 	} {

@@ -60,6 +60,16 @@ type Policy struct {
 	// no limit). A share of the GPU's memory is for placement to resolve
 	// (Place resolves it into bytes before Apply).
 	Mem MemLimit `flag:"mem" config:"memory" help:"GPU memory its processes may allocate together: a size (12G, 512M, 12GiB, bytes; powers of 1024) or a share of the GPU's (60%); the limits of the GPU's tenants must fit its memory (--share over-commits it)"`
+	// Any class: the share of the GPU's DRAM bandwidth it is guaranteed
+	// while it wants it, as a slot of that share of each epoch (BWEpoch)
+	// that its launches keep to, apart from the slots of the GPU's other
+	// tenants with a share (whose shares must add up to 1 at most); zero:
+	// none. Outside its slot it runs while no such tenant wants its own,
+	// unless BWStrict.
+	BW float64 `flag:"bw" config:"bandwidth" help:"share of the GPU's memory bandwidth it is guaranteed while it wants it (0.5): its kernels run in a slot of that share of each 2 ms, apart from the slots of the GPU's other tenants with a share, and outside it while none of them wants its own (the shares on a GPU add up to 1 at most; default: none)"`
+	// Any class, with BW: never outside its slot, wanted or not, so that
+	// its bandwidth, and its neighbours', is the same whoever runs.
+	BWStrict bool `flag:"bw-strict" config:"bandwidthStrict" help:"with --bw: never run outside its slot, so that its speed does not depend on what its neighbours run (a memory-bound tenant alone then takes about 1/share as long)"`
 }
 
 // PolicyField is a field of Policy as its tags describe it.
@@ -115,6 +125,10 @@ const (
 	SliceMin = 20 * time.Microsecond
 	SliceMax = time.Second
 )
+
+// BWSlotMin is the shortest bandwidth slot (Policy.BW of BWEpoch): a
+// slot holds a launch's kernel, and the gate's wait is a nap of 20 us.
+const BWSlotMin = 20 * time.Microsecond
 
 // DefaultPolicy holds the values a BE tenant's policy has unless told
 // otherwise (its class is none).
@@ -180,6 +194,12 @@ func (p *Policy) Normalize(spelled Spelling) error {
 	case p.Floor > 0 && p.Floor < NarrowMin:
 		return fail("Floor", ": a BE floor of %d TPCs: want at least %d (kernels sized for the whole GPU may never finish on fewer)",
 			p.Floor, NarrowMin)
+	case p.BW < 0 || p.BW > 1 || math.IsNaN(p.BW):
+		return fail("BW", ": bandwidth share %g: want a fraction above 0 and at most 1 (0: none)", p.BW)
+	case p.BW > 0 && BWSlot(p.BW, BWEpoch) < BWSlotMin:
+		return fail("BW", ": bandwidth share %g: a slot of %v of each %v; want at least %v", p.BW, BWSlot(p.BW, BWEpoch), BWEpoch, BWSlotMin)
+	case p.BWStrict && p.BW == 0:
+		return fail("BWStrict", ": a strict bandwidth share needs a share (--bw)")
 	case p.SLO.check() != nil:
 		return fail("SLO", ": %v", p.SLO.check())
 	case p.Mem.Percent < 0 || p.Mem.Percent > 100 || math.IsNaN(p.Mem.Percent) || p.Mem.Percent > 0 && p.Mem.Bytes > 0:
@@ -229,6 +249,9 @@ func (p Policy) RunArgs() []string {
 				args = append(args, "--"+f.Flag)
 			}
 		case float64:
+			if x == 0 && f.Value(DefaultPolicy) == 0.0 { // none, as by default
+				continue
+			}
 			args = append(args, "--"+f.Flag+"="+strconv.FormatFloat(x, 'g', -1, 64))
 		default: // ints and durations
 			args = append(args, fmt.Sprintf("--%s=%v", f.Flag, x))
@@ -248,6 +271,7 @@ func (p Policy) Apply(in *Init) {
 	}
 	in.Tide = Tide{InflightMax: p.Inflight, Queue: p.Queue, Share: p.Share, Epoch: p.Epoch, Slice: p.Slice, SLO: p.SLO}
 	in.MemLimit = p.Mem.Bytes
+	in.BW = BW{Share: p.BW, Strict: p.BWStrict}
 }
 
 // Policy is the policy the block was made with (Apply's, read back; a
@@ -259,5 +283,6 @@ func (s Snapshot) Policy() Policy {
 		share, queue = s.Steered.Share, s.Steered.Queue
 	}
 	return Policy{Class: s.Class, Own: s.Flags&FlagLSOwn != 0, SLO: s.Tide.SLO, Share: share, Epoch: s.Tide.Epoch,
-		Inflight: s.Tide.InflightMax, Queue: queue, Slice: s.Tide.Slice, Floor: s.Floor.Count(), Mem: MemLimit{Bytes: s.Memory.Limit}}
+		Inflight: s.Tide.InflightMax, Queue: queue, Slice: s.Tide.Slice, Floor: s.Floor.Count(), Mem: MemLimit{Bytes: s.Memory.Limit},
+		BW: s.BW.Share, BWStrict: s.BW.Strict}
 }

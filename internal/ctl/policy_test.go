@@ -57,6 +57,14 @@ func TestPolicyNormalize(t *testing.T) {
 		{ls(func(p *ctl.Policy) { p.Epoch = time.Second }), "epoch is for BE tenants", "--epoch is for BE", "epoch is for BE"},
 		{ls(func(p *ctl.Policy) { p.Queue = time.Second }), "queue is for BE tenants", "--queue is for BE", "queue is for BE"},
 		{ctl.Policy{Own: true}, "own is for LS tenants", "--own is for LS", "own is for LS"},
+		{ctl.Policy{BW: 0.5}, "", "", ""},
+		{ctl.Policy{BW: 1, BWStrict: true}, "", "", ""},
+		{be(func(p *ctl.Policy) { p.BW, p.BWStrict = 0.25, true }), "", "", ""},
+		{ls(func(p *ctl.Policy) { p.BW = 0.5 }), "", "", ""},
+		{ctl.Policy{BW: 1.5}, "bw: bandwidth share 1.5: want a fraction above 0 and at most 1", "--bw: bandwidth share 1.5", "bandwidth: bandwidth share 1.5"},
+		{ctl.Policy{BW: -0.5}, "bw: bandwidth share -0.5", "--bw:", "bandwidth:"},
+		{ctl.Policy{BW: 0.001}, "bw: bandwidth share 0.001: a slot of 2µs of each 2ms; want at least 20µs", "--bw: bandwidth share 0.001", "bandwidth:"},
+		{ctl.Policy{BWStrict: true}, "bwstrict: a strict bandwidth share needs a share", "--bw-strict: a strict", "bandwidthStrict: a strict"},
 		{ls(func(p *ctl.Policy) { p.Mem = ctl.MemLimit{Bytes: 12 << 30} }), "", "", ""},
 		{ls(func(p *ctl.Policy) { p.SLO = ctl.SLO{Max: 8 * time.Millisecond} }), "", "", ""},
 		{ls(func(p *ctl.Policy) { p.SLO = ctl.SLO{Alone: 2} }), "", "", ""},
@@ -159,6 +167,8 @@ func TestRunArgs(t *testing.T) {
 		{ctl.Policy{Class: ctl.ClassLS, SLO: ctl.SLO{Max: 8 * time.Millisecond}}, []string{"--ls", "--slo=8ms"}},
 		{ctl.Policy{Class: ctl.ClassLS, SLO: ctl.SLO{Alone: 1.5}}, []string{"--ls", "--slo=1.5x"}},
 		{ctl.Policy{}, nil},
+		{ctl.Policy{BW: 0.5, BWStrict: true}, []string{"--bw=0.5", "--bw-strict"}},
+		{ctl.Policy{Class: ctl.ClassLS, BW: 0.25}, []string{"--ls", "--bw=0.25"}},
 	} {
 		if got := tc.p.RunArgs(); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%+v: %q, want %q", tc.p, got, tc.want)

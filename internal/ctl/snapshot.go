@@ -32,7 +32,8 @@ type Snapshot struct {
 	Gen        uint64
 	Mask       topo.Disable
 	Live       topo.Enable
-	Floor      topo.Enable // a BE tenant's floor TPCs
+	Floor      topo.Enable   // a BE tenant's floor TPCs
+	BWOff      time.Duration // where its bandwidth slot starts in the epoch on its first GPU
 	SMs        int
 	State      uint32
 	TMDVersion uint32
@@ -46,6 +47,8 @@ type Snapshot struct {
 	Tide       Tide
 	TideStatus TideStatus
 	Memory     Memory
+	BW         BW // its bandwidth share (zero: none); each part's slot is its BWOff
+	BWStatus   BWStatus
 	// Steered is what a BE tenant asked of its share and queue while the
 	// SLO controller (internal/slo) holds them (Tide has the values it
 	// set); nil while it does not.
@@ -69,7 +72,7 @@ type Snapshot struct {
 // Parts are the partitions on each of the tenant's GPUs: its first, then
 // More.
 func (s Snapshot) Parts() []Part {
-	first := Part{GPU: s.GPU, Node: s.Tide.Node, Mask: s.Mask, Live: s.Live, SMs: s.SMs, Floor: s.Floor}
+	first := Part{GPU: s.GPU, Node: s.Tide.Node, Mask: s.Mask, Live: s.Live, SMs: s.SMs, Floor: s.Floor, BWOff: s.BWOff}
 	return append([]Part{first}, s.More...)
 }
 
@@ -89,6 +92,15 @@ func (s Snapshot) GPUs() []string {
 type Asked struct {
 	Share float64
 	Queue time.Duration
+}
+
+// BWStatus is what the shim of a tenant with a bandwidth share says of
+// its gate (shim/bw.c).
+type BWStatus struct {
+	Held         time.Duration `json:"held"`          // time launches waited for its slot
+	HeldLaunches uint64        `json:"held_launches"` // launches that waited
+	// Want: CLOCK_MONOTONIC time (Mono) until which it wants its slot
+	Want time.Duration `json:"want,omitempty"`
 }
 
 // TideStatus is what an LS or BE tenant's shim says of its work.
@@ -140,7 +152,8 @@ func (h *Handle) Snapshot() Snapshot {
 				break
 			}
 			node, _, _ := bytes.Cut(p.Node[:], []byte{0})
-			part := Part{GPU: FormatUUID(p.GPU), Node: string(node), Live: p.Live, Floor: p.Floor, SMs: int(atomic.LoadUint32(&p.SMs))}
+			part := Part{GPU: FormatUUID(p.GPU), Node: string(node), Live: p.Live, Floor: p.Floor, SMs: int(atomic.LoadUint32(&p.SMs)),
+				BWOff: time.Duration(p.BWOffNS)}
 			for w := range part.Mask {
 				part.Mask[w] = atomic.LoadUint32(&p.Mask[w])
 			}
@@ -196,6 +209,12 @@ func (h *Handle) Snapshot() Snapshot {
 		SLOTarget:  time.Duration(atomic.LoadUint32(&b.SLOTarget)) * time.Microsecond,
 		PauseUntil: time.Duration(atomic.LoadUint64(&b.PauseUntilNS)),
 		Periods:    b.BusyHist.read(), Alone: b.AloneHist.read()}
+	if ppm := atomic.LoadUint32(&b.BWPPM); ppm != 0 { // written once, before the block is published
+		s.BW = BW{Share: float64(ppm) / 1e6, Strict: b.BWFlags&BWStrict != 0, Epoch: time.Duration(b.BWEpochNS), Len: time.Duration(b.BWLenNS)}
+		s.BWOff = time.Duration(b.BWOffNS)
+	}
+	s.BWStatus = BWStatus{Held: time.Duration(atomic.LoadUint64(&b.BWHeldNS)), HeldLaunches: atomic.LoadUint64(&b.BWHeldLaunch),
+		Want: time.Duration(atomic.LoadUint64(&b.BWWantNS))}
 	s.Memory = Memory{Limit: atomic.LoadUint64(&b.MemLimit), Used: atomic.LoadUint64(&b.MemUsed),
 		Peak: atomic.LoadUint64(&b.MemPeak), Refused: atomic.LoadUint64(&b.MemRefused)}
 	if s.PID == 0 || s.PID == s.Tenant { // the account block

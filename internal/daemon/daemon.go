@@ -323,18 +323,21 @@ var (
 		"The LS tenant's busy periods, from its first launch after idle to its work drained (bounds: ctl.HistBound).", labels, nil)
 	descAlone = prometheus.NewDesc("carve_ls_busy_period_alone_seconds",
 		"The LS tenant's busy periods during which no BE tenant launched on the GPU (from a second before).", labels, nil)
-	descSLO    = prometheus.NewDesc("carve_ls_slo_seconds", "What the SLO controller holds the LS tenant's estimate under: its SLO's time, or a multiple of its estimate alone at the window's request rate (absent until it has an alone reference).", labels, nil)
-	descSLOP99 = prometheus.NewDesc("carve_ls_slo_window_p99_seconds", "The p99 of the LS tenant's busy periods over the SLO controller's window.", labels, nil)
-	descSLOEst = prometheus.NewDesc("carve_ls_slo_estimate_seconds", "The SLO controller's estimate of the LS tenant's requests' p99 over its window, queueing included (slo.Estimate): what it holds under carve_ls_slo_seconds.", labels, nil)
-	descCalib  = prometheus.NewDesc("carve_ls_slo_calibrating", "1 while the SLO controller calibrates the LS tenant's multiple SLO (no alone reference yet: its GPU's BE tenants held at share 0 while it has periods), else 0.", labels, nil)
-	descLevel  = prometheus.NewDesc("carve_ls_slo_be_level", "The share of the LS tenant's busy time the SLO controller gave the BE tenants on its GPU at its last step (1: all; 0: they run only while no LS work is in flight).", labels, nil)
-	descAttain = prometheus.NewDesc("carve_ls_slo_attainment", "The share of the LS tenant's busy periods in the SLO controller's window within carve_ls_slo_seconds, its SLO's target at the window's request rate (slo.Attainment, as carve ls and top say it; 1 with no period or no target yet).", labels, nil)
-	descHeldS  = prometheus.NewDesc("carve_be_held_seconds_total", "Time the BE tenant's launches waited for LS work.", labels, nil)
-	descHeld   = prometheus.NewDesc("carve_be_held_launches_total", "BE launches that waited for LS work.", labels, nil)
-	descNarrow = prometheus.NewDesc("carve_be_narrow_launches_total", "BE launches let through, within the share, while LS work was in flight.", labels, nil)
-	descInfl   = prometheus.NewDesc("carve_be_inflight", "BE launches in flight on the GPU.", labels, nil)
-	descKern   = prometheus.NewDesc("carve_be_kernel_seconds", "The BE tenant's kernels' time, as its shim measures it.", labels, nil)
-	descMem    = prometheus.NewDesc("carve_tenant_memory_bytes",
+	descSLO     = prometheus.NewDesc("carve_ls_slo_seconds", "What the SLO controller holds the LS tenant's estimate under: its SLO's time, or a multiple of its estimate alone at the window's request rate (absent until it has an alone reference).", labels, nil)
+	descSLOP99  = prometheus.NewDesc("carve_ls_slo_window_p99_seconds", "The p99 of the LS tenant's busy periods over the SLO controller's window.", labels, nil)
+	descSLOEst  = prometheus.NewDesc("carve_ls_slo_estimate_seconds", "The SLO controller's estimate of the LS tenant's requests' p99 over its window, queueing included (slo.Estimate): what it holds under carve_ls_slo_seconds.", labels, nil)
+	descCalib   = prometheus.NewDesc("carve_ls_slo_calibrating", "1 while the SLO controller calibrates the LS tenant's multiple SLO (no alone reference yet: its GPU's BE tenants held at share 0 while it has periods), else 0.", labels, nil)
+	descLevel   = prometheus.NewDesc("carve_ls_slo_be_level", "The share of the LS tenant's busy time the SLO controller gave the BE tenants on its GPU at its last step (1: all; 0: they run only while no LS work is in flight).", labels, nil)
+	descAttain  = prometheus.NewDesc("carve_ls_slo_attainment", "The share of the LS tenant's busy periods in the SLO controller's window within carve_ls_slo_seconds, its SLO's target at the window's request rate (slo.Attainment, as carve ls and top say it; 1 with no period or no target yet).", labels, nil)
+	descHeldS   = prometheus.NewDesc("carve_be_held_seconds_total", "Time the BE tenant's launches waited for LS work.", labels, nil)
+	descHeld    = prometheus.NewDesc("carve_be_held_launches_total", "BE launches that waited for LS work.", labels, nil)
+	descNarrow  = prometheus.NewDesc("carve_be_narrow_launches_total", "BE launches let through, within the share, while LS work was in flight.", labels, nil)
+	descInfl    = prometheus.NewDesc("carve_be_inflight", "BE launches in flight on the GPU.", labels, nil)
+	descKern    = prometheus.NewDesc("carve_be_kernel_seconds", "The BE tenant's kernels' time, as its shim measures it.", labels, nil)
+	descBW      = prometheus.NewDesc("carve_bw_share", "The tenant's share of the GPU's memory bandwidth (--bw): its slot of each epoch, as a fraction.", append(labels, "strict"), nil)
+	descBWHeld  = prometheus.NewDesc("carve_bw_held_seconds_total", "Time the launches of a tenant with a bandwidth share waited for its slot.", labels, nil)
+	descBWHeldN = prometheus.NewDesc("carve_bw_held_launches_total", "Launches of a tenant with a bandwidth share that waited for its slot.", labels, nil)
+	descMem     = prometheus.NewDesc("carve_tenant_memory_bytes",
 		"GPU memory: what the process holds (used) and its tenant's limit (limit; absent: none).", append(labels, "kind"), nil)
 	descMemRef = prometheus.NewDesc("carve_tenant_memory_refused_total", "Allocations of the tenant refused at its memory limit.", labels, nil)
 	descLSBusy = prometheus.NewDesc("carve_node_ls_busy", "LS tenants of a GPU with work in flight now.", []string{"node"}, nil)
@@ -375,6 +378,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if r.Memory.Limit > 0 {
 			ch <- prometheus.MustNewConstMetric(descMem, prometheus.GaugeValue, float64(r.Memory.Limit), append(l, "limit")...)
 			ch <- prometheus.MustNewConstMetric(descMemRef, prometheus.CounterValue, float64(r.Memory.Refused), l...)
+		}
+		if b := r.BW; b != nil {
+			ch <- prometheus.MustNewConstMetric(descBW, prometheus.GaugeValue, b.Share, append(l, fmt.Sprint(b.Strict))...)
+			ch <- prometheus.MustNewConstMetric(descBWHeld, prometheus.CounterValue, b.Held.Seconds(), l...)
+			ch <- prometheus.MustNewConstMetric(descBWHeldN, prometheus.CounterValue, float64(b.HeldLaunches), l...)
 		}
 		t := r.Tide
 		switch {

@@ -7,6 +7,7 @@ package place
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
@@ -27,6 +28,8 @@ type Holder struct {
 	Floor     partition.Set // a BE tenant's floor, which others keep off
 	Mem       uint64        // its memory limit in bytes (0: none)
 	MPS       bool          // a client of carve's MPS, whose driver limit holds its context too
+	BW        ctl.BW        // its bandwidth share (zero: none)
+	BWOff     time.Duration // and its slot's start in the epoch on this GPU
 	// Outside: of the other side of carve-dra's runtime directory and the
 	// node directory (a claim published in the node directory, or the
 	// node directory's tenant as a claim's placement sees it), which tide
@@ -169,6 +172,9 @@ func (l *listing) holders(t *topo.Topology) []Holder {
 			h.Mem = e.Memory.Limit
 		}
 		h.MPS = h.MPS || e.Flags&ctl.FlagMPS != 0
+		if e.BW.Share > 0 {
+			h.BW, h.BWOff = e.BW, part.BWOff
+		}
 	}
 	for _, c := range l.claims {
 		part, ok := PartOn(c.Root, t)
@@ -177,7 +183,7 @@ func (l *listing) holders(t *topo.Topology) []Holder {
 		}
 		h := Holder{Claim: c.UID, ClaimName: c.Name(), Command: c.Root.Command, TPCs: partition.FromMask(t, part.Mask),
 			Class: c.Root.Class, Floor: partition.FromEnable(t, part.Floor), Mem: c.Root.Memory.Limit, MPS: c.Root.Flags&ctl.FlagMPS != 0,
-			Outside: c.Published}
+			Outside: c.Published, BW: c.Root.BW, BWOff: part.BWOff}
 		for _, p := range c.Procs {
 			h.PIDs = append(h.PIDs, p.PID)
 		}

@@ -6,6 +6,7 @@ package place
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
@@ -216,8 +217,20 @@ func placeOn(g On, r Request, l *listing, limit uint64) (ctl.Part, PlacedOn, err
 			return ctl.Part{}, PlacedOn{}, err
 		}
 	}
+	var bwOff time.Duration
+	if r.Policy.BW > 0 {
+		var taken []bwSlot
+		for _, h := range holders {
+			if h.BW.Share > 0 && (h.Tenant == 0 || h.Tenant != r.PID) {
+				taken = append(taken, bwSlot{off: h.BWOff, len: h.BW.Len, share: h.BW.Share, strict: h.BW.Strict, holder: h.String()})
+			}
+		}
+		if bwOff, err = chooseBWSlot(r.Policy.BW, r.Policy.BWStrict, taken); err != nil {
+			return ctl.Part{}, PlacedOn{}, err
+		}
+	}
 	// the node block names the GPU; LS and BE tenants meet in it
-	part := ctl.Part{GPU: t.UUID, Node: ctl.NodeName(t.UUID), Mask: mask, Live: t.Live(), SMs: SMs(t, set), Floor: floor}
+	part := ctl.Part{GPU: t.UUID, Node: ctl.NodeName(t.UUID), Mask: mask, Live: t.Live(), SMs: SMs(t, set), Floor: floor, BWOff: bwOff}
 	return part, PlacedOn{GPU: t.UUID, Set: set, Mask: mask, Overlaps: overlaps, Memory: mem}, nil
 }
 

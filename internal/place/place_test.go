@@ -71,6 +71,9 @@ func helperPlace() {
 	case "be":
 		policy.Class = ctl.ClassBE
 	}
+	if bw := os.Getenv("PLACE_BW"); bw != "" { // a bandwidth share
+		fmt.Sscan(bw, &policy.BW)
+	}
 	p, err := Place(os.Getenv("PLACE_DIR"), t, Request{Spec: spec, PID: os.Getpid(), Comm: []string{"helper"}, Policy: policy})
 	if err != nil {
 		fmt.Println("refused", strings.ReplaceAll(err.Error(), "\n", " "))
@@ -150,9 +153,9 @@ func count(t *testing.T, n string) partition.Spec {
 	return s
 }
 
-// placeConcurrently starts n helpers at once, each placing count TPCs,
-// and returns what each said.
-func placeConcurrently(t *testing.T, dir, count string, n int) []string {
+// placeConcurrently starts n helpers at once, each placing count TPCs
+// (with env), and returns what each said.
+func placeConcurrently(t *testing.T, dir, count string, n int, env ...string) []string {
 	_, js := topologyJSON(t)
 	lines := make([]string, n)
 	var wg sync.WaitGroup
@@ -161,7 +164,7 @@ func placeConcurrently(t *testing.T, dir, count string, n int) []string {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h := startHelper(t, "PLACE_HELPER=place", "PLACE_DIR="+dir, "PLACE_COUNT="+count, "PLACE_TOPOLOGY="+js)
+			h := startHelper(t, append([]string{"PLACE_HELPER=place", "PLACE_DIR=" + dir, "PLACE_COUNT=" + count, "PLACE_TOPOLOGY=" + js}, env...)...)
 			mu.Lock()
 			lines[i] = h.line
 			mu.Unlock()

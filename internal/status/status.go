@@ -7,6 +7,7 @@
 package status
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -39,8 +40,9 @@ type Row struct {
 	Periods    *Periods        `json:"busy_periods,omitempty"` // an LS tenant's busy periods over its life
 	Fault      *Fault          `json:"fault,omitempty"`
 	Memory     Memory          `json:"memory"`
-	Ended      bool            `json:"ended,omitempty"` // the process is gone (listed for its fault)
-	Claim      string          `json:"claim,omitempty"` // the Kubernetes claim (namespace/name) it runs in; its pid is the container's
+	BW         *BW             `json:"bandwidth,omitempty"` // a tenant with a bandwidth share (--bw): its slot and its gate
+	Ended      bool            `json:"ended,omitempty"`     // the process is gone (listed for its fault)
+	Claim      string          `json:"claim,omitempty"`     // the Kubernetes claim (namespace/name) it runs in; its pid is the container's
 
 	GPU string `json:"gpu,omitempty"` // the UUID of the GPU the partition is of ("": not recorded)
 	// GPUs are its partitions on each of its GPUs, where it has them on
@@ -123,6 +125,33 @@ type Fault struct {
 	Xid   string `json:"xid,omitempty"`
 }
 
+// BW is a tenant's memory bandwidth share (ctl.Policy.BW): its slot of
+// each epoch on its first GPU, and the time its launches waited for it.
+type BW struct {
+	Share        float64       `json:"share"`
+	Strict       bool          `json:"strict"`
+	Slot         time.Duration `json:"slot"` // its start in the epoch
+	Len          time.Duration `json:"len"`
+	Epoch        time.Duration `json:"epoch"`
+	Held         time.Duration `json:"held"`
+	HeldLaunches uint64        `json:"held_launches"`
+}
+
+// BWText says what a tenant's bandwidth share is and has done: its share,
+// strict or not, its slot, and the time its launches waited for it.
+func BWText(r Row) string {
+	if r.BW == nil {
+		return ""
+	}
+	b := r.BW
+	kind := ""
+	if b.Strict {
+		kind = " strict"
+	}
+	return fmt.Sprintf("bw %g%s (%v at %v of %v), held %v (%d launches)", b.Share, kind, b.Len, b.Slot, b.Epoch,
+		b.Held.Round(time.Millisecond), b.HeldLaunches)
+}
+
 var stateNames = map[uint32]string{
 	ctl.StateNew: "starting", ctl.StateHooked: "partitioned",
 	ctl.StateUnhooked: "UNPARTITIONED", ctl.StateNoDriver: "no-driver",
@@ -149,6 +178,10 @@ func row(e ctl.Entry, ended bool) Row {
 		r.LastLaunch = e.LastLaunch.UTC().Format(time.RFC3339Nano)
 	}
 	r.Memory = memory(e.Memory, e.Memory)
+	if e.BW.Share > 0 {
+		r.BW = &BW{Share: e.BW.Share, Strict: e.BW.Strict, Slot: e.BWOff, Len: e.BW.Len, Epoch: e.BW.Epoch,
+			Held: e.BWStatus.Held, HeldLaunches: e.BWStatus.HeldLaunches}
+	}
 	if f := e.Fault; f.Code != 0 {
 		r.Fault = &Fault{Code: int(f.Code), Name: f.Name(), Call: f.Call, At: f.At.UTC().Format(time.RFC3339Nano), Cause: "unknown"}
 	}
@@ -393,9 +426,17 @@ func orDash(s string) string {
 // those cut into pieces (--slice), and whether the SLO controller pauses
 // it now (ctl.Handle.Pause).
 func TideText(r Row) string {
+	bw := BWText(r)
 	if r.Tide == nil {
-		return "-"
+		return cmp.Or(bw, "-")
 	}
+	if bw != "" {
+		bw = "; " + bw
+	}
+	return tideText(r) + bw
+}
+
+func tideText(r Row) string {
 	t := r.Tide
 	if t.State == ctl.TideOff {
 		return "off (no node block)"

@@ -1,15 +1,18 @@
 // Tests of status.go: faults grouped by MPS server, a Kubernetes claim's
-// rows, a BE row's tide text, and an LS row's busy periods.
+// rows, a BE row's tide text, an LS row's busy periods, and a tenant's
+// bandwidth share.
 
 package status
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/topo"
 	"github.com/carve-gpu/carve/internal/xid"
 )
 
@@ -124,5 +127,45 @@ func TestLSPeriods(t *testing.T) {
 	}
 	if r := row(ctl.Entry{Snapshot: ctl.Snapshot{PID: 8, Tenant: 8, Class: ctl.ClassLS, TideStatus: ctl.TideStatus{State: ctl.TideIdle}}}, false); !strings.HasSuffix(TideText(r), ", no periods") {
 		t.Errorf("LS that served nothing: %q", TideText(r))
+	}
+}
+
+// TestBWRow: a tenant with a bandwidth share has it in its row, from its
+// block (its share, slot and held time), in its tide text, after a BE's,
+// and in JSON; a tenant without one has none.
+func TestBWRow(t *testing.T) {
+	dir := t.TempDir()
+	var live topo.Enable
+	for i := range 8 {
+		live = live.Set(i)
+	}
+	h, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), BW: ctl.BW{Share: 0.5, Strict: true},
+		Parts: []ctl.Part{{Mask: live.Disable(), Live: live, BWOff: time.Millisecond}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	rows, err := List(dir, nil)
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("rows %v: %v", rows, err)
+	}
+	r := rows[0]
+	want := BW{Share: 0.5, Strict: true, Slot: time.Millisecond, Len: time.Millisecond, Epoch: ctl.BWEpoch}
+	if r.BW == nil || *r.BW != want {
+		t.Fatalf("row's bandwidth %+v, want %+v", r.BW, want)
+	}
+	if got, w := TideText(r), "bw 0.5 strict (1ms at 1ms of 2ms), held 0s (0 launches)"; got != w {
+		t.Errorf("tide text %q, want %q", got, w)
+	}
+	be := Row{Class: "be", Tide: &ctl.TideStatus{State: ctl.TideIdle}, BW: r.BW}
+	if got := TideText(be); !strings.HasPrefix(got, "held 0s") || !strings.HasSuffix(got, "; bw 0.5 strict (1ms at 1ms of 2ms), held 0s (0 launches)") {
+		t.Errorf("a BE's tide text with a share: %q", got)
+	}
+	js, _ := json.Marshal(r)
+	if !strings.Contains(string(js), `"bandwidth":{"share":0.5,"strict":true,"slot":1000000,"len":1000000,"epoch":2000000,"held":0,"held_launches":0}`) {
+		t.Errorf("JSON: %s", js)
+	}
+	if TideText(Row{}) != "-" {
+		t.Errorf("a row with no tide and no share: %q", TideText(Row{}))
 	}
 }

@@ -18,6 +18,7 @@ type Rates struct {
 	Launches float64  // per second
 	Busy     float64  // LS: share of the time with work in flight
 	Held     float64  // BE: share of the time a launch waited
+	BWHeld   float64  // with a bandwidth share: share of the time a launch waited for its slot
 	Periods  *Periods // LS: the busy periods that ended in the interval
 }
 
@@ -35,6 +36,9 @@ func Between(prev, cur []Row, dt time.Duration) map[int]Rates {
 		}
 		var x Rates
 		x.Launches = float64(r.Launches-p.Launches) / dt.Seconds()
+		if r.BW != nil && p.BW != nil {
+			x.BWHeld = float64(r.BW.Held-p.BW.Held) / float64(dt)
+		}
 		if r.Tide != nil && p.Tide != nil {
 			x.Busy = float64(r.Tide.Busy-p.Tide.Busy) / float64(dt)
 			x.Held = float64(r.Tide.Held-p.Tide.Held) / float64(dt)
@@ -56,7 +60,7 @@ func Between(prev, cur []Row, dt time.Duration) map[int]Rates {
 func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt time.Duration) {
 	fmt.Fprintf(w, "carve top  %s  (rates over %v)\n\n", now.Format("15:04:05"), dt.Round(time.Millisecond))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tCLASS\tGPU\tTPCS\tN\tMEM\tLAUNCHES/S\tLS BUSY\tLS P50/P99\tLS SLO/WITHIN\tBE HELD\tBE IN FLIGHT\tSTATE\tCOMMAND")
+	fmt.Fprintln(tw, "PID\tCLASS\tGPU\tTPCS\tN\tMEM\tLAUNCHES/S\tLS BUSY\tLS P50/P99\tLS SLO/WITHIN\tBE HELD\tBE IN FLIGHT\tBW/HELD\tSTATE\tCOMMAND")
 	n := 0
 	for _, r := range rows {
 		if r.Ended || r.Unreadable != nil {
@@ -80,10 +84,18 @@ func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt ti
 			state = "FAULT " + r.Fault.Name
 		}
 		state += Elsewhere(r) + Refused(r)
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), ShortGPU(r.GPU), r.TPCs, r.NumTPCs,
-			MemText(r), x.Launches, busy, quant, within, held, infl, state, Command(r, 40))
+		bw := "-"
+		if r.BW != nil {
+			strict := ""
+			if r.BW.Strict {
+				strict = " strict"
+			}
+			bw = fmt.Sprintf("%g%s/%.0f%%", r.BW.Share, strict, 100*x.BWHeld)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), ShortGPU(r.GPU), r.TPCs, r.NumTPCs,
+			MemText(r), x.Launches, busy, quant, within, held, infl, bw, state, Command(r, 40))
 		for _, g := range MoreParts(r) {
-			fmt.Fprintf(tw, "\t\t%s\t%s\t%d\t\t\t\t\t\t\t\t\t\n", ShortGPU(g.GPU), g.TPCs, g.NumTPCs)
+			fmt.Fprintf(tw, "\t\t%s\t%s\t%d\t\t\t\t\t\t\t\t\t\t\n", ShortGPU(g.GPU), g.TPCs, g.NumTPCs)
 		}
 	}
 	tw.Flush()

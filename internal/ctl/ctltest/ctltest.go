@@ -28,6 +28,9 @@ func WithField(class uint32, f ctl.PolicyField) (ctl.Policy, error) {
 	switch v := f.Addr(&p).(type) {
 	case *bool:
 		*v = true
+		if f.Name == "BWStrict" { // a strict share needs a share
+			p.BW = 0.5
+		}
 	case *int:
 		*v = 12
 	case *float64:

@@ -53,7 +53,11 @@ func TestEveryPolicyFieldIsConfigured(t *testing.T) {
 		if class == "" {
 			class = "none"
 		}
-		raw, _ := json.Marshal(map[string]any{"apiVersion": APIVersion, "kind": Kind, "class": class, name: written})
+		m := map[string]any{"apiVersion": APIVersion, "kind": Kind, "class": class, name: written}
+		if f.Name == "BWStrict" { // a strict share needs a share
+			m[ctl.PolicyFieldNamed("BW").Config] = 0.5
+		}
+		raw, _ := json.Marshal(m)
 		c, err := ParseConfig(raw)
 		if err != nil {
 			t.Errorf("%s: %v", raw, err)

@@ -1,0 +1,360 @@
+/*
+ * bw.c: a tenant's memory bandwidth share (carve_ctl.h's bw_* fields), any
+ * class. Placement gives each tenant of a GPU with a share a slot of each
+ * epoch (bw_off_ns, bw_len_ns of bw_epoch_ns, on CLOCK_MONOTONIC, which
+ * every process of the node reads alike), apart from the slots of the
+ * GPU's other such tenants. Before each launch on the GPU the gate lets it
+ * go if now is in the slot and the launch's kernel, after the work the
+ * tenant has in flight there, is predicted to end before the slot does;
+ * else it waits for its slot's next start. A kernel longer than the whole
+ * slot goes early in the slot (in its first quarter) with nothing in
+ * flight. So the tenant's kernels run in its slot, and its DRAM traffic
+ * is bounded by its share of the time (results/h100-580.159.04-2026-11-27,
+ * bandwidth/: time gating holds a tenant's bandwidth to its share).
+ *
+ * Not strict (no CARVE_BW_STRICT), the tenant also runs outside its slot
+ * while no other tenant of the GPU with a share wants its own: each says
+ * until when it wants its slot in its own block (bw_want_ns: its latest
+ * launch or wait, or the predicted end of its work in flight), and a stamp
+ * younger than an epoch is a want. There it keeps at most an epoch of
+ * predicted work in flight, so a neighbour that starts launching has its
+ * slot back within about an epoch. The peers are the blocks of the
+ * runtime directory with a share on one of our GPUs, read with pread (a
+ * block cut short harms no one; one that cannot be read wants), found
+ * anew when the directory changes. A tenant can write only its own block:
+ * a stamp, forged or not, can cost others only the time outside their own
+ * slots, never their slots, which depend on no one's stamp.
+ *
+ * Kernels are timed with events: each launch the gate lets through
+ * reserves an entry of a ring, with an event recorded after it, and one
+ * before it where nothing was in flight; a kernel's time is the events'
+ * elapsed time around it, or from the completion of the launch before,
+ * where it was queued behind that (an EWMA). Until one is timed, a launch
+ * goes only with nothing in flight. Waits nap towards the slot's start and
+ * then yield or nap 20 us at a time, as tide_be.c's do. Launches into a
+ * stream capture (any thread's) are not gated: they run when the graph does.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+static CUresult (*ev_create)(CUevent *, unsigned);
+static CUresult (*ev_record)(CUevent, CUstream);
+static CUresult (*ev_query)(CUevent);
+static CUresult (*ev_elapsed)(float *, CUevent, CUevent);
+static CUresult (*ev_destroy)(CUevent);
+
+#define RING 64
+#define PEERS 64
+/* how often the peers' stamps are read at most, and the stamps written */
+#define LOOK_NS 20000
+
+enum { FREE_ENTRY, RESERVED, RECORDED, FAILED };
+struct bw_entry {
+	CUevent before, after; /* made in ctx */
+	CUcontext ctx;
+	int state;
+	int timed_before; /* before was recorded: the kernel is timed from it */
+	int queued;       /* launched with work in flight: timed from the entry before's completion */
+};
+
+/* the gate on one of the tenant's GPUs, under mu */
+struct bw_gpu {
+	pthread_mutex_t mu;
+	uint64_t off, len, epoch; /* its slot */
+	struct bw_entry ring[RING];
+	unsigned head, tail; /* entries reserved; entries seen done */
+	uint64_t kernel_ns;  /* a kernel's time (EWMA), once measured */
+	int measured;
+	uint64_t end_ns;     /* the predicted end of its work in flight */
+	uint64_t looked_at;  /* when the peers' stamps were last read */
+	int others;          /* and whether one wanted */
+	uint64_t stamped;    /* the stamp last written */
+};
+static struct bw_gpu gpus[CARVE_GPUS];
+static int ngpus;
+int carve_bw_on;
+static int strict;
+
+/* the peers: blocks of the runtime directory with a share, on our GPUs */
+static pthread_mutex_t peers_mu = PTHREAD_MUTEX_INITIALIZER;
+static char dir_path[4096];
+static struct timespec dir_mtime;
+static int npeers;
+static struct {
+	int fd;
+	uint32_t gpus; /* bit g: it has a slot on our GPU g */
+} peers[PEERS];
+
+/* this thread's launch: the GPU the gate let it through on and its entry */
+static __thread __attribute__((tls_model("initial-exec"))) int t_gpu = CARVE_GPU_NONE;
+static __thread __attribute__((tls_model("initial-exec"))) unsigned t_entry;
+
+/* --- the peers -------------------------------------------------------------- */
+
+/* peer_gpus: which of our GPUs block c (a peer's, as read) has a part on */
+static uint32_t peer_gpus(const struct carve_ctl *c)
+{
+	uint32_t out = 0;
+	static const uint8_t none[16];
+	for (int g = 0; g < ngpus; g++) {
+		const uint8_t *ours = (const uint8_t *)CARVE_PART(carve_block, g, gpu);
+		for (int i = 0; i < CARVE_GPUS; i++) {
+			const uint8_t *theirs = (const uint8_t *)CARVE_PART(c, i, gpu);
+			if (i > 0 && !memcmp(theirs, none, 16)) /* the table's entries are used in order */
+				break;
+			if (!memcmp(ours, theirs, 16))
+				out |= 1u << g;
+		}
+	}
+	return out;
+}
+
+/* rescan finds the peers anew, where the directory changed (under peers_mu) */
+static void rescan(void)
+{
+	struct stat st;
+	if (stat(dir_path, &st) != 0 ||
+	    (st.st_mtim.tv_sec == dir_mtime.tv_sec && st.st_mtim.tv_nsec == dir_mtime.tv_nsec))
+		return;
+	dir_mtime = st.st_mtim;
+	for (int i = 0; i < npeers; i++)
+		close(peers[i].fd);
+	npeers = 0;
+	DIR *d = opendir(dir_path);
+	if (!d)
+		return;
+	static struct carve_ctl c; /* under peers_mu */
+	uint32_t self = __atomic_load_n(&carve_block->tenant, __ATOMIC_RELAXED);
+	for (struct dirent *e; (e = readdir(d)) && npeers < PEERS;) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9' || strspn(e->d_name, "0123456789") != strlen(e->d_name))
+			continue;
+		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		uint32_t on = 0;
+		if (pread(fd, &c, sizeof c, 0) == (ssize_t)sizeof c && c.magic == CARVE_CTL_MAGIC && c.bw_len_ns &&
+		    c.tenant != self && (uint32_t)c.pid != (uint32_t)getpid())
+			on = peer_gpus(&c);
+		if (!on) {
+			close(fd);
+			continue;
+		}
+		peers[npeers].fd = fd;
+		peers[npeers++].gpus = on;
+	}
+	closedir(d);
+}
+
+/* others_want: does another tenant with a share on GPU g want its slot
+ * at now? (its stamp younger than an epoch, or ahead; a block that cannot
+ * be read wants) */
+static int others_want(int g, uint64_t now, uint64_t epoch)
+{
+	int want = 0;
+	pthread_mutex_lock(&peers_mu);
+	rescan();
+	for (int i = 0; i < npeers && !want; i++) {
+		if (!(peers[i].gpus & (1u << g)))
+			continue;
+		uint64_t w = 0;
+		if (pread(peers[i].fd, &w, sizeof w, offsetof(struct carve_ctl, bw_want_ns)) != (ssize_t)sizeof w)
+			want = 1;
+		else
+			want = w && (int64_t)(now - w) < (int64_t)epoch;
+	}
+	pthread_mutex_unlock(&peers_mu);
+	return want;
+}
+
+/* --- timing ------------------------------------------------------------------ */
+
+/* event makes *ev in the current context ctx where it is of another */
+static int event(CUevent *ev, CUcontext *made_in, CUcontext ctx)
+{
+	if (*ev && *made_in != ctx) {
+		ev_destroy(*ev);
+		*ev = NULL;
+	}
+	if (!*ev && ev_create(ev, 0) != CUDA_SUCCESS)
+		*ev = NULL;
+	return *ev != NULL;
+}
+
+/* reap counts the entries done (under b->mu) and times their kernels */
+static void reap(struct bw_gpu *b)
+{
+	while (b->tail != b->head) {
+		struct bw_entry *e = &b->ring[b->tail % RING];
+		if (e->state == RESERVED || (e->state == RECORDED && ev_query(e->after) == CUDA_ERROR_NOT_READY))
+			break;
+		float ms = -1;
+		if (e->state == RECORDED) {
+			struct bw_entry *prev = &b->ring[(b->tail - 1) % RING];
+			CUevent from = e->timed_before ? e->before : e->queued && prev->ctx == e->ctx ? prev->after : NULL;
+			if (from && ev_elapsed(&ms, from, e->after) == CUDA_SUCCESS && ms >= 0) {
+				uint64_t m = (uint64_t)(ms * 1e6 + 0.5);
+				b->kernel_ns = b->measured ? (3 * b->kernel_ns + m) / 4 : m;
+				b->measured = 1;
+			}
+		}
+		e->state = FREE_ENTRY;
+		b->tail++;
+	}
+}
+
+/* --- the gate ---------------------------------------------------------------- */
+
+/* stamp says in our block until when we want our slot (b->mu held) */
+static void stamp(struct bw_gpu *b, uint64_t now)
+{
+	uint64_t w = b->end_ns > now ? b->end_ns : now;
+	if (w - b->stamped >= LOOK_NS || w < b->stamped) {
+		b->stamped = w;
+		__atomic_store_n(&carve_block->bw_want_ns, w, __ATOMIC_RELAXED);
+	}
+}
+
+/* wait is one step of a wait begun at since, towards until */
+static __thread __attribute__((tls_model("initial-exec"))) int slack_set;
+static void wait_step(uint64_t now, uint64_t since, uint64_t until)
+{
+	if (!slack_set) {
+		prctl(PR_SET_TIMERSLACK, 1000, 0, 0, 0);
+		slack_set = 1;
+	}
+	if (until > now + 200000) {
+		uint64_t nap = until - now - 100000;
+		carve_nap_ns(nap < 1000000 ? (long)nap : 1000000);
+	} else if (now - since < 100000) {
+		carve_yield();
+	} else {
+		carve_nap_ns(20000);
+	}
+}
+
+void carve_bw_launch_before(int g, CUstream s, CUcontext ctx)
+{
+	t_gpu = CARVE_GPU_NONE;
+	if (g < 0 || g >= ngpus || !gpus[g].len || carve_tide_capturing())
+		return;
+	struct bw_gpu *b = &gpus[g];
+	uint64_t start = carve_mono_ns(), now = start;
+	int held = 0;
+	pthread_mutex_lock(&b->mu);
+	for (;;) {
+		reap(b);
+		stamp(b, now);
+		int idle = b->head == b->tail;
+		uint64_t from = idle || b->end_ns < now ? now : b->end_ns, k = b->measured ? b->kernel_ns : 0;
+		uint64_t pos = (now % b->epoch + b->epoch - b->off % b->epoch) % b->epoch; /* since the slot's start */
+		uint64_t next = now - pos + b->epoch, until = next;                       /* its next start */
+		int room = b->head - b->tail < RING - 1, go = 0;
+		if (pos < b->len) {
+			uint64_t end = now - pos + b->len;
+			if (b->measured)
+				go = from + k <= end || (idle && k >= b->len && pos <= b->len / 4);
+			else
+				go = idle;
+			if (!go && now + k <= end) /* it fits once the work in flight is done */
+				until = now;
+		}
+		if (!go && !strict) {
+			if (now - b->looked_at >= LOOK_NS || now < b->looked_at) {
+				b->looked_at = now;
+				b->others = others_want(g, now, b->epoch);
+			}
+			/* free: at most an epoch of work in flight */
+			if (!b->others && (idle || (b->measured && from + k <= now + b->epoch)))
+				go = 1;
+			else if (!b->others)
+				until = now;
+		}
+		if (go && room) {
+			b->end_ns = from + k;
+			stamp(b, now);
+			break;
+		}
+		held = 1;
+		pthread_mutex_unlock(&b->mu);
+		wait_step(now, start, until);
+		now = carve_mono_ns();
+		pthread_mutex_lock(&b->mu);
+	}
+	/* the launch's entry, and an event before it where nothing is in flight */
+	struct bw_entry *e = &b->ring[b->head % RING];
+	e->state = RESERVED;
+	e->queued = b->head != b->tail;
+	e->timed_before = 0;
+	if (!e->queued && event(&e->before, &e->ctx, ctx) && ev_record(e->before, s) == CUDA_SUCCESS)
+		e->timed_before = 1;
+	t_entry = b->head++;
+	t_gpu = g;
+	pthread_mutex_unlock(&b->mu);
+	if (held) {
+		__atomic_add_fetch(&carve_block->bw_held_ns, carve_mono_ns() - start, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&carve_block->bw_held_launches, 1, __ATOMIC_RELAXED);
+	}
+}
+
+void carve_bw_launch_after(CUstream s, CUcontext ctx, CUresult r)
+{
+	int g = t_gpu;
+	if (g < 0)
+		return;
+	t_gpu = CARVE_GPU_NONE;
+	struct bw_gpu *b = &gpus[g];
+	pthread_mutex_lock(&b->mu);
+	struct bw_entry *e = &b->ring[t_entry % RING];
+	CUcontext made = e->ctx;
+	int ok = r == CUDA_SUCCESS && event(&e->after, &made, ctx);
+	if (ok && e->timed_before && made != e->ctx) /* the before event was made in another context */
+		e->timed_before = 0;
+	e->ctx = ctx;
+	e->state = ok && ev_record(e->after, s) == CUDA_SUCCESS ? RECORDED : FAILED;
+	pthread_mutex_unlock(&b->mu);
+}
+
+/* --- at load ----------------------------------------------------------------- */
+
+void carve_bw_init(void *cuda, const char *dir)
+{
+	struct carve_ctl *c = carve_block;
+	uint64_t len = c->bw_len_ns, epoch = c->bw_epoch_ns;
+	if (!len || !dir)
+		return;
+	ev_create = carve_real_dlsym(cuda, "cuEventCreate");
+	ev_record = carve_real_dlsym(cuda, "cuEventRecord");
+	ev_query = carve_real_dlsym(cuda, "cuEventQuery");
+	ev_elapsed = carve_real_dlsym(cuda, "cuEventElapsedTime");
+	ev_destroy = carve_real_dlsym(cuda, "cuEventDestroy_v2");
+	if (!ev_create || !ev_record || !ev_query || !ev_elapsed || !ev_destroy) {
+		carve_say("the driver lacks events: the bandwidth share is not kept");
+		return;
+	}
+	if (!epoch)
+		epoch = CARVE_BW_EPOCH_NS;
+	if (len > epoch)
+		len = epoch;
+	strict = (c->bw_flags & CARVE_BW_STRICT) != 0;
+	snprintf(dir_path, sizeof dir_path, "%s", dir);
+	ngpus = carve_gpus();
+	for (int g = 0; g < ngpus; g++) {
+		pthread_mutex_init(&gpus[g].mu, NULL);
+		gpus[g].off = CARVE_PART(c, g, bw_off_ns);
+		gpus[g].len = len;
+		gpus[g].epoch = epoch;
+	}
+	CARVE_DEBUG("bandwidth: a slot of %llu us at %llu us of each %llu us%s", (unsigned long long)len / 1000,
+		    (unsigned long long)gpus[0].off / 1000, (unsigned long long)epoch / 1000, strict ? ", strict" : "");
+	carve_bw_on = 1;
+}
