@@ -141,8 +141,9 @@ struct carve_ctl {
 	uint32_t tenant_class;   /* 112: CARVE_CLASS_* */
 	uint32_t pad0;           /* 116 */
 	uint64_t pause_until_ns; /* 120: BE: held, LS work in flight or not, until this CLOCK_MONOTONIC time
-	                          * (the SLO controller's calibration of an LS tenant's periods alone,
-	                          * renewed each step); a launch is held CARVE_PAUSE_MAX_NS at most */
+	                          * (the SLO controller's calibration of an LS tenant's periods alone, or
+	                          * its hold below share 0; renewed each step); a launch is held
+	                          * CARVE_PAUSE_MAX_NS at most */
 
 	/* tenant: written once by the creator */
 	uint32_t tenant;         /* 128: pid of the block carve run made; children copy it */

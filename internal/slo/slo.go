@@ -57,6 +57,13 @@
 // its capacity) 99.8% or more; at 75% of it in a steady load the target,
 // an estimate near saturation, swings with the window's request rate.
 //
+// A level at 0 for ZeroSteps steps that the law (or an emergency) would
+// lower further pauses the BE tenants as a calibration does, renewed each
+// step while that lasts: at 0 a BE is held only while LS work is in
+// flight, and near saturation the kernels it starts in the LS's short idle
+// gaps are what a request waits for (on an H200 at 75% of an LS's capacity
+// its level sat at 0.01 and requests still missed).
+//
 // A BE tenant's share is the level of its GPU (the lowest, on several),
 // its queue as much of what it asked as the level says.
 //
@@ -111,6 +118,7 @@ const (
 	Backlog          = 0.98                   // ... and over the newest BacklogSteps: a queue the server has not drained
 	BacklogSteps     = 2
 	PauseSteps       = 2 // a calibration's pause of the BE tenants lasts this many intervals past its step
+	ZeroSteps        = 3 // a level at 0 this many steps that the law would lower still pauses the BE tenants
 	QuietSteps       = 2 // an LS tenant with no request begun or period ended in this many steps ...
 	QuietGaps        = 8 // ... and this many of its mean gaps between requests, none in flight, is quiet
 	quantile         = 0.99
@@ -140,6 +148,7 @@ type Controller struct {
 	zero   map[string]bool        // the GPUs whose BE tenants were all at level 0 at the last step
 	paused map[string]bool        // the BE blocks it paused at the last step
 	resume map[string]float64     // by GPU: the level it had when its LS tenants went quiet
+	atZero map[string]int         // by GPU: the steps since its level last was above 0 (or it calibrated)
 	every  time.Duration          // Run's interval (DefaultInterval before): a pause lasts PauseSteps of it
 	lockMu sync.Mutex
 	lock   *os.File // the directory's LockFile, locked, while c holds it (lock.go)
@@ -180,7 +189,7 @@ type View struct {
 // New is a controller of the blocks in dir.
 func New(dir string) *Controller {
 	return &Controller{dir: dir, hist: map[string][]sample{}, cut: map[string]int{}, view: map[Key]View{},
-		cal: map[string]calibration{}, zero: map[string]bool{}, levels: map[string]float64{}, paused: map[string]bool{}, resume: map[string]float64{}, every: DefaultInterval}
+		cal: map[string]calibration{}, zero: map[string]bool{}, levels: map[string]float64{}, paused: map[string]bool{}, resume: map[string]float64{}, atZero: map[string]int{}, every: DefaultInterval}
 }
 
 // Run steps every interval (0: DefaultInterval) until ctx ends, while it
@@ -422,6 +431,7 @@ func (c *Controller) decide(name string, g *gpu) {
 	if !g.bound || len(g.be) == 0 {
 		delete(c.levels, name)
 		delete(c.resume, name)
+		delete(c.atZero, name)
 		return
 	}
 	level, ok := c.levels[name]
@@ -474,16 +484,23 @@ func (c *Controller) decide(name string, g *gpu) {
 	case resumed: // busy again: from the level it had when it went quiet
 		g.level = resume
 	case emergency:
+		g.pause = c.atZero[name] >= ZeroSteps // less than nothing
 		g.level *= Backoff
 		c.cut[name] = c.step
 	case math.IsInf(next, 1): // no period since the cut
 		g.hold = true
 		return
 	default:
+		g.pause = c.atZero[name] >= ZeroSteps && next < MinShare // less than nothing
 		g.level = math.Min(1, next)
 	}
 	if g.level < MinShare {
 		g.level = 0
+	}
+	if g.level > 0 || calibrate {
+		delete(c.atZero, name)
+	} else {
+		c.atZero[name]++
 	}
 }
 

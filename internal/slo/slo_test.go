@@ -305,3 +305,41 @@ func TestTraceSaysEachStep(t *testing.T) {
 		t.Error("the BE's level never went below 1 over the SLO: the trace says nothing of the steering")
 	}
 }
+
+// TestLevelZeroPauses: an LS tenant the controller would hold further
+// after its BE tenants were at level 0 for slo.ZeroSteps steps has them
+// paused (no kernel in its idle time either, which a request that finds
+// it idle waits the rest of: on an H200 at 75% of an LS's capacity the
+// level sat at 0.01 and requests still missed); the pause is renewed
+// while that lasts, and ends once the tenant is under its target.
+func TestLevelZeroPauses(t *testing.T) {
+	p := newPlant(t)
+	l := p.addLS(ctl.SLO{Max: 2 * time.Millisecond}, 2*time.Millisecond, 4, 40) // never under it
+	p.addBE(1, 300*time.Microsecond)
+	zero := 0
+	for i := 0; zero <= slo.ZeroSteps; i++ {
+		if i == 60 {
+			t.Fatalf("60 steps: the BE's level not at 0 for %d steps", slo.ZeroSteps)
+		}
+		if p.paused() {
+			t.Fatalf("step %d: paused after %d steps at level 0, want %d first", p.step, zero, slo.ZeroSteps)
+		}
+		p.run(1)
+		if share, _ := p.dials(); share == 0 {
+			zero++
+		} else {
+			zero = 0
+		}
+	}
+	for range 2 * slo.PauseSteps {
+		if !p.paused() {
+			t.Fatalf("step %d: the LS over its target at level 0 for %d steps, the BE not paused", p.step, zero)
+		}
+		p.run(1)
+	}
+	l.base = 200 * time.Microsecond // well under
+	p.run(slo.WindowSteps + slo.PauseSteps)
+	if p.paused() {
+		t.Errorf("step %d: the LS well under its target, the BE still paused", p.step)
+	}
+}

@@ -454,7 +454,7 @@ func tideText(r Row) string {
 		s += fmt.Sprintf(", %d cut into %d pieces", t.Sliced, t.SlicePieces)
 	}
 	if t.PauseUntil > ctl.Mono() {
-		s += "; paused while the SLO controller calibrates an LS tenant alone"
+		s += "; paused by the SLO controller (calibrating an LS tenant alone, or one over its goal at share 0)"
 	}
 	return s
 }
