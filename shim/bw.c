@@ -256,6 +256,11 @@ void carve_bw_launch_before(int g, CUstream s, CUcontext ctx)
 		stamp(b, now);
 		int idle = b->head == b->tail;
 		uint64_t from = idle || b->end_ns < now ? now : b->end_ns, k = b->measured ? b->kernel_ns : 0;
+		/* the predicted end drifts where kernels end sooner than predicted:
+		 * no later than the launches in flight (each seen done by its
+		 * event) one kernel's time each */
+		if (!idle && b->measured && now + (b->head - b->tail) * k < from)
+			from = now + (b->head - b->tail) * k;
 		uint64_t pos = (now % b->epoch + b->epoch - b->off % b->epoch) % b->epoch; /* since the slot's start */
 		uint64_t next = now - pos + b->epoch, until = next;                       /* its next start */
 		int room = b->head - b->tail < RING - 1, go = 0;
