@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // TenantRecords is the directory, in the node directory, of root's
@@ -92,20 +94,34 @@ func parsePart(v string) (Part, error) {
 			return Part{}, err
 		}
 	}
-	for i, w := range []*[4]uint32{(*[4]uint32)(&p.Mask), (*[4]uint32)(&p.Live), (*[4]uint32)(&p.Floor)} {
-		s := f[2+i]
-		if len(s) != 32 {
-			return Part{}, fmt.Errorf("part %q: mask %q is not 32 hex digits", v, s)
-		}
-		for j := range w {
-			n, err := strconv.ParseUint(s[32-8*(j+1):32-8*j], 16, 32)
-			if err != nil {
-				return Part{}, fmt.Errorf("part %q: %w", v, err)
-			}
-			w[j] = uint32(n)
+	var err error
+	for i, set := range []func(int){func(b int) { p.Mask = p.Mask.Set(b) }, func(b int) { p.Live = p.Live.Set(b) },
+		func(b int) { p.Floor = p.Floor.Set(b) }} {
+		if err = parseMask(f[2+i], set); err != nil {
+			return Part{}, fmt.Errorf("part %q: %w", v, err)
 		}
 	}
 	return p, nil
+}
+
+// parseMask reads a mask as topo's String writes it, 32 hex digits, the
+// highest bits first, calling set with each bit set.
+func parseMask(s string, set func(bit int)) error {
+	if len(s) != topo.MaskBits/4 {
+		return fmt.Errorf("mask %q is not %d hex digits", s, topo.MaskBits/4)
+	}
+	for i, c := range s {
+		d, err := strconv.ParseUint(string(c), 16, 8)
+		if err != nil {
+			return fmt.Errorf("mask %q: %w", s, err)
+		}
+		for b := range 4 {
+			if d>>b&1 == 1 {
+				set((len(s)-1-i)*4 + b)
+			}
+		}
+	}
+	return nil
 }
 
 // parseRecord reads a record as String writes it: at least one part, at
