@@ -279,15 +279,15 @@ func ownerOf(path string) int {
 }
 
 // SeatsOf are the seats of the LS tenants among blocks (of live processes
-// in dir, one seat a tenant and GPU) and claims: a block's tenant is LS as
-// carve believes it (recs.Of: in the node directory, as root's record
-// says; recs are dir's, ReadRecords or RecordTenants), a claim's as its
-// record says.
+// in dir, one seat a tenant and GPU) and claims: a block's tenant is LS,
+// and reserves TPCs, as carve believes it (recs.Of: in the node
+// directory, as root's record says; recs are dir's, ReadRecords or
+// RecordTenants), a claim's as its record says.
 func SeatsOf(dir string, recs Records, blocks []Entry, claims []Claim) []Seat {
 	var out []Seat
 	index := map[[2]string]int{}
 	for _, e := range blocks {
-		if recs.Of(e).Class != ClassLS {
+		if e = recs.Of(e); e.Class != ClassLS { // its TPCs too: its record's
 			continue
 		}
 		tenant := e.Tenant

@@ -1,9 +1,9 @@
 // Root's record of each tenant of carve run in the node directory: what
-// carve made it (its tenant pid, start ticks, user, class and SLO), taken
-// by root's fence from its first block the first time it sees it, before
-// its program runs (carve run waits for it: place.AwaitSeats), and what
-// carve believes of its class and SLO (Records.Of), never its blocks,
-// which its processes may write.
+// carve made it (its tenant pid, start ticks, user, class, SLO, memory
+// limit and partition on each GPU), taken by root's fence from its first
+// block the first time it sees it, before its program runs (carve run
+// waits for it: place.AwaitSeats), and what carve believes of it
+// (Records.Of), never its blocks, which its processes may write.
 
 package ctl
 
@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // TenantRecords is the directory, in the node directory, of root's
@@ -29,40 +31,119 @@ const TenantRecords = ".tenants"
 // TenantRecord is what carve made a tenant of carve run, as its first
 // block (PID == Tenant) said when root first saw it: its process (PID,
 // StartTicks), its user (UID, the owner of its blocks), its class and,
-// for an LS tenant, its SLO.
+// for an LS tenant, its SLO; its memory limit (Mem, 0: none) and its
+// partition on each of its GPUs (Parts, as Snapshot.Parts, SMs left out),
+// which root's fence changes only where a placement would have allowed
+// the change (RecordTenants).
 type TenantRecord struct {
 	PID        int
 	StartTicks uint64
 	UID        int
 	Class      uint32
 	SLO        SLO
+	Mem        uint64
+	Parts      []Part
 }
 
-// recordMax is the most bytes a record may hold.
-const recordMax = 256
+// recordMax is the most bytes a record may hold: its fields and a part
+// line of each of GPUs (partLine: at most 211 bytes).
+const recordMax = 256 + GPUs*216
 
-// String is r as its file holds it, one field a line.
+// String is r as its file holds it, one field a line, then a line of
+// each part: its GPU, node block, mask, live TPCs and floor ("-" for a
+// name it has none of).
 func (r TenantRecord) String() string {
 	class := ClassName(r.Class)
 	if class == "" {
 		class = "none"
 	}
-	return fmt.Sprintf("pid %d\nstart %d\nuid %d\nclass %s\nslo %s\n", r.PID, r.StartTicks, r.UID, class, r.SLO)
+	var b strings.Builder
+	fmt.Fprintf(&b, "pid %d\nstart %d\nuid %d\nclass %s\nslo %s\nmem %d\n", r.PID, r.StartTicks, r.UID, class, r.SLO, r.Mem)
+	for _, p := range r.Parts {
+		b.WriteString(partLine(p))
+	}
+	return b.String()
 }
 
-// parseRecord reads a record as String writes it.
+// partLine is p as a record's line.
+func partLine(p Part) string {
+	name := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	return fmt.Sprintf("part %s %s %s %s %s\n", name(p.GPU), name(p.Node), p.Mask, p.Live, p.Floor)
+}
+
+// parsePart reads a part as partLine writes it (its "part " cut).
+func parsePart(v string) (Part, error) {
+	f := strings.Split(v, " ")
+	if len(f) != 5 {
+		return Part{}, fmt.Errorf("part %q: %d fields, want 5", v, len(f))
+	}
+	dash := func(s string) string {
+		if s == "-" {
+			return ""
+		}
+		return s
+	}
+	p := Part{GPU: dash(f[0]), Node: dash(f[1])}
+	if p.GPU != "" {
+		if _, err := ParseUUID(p.GPU); err != nil {
+			return Part{}, err
+		}
+	}
+	var err error
+	for i, set := range []func(int){func(b int) { p.Mask = p.Mask.Set(b) }, func(b int) { p.Live = p.Live.Set(b) },
+		func(b int) { p.Floor = p.Floor.Set(b) }} {
+		if err = parseMask(f[2+i], set); err != nil {
+			return Part{}, fmt.Errorf("part %q: %w", v, err)
+		}
+	}
+	return p, nil
+}
+
+// parseMask reads a mask as topo's String writes it, 32 hex digits, the
+// highest bits first, calling set with each bit set.
+func parseMask(s string, set func(bit int)) error {
+	if len(s) != topo.MaskBits/4 {
+		return fmt.Errorf("mask %q is not %d hex digits", s, topo.MaskBits/4)
+	}
+	for i, c := range s {
+		d, err := strconv.ParseUint(string(c), 16, 8)
+		if err != nil {
+			return fmt.Errorf("mask %q: %w", s, err)
+		}
+		for b := range 4 {
+			if d>>b&1 == 1 {
+				set((len(s)-1-i)*4 + b)
+			}
+		}
+	}
+	return nil
+}
+
+// parseRecord reads a record as String writes it: at least one part, at
+// most GPUs.
 func parseRecord(text string) (TenantRecord, error) {
 	var r TenantRecord
+	if !strings.HasSuffix(text, "\n") {
+		return r, errors.New("no final newline")
+	}
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	keys := []string{"pid", "start", "uid", "class", "slo"}
-	if len(lines) != len(keys) {
-		return r, fmt.Errorf("%d lines, want %d", len(lines), len(keys))
+	keys := []string{"pid", "start", "uid", "class", "slo", "mem"}
+	if n := len(lines) - len(keys); n < 1 || n > GPUs {
+		return r, fmt.Errorf("%d lines, want %d and a part of each GPU, 1 to %d", len(lines), len(keys), GPUs)
 	}
 	var err error
 	for i, l := range lines {
 		k, v, _ := strings.Cut(l, " ")
-		if k != keys[i] {
-			return r, fmt.Errorf("line %d: %q, want %s", i+1, l, keys[i])
+		if want := "part"; i < len(keys) && k != keys[i] || i >= len(keys) && k != want {
+			if i < len(keys) {
+				want = keys[i]
+			}
+			return r, fmt.Errorf("line %d: %q, want %s", i+1, l, want)
 		}
 		switch k {
 		case "pid":
@@ -75,6 +156,12 @@ func parseRecord(text string) (TenantRecord, error) {
 			r.Class, err = ParseClass(v)
 		case "slo":
 			r.SLO, err = ParseSLO(v)
+		case "mem":
+			r.Mem, err = strconv.ParseUint(v, 10, 64)
+		case "part":
+			var p Part
+			p, err = parsePart(v)
+			r.Parts = append(r.Parts, p)
 		}
 		if err != nil {
 			return r, err
@@ -184,16 +271,19 @@ func (r Records) Recorded(e Entry) bool {
 	return ok || !r.kept
 }
 
-// Of is block e as carve believes its class and SLO (SeatsOf, the SLO
-// controller): in the node directory (keepsRecords), those of its
-// tenant's record, never what the block says, which its processes may
-// write (a BE tenant that wrote class LS or an SLO of 10 us would hold
-// every other user's BE tenants back). A block that says LS is LS only
-// where its record says so, else of its record's class (none without a
-// record); one that says BE or no class stays so (lowering itself harms
-// only itself); an SLO is an LS tenant's of its record. Elsewhere e is
-// left as it says, as claims' blocks are believed as their records say
-// (internal/slo's claimed).
+// Of is block e as carve believes it: in the node directory
+// (keepsRecords), its class, SLO, memory limit and partitions those of
+// its tenant's record, never what the block says, which its processes
+// may write (a BE tenant that wrote class LS or an SLO of 10 us would
+// hold every other user's BE tenants back; a mask of every TPC or a
+// limit of the GPU's memory would stop their placements). A block that
+// says LS is LS only where its record says so, else of its record's class
+// (none without a record); one that says BE or no class stays so
+// (lowering itself harms only itself); an SLO is an LS tenant's of its
+// record. A block with no record keeps its memory limit and partitions
+// (View says whose are believed). Elsewhere e is left as it says, as
+// claims' blocks are believed as their records say (internal/slo's
+// claimed).
 func (r Records) Of(e Entry) Entry {
 	if !r.kept {
 		return e
@@ -205,6 +295,9 @@ func (r Records) Of(e Entry) Entry {
 	e.Tide.SLO = SLO{}
 	if ok && e.Class == ClassLS {
 		e.Tide.SLO = rec.SLO
+	}
+	if ok {
+		e.Snapshot = rec.placed(e.Snapshot)
 	}
 	return e
 }
@@ -218,9 +311,13 @@ func (r Records) Of(e Entry) Entry {
 // into TenantRecords, which it makes (root's, mode 0755) or replaces
 // where a user made it first. It does this only where dir keeps records
 // (keepsRecords), as root (root's fence); elsewhere it writes nothing.
-// It returns the records it leaves (ReadRecords' where it wrote none), for
-// SeatsOf. Call it under the placement lock.
-func RecordTenants(dir string, blocks []Entry) (Records, error) {
+// A recorded tenant's later change of its memory limit or masks (carve
+// set) is taken where a placement would have allowed it (take), else the
+// record stays and ReadRecords' Changed reports the block. It returns
+// the records it leaves (ReadRecords' where it wrote none), for SeatsOf.
+// Call it under the placement lock, with dir's claims and what is known
+// of the GPUs' memory (mem).
+func RecordTenants(dir string, blocks []Entry, claims []Claim, mem GPUMemory) (Records, error) {
 	have, _ := ReadRecords(dir)
 	if !have.kept || os.Geteuid() != 0 {
 		return have, nil
@@ -245,7 +342,7 @@ func RecordTenants(dir string, blocks []Entry) (Records, error) {
 		if err != nil || ticks == 0 || ticks != e.StartTicks {
 			continue // not its process's: a block's start ticks are its to write
 		}
-		rec := TenantRecord{PID: e.PID, StartTicks: ticks, UID: ownerOf(e.Path), Class: e.Class}
+		rec := TenantRecord{PID: e.PID, StartTicks: ticks, UID: ownerOf(e.Path), Class: e.Class}.as(e.Snapshot)
 		if rec.Class == ClassLS {
 			rec.SLO = e.Tide.SLO
 		}
@@ -255,6 +352,7 @@ func RecordTenants(dir string, blocks []Entry) (Records, error) {
 		}
 		have.by[e.PID] = rec
 	}
+	errs = append(errs, have.takeChanges(rd, blocks, claims, mem)...)
 	des, err := os.ReadDir(rd)
 	if err != nil {
 		return have, errors.Join(append(errs, fmt.Errorf("tenant records: %w", err))...)
@@ -271,6 +369,9 @@ func RecordTenants(dir string, blocks []Entry) (Records, error) {
 // writeRecord writes rec into the records directory rd, under a
 // temporary name renamed into place, mode 0644.
 func writeRecord(rd string, rec TenantRecord) error {
+	if back, err := parseRecord(rec.String()); err != nil || !back.equal(rec) {
+		return fmt.Errorf("its block's GPU or node names cannot be recorded (%v)", err)
+	}
 	f, err := os.CreateTemp(rd, "."+strconv.Itoa(rec.PID)+".new-*")
 	if err != nil {
 		return err

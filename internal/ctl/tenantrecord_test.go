@@ -8,26 +8,51 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // TestTenantRecordRoundTrip: a record reads back as written; one of
 // another layout does not parse.
 func TestTenantRecordRoundTrip(t *testing.T) {
+	uuid := "GPU-72602ec6-1b2d-3c4e-5f60-718293a4b5c6"
+	parts := []Part{{GPU: uuid, Node: NodeName(uuid), Mask: topo.Disable{0xff, 1, 0, ^uint32(0)}, Live: topo.Enable{^uint32(0), 3}, Floor: topo.Enable{0xf0}},
+		{Mask: topo.Disable{1}}}
+	most := TenantRecord{PID: 1 << 30, StartTicks: ^uint64(0), UID: 1 << 30, Class: ClassLS, SLO: SLO{Max: 8 * time.Millisecond}, Mem: ^uint64(0)}
+	for range GPUs {
+		most.Parts = append(most.Parts, Part{GPU: uuid, Node: strings.Repeat("n", 64), Mask: topo.Disable{^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0)}})
+	}
+	if n := len(most.String()); n > recordMax {
+		t.Errorf("a record of %d parts takes %d bytes, over recordMax (%d)", GPUs, n, recordMax)
+	}
+	if got, err := parseRecord(most.String()); err != nil || !got.equal(most) {
+		t.Errorf("the largest record read back as %+v, %v", got, err)
+	}
 	for _, r := range []TenantRecord{
 		{PID: 12, StartTicks: 345, UID: 65534, Class: ClassLS, SLO: SLO{Max: 8 * time.Millisecond}},
 		{PID: 13, StartTicks: 1, UID: 0, Class: ClassLS, SLO: SLO{Alone: 2}},
 		{PID: 14, StartTicks: 2, UID: 7, Class: ClassBE},
 		{PID: 15, StartTicks: 3, UID: 7},
 	} {
+		r.Mem, r.Parts = 4<<30, parts
 		got, err := parseRecord(r.String())
-		if err != nil || got != r {
+		if err != nil || !got.equal(r) {
 			t.Errorf("%q read back as %+v, %v; want %+v", r.String(), got, err, r)
 		}
 	}
+	const head, part = "pid 1\nstart 1\nuid 1\nclass ls\nslo \nmem 0\n", "part - - 00000000000000000000000000000000 00000000000000000000000000000001 00000000000000000000000000000000\n"
+	if _, err := parseRecord(head + part); err != nil {
+		t.Errorf("%q: %v", head+part, err)
+	}
 	for _, text := range []string{"", "pid 1\n", "pid x\nstart 1\nuid 1\nclass ls\nslo \n", "pid 1\nstart 1\nuid 1\nclass root\nslo \n",
-		"start 1\npid 1\nuid 1\nclass ls\nslo \n", "pid 1\nstart 1\nuid 1\nclass ls\nslo 1us\n"} {
+		"start 1\npid 1\nuid 1\nclass ls\nslo \n", "pid 1\nstart 1\nuid 1\nclass ls\nslo 1us\n",
+		"pid 1\nstart 1\nuid 1\nclass ls\nslo \n", head, head + part[:len(part)-1], head + strings.Repeat(part, GPUs+1),
+		head + "part - - 0 0 0\n", head + "part GPU-x - " + part[len("part - - "):], head + "part - - " + strings.Repeat("g", 32) + part[len("part - - 00000000000000000000000000000000"):],
+		head + "part - -  00000000000000000000000000000000 00000000000000000000000000000001 00000000000000000000000000000000\n",
+		strings.Replace(head, "mem 0", "mem -1", 1) + part, head + "mem 0\n" + part} {
 		if r, err := parseRecord(text); err == nil {
 			t.Errorf("%q parsed as %+v", text, r)
 		}
@@ -59,6 +84,7 @@ func TestRecordsOf(t *testing.T) {
 	slo := SLO{Max: 5 * time.Millisecond}
 	rd := filepath.Join(dir, TenantRecords)
 	for _, r := range []TenantRecord{{PID: 100, StartTicks: 99, UID: 65534, Class: ClassLS, SLO: slo}, {PID: 200, StartTicks: 99, UID: 65534, Class: ClassBE}} {
+		r.Parts = []Part{{}}
 		if err := writeRecord(rd, r); err != nil {
 			t.Fatal(err)
 		}
@@ -96,5 +122,27 @@ func TestRecordsOf(t *testing.T) {
 	e := block(400, 400, ClassLS, 65534)
 	if mine, _ := ReadRecords(own); mine.Of(e).Class != ClassLS || mine.Of(e).Tide.SLO != e.Tide.SLO || !mine.Recorded(e) {
 		t.Error("outside the node directory a block is not as it says")
+	}
+}
+
+// TestRecordKeepsBandwidthSlots: a tenant's bandwidth slots are its
+// block's say, not its record's (placement sets them apart among the
+// GPU's shares; they harm no other's TPCs or memory): a recorded block
+// with slots is not reported changed, and is believed with its slots.
+func TestRecordKeepsBandwidthSlots(t *testing.T) {
+	uuid := "GPU-72602ec6-1b2d-3c4e-5f60-718293a4b5c6"
+	var s Snapshot
+	s.GPU, s.Tide.Node, s.Mask, s.Live = uuid, NodeName(uuid), topo.Disable{0xff}, topo.Enable{^uint32(0)}
+	s.BWOff = 500 * time.Microsecond
+	rec := TenantRecord{PID: 12, StartTicks: 3, UID: 7, Class: ClassBE}.as(s)
+	back, err := parseRecord(rec.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !back.as(s).equal(back) {
+		t.Errorf("a block with a bandwidth slot at %v differs from its record read back: %+v", s.BWOff, back)
+	}
+	if got := back.placed(s).Parts()[0].BWOff; got != s.BWOff {
+		t.Errorf("believed with its slot at %v, want its block's %v", got, s.BWOff)
 	}
 }

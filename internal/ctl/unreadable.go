@@ -24,8 +24,10 @@ type Bad struct {
 	// block: no record, yet a process runs in it), owner (a published
 	// claim or tenant record not root's), published (the directory of
 	// published claims, not trusted: PublishedDir), record (a tenant
-	// record that does not parse) or records (the directory of tenant
-	// records, not trusted: TenantRecords).
+	// record that does not parse), records (the directory of tenant
+	// records, not trusted: TenantRecords) or changed (a live block whose
+	// TPCs or memory limit are not its tenant record's, which others
+	// count: Records.Changed; the block is listed too).
 	Reason string `json:"reason"`
 	Why    string `json:"why"`
 	err    error
@@ -99,7 +101,8 @@ func guarded(path string, f func()) (err error) {
 
 // Listing is what Read finds in a runtime directory: Scan's live and
 // ended blocks, Claims' claims and interrupted reservations, root's
-// tenant records (ReadRecords), and what all three skipped.
+// tenant records (ReadRecords), and what all three skipped (and the
+// blocks not as their records say: Records.Changed).
 type Listing struct {
 	Live, Ended []Entry
 	Claims      []Claim
@@ -131,6 +134,6 @@ func read(dir string, peek bool) (Listing, error) {
 	}
 	l.Skipped = append(l.Skipped, skipped...)
 	l.Records, skipped = ReadRecords(dir)
-	l.Skipped = append(l.Skipped, skipped...)
+	l.Skipped = append(append(l.Skipped, skipped...), l.Records.Changed(l.Live)...)
 	return l, nil
 }

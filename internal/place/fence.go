@@ -18,8 +18,10 @@ import (
 // no longer keeps LS tenants off its TPCs, and an LS tenant that ended
 // leaves its seat. In carve-dra's runtime directory the node directory's
 // tenants (read without its lock) are fixed TPCs too, as a claim's
-// placement counts them. carve daemon calls it now and then.
-func Fence(dir string) error {
+// placement counts them. carve daemon calls it now and then. gpus are
+// the GPUs whose memory it knows, for a raise of a recorded tenant's
+// memory limit (ctl.RecordTenants: with none, none is taken).
+func Fence(dir string, gpus ...*topo.Topology) error {
 	unlock, err := lock(dir)
 	if err != nil {
 		return err
@@ -30,26 +32,30 @@ func Fence(dir string) error {
 		return err
 	}
 	l.others = viewOf(dir, false).tenants()
-	return fence(dir, l.partitions(), l.blocks, l.claims)
+	return fence(dir, l, gpus...)
 }
 
 // fence writes into each node block in dir the TPCs of the partitions
-// (parts: what dir holds now) on its GPU that are neither LS nor BE, and
+// (l's: what dir holds now) on its GPU that are neither LS nor BE, and
 // the BE tenants' floors, so that LS tenants' launches keep off them
 // (ctl.Node.SetFixed), and seats the LS tenants of blocks and claims
 // (every one dir holds now: ctl.SeatsOf, ctl.Seats). Call it under the
 // lock after a change. A user's carve in the node directory writes no
 // node block (ctl.WritesNodes): there root's carve daemon fences (Fence),
-// records each tenant of carve run first (ctl.RecordTenants: its class
-// and SLO, which seats follow), and makes the node blocks that users' LS
-// and BE tenants name (makeNodes).
-func fence(dir string, parts []ctl.Snapshot, blocks []ctl.Entry, claims []ctl.Claim) error {
+// records each tenant of carve run first (ctl.RecordTenants: its class,
+// SLO, memory limit and TPCs, which seats and fences follow, and a later
+// change of the last two where a placement would have allowed it, the
+// memory of gpus known), and makes the node blocks that users' LS and BE
+// tenants name (makeNodes).
+func fence(dir string, l *listing, gpus ...*topo.Topology) error {
 	if !ctl.WritesNodes(dir) {
 		return nil
 	}
-	recs, recorded := ctl.RecordTenants(dir, blocks)
+	recs, recorded := ctl.RecordTenants(dir, l.blocks, l.claims, ctl.GPUMemory{Bytes: memoryOf(gpus), Charge: MemCharge})
+	l.recs = recs
+	parts := l.partitions()
 	made := makeNodes(dir, parts)
-	seated := errors.Join(recorded, made, ctl.Seats(dir, ctl.SeatsOf(dir, recs, blocks, claims)))
+	seated := errors.Join(recorded, made, ctl.Seats(dir, ctl.SeatsOf(dir, recs, l.blocks, l.claims)))
 	nodes, err := ctl.Nodes(dir)
 	if err != nil || len(nodes) == 0 {
 		return errors.Join(seated, err)
@@ -114,4 +120,16 @@ func makeNodes(dir string, parts []ctl.Snapshot) error {
 		n.Close()
 	}
 	return errors.Join(errs...)
+}
+
+// memoryOf is the memory of each of gpus by UUID (0: not one of them).
+func memoryOf(gpus []*topo.Topology) func(string) uint64 {
+	return func(uuid string) uint64 {
+		for _, t := range gpus {
+			if SameGPU(t.UUID, uuid) {
+				return t.MemoryBytes
+			}
+		}
+		return 0
+	}
 }

@@ -7,6 +7,7 @@ package place
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
@@ -80,7 +81,8 @@ var listBlocks, listClaims = ctl.List, ctl.Claims
 // listing is what a placement reads of the runtime directory, once, under
 // its lock.
 type listing struct {
-	blocks  []ctl.Entry // of live processes
+	blocks  []ctl.Entry // of live processes, as they say
+	recs    ctl.Records // root's tenant records (in the node directory)
 	claims  []ctl.Claim
 	pending []string // the directories of interrupted reservations
 	// others are the node directory's tenants, which a claim's placement
@@ -97,8 +99,15 @@ func list(dir string) (*listing, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &listing{blocks: blocks, claims: claims, pending: pending}, nil
+	recs, _ := ctl.ReadRecords(dir) // what it skipped, ctl.Read reports
+	return &listing{blocks: blocks, recs: recs, claims: claims, pending: pending}, nil
 }
+
+// believed are the blocks as this user's carve believes them
+// (ctl.Records.View): in the node directory another user's tenant holds
+// the TPCs and memory limit of root's record of it, not what its blocks
+// say now.
+func (l *listing) believed() []ctl.Entry { return l.recs.View(l.blocks, os.Geteuid()) }
 
 // partitions are the blocks' snapshots and the claims' reservations, what
 // fence reads; and those of the other directory, carve-dra's runtime
@@ -114,7 +123,7 @@ func (l *listing) partitions() []ctl.Snapshot {
 		}
 		return s
 	}
-	for _, e := range l.blocks {
+	for _, e := range l.believed() {
 		out = append(out, e.Snapshot)
 	}
 	for _, c := range l.claims {
@@ -148,13 +157,14 @@ func (l *listing) holders(t *topo.Topology) []Holder {
 		outside bool
 	}
 	index := map[key]int{}
-	for n, e := range append(l.blocks[:len(l.blocks):len(l.blocks)], l.others...) {
+	blocks := l.believed()
+	for n, e := range append(blocks[:len(blocks):len(blocks)], l.others...) {
 		part, ok := PartOn(e.Snapshot, t)
 		if !ok {
 			continue // another GPU's partition
 		}
 		set := partition.FromMask(t, part.Mask)
-		k := key{e.Tenant, n >= len(l.blocks)}
+		k := key{e.Tenant, n >= len(blocks)}
 		i, ok := index[k]
 		if !ok {
 			i = len(out)

@@ -44,6 +44,7 @@ var hostileElsewhere = []struct{ attack, self, file, test string }{
 	{"a user's BE tenant in the node directory whose block, or a child's, says LS: root's record believed, no seat", "its own processes run as its blocks say (share, memory limit, mask)", "tenantrecord_test.go", "TestNodeDirClassFromRecord"},
 	{"a user's BE tenant in the node directory whose block says LS and a 10 us SLO: the SLO controller takes root's record", "the same", "../slo/nodedir_test.go", "TestNodeDirSLOFromRecord"},
 	{"a tenant record a user planted, a link, a records directory a user made first", "none", "tenantrecord_test.go", "TestTenantRecordsRoots"},
+	{"a user's tenant in the node directory whose block, after root recorded it, says every TPC and the GPU's memory, or moves onto another's TPCs with --share: root's record believed by other users", "its own processes run on the TPCs and under the limit its block says", "tenantpolicy_test.go", "TestNodeDirTPCsFromRecord"},
 	{"a program that rewrites its block before root records its tenant", "none: carve run waits for the record", "nodewriter_test.go", "TestAwaitRecord"},
 	{"the node block's lease rewritten", "none past the next placement or daemon pass", "../ctl/node_test.go", "TestNodeLeaseReset"},
 	{"a killed LS tenant's busy entry", "none", "../../shim/shimtest/tide_test.go", "TestLeaseAfterLSDies"},

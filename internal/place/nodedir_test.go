@@ -37,7 +37,8 @@ func helperList() {
 	os.Exit(0)
 }
 
-// helperMove moves PLACE_PID's tenant to PLACE_COUNT TPCs, as carve set.
+// helperMove moves PLACE_PID's tenant to PLACE_COUNT TPCs, as carve set,
+// or onto the TPCs PLACE_TPCS with --share.
 func helperMove() {
 	t, err := topo.Parse([]byte(os.Getenv("PLACE_TOPOLOGY")))
 	if err != nil {
@@ -45,8 +46,11 @@ func helperMove() {
 		os.Exit(2)
 	}
 	spec, _ := partition.ParseCount(os.Getenv("PLACE_COUNT"))
+	if tpcs := os.Getenv("PLACE_TPCS"); tpcs != "" { // these TPCs, shared
+		spec, _ = partition.ParseTPCs(tpcs)
+	}
 	pid, _ := strconv.Atoi(os.Getenv("PLACE_PID"))
-	if _, err := Move(os.Getenv("PLACE_DIR"), t, pid, spec, false); err != nil {
+	if _, err := Move(os.Getenv("PLACE_DIR"), t, pid, spec, os.Getenv("PLACE_TPCS") != ""); err != nil {
 		fmt.Println("refused", err)
 	} else {
 		fmt.Println("moved")

@@ -73,7 +73,8 @@ func sameDir(a, b string) bool {
 }
 
 // tenants are the live blocks of the node directory's tenants, read as
-// ctl.Peek reads them: nothing there is removed, credited or written.
+// ctl.Peek reads them (nothing there is removed, credited or written),
+// each user's tenant as root's record of it says (ctl.Records.View).
 func (v *view) tenants() []ctl.Entry {
 	if v.dir == "" {
 		return nil
@@ -82,7 +83,7 @@ func (v *view) tenants() []ctl.Entry {
 	if err != nil {
 		v.err = errors.Join(v.err, fmt.Errorf("reading the node directory's tenants: %w", err))
 	}
-	return l.Live
+	return l.Records.View(l.Live, os.Geteuid()) // another user's, as root's record of it says
 }
 
 // publish writes dir's claims into the node directory (ctl.Publish).

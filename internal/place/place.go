@@ -142,7 +142,7 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 		l.others = v.tenants()
 		if p, err := r.Claim.again(dir, claimDir, gpus, l); p != nil || err != nil {
 			if p != nil { // its seats' links, where its directory was made anew
-				fence(dir, l.partitions(), l.blocks, l.claims)
+				fence(dir, l, topos(gpus)...)
 				v.publish(dir)
 				p.NodeView = v.err
 			}
@@ -189,7 +189,8 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	// an LS tenant that got no seat (its shim says so) runs as an
 	// ordinary partitioned tenant; another's seat that fails is no
 	// reason to refuse this one
-	fence(dir, append(l.partitions(), made), blocks, claims)
+	l.blocks, l.claims = blocks, claims
+	fence(dir, l, topos(gpus)...)
 	return p, nil
 }
 
@@ -232,6 +233,15 @@ func placeOn(g On, r Request, l *listing, limit uint64) (ctl.Part, PlacedOn, err
 	// the node block names the GPU; LS and BE tenants meet in it
 	part := ctl.Part{GPU: t.UUID, Node: ctl.NodeName(t.UUID), Mask: mask, Live: t.Live(), SMs: SMs(t, set), Floor: floor, BWOff: bwOff}
 	return part, PlacedOn{GPU: t.UUID, Set: set, Mask: mask, Overlaps: overlaps, Memory: mem}, nil
+}
+
+// topos are the topologies of gpus.
+func topos(gpus []On) []*topo.Topology {
+	out := make([]*topo.Topology, len(gpus))
+	for i, g := range gpus {
+		out[i] = g.Topo
+	}
+	return out
 }
 
 // name is how errors name the GPU.

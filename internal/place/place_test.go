@@ -52,7 +52,8 @@ func TestMain(m *testing.M) {
 }
 
 // helperPlace places PLACE_COUNT TPCs of PLACE_TOPOLOGY in PLACE_DIR for
-// itself, of the class PLACE_CLASS (ls, be, or none), and stays.
+// itself, of the class PLACE_CLASS (ls, be, or none) and the memory limit
+// PLACE_MEM (none unless set), and stays.
 func helperPlace() {
 	t, err := topo.Parse([]byte(os.Getenv("PLACE_TOPOLOGY")))
 	if err != nil {
@@ -73,6 +74,9 @@ func helperPlace() {
 	}
 	if bw := os.Getenv("PLACE_BW"); bw != "" { // a bandwidth share
 		fmt.Sscan(bw, &policy.BW)
+	}
+	if m := os.Getenv("PLACE_MEM"); m != "" { // a memory limit
+		policy.Mem, _ = ctl.ParseMemLimit(m)
 	}
 	p, err := Place(os.Getenv("PLACE_DIR"), t, Request{Spec: spec, PID: os.Getpid(), Comm: []string{"helper"}, Policy: policy})
 	if err != nil {

@@ -166,7 +166,7 @@ func Release(dir, uid string) (bool, error) {
 	l, err := list(dir)
 	if err == nil {
 		l.others = v.tenants()
-		fence(dir, l.partitions(), l.blocks, l.claims)
+		fence(dir, l)
 	}
 	return true, nil
 }

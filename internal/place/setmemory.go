@@ -96,6 +96,9 @@ func SetMemory(dir string, t *topo.Topology, pid int, lim ctl.MemLimit, share bo
 			continue // ended since the listing
 		}
 		err = b.SetMemLimit(limit)
+		if err == nil {
+			touch(dir, b.Path)
+		}
 		b.Close()
 		if err != nil {
 			return nil, err

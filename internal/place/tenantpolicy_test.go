@@ -1,0 +1,133 @@
+// Tests of what other users believe of a tenant's TPCs and memory limit
+// in the node directory: root's record of it (ctl.Records.Of, View),
+// which root's fence changes only where a placement would have allowed
+// the change (ctl.RecordTenants).
+
+package place
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/partition"
+)
+
+// recorded is the record of pid's tenant in dir as carve believes it:
+// its block as ctl.Records.Of has it, read anew.
+func recorded(t *testing.T, dir string, pid int) ctl.Entry {
+	t.Helper()
+	h, err := ctl.OpenPath(blockOf(dir, pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := ctl.Entry{Snapshot: h.Snapshot(), Path: h.Path}
+	h.Close()
+	recs, bad := ctl.ReadRecords(dir)
+	if !recs.Recorded(e) || len(bad) != 0 {
+		t.Fatalf("no record of tenant %d (skipped %v)", pid, bad)
+	}
+	return recs.Of(e)
+}
+
+// TestNodeDirTPCsFromRecord: in the node directory uid 65534's tenant,
+// recorded by root's fence, rewrites its block's mask to every TPC and
+// its memory limit to the GPU's memory; root's fence keeps the record,
+// the block is reported (ctl.Read: changed), and uid 65533's next
+// placement (a new process reading the records) still gets the TPCs and
+// memory the record leaves free. A move of 65534's tenant onto free TPCs
+// (carve set) is taken into the record; one onto 65533's (--share) is
+// not, nor after root's fence restarts (a fence of a new listing and
+// reading of the records).
+func TestNodeDirTPCsFromRecord(t *testing.T) {
+	dir, bin := nodeDir(t)
+	top, js := topologyJSON(t)
+	env := []string{"PLACE_DIR=" + dir, "PLACE_TOPOLOGY=" + js, "PLACE_HELPER=place"}
+	a := asUser(t, bin, 65534, append(env, "PLACE_COUNT=8", "PLACE_MEM=1G")...)
+	b := asUser(t, bin, 65533, append(env, "PLACE_COUNT=8", "PLACE_MEM=1G")...)
+	for _, h := range []*helper{a, b} {
+		defer func() { h.in.Close(); h.cmd.Wait() }()
+	}
+	sa, sb := placedSet(t, "uid 65534", a.line), placedSet(t, "uid 65533", b.line)
+	pa := a.cmd.Process.Pid
+	if err := Fence(dir, top); err != nil { // root's carve daemon
+		t.Fatal(err)
+	}
+	was := recorded(t, dir, pa)
+
+	// the attack: every TPC, and the GPU's memory
+	rewriteRoot(t, blockOf(dir, pa), func(b *ctl.Block) { b.Mask, b.MemLimit = [4]uint32{}, top.MemoryBytes })
+	owned(t, blockOf(dir, pa), 65534, 0o644)
+	if err := Fence(dir, top); err != nil {
+		t.Fatal(err)
+	}
+	if got := recorded(t, dir, pa); got.Mask != was.Mask || got.Memory.Limit != 1<<30 {
+		t.Fatalf("root's fence took the rewritten block: mask %v, limit %d; want %v, 1 GiB", got.Mask, got.Memory.Limit, was.Mask)
+	}
+	l, err := ctl.Read(dir)
+	if err != nil || !skipped(l.Skipped, blockOf(dir, pa), "changed") {
+		t.Errorf("the rewritten block is not reported: %v, %v", l.Skipped, err)
+	}
+	hs, err := Holders(dir, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs {
+		if h.Tenant == pa && (!sameSet(h.TPCs, sa) || h.Mem != 1<<30) {
+			t.Errorf("the attacker is listed as holding %v and %d bytes; want %v, 1 GiB", h.TPCs, h.Mem, sa)
+		}
+	}
+	rest := len(top.TPCs) - len(sa) - len(sb) - 8 // 8 left free
+	half := strconv.FormatUint(top.MemoryBytes/2, 10)
+	c := asUser(t, bin, 65533, append(env, "PLACE_COUNT="+strconv.Itoa(rest), "PLACE_MEM="+half)...)
+	defer func() { c.in.Close(); c.cmd.Wait() }()
+	sc := placedSet(t, "uid 65533 beside the rewritten block", c.line)
+	if len(sc) != rest || overlap(sc, sa) || overlap(sc, sb) {
+		t.Fatalf("uid 65533 placed %v beside %v and %v", sc, sa, sb)
+	}
+
+	// a move onto free TPCs (carve set), taken at root's next fence
+	move := []string{"PLACE_DIR=" + dir, "PLACE_TOPOLOGY=" + js, "PLACE_HELPER=move", "PLACE_PID=" + strconv.Itoa(pa)}
+	if m := asUser(t, bin, 65534, append(move, "PLACE_COUNT=4")...); m.line != "moved" {
+		t.Fatalf("uid 65534's move: %q", m.line)
+	}
+	h, err := ctl.OpenPath(blockOf(dir, pa))
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := h.Snapshot().Mask
+	h.Close()
+	if err := Fence(dir, top); err != nil {
+		t.Fatal(err)
+	}
+	if got := recorded(t, dir, pa); got.Mask != moved || got.Memory.Limit != 1<<30 {
+		t.Fatalf("the move onto free TPCs: recorded %v (limit %d), want %v", got.Mask, got.Memory.Limit, moved)
+	}
+
+	// a move onto uid 65533's TPCs, --share: not taken, not after a restart
+	if m := asUser(t, bin, 65534, append(move, "PLACE_TPCS="+strconv.Itoa(sb[0])+"-"+strconv.Itoa(sb[0]+1))...); m.line != "moved" {
+		t.Fatalf("uid 65534's move onto another's TPCs: %q", m.line)
+	}
+	for range 2 {
+		if err := Fence(dir, top); err != nil {
+			t.Fatal(err)
+		}
+		if got := recorded(t, dir, pa); got.Mask != moved {
+			t.Fatalf("the move onto another's TPCs was taken: recorded %v, want %v", got.Mask, moved)
+		}
+	}
+	// a new process of uid 65533 finds the TPCs of the first move's
+	// partition held, the rest free
+	free := len(top.TPCs) - len(sb) - len(sc) - len(partition.FromMask(top, moved))
+	d := asUser(t, bin, 65533, append(env, "PLACE_COUNT="+strconv.Itoa(free))...)
+	defer func() { d.in.Close(); d.cmd.Wait() }()
+	if sd := placedSet(t, "uid 65533 after the moves", d.line); overlap(sd, partition.FromMask(top, moved)) {
+		t.Errorf("uid 65533 was placed on %v, which the recorded move holds (%v)", sd, partition.FromMask(top, moved))
+	}
+}
+
+// overlap says whether a and b share a TPC.
+func overlap(a, b partition.Set) bool { return len(a.Intersect(b)) > 0 }
+
+// sameSet says whether a and b are one set.
+func sameSet(a, b partition.Set) bool { return len(a) == len(b) && len(a.Intersect(b)) == len(a) }
