@@ -12,8 +12,9 @@
  * is bounded by its share of the time (results/h100-580.159.04-2026-11-27,
  * bandwidth/: time gating holds a tenant's bandwidth to its share).
  *
- * Not strict (no CARVE_BW_STRICT), the tenant also runs outside its slot
- * while no other tenant of the GPU with a share wants its own: each says
+ * Not strict (no CARVE_BW_STRICT), a tenant that finds no other with a
+ * share on the GPU (looking once a PEEK_NS) runs ungated, at no cost; with
+ * one, it also runs outside its slot while none wants its own: each says
  * until when it wants its slot in its own block (bw_want_ns: its latest
  * launch or wait, or the predicted end of its work in flight), and a stamp
  * younger than an epoch is a want. There it keeps at most an epoch of
@@ -57,6 +58,9 @@ static CUresult (*ev_destroy)(CUevent);
 #define PEERS 64
 /* how often the peers' stamps are read at most, and the stamps written */
 #define LOOK_NS 20000
+/* how often a tenant that is not strict looks whether it has peers: with
+ * none it runs ungated (no event, no wait) */
+#define PEEK_NS 1000000
 
 enum { FREE_ENTRY, RESERVED, RECORDED, FAILED };
 struct bw_entry {
@@ -78,6 +82,8 @@ struct bw_gpu {
 	uint64_t end_ns;     /* the predicted end of its work in flight */
 	uint64_t looked_at;  /* when the peers' stamps were last read */
 	int others;          /* and whether one wanted */
+	uint64_t peeked_at;  /* when it last looked for peers (not strict) */
+	int peeked, alone;   /* it has, and found none */
 	uint64_t stamped;    /* the stamp last written */
 };
 static struct bw_gpu gpus[CARVE_GPUS];
@@ -176,6 +182,19 @@ static int others_want(int g, uint64_t now, uint64_t epoch)
 	return want;
 }
 
+/* has_peers: has another tenant of the runtime directory a share on our
+ * GPU g? */
+static int has_peers(int g)
+{
+	int on = 0;
+	pthread_mutex_lock(&peers_mu);
+	rescan();
+	for (int i = 0; i < npeers && !on; i++)
+		on = (peers[i].gpus >> g) & 1;
+	pthread_mutex_unlock(&peers_mu);
+	return on;
+}
+
 /* --- timing ------------------------------------------------------------------ */
 
 /* event makes *ev in the current context ctx where it is of another */
@@ -251,6 +270,17 @@ void carve_bw_launch_before(int g, CUstream s, CUcontext ctx)
 	uint64_t start = carve_mono_ns(), now = start;
 	int held = 0;
 	pthread_mutex_lock(&b->mu);
+	if (!strict) { /* alone among the GPU's shares: nothing to keep to */
+		if (!b->peeked || now - b->peeked_at >= PEEK_NS || now < b->peeked_at) {
+			b->peeked = 1;
+			b->peeked_at = now;
+			b->alone = !has_peers(g);
+		}
+		if (b->alone) {
+			pthread_mutex_unlock(&b->mu);
+			return;
+		}
+	}
 	for (;;) {
 		reap(b);
 		stamp(b, now);

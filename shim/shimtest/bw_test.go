@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -213,4 +214,58 @@ func TestBWDeadNeighbour(t *testing.T) {
 		}
 	}
 	t.Errorf("after its neighbour died, A ran no kernel in the neighbour's slot: %v", ks)
+}
+
+// TestBWAloneNoCost: a tenant that is not strict and finds no other with
+// a share on its GPU runs ungated: its launches make no driver call of
+// the gate's (no event; the fake counts them) and wait for nothing. A
+// strict one alone still keeps to its slot, and so makes them; and once
+// a neighbour with a share is there, the one not strict is gated again
+// within the gate's look for peers (1 ms).
+func TestBWAloneNoCost(t *testing.T) {
+	const launches = 50
+	dir := t.TempDir()
+	c := shimtest.NewClock(t, dir, 10*us)
+	a, _ := bwOn(t, c, dir, "A", 0.5, false, 0)
+	before := a.events(t)
+	start := c.Now()
+	launchAll(t, c, launches, a)
+	if n := a.events(t) - before; n != 0 {
+		t.Errorf("alone, not strict: %d launches made %d event calls, want none", launches, n)
+	}
+	if took := c.Now() - start; took > launches*bwKernel+bwKernel {
+		t.Errorf("alone, not strict: %d kernels of %v took %v", launches, bwKernel, took)
+	}
+
+	strict, _ := bwOn(t, c, t.TempDir(), "T", 0.5, true, 0)
+	before = strict.events(t)
+	launchAll(t, c, 10, strict)
+	if strict.events(t) == before {
+		t.Errorf("alone, strict: 10 launches made no counted call: its slot not kept")
+	}
+
+	b, _ := bwOn(t, c, dir, "B", 0.5, false, ctl.BWEpoch/2)
+	defer b.wait(t)
+	c.RunFor(2 * ms)
+	before = a.events(t)
+	launchAll(t, c, 10, a)
+	if a.events(t) == before {
+		t.Errorf("beside a neighbour with a share, 10 launches made no counted call: still ungated")
+	}
+}
+
+// events is how many of the calls the fake driver counted of v's were of
+// events (cuEvent...), the gate's.
+func (v *vproc) events(t testing.TB) int {
+	t.Helper()
+	_, line := v.calls(t)
+	n := 0
+	for _, f := range strings.Fields(line) {
+		var k int
+		if name, count, ok := strings.Cut(f, "="); ok && strings.HasPrefix(name, "cuEvent") {
+			fmt.Sscan(count, &k)
+			n += k
+		}
+	}
+	return n
 }
