@@ -1,8 +1,9 @@
-// What carve believes of a recorded tenant's TPCs and memory limit in the
-// node directory: its record's (Records.Of), which root's fence changes
-// only where a placement would have allowed the change (take); whose
-// blocks a reader believes (View); and the blocks that say otherwise than
-// their records (Changed).
+// What carve believes of a recorded tenant's TPCs, memory limit and
+// bandwidth share in the node directory: its record's (Records.Of), which
+// root's fence changes only where a placement would have allowed the
+// change (take; a share and its slots never); whose blocks a reader
+// believes (View); and the blocks that say otherwise than their records
+// (Changed).
 
 package ctl
 
@@ -24,13 +25,12 @@ type GPUMemory struct {
 	Charge func(limit uint64, mps bool) uint64
 }
 
-// as is r with the memory limit and partitions of s (SMs and bandwidth
-// slots left out: the block's own say, which harms no other's TPCs or
-// memory).
+// as is r with the memory limit, bandwidth share and partitions of s
+// (SMs left out).
 func (r TenantRecord) as(s Snapshot) TenantRecord {
-	r.Mem, r.Parts = s.Memory.Limit, nil
+	r.Mem, r.BW, r.Parts = s.Memory.Limit, s.BW, nil
 	for _, p := range s.Parts() {
-		p.SMs, p.BWOff = 0, 0
+		p.SMs = 0
 		r.Parts = append(r.Parts, p)
 	}
 	return r
@@ -39,11 +39,11 @@ func (r TenantRecord) as(s Snapshot) TenantRecord {
 // equal says whether r and o are one record.
 func (r TenantRecord) equal(o TenantRecord) bool {
 	return r.PID == o.PID && r.StartTicks == o.StartTicks && r.UID == o.UID && r.Class == o.Class && r.SLO == o.SLO &&
-		r.Mem == o.Mem && slices.Equal(r.Parts, o.Parts)
+		r.Mem == o.Mem && r.BW == o.BW && slices.Equal(r.Parts, o.Parts)
 }
 
-// placed is s with r's memory limit and partitions (s's SMs and
-// bandwidth slots kept where its part is of the record's GPU).
+// placed is s with r's memory limit, bandwidth share and partitions
+// (s's SMs kept where its part is of the record's GPU).
 func (r TenantRecord) placed(s Snapshot) Snapshot {
 	if len(r.Parts) == 0 {
 		return s
@@ -52,17 +52,17 @@ func (r TenantRecord) placed(s Snapshot) Snapshot {
 	parts := slices.Clone(r.Parts)
 	for i := range parts {
 		if i < len(was) && was[i].GPU == parts[i].GPU {
-			parts[i].SMs, parts[i].BWOff = was[i].SMs, was[i].BWOff
+			parts[i].SMs = was[i].SMs
 		}
 	}
 	first := parts[0]
-	s.GPU, s.Tide.Node, s.Mask, s.Live, s.SMs, s.Floor = first.GPU, first.Node, first.Mask, first.Live, first.SMs, first.Floor
+	s.GPU, s.Tide.Node, s.Mask, s.Live, s.SMs, s.Floor, s.BWOff = first.GPU, first.Node, first.Mask, first.Live, first.SMs, first.Floor, first.BWOff
 	s.Tide.Floor = first.Floor.Count()
 	s.More = nil
 	if len(parts) > 1 {
 		s.More = parts[1:]
 	}
-	s.Memory.Limit = r.Mem
+	s.Memory.Limit, s.BW = r.Mem, r.BW
 	return s
 }
 

@@ -11,11 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/carve-gpu/carve/internal/topo"
 )
@@ -34,7 +36,8 @@ const TenantRecords = ".tenants"
 // for an LS tenant, its SLO; its memory limit (Mem, 0: none) and its
 // partition on each of its GPUs (Parts, as Snapshot.Parts, SMs left out),
 // which root's fence changes only where a placement would have allowed
-// the change (RecordTenants).
+// the change (RecordTenants); its bandwidth share (BW), whose slots are
+// its parts' BWOff, which nothing changes after its placement.
 type TenantRecord struct {
 	PID        int
 	StartTicks uint64
@@ -42,23 +45,30 @@ type TenantRecord struct {
 	Class      uint32
 	SLO        SLO
 	Mem        uint64
+	BW         BW
 	Parts      []Part
 }
 
 // recordMax is the most bytes a record may hold: its fields and a part
-// line of each of GPUs (partLine: at most 211 bytes).
-const recordMax = 256 + GPUs*216
+// line of each of GPUs (partLine: at most 232 bytes).
+const recordMax = 320 + GPUs*240
 
-// String is r as its file holds it, one field a line, then a line of
-// each part: its GPU, node block, mask, live TPCs and floor ("-" for a
-// name it has none of).
+// String is r as its file holds it, one field a line (its bandwidth
+// share: millionths, strict (1) or not, slot and epoch in ns), then a line
+// of each part: its GPU, node block, mask, live TPCs, floor ("-" for a
+// name it has none of) and its bandwidth slot's start in ns.
 func (r TenantRecord) String() string {
 	class := ClassName(r.Class)
 	if class == "" {
 		class = "none"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "pid %d\nstart %d\nuid %d\nclass %s\nslo %s\nmem %d\n", r.PID, r.StartTicks, r.UID, class, r.SLO, r.Mem)
+	strict := 0
+	if r.BW.Strict {
+		strict = 1
+	}
+	fmt.Fprintf(&b, "pid %d\nstart %d\nuid %d\nclass %s\nslo %s\nmem %d\nbw %d %d %d %d\n", r.PID, r.StartTicks, r.UID, class, r.SLO, r.Mem,
+		uint32(math.Round(r.BW.Share*1e6)), strict, int64(r.BW.Len), int64(r.BW.Epoch))
 	for _, p := range r.Parts {
 		b.WriteString(partLine(p))
 	}
@@ -73,14 +83,14 @@ func partLine(p Part) string {
 		}
 		return s
 	}
-	return fmt.Sprintf("part %s %s %s %s %s\n", name(p.GPU), name(p.Node), p.Mask, p.Live, p.Floor)
+	return fmt.Sprintf("part %s %s %s %s %s %d\n", name(p.GPU), name(p.Node), p.Mask, p.Live, p.Floor, int64(p.BWOff))
 }
 
 // parsePart reads a part as partLine writes it (its "part " cut).
 func parsePart(v string) (Part, error) {
 	f := strings.Split(v, " ")
-	if len(f) != 5 {
-		return Part{}, fmt.Errorf("part %q: %d fields, want 5", v, len(f))
+	if len(f) != 6 {
+		return Part{}, fmt.Errorf("part %q: %d fields, want 6", v, len(f))
 	}
 	dash := func(s string) string {
 		if s == "-" {
@@ -101,7 +111,23 @@ func parsePart(v string) (Part, error) {
 			return Part{}, fmt.Errorf("part %q: %w", v, err)
 		}
 	}
+	off, err := strconv.ParseUint(f[5], 10, 63)
+	if err != nil {
+		return Part{}, fmt.Errorf("part %q: bandwidth slot: %w", v, err)
+	}
+	p.BWOff = time.Duration(off)
 	return p, nil
+}
+
+// parseBW reads a bandwidth share as String writes it (its "bw " cut).
+func parseBW(v string) (BW, error) {
+	var ppm, strict, n, epoch uint64
+	var rest string
+	if k, _ := fmt.Sscanf(v+" .", "%d %d %d %d %s", &ppm, &strict, &n, &epoch, &rest); k != 5 || rest != "." || ppm > 1e6 || strict > 1 ||
+		n > math.MaxInt64 || epoch > math.MaxInt64 || fmt.Sprintf("%d %d %d %d", ppm, strict, n, epoch) != v {
+		return BW{}, fmt.Errorf("bw %q: want millionths, strict (0 or 1), slot and epoch in ns", v)
+	}
+	return BW{Share: float64(ppm) / 1e6, Strict: strict == 1, Len: time.Duration(n), Epoch: time.Duration(epoch)}, nil
 }
 
 // parseMask reads a mask as topo's String writes it, 32 hex digits, the
@@ -132,7 +158,7 @@ func parseRecord(text string) (TenantRecord, error) {
 		return r, errors.New("no final newline")
 	}
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	keys := []string{"pid", "start", "uid", "class", "slo", "mem"}
+	keys := []string{"pid", "start", "uid", "class", "slo", "mem", "bw"}
 	if n := len(lines) - len(keys); n < 1 || n > GPUs {
 		return r, fmt.Errorf("%d lines, want %d and a part of each GPU, 1 to %d", len(lines), len(keys), GPUs)
 	}
@@ -158,6 +184,8 @@ func parseRecord(text string) (TenantRecord, error) {
 			r.SLO, err = ParseSLO(v)
 		case "mem":
 			r.Mem, err = strconv.ParseUint(v, 10, 64)
+		case "bw":
+			r.BW, err = parseBW(v)
 		case "part":
 			var p Part
 			p, err = parsePart(v)

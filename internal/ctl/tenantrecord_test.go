@@ -5,6 +5,7 @@
 package ctl
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,9 +22,11 @@ func TestTenantRecordRoundTrip(t *testing.T) {
 	uuid := "GPU-72602ec6-1b2d-3c4e-5f60-718293a4b5c6"
 	parts := []Part{{GPU: uuid, Node: NodeName(uuid), Mask: topo.Disable{0xff, 1, 0, ^uint32(0)}, Live: topo.Enable{^uint32(0), 3}, Floor: topo.Enable{0xf0}},
 		{Mask: topo.Disable{1}}}
-	most := TenantRecord{PID: 1 << 30, StartTicks: ^uint64(0), UID: 1 << 30, Class: ClassLS, SLO: SLO{Max: 8 * time.Millisecond}, Mem: ^uint64(0)}
+	most := TenantRecord{PID: 1 << 30, StartTicks: ^uint64(0), UID: 1 << 30, Class: ClassLS, SLO: SLO{Max: 8 * time.Millisecond}, Mem: ^uint64(0),
+		BW: BW{Share: 1, Strict: true, Len: math.MaxInt64, Epoch: math.MaxInt64}}
 	for range GPUs {
-		most.Parts = append(most.Parts, Part{GPU: uuid, Node: strings.Repeat("n", 64), Mask: topo.Disable{^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0)}})
+		most.Parts = append(most.Parts, Part{GPU: uuid, Node: strings.Repeat("n", 64), Mask: topo.Disable{^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0)},
+			Live: topo.Enable{^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0)}, Floor: topo.Enable{^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0)}, BWOff: math.MaxInt64})
 	}
 	if n := len(most.String()); n > recordMax {
 		t.Errorf("a record of %d parts takes %d bytes, over recordMax (%d)", GPUs, n, recordMax)
@@ -38,12 +41,17 @@ func TestTenantRecordRoundTrip(t *testing.T) {
 		{PID: 15, StartTicks: 3, UID: 7},
 	} {
 		r.Mem, r.Parts = 4<<30, parts
+		if r.PID == 14 {
+			r.BW = BW{Share: 0.25, Strict: true, Len: 500 * time.Microsecond, Epoch: BWEpoch}
+			r.Parts = []Part{parts[0], parts[1]}
+			r.Parts[1].BWOff = time.Millisecond
+		}
 		got, err := parseRecord(r.String())
 		if err != nil || !got.equal(r) {
 			t.Errorf("%q read back as %+v, %v; want %+v", r.String(), got, err, r)
 		}
 	}
-	const head, part = "pid 1\nstart 1\nuid 1\nclass ls\nslo \nmem 0\n", "part - - 00000000000000000000000000000000 00000000000000000000000000000001 00000000000000000000000000000000\n"
+	const head, part = "pid 1\nstart 1\nuid 1\nclass ls\nslo \nmem 0\nbw 0 0 0 0\n", "part - - 00000000000000000000000000000000 00000000000000000000000000000001 00000000000000000000000000000000 0\n"
 	if _, err := parseRecord(head + part); err != nil {
 		t.Errorf("%q: %v", head+part, err)
 	}
@@ -52,7 +60,11 @@ func TestTenantRecordRoundTrip(t *testing.T) {
 		"pid 1\nstart 1\nuid 1\nclass ls\nslo \n", head, head + part[:len(part)-1], head + strings.Repeat(part, GPUs+1),
 		head + "part - - 0 0 0\n", head + "part GPU-x - " + part[len("part - - "):], head + "part - - " + strings.Repeat("g", 32) + part[len("part - - 00000000000000000000000000000000"):],
 		head + "part - -  00000000000000000000000000000000 00000000000000000000000000000001 00000000000000000000000000000000\n",
-		strings.Replace(head, "mem 0", "mem -1", 1) + part, head + "mem 0\n" + part} {
+		strings.Replace(head, "mem 0", "mem -1", 1) + part, head + "mem 0\n" + part,
+		strings.Replace(head, "bw 0 0 0 0", "bw 1000001 0 0 0", 1) + part, strings.Replace(head, "bw 0 0 0 0", "bw 0 2 0 0", 1) + part,
+		strings.Replace(head, "bw 0 0 0 0", "bw 0 0 0", 1) + part, strings.Replace(head, "bw 0 0 0 0", "bw 0 0 0 0 0", 1) + part,
+		strings.Replace(head, "bw 0 0 0 0", "bw 0 0 -1 0", 1) + part, strings.Replace(head, "bw 0 0 0 0", "bw 00 0 0 0", 1) + part,
+		strings.Replace(head, "\nbw 0 0 0 0", "", 1) + part, head + part[:len(part)-3] + "\n", head + part[:len(part)-2] + "-1\n"} {
 		if r, err := parseRecord(text); err == nil {
 			t.Errorf("%q parsed as %+v", text, r)
 		}
@@ -125,24 +137,28 @@ func TestRecordsOf(t *testing.T) {
 	}
 }
 
-// TestRecordKeepsBandwidthSlots: a tenant's bandwidth slots are its
-// block's say, not its record's (placement sets them apart among the
-// GPU's shares; they harm no other's TPCs or memory): a recorded block
-// with slots is not reported changed, and is believed with its slots.
-func TestRecordKeepsBandwidthSlots(t *testing.T) {
+// TestRecordHoldsBandwidthSlots: a tenant's bandwidth share and slots
+// are its record's, as placement gave them: a block that rewrote them
+// (to take every slot of the epoch, so that no other user's --bw is
+// placed) is reported changed and believed as its record says.
+func TestRecordHoldsBandwidthSlots(t *testing.T) {
 	uuid := "GPU-72602ec6-1b2d-3c4e-5f60-718293a4b5c6"
 	var s Snapshot
 	s.GPU, s.Tide.Node, s.Mask, s.Live = uuid, NodeName(uuid), topo.Disable{0xff}, topo.Enable{^uint32(0)}
-	s.BWOff = 500 * time.Microsecond
-	rec := TenantRecord{PID: 12, StartTicks: 3, UID: 7, Class: ClassBE}.as(s)
-	back, err := parseRecord(rec.String())
+	s.BW, s.BWOff = BW{Share: 0.25, Len: 500 * time.Microsecond, Epoch: BWEpoch}, 500*time.Microsecond
+	rec, err := parseRecord(TenantRecord{PID: 12, StartTicks: 3, UID: 7, Class: ClassBE}.as(s).String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !back.as(s).equal(back) {
-		t.Errorf("a block with a bandwidth slot at %v differs from its record read back: %+v", s.BWOff, back)
+	if !rec.as(s).equal(rec) {
+		t.Fatalf("the block as placed differs from its record read back: %+v", rec)
 	}
-	if got := back.placed(s).Parts()[0].BWOff; got != s.BWOff {
-		t.Errorf("believed with its slot at %v, want its block's %v", got, s.BWOff)
+	w := s
+	w.BW, w.BWOff = BW{Share: 1, Len: BWEpoch, Epoch: BWEpoch}, 0
+	if rec.as(w).equal(rec) {
+		t.Errorf("a block that rewrote its share and slot reads as its record")
+	}
+	if got := rec.placed(w); got.BW != s.BW || got.Parts()[0].BWOff != s.BWOff {
+		t.Errorf("believed with share %+v at %v, want its record's %+v at %v", got.BW, got.Parts()[0].BWOff, s.BW, s.BWOff)
 	}
 }

@@ -131,3 +131,37 @@ func overlap(a, b partition.Set) bool { return len(a.Intersect(b)) > 0 }
 
 // sameSet says whether a and b are one set.
 func sameSet(a, b partition.Set) bool { return len(a) == len(b) && len(a.Intersect(b)) == len(a) }
+
+// TestNodeDirBWFromRecord: in the node directory uid 65534's tenant with
+// a bandwidth share of 0.5, recorded by root's fence, rewrites its block
+// to a share of the whole epoch; uid 65533's --bw 0.5 is still placed,
+// in the other half of the epoch: the slots are the record's.
+func TestNodeDirBWFromRecord(t *testing.T) {
+	dir, bin := nodeDir(t)
+	top, js := topologyJSON(t)
+	env := []string{"PLACE_DIR=" + dir, "PLACE_TOPOLOGY=" + js, "PLACE_HELPER=place", "PLACE_COUNT=8", "PLACE_BW=0.5"}
+	a := asUser(t, bin, 65534, env...)
+	defer func() { a.in.Close(); a.cmd.Wait() }()
+	placedSet(t, "uid 65534", a.line)
+	pa := a.cmd.Process.Pid
+	if err := Fence(dir, top); err != nil { // root's carve daemon
+		t.Fatal(err)
+	}
+	rewriteRoot(t, blockOf(dir, pa), func(b *ctl.Block) {
+		b.BWPPM, b.BWLenNS, b.BWOffNS = 1e6, uint64(ctl.BWEpoch), 0
+	})
+	if err := Fence(dir, top); err != nil {
+		t.Fatal(err)
+	}
+	b := asUser(t, bin, 65533, env...)
+	defer func() { b.in.Close(); b.cmd.Wait() }()
+	placedSet(t, "uid 65533 beside the rewritten share", b.line)
+	h, err := ctl.OpenPath(blockOf(dir, b.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if got := recorded(t, dir, pa).BWOff; h.Snapshot().BWOff == got {
+		t.Errorf("uid 65533's slot starts at %v, as the recorded one of 65534's", got)
+	}
+}
