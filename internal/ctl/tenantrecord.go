@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -148,6 +149,37 @@ func parseMask(s string, set func(bit int)) error {
 		}
 	}
 	return nil
+}
+
+// plain is r with what its file cannot hold as it is made plain, so that
+// every tenant gets a record (one that could not be written would be
+// believed as its blocks say, and could take every TPC later): a class
+// carve does not name is none, an SLO out of range none, a GPU that is no
+// UUID and a node name that is no word none, a bandwidth share out of
+// range none and a slot before the epoch's start at its start. The
+// block, which still says otherwise, is reported changed (Changed).
+func (r TenantRecord) plain() TenantRecord {
+	if ClassName(r.Class) == "" {
+		r.Class = ClassNone
+	}
+	if _, err := ParseSLO(r.SLO.String()); err != nil {
+		r.SLO = SLO{}
+	}
+	if !(r.BW.Share >= 0 && r.BW.Share <= 1) || r.BW.Len < 0 || r.BW.Epoch < 0 {
+		r.BW = BW{}
+	}
+	r.Parts = slices.Clone(r.Parts[:min(len(r.Parts), GPUs)])
+	for i := range r.Parts {
+		p := &r.Parts[i]
+		if _, err := ParseUUID(p.GPU); p.GPU != "" && err != nil {
+			p.GPU = ""
+		}
+		if p.Node == "-" || strings.ContainsFunc(p.Node, func(c rune) bool { return c <= ' ' || c > '~' }) {
+			p.Node = ""
+		}
+		p.BWOff = max(p.BWOff, 0)
+	}
+	return r
 }
 
 // parseRecord reads a record as String writes it: at least one part, at
@@ -374,6 +406,7 @@ func RecordTenants(dir string, blocks []Entry, claims []Claim, mem GPUMemory) (R
 		if rec.Class == ClassLS {
 			rec.SLO = e.Tide.SLO
 		}
+		rec = rec.plain()
 		if err := writeRecord(rd, rec); err != nil {
 			errs = append(errs, fmt.Errorf("recording tenant %d in %s: %w", e.PID, rd, err))
 			continue

@@ -165,3 +165,37 @@ func TestNodeDirBWFromRecord(t *testing.T) {
 		t.Errorf("uid 65533's slot starts at %v, as the recorded one of 65534's", got)
 	}
 }
+
+// TestNodeDirOddBlockRecorded: a tenant that, before root's first fence,
+// writes into its block what a record cannot hold as it is (a class carve
+// does not name, a node name with a space) is recorded all the same, made
+// plain, so that its later rewrite to every TPC stops no other user's
+// placement (where its record could not be written, it was believed as
+// its block said for good).
+func TestNodeDirOddBlockRecorded(t *testing.T) {
+	dir, bin := nodeDir(t)
+	top, js := topologyJSON(t)
+	env := []string{"PLACE_DIR=" + dir, "PLACE_TOPOLOGY=" + js, "PLACE_HELPER=place", "PLACE_COUNT=8"}
+	a := asUser(t, bin, 65534, env...)
+	defer func() { a.in.Close(); a.cmd.Wait() }()
+	sa := placedSet(t, "uid 65534", a.line)
+	pa := a.cmd.Process.Pid
+	rewriteRoot(t, blockOf(dir, pa), func(b *ctl.Block) {
+		b.TenantClass = 7
+		copy(b.Node[:], "node a b\x00")
+	})
+	if err := Fence(dir, top); err != nil { // root's carve daemon
+		t.Fatal(err)
+	}
+	recorded(t, dir, pa)
+	rewriteRoot(t, blockOf(dir, pa), func(b *ctl.Block) { b.Mask = [4]uint32{} })
+	if err := Fence(dir, top); err != nil {
+		t.Fatal(err)
+	}
+	rest := strconv.Itoa(len(top.TPCs) - len(sa))
+	b := asUser(t, bin, 65533, append(env[:len(env)-1], "PLACE_COUNT="+rest)...)
+	defer func() { b.in.Close(); b.cmd.Wait() }()
+	if sb := placedSet(t, "uid 65533 beside the odd block", b.line); overlap(sb, sa) {
+		t.Errorf("uid 65533 placed %v over the recorded %v", sb, sa)
+	}
+}
