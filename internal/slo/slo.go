@@ -87,6 +87,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -346,6 +347,10 @@ func (c *Controller) Step() error {
 	for name, g := range gpus {
 		c.decide(name, g)
 	}
+	for _, m := range []map[string]float64{c.levels, c.resume} { // the GPUs no LS tenant with an SLO is on now
+		maps.DeleteFunc(m, func(name string, _ float64) bool { return gpus[name] == nil })
+	}
+	maps.DeleteFunc(c.atZero, func(name string, _ int) bool { return gpus[name] == nil })
 	err = c.write(all, gpus)
 	for _, t := range all {
 		v, ok := c.view[t.key]

@@ -343,3 +343,26 @@ func TestLevelZeroPauses(t *testing.T) {
 		t.Errorf("step %d: the LS well under its target, the BE still paused", p.step)
 	}
 }
+
+// TestNewLSForgetsTheOld: the level an LS tenant left its GPU's BE tenants
+// at when it went quiet is not where a new LS tenant's starts once the
+// first has ended (nor are its steps at 0): a new tenant with a loose SLO
+// gives the BE its share at once.
+func TestNewLSForgetsTheOld(t *testing.T) {
+	p := newPlant(t)
+	l := p.addLS(ctl.SLO{Max: 2 * time.Millisecond}, 2*time.Millisecond, 4, 40) // held at 0
+	p.addBE(1, 300*time.Microsecond)
+	p.run(30)
+	if share, _ := p.dials(); share != 0 {
+		t.Fatalf("a tenant never under its SLO: BE share %g, want 0", share)
+	}
+	l.rate = 0
+	p.run(slo.QuietSteps + 2) // quiet: the BE released, the level kept for its return
+	l.kill()
+	p.run(2)
+	p.addLS(ctl.SLO{Max: time.Second}, 200*time.Microsecond, 0, 40)
+	p.run(3)
+	if share, _ := p.dials(); share < 1 || p.paused() {
+		t.Errorf("a new LS tenant with a loose SLO: BE share %g (paused %v), want 1: the old tenant's level", share, p.paused())
+	}
+}
