@@ -21,8 +21,10 @@
  * predicted work in flight, so a neighbour that starts launching has its
  * slot back within about an epoch. The peers are the blocks of the
  * runtime directory with a share on one of our GPUs, read with pread (a
- * block cut short harms no one; one that cannot be read wants), found
- * anew when the directory changes. A tenant can write only its own block:
+ * block cut short harms no one; one that cannot be read once opened
+ * wants; one that cannot be opened is none), found anew when the
+ * directory changes and every RESCAN_NS; past PEERS of them, every peer
+ * wants. A tenant can write only its own block:
  * a stamp, forged or not, can cost others only the time outside their own
  * slots, never their slots, which depend on no one's stamp.
  *
@@ -61,6 +63,10 @@ static CUresult (*ev_destroy)(CUevent);
 /* how often a tenant that is not strict looks whether it has peers: with
  * none it runs ungated (no event, no wait) */
 #define PEEK_NS 1000000
+/* how often the peers are listed anew even where the directory's mtime
+ * did not move (a coarse timestamp can miss a block renamed into place
+ * within one tick of the last listing) */
+#define RESCAN_NS 100000000
 
 enum { FREE_ENTRY, RESERVED, RECORDED, FAILED };
 struct bw_entry {
@@ -95,7 +101,8 @@ static int strict;
 static pthread_mutex_t peers_mu = PTHREAD_MUTEX_INITIALIZER;
 static char dir_path[4096];
 static struct timespec dir_mtime;
-static int npeers;
+static uint64_t scanned_at;
+static int npeers, peers_full; /* more blocks with a share than PEERS: each of ours has peers that want */
 static struct {
 	int fd;
 	uint32_t gpus; /* bit g: it has a slot on our GPU g */
@@ -125,23 +132,26 @@ static uint32_t peer_gpus(const struct carve_ctl *c)
 	return out;
 }
 
-/* rescan finds the peers anew, where the directory changed (under peers_mu) */
+/* rescan finds the peers anew, where the directory changed or RESCAN_NS
+ * passed (under peers_mu) */
 static void rescan(void)
 {
 	struct stat st;
-	if (stat(dir_path, &st) != 0 ||
-	    (st.st_mtim.tv_sec == dir_mtime.tv_sec && st.st_mtim.tv_nsec == dir_mtime.tv_nsec))
+	uint64_t now = carve_mono_ns();
+	if (stat(dir_path, &st) != 0 || (st.st_mtim.tv_sec == dir_mtime.tv_sec && st.st_mtim.tv_nsec == dir_mtime.tv_nsec &&
+					  now - scanned_at < RESCAN_NS && now >= scanned_at))
 		return;
 	dir_mtime = st.st_mtim;
+	scanned_at = now;
 	for (int i = 0; i < npeers; i++)
 		close(peers[i].fd);
-	npeers = 0;
+	npeers = peers_full = 0;
 	DIR *d = opendir(dir_path);
 	if (!d)
 		return;
 	static struct carve_ctl c; /* under peers_mu */
 	uint32_t self = __atomic_load_n(&carve_block->tenant, __ATOMIC_RELAXED);
-	for (struct dirent *e; (e = readdir(d)) && npeers < PEERS;) {
+	for (struct dirent *e; (e = readdir(d));) {
 		if (e->d_name[0] < '1' || e->d_name[0] > '9' || strspn(e->d_name, "0123456789") != strlen(e->d_name))
 			continue;
 		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -151,7 +161,8 @@ static void rescan(void)
 		if (pread(fd, &c, sizeof c, 0) == (ssize_t)sizeof c && c.magic == CARVE_CTL_MAGIC && c.bw_len_ns &&
 		    c.tenant != self && (uint32_t)c.pid != (uint32_t)getpid())
 			on = peer_gpus(&c);
-		if (!on) {
+		if (!on || npeers == PEERS) {
+			peers_full |= on != 0;
 			close(fd);
 			continue;
 		}
@@ -166,9 +177,9 @@ static void rescan(void)
  * be read wants) */
 static int others_want(int g, uint64_t now, uint64_t epoch)
 {
-	int want = 0;
 	pthread_mutex_lock(&peers_mu);
 	rescan();
+	int want = peers_full;
 	for (int i = 0; i < npeers && !want; i++) {
 		if (!(peers[i].gpus & (1u << g)))
 			continue;
@@ -186,9 +197,9 @@ static int others_want(int g, uint64_t now, uint64_t epoch)
  * GPU g? */
 static int has_peers(int g)
 {
-	int on = 0;
 	pthread_mutex_lock(&peers_mu);
 	rescan();
+	int on = peers_full;
 	for (int i = 0; i < npeers && !on; i++)
 		on = (peers[i].gpus >> g) & 1;
 	pthread_mutex_unlock(&peers_mu);

@@ -269,3 +269,29 @@ func (v *vproc) events(t testing.TB) int {
 	}
 	return n
 }
+
+// TestBWRescanSameMtime: a neighbour whose block appears without moving
+// the directory's mtime (a coarse timestamp: its rename within one tick
+// of the last listing) is found at the next listing all the same, within
+// 100 ms: the tenant alone, ungated until then, is gated after.
+func TestBWRescanSameMtime(t *testing.T) {
+	dir := t.TempDir()
+	c := shimtest.NewClock(t, dir, 10*us)
+	a, _ := bwOn(t, c, dir, "A", 0.5, false, 0)
+	launchAll(t, c, 5, a) // its first look: alone
+	st, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := bwOn(t, c, dir, "B", 0.5, false, ctl.BWEpoch/2)
+	defer b.wait(t)
+	if err := os.Chtimes(dir, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	c.RunFor(150 * ms)
+	before := a.events(t)
+	launchAll(t, c, 10, a)
+	if a.events(t) == before {
+		t.Errorf("150 ms after a neighbour with a share appeared (the directory's mtime unmoved), still ungated")
+	}
+}
