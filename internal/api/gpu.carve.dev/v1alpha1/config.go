@@ -140,6 +140,11 @@ func Resolve(configs []*ClaimConfig) (Settings, error) {
 	if s.Connections < 1 || s.Connections > mps.MaxConnections {
 		return s, fmt.Errorf("connections %d: want 1 to %d", s.Connections, mps.MaxConnections)
 	}
+	// a claim's shim sees only its claim's directory, so a share that is
+	// not strict would find no neighbour to yield its slot to (shim/bw.c)
+	if p.BW > 0 && !p.BWStrict {
+		return s, fmt.Errorf("bandwidth %g: a claim's share must be strict (bandwidthStrict: true): its tenant cannot see other claims' wants, only keep to its slot", p.BW)
+	}
 	return s, nil
 }
 

@@ -54,8 +54,11 @@ func TestEveryPolicyFieldIsConfigured(t *testing.T) {
 			class = "none"
 		}
 		m := map[string]any{"apiVersion": APIVersion, "kind": Kind, "class": class, name: written}
-		if f.Name == "BWStrict" { // a strict share needs a share
+		switch f.Name { // a strict share needs a share, and a claim's share is strict
+		case "BWStrict":
 			m[ctl.PolicyFieldNamed("BW").Config] = 0.5
+		case "BW":
+			m[ctl.PolicyFieldNamed("BWStrict").Config] = true
 		}
 		raw, _ := json.Marshal(m)
 		c, err := ParseConfig(raw)
@@ -91,6 +94,7 @@ func TestRefused(t *testing.T) {
 	const head = `{"apiVersion": "gpu.carve.dev/v1alpha1", "kind": "ClaimConfig"`
 	for _, tc := range []struct{ raw, want string }{
 		{head + `, "clas": "ls"}`, `ClaimConfig: json: unknown field "clas"`},
+		{head + `, "bandwidth": 0.5}`, "bandwidth 0.5: a claim's share must be strict (bandwidthStrict: true): its tenant cannot see other claims' wants, only keep to its slot"},
 		{head + `, "inflight": "8"}`, "ClaimConfig: json: cannot unmarshal string into Go struct field ClaimConfig.inflight of type int"},
 		{head + `, "allSMs": 1}`, "ClaimConfig: json: cannot unmarshal number into Go struct field ClaimConfig.allSMs of type bool"},
 		{`["class", "ls"]`, "ClaimConfig: json: cannot unmarshal array into Go value of type v1alpha1.ClaimConfig"},
