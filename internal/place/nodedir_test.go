@@ -59,6 +59,25 @@ func helperMove() {
 	os.Exit(0)
 }
 
+// helperSetMem sets the memory limit of PLACE_PID's tenant to PLACE_MEM
+// (SetMemory), as carve set --mem does, and says "set" or why not.
+func helperSetMem() {
+	t, err := topo.Parse([]byte(os.Getenv("PLACE_TOPOLOGY")))
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	lim, _ := ctl.ParseMemLimit(os.Getenv("PLACE_MEM"))
+	pid, _ := strconv.Atoi(os.Getenv("PLACE_PID"))
+	if _, err := SetMemory(os.Getenv("PLACE_DIR"), t, pid, lim, false, nil); err != nil {
+		fmt.Println("refused", err)
+	} else {
+		fmt.Println("set")
+	}
+	io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
+}
+
 // asUser runs the test binary as helper (PLACE_HELPER) with uid and gid
 // uid, from bin, a copy every user may run.
 func asUser(t *testing.T, bin string, uid int, env ...string) *helper {

@@ -39,6 +39,8 @@ func TestMain(m *testing.M) {
 		helperList()
 	case "move":
 		helperMove()
+	case "setmem":
+		helperSetMem()
 	case "write":
 		helperWrite()
 	case "open":

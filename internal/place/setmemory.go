@@ -79,6 +79,13 @@ func SetMemory(dir string, t *topo.Topology, pid int, lim ctl.MemLimit, share bo
 	}
 	mps := snap.Flags&ctl.FlagMPS != 0
 	lower := limit > 0 && c.Before > 0 && limit <= c.Before // always allowed
+	if !lower && !ctl.WritesNodes(dir) {
+		// other users count root's record of the limit, which only root's
+		// fence that knows the GPU's memory raises (ctl.RecordTenants)
+		return nil, fmt.Errorf("in the node directory %s only root raises a memory limit (sudo carve set --mem), "+
+			"so that every user's placements count it: other users would count %s while process %d allocated more",
+			dir, ctl.FormatBytes(c.Before), pid)
+	}
 	if c.Memory, err = fitMemory(t, l.holders(t), snap.Tenant, limit, mps, share || lower, "ask for less, or add --share to over-commit it"); err != nil {
 		return nil, err
 	}
@@ -104,6 +111,10 @@ func SetMemory(dir string, t *topo.Topology, pid int, lim ctl.MemLimit, share bo
 			return nil, err
 		}
 		c.PIDs = append(c.PIDs, e.PID)
+	}
+	if l, err := list(dir); err == nil { // root's record takes the change now, the GPUs' memory known
+		l.others = viewOf(dir, false).tenants()
+		fence(dir, l, append([]*topo.Topology{t}, more...)...)
 	}
 	return c, nil
 }

@@ -199,3 +199,43 @@ func TestNodeDirOddBlockRecorded(t *testing.T) {
 		t.Errorf("uid 65533 placed %v over the recorded %v", sb, sa)
 	}
 }
+
+// TestNodeDirMemoryRaise: in the node directory a user lowers its
+// tenant's memory limit but does not raise it (other users would count
+// root's record of the lower one while it allocated more); root raises
+// it, and root's record takes the raise at once, the GPU's memory known.
+func TestNodeDirMemoryRaise(t *testing.T) {
+	dir, bin := nodeDir(t)
+	top, js := topologyJSON(t)
+	a := asUser(t, bin, 65534, "PLACE_DIR="+dir, "PLACE_TOPOLOGY="+js, "PLACE_HELPER=place", "PLACE_COUNT=8", "PLACE_MEM=2G")
+	defer func() { a.in.Close(); a.cmd.Wait() }()
+	placedSet(t, "uid 65534", a.line)
+	pa := a.cmd.Process.Pid
+	if err := Fence(dir); err != nil { // root's carve daemon, which knows no GPU's memory
+		t.Fatal(err)
+	}
+	set := func(uid int, mem string) string {
+		h := asUser(t, bin, uid, "PLACE_DIR="+dir, "PLACE_TOPOLOGY="+js, "PLACE_HELPER=setmem", "PLACE_PID="+strconv.Itoa(pa), "PLACE_MEM="+mem)
+		h.in.Close()
+		h.cmd.Wait()
+		return h.line
+	}
+	if got := set(65534, "4G"); got == "set" {
+		t.Errorf("uid 65534 raised its limit in the node directory")
+	}
+	if got := set(65534, "1G"); got != "set" {
+		t.Errorf("uid 65534 lowering its limit: %q", got)
+	}
+	if err := Fence(dir); err != nil { // the daemon's next pass
+		t.Fatal(err)
+	}
+	if got := recorded(t, dir, pa).Memory.Limit; got != 1<<30 {
+		t.Errorf("recorded limit %d after uid 65534 lowered it, want 1 GiB", got)
+	}
+	if _, err := SetMemory(dir, top, pa, ctl.MemLimit{Bytes: 4 << 30}, false, nil); err != nil {
+		t.Fatalf("root raising it: %v", err)
+	}
+	if got := recorded(t, dir, pa).Memory.Limit; got != 4<<30 {
+		t.Errorf("recorded limit %d after root raised it, want 4 GiB at once", got)
+	}
+}
