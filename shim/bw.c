@@ -330,6 +330,8 @@ void carve_bw_launch_before(int g, CUstream s, CUcontext ctx)
 			stamp(b, now);
 			break;
 		}
+		if (go) /* the ring full: its slot's time is not to be napped away */
+			until = now;
 		held = 1;
 		pthread_mutex_unlock(&b->mu);
 		wait_step(now, start, until);

@@ -452,7 +452,7 @@ func (c *Controller) decide(name string, g *gpu) {
 	busy, calibrate, emergency := false, false, false
 	next := math.Inf(1)
 	for _, v := range g.ls {
-		active := v.active(c.every)
+		active := v.active(c.every) || v.TideStatus.State == ctl.TideBusy
 		if v.calibrating {
 			calibrate = calibrate || active
 			busy = busy || active
@@ -461,7 +461,7 @@ func (c *Controller) decide(name string, g *gpu) {
 		if v.target == 0 {
 			continue
 		}
-		if active || v.TideStatus.State == ctl.TideBusy {
+		if active {
 			busy = true
 		}
 		w := window(v.samples, c.cut[name])

@@ -366,3 +366,21 @@ func TestNewLSForgetsTheOld(t *testing.T) {
 		t.Errorf("a new LS tenant with a loose SLO: BE share %g (paused %v), want 1: the old tenant's level", share, p.paused())
 	}
 }
+
+// TestCalibratingLongPeriodHolds: an LS tenant being calibrated in the
+// middle of a period longer than slo.QuietSteps (none ended, none begun)
+// is busy, not quiet: its BE tenants stay at level 0 until it ends.
+func TestCalibratingLongPeriodHolds(t *testing.T) {
+	p := newPlant(t)
+	l := p.addLS(ctl.SLO{Alone: 2}, 2*time.Millisecond, 4, 2) // 2 periods a step: calibrating for 10 steps
+	p.addBE(1, 300*time.Microsecond)
+	p.run(3)
+	if share, _ := p.dials(); share != 0 {
+		t.Fatalf("calibrating: BE share %g, want 0", share)
+	}
+	l.rate, l.long = 0, true
+	p.run(slo.QuietSteps + 3)
+	if share, _ := p.dials(); share != 0 {
+		t.Errorf("calibrating, a period in flight %d steps: BE share %g, want 0", slo.QuietSteps+3, share)
+	}
+}
