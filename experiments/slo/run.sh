@@ -5,6 +5,7 @@
 #   vision-50   efficientnet_b0 graphs beside vit_b_16 at 540/s (half the LS's capacity)
 #   vision-75   the same at 810/s
 #   resnet-50   resnet50 graphs beside densenet161 at 450/s
+#   resnet-75   the same at 675/s
 #   llm-50      llm graphs beside transformer-train at RATE (default 35/s: half of
 #               the 70/s it serves alone, order/llm-56 of 2026-11-24 at 80%)
 #   step        efficientnet_b0/vit_b_16, a load step about 540/s (270, 810, 270; 10 s each)
@@ -17,17 +18,18 @@
 set -u
 OUT=$(realpath "${1:?usage: PART=... run.sh OUT}")
 . "$(dirname "$(realpath "$0")")/../common.sh" slo
-: "${PART:?PART: vision-50, vision-75, resnet-50, llm-50, step or time}" "${SPLITS:=50,65,75,85}" "${RATE:=35}" "${SLO:=9ms}" "${MECHANISMS:=mps-split,tide}" "${REPEAT:=1}"
+: "${PART:?PART: vision-50, vision-75, resnet-50, resnet-75, llm-50, step or time}" "${SPLITS:=50,65,75,85}" "${RATE:=35}" "${SLO:=9ms}" "${MECHANISMS:=mps-split,tide}" "${REPEAT:=1}"
 both=(--orders ls-first,be-first --idle=false)
 vision=(--ls efficientnet_b0:graph --be vit_b_16)
 case $PART in
 vision-50) args=("${vision[@]}" --rates 540 --mechanisms "$MECHANISMS" --mps-splits "$SPLITS" --tide 8:300us:1:slo=2x "${both[@]}") ;;
 vision-75) args=("${vision[@]}" --rates 810 --mechanisms "$MECHANISMS" --mps-splits "$SPLITS" --tide 8:300us:1:slo=2x "${both[@]}") ;;
 resnet-50) args=(--ls resnet50:graph --be densenet161 --rates 450 --mechanisms "$MECHANISMS" --mps-splits "$SPLITS" --tide 8:300us:1:slo=2x "${both[@]}") ;;
+resnet-75) args=(--ls resnet50:graph --be densenet161 --rates 675 --mechanisms "$MECHANISMS" --mps-splits "$SPLITS" --tide 8:300us:1:slo=2x "${both[@]}") ;;
 llm-50) args=(--ls llm:graph --be transformer-train --rates "$RATE" --mechanisms "$MECHANISMS" --mps-splits "$SPLITS" --tide 8:300us:1:slo=2x "${both[@]}") ;;
 step) args=("${vision[@]}" --rates 540 --pattern step --duration 30s --mechanisms tide --tide 8:300us:1:slo=2x --idle=false) ;;
 time) args=("${vision[@]}" --rates 540 --mechanisms tide --tide "8:300us:1:slo=$SLO" "${both[@]}") ;;
-*) echo "PART $PART: want vision-50, vision-75, resnet-50, llm-50, step or time" >&2; exit 2 ;;
+*) echo "PART $PART: want vision-50, vision-75, resnet-50, resnet-75, llm-50, step or time" >&2; exit 2 ;;
 esac
 device
 "$C" version
