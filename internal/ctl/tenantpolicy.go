@@ -75,7 +75,10 @@ func (r TenantRecord) placed(s Snapshot) Snapshot {
 // whose start ticks are its process's, and no record of the tenant yet:
 // a block carve run placed a moment ago), else not at all (it holds no
 // TPCs or memory: a block of another user's under a recorded tenant's
-// pid, or one root will never record). Elsewhere blocks are as they say.
+// pid, or one root will never record). Where root's fence has not run
+// within RecordsFresh (no carve daemon), no block is recorded, and each
+// is as it says, a tenant's children too once its first process ended.
+// Elsewhere blocks are as they say.
 func (r Records) View(blocks []Entry, uid int) []Entry {
 	if !r.kept {
 		return blocks
@@ -94,7 +97,7 @@ func (r Records) View(blocks []Entry, uid int) []Entry {
 		switch {
 		case ownerOf(e.Path) == uid:
 			out = append(out, e)
-		case recorded || firsts[e.Tenant]:
+		case recorded || firsts[e.Tenant] || !r.fenced: // no fence running: each as it says
 			out = append(out, r.Of(e))
 		}
 	}

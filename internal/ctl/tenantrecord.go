@@ -242,9 +242,17 @@ func keepsRecords(dir string) bool {
 // by tenant pid. Where none are kept (keepsRecords) Of leaves a block as
 // it says.
 type Records struct {
-	kept bool // dir keeps records (keepsRecords)
-	by   map[int]TenantRecord
+	kept   bool // dir keeps records (keepsRecords)
+	fenced bool // ... and root's fence touched their directory within RecordsFresh
+	by     map[int]TenantRecord
 }
+
+// RecordsFresh is how long after root's fence last touched the records'
+// directory (each pass: carve daemon's, every second) carve takes it for
+// running: an unrecorded block of another user's is then believed only
+// where root will record it (Records.View); with none running, no block
+// is recorded, and each is believed as it says.
+const RecordsFresh = 10 * time.Second
 
 // ReadRecords reads dir's tenant records (TenantRecords) where it keeps
 // them (keepsRecords). A directory or file carve does not trust (not root's, a link,
@@ -256,8 +264,12 @@ func ReadRecords(dir string) (r Records, skipped []Bad) {
 		return r, nil
 	}
 	rd := filepath.Join(dir, TenantRecords)
+	if st, err := os.Lstat(rd); err == nil {
+		r.fenced = time.Since(st.ModTime()) < RecordsFresh
+	}
 	des, err := listRootDir("tenant records", rd)
 	if err != nil {
+		r.fenced = true // a directory carve does not trust: nothing unrecorded is believed
 		return r, []Bad{{Path: rd, Reason: "records", Why: err.Error() + ": no tenant of carve run is believed LS", err: err}}
 	}
 	for _, de := range des {
@@ -414,6 +426,10 @@ func RecordTenants(dir string, blocks []Entry, claims []Claim, mem GPUMemory) (R
 		have.by[e.PID] = rec
 	}
 	errs = append(errs, have.takeChanges(rd, blocks, claims, mem)...)
+	now := time.Now()
+	if err := os.Chtimes(rd, now, now); err == nil { // root's fence runs (RecordsFresh)
+		have.fenced = true
+	}
 	des, err := os.ReadDir(rd)
 	if err != nil {
 		return have, errors.Join(append(errs, fmt.Errorf("tenant records: %w", err))...)

@@ -6,8 +6,12 @@
 package place
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
@@ -237,5 +241,59 @@ func TestNodeDirMemoryRaise(t *testing.T) {
 	}
 	if got := recorded(t, dir, pa).Memory.Limit; got != 4<<30 {
 		t.Errorf("recorded limit %d after root raised it, want 4 GiB at once", got)
+	}
+}
+
+// TestNodeDirNoFenceBelievesBlocks: while root's fence runs (it touched
+// the records' directory within ctl.RecordsFresh) another user's block
+// that root will never record (a child of a tenant whose first process
+// ended) holds nothing for uid 65533's placement; with no fence running
+// (no carve daemon: nothing is recorded) it is believed as it says, as a
+// block of a directory without records is.
+func TestNodeDirNoFenceBelievesBlocks(t *testing.T) {
+	dir, bin := nodeDir(t)
+	top, js := topologyJSON(t)
+	procs := sleepers(t, 2)
+	first, child := procs[0], procs[1].Process.Pid
+	first.Process.Kill()
+	first.Wait()
+	mask, err := partition.Mask(top, partition.Set{0, 1, 2, 3, 4, 5, 6, 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := ctl.Create(dir, ctl.Init{PID: child, Tenant: first.Process.Pid, Parts: []ctl.Part{{Mask: mask, Live: top.Live()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if err := os.Chown(blockOf(dir, child), 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"PLACE_DIR=" + dir, "PLACE_TOPOLOGY=" + js, "PLACE_HELPER=place", "PLACE_COUNT=" + strconv.Itoa(len(top.TPCs))}
+	for _, fenced := range []bool{false, true} {
+		at := time.Now().Add(-2 * ctl.RecordsFresh)
+		if fenced {
+			at = time.Now()
+		}
+		if err := os.Chtimes(filepath.Join(dir, ctl.TenantRecords), at, at); err != nil {
+			t.Fatal(err)
+		}
+		b := asUser(t, bin, 65533, all...)
+		b.in.Close()
+		b.cmd.Wait()
+		if placed := strings.HasPrefix(b.line, "placed "); placed != fenced {
+			t.Errorf("fence running %v: uid 65533 asking for every TPC beside another user's unrecorded child block: %q", fenced, b.line)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	rd := filepath.Join(dir, ctl.TenantRecords)
+	if err := os.Chtimes(rd, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := Fence(dir, top); err != nil { // root's carve daemon: a pass
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(rd); err != nil || time.Since(st.ModTime()) > time.Minute {
+		t.Errorf("root's fence passed and left the records' directory untouched (%v)", err)
 	}
 }
