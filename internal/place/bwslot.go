@@ -7,6 +7,7 @@
 package place
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,11 +26,14 @@ type bwSlot struct {
 
 // chooseBWSlot chooses where a slot of share (strict or not) starts in the
 // epoch on a GPU whose holders hold taken: the first hole of the epoch long
-// enough. The shares of a GPU's tenants add up to 1 at most, so that each
+// enough (a slot a block says that is none of the epoch, ignored). The shares of a GPU's tenants add up to 1 at most, so that each
 // has its slot whoever else wants theirs: an error says which hold the rest.
 func chooseBWSlot(share float64, strict bool, taken []bwSlot) (time.Duration, error) {
 	epoch, n := ctl.BWEpoch, ctl.BWSlot(share, ctl.BWEpoch)
-	slices.SortFunc(taken, func(a, b bwSlot) int { return int(a.off - b.off) })
+	taken = slices.DeleteFunc(slices.Clone(taken), func(s bwSlot) bool { // a block's that is no slot of the epoch
+		return s.off < 0 || s.len <= 0 || s.off > epoch || s.len > epoch-s.off || !(s.share > 0 && s.share <= 1)
+	})
+	slices.SortFunc(taken, func(a, b bwSlot) int { return cmp.Compare(a.off, b.off) })
 	sum, strictSum := share, 0.0
 	if strict {
 		strictSum = share

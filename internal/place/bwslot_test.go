@@ -5,6 +5,7 @@
 package place
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -96,5 +97,20 @@ func TestConcurrentBWSlots(t *testing.T) {
 	}
 	if l := placeConcurrently(t, dir, "1", 1, "PLACE_BW=0.05")[0]; !strings.Contains(l, "refused") || !strings.Contains(l, "over 1") {
 		t.Errorf("a 21st share of 0.05: %q, want refused", l)
+	}
+}
+
+// TestBWSlotsOfNoEpoch: slots a block says that are none of the epoch
+// (before it, past it, of no length, or of a share out of range, as a
+// block cut short or written by hand may say) are ignored, with no
+// overflow of their sums: the next share is placed from the epoch's start.
+func TestBWSlotsOfNoEpoch(t *testing.T) {
+	odd := []bwSlot{{off: math.MaxInt64, len: math.MaxInt64, share: 0.5}, {off: -time.Millisecond, len: time.Millisecond, share: 0.5},
+		{off: 0, len: 0, share: 0.5}, {off: 0, len: ctl.BWEpoch, share: math.NaN()}, {off: ctl.BWEpoch / 2, len: ctl.BWEpoch, share: 0.5}}
+	if off, err := chooseBWSlot(0.5, true, odd); err != nil || off != 0 {
+		t.Errorf("beside slots of no epoch: %v, %v; want placed at 0", off, err)
+	}
+	if off, err := chooseBWSlot(0.5, false, append(odd, bwSlot{off: 0, len: ctl.BWEpoch / 2, share: 0.5})); err != nil || off != ctl.BWEpoch/2 {
+		t.Errorf("beside one real slot of the first half: %v, %v; want placed at %v", off, err, ctl.BWEpoch/2)
 	}
 }
