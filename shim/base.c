@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,6 +83,10 @@ uint64_t carve_coarse_ns(void)
 	return read_clock(CLOCK_MONOTONIC_COARSE);
 }
 
+/* the thread's timer slack is set to 1 us at its first nap: naps last as
+ * long as asked, not 50 us more */
+static __thread __attribute__((tls_model("initial-exec"))) int slack_set;
+
 void carve_nap_ns(long ns)
 {
 #ifdef CARVE_TEST
@@ -91,8 +96,25 @@ void carve_nap_ns(long ns)
 		return;
 	}
 #endif
+	if (!slack_set) {
+		prctl(PR_SET_TIMERSLACK, 1000, 0, 0, 0);
+		slack_set = 1;
+	}
 	struct timespec ts = {0, ns};
 	nanosleep(&ts, NULL);
+}
+
+void carve_wait_until(uint64_t since, uint64_t until)
+{
+	uint64_t now = carve_mono_ns();
+	if (until > now + 200000) {
+		uint64_t nap = until - now - 100000;
+		carve_nap_ns(nap < 1000000 ? (long)nap : 1000000);
+	} else if (now - since < 100000) {
+		carve_yield();
+	} else {
+		carve_nap_ns(20000);
+	}
 }
 
 /* On the virtual clock a yield waits for the clock to move: a spin that

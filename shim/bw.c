@@ -33,8 +33,8 @@
  * before it where nothing was in flight; a kernel's time is the events'
  * elapsed time around it, or from the completion of the launch before,
  * where it was queued behind that (an EWMA). Until one is timed, a launch
- * goes only with nothing in flight. Waits nap towards the slot's start and
- * then yield or nap 20 us at a time, as tide_be.c's do. Launches into a
+ * goes only with nothing in flight. Waits are carve_wait_until's, towards
+ * the slot's start. Launches into a
  * stream capture (any thread's) are not gated: they run when the graph does.
  */
 #define _GNU_SOURCE
@@ -44,7 +44,6 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -254,24 +253,6 @@ static void stamp(struct bw_gpu *b, uint64_t now)
 	}
 }
 
-/* wait is one step of a wait begun at since, towards until */
-static __thread __attribute__((tls_model("initial-exec"))) int slack_set;
-static void wait_step(uint64_t now, uint64_t since, uint64_t until)
-{
-	if (!slack_set) {
-		prctl(PR_SET_TIMERSLACK, 1000, 0, 0, 0);
-		slack_set = 1;
-	}
-	if (until > now + 200000) {
-		uint64_t nap = until - now - 100000;
-		carve_nap_ns(nap < 1000000 ? (long)nap : 1000000);
-	} else if (now - since < 100000) {
-		carve_yield();
-	} else {
-		carve_nap_ns(20000);
-	}
-}
-
 void carve_bw_launch_before(int g, CUstream s, CUcontext ctx)
 {
 	t_gpu = CARVE_GPU_NONE;
@@ -334,7 +315,7 @@ void carve_bw_launch_before(int g, CUstream s, CUcontext ctx)
 			until = now;
 		held = 1;
 		pthread_mutex_unlock(&b->mu);
-		wait_step(now, start, until);
+		carve_wait_until(start, until);
 		now = carve_mono_ns();
 		pthread_mutex_lock(&b->mu);
 	}

@@ -495,6 +495,11 @@ uint64_t carve_coarse_ns(void); /* CLOCK_MONOTONIC_COARSE: to within a tick (1-4
                                  * where the precise clock is not (no vDSO path) */
 void carve_nap_ns(long ns);     /* sleep for ns */
 void carve_yield(void);         /* one step of a short spin: let other threads run */
+/* one step of a wait begun at since (CLOCK_MONOTONIC) for until (0: none
+ * known): a nap towards it (1 ms at most, ending 100 us before it) where
+ * it is over 200 us away, else a yield for the wait's first 100 us and a
+ * nap of 20 us after, so that the waiter follows the GPU closely */
+void carve_wait_until(uint64_t since, uint64_t until);
 /* A test build (cc -DCARVE_TEST) runs carve_mono_ns, carve_coarse_ns,
  * carve_nap_ns and carve_yield on a virtual clock that a test drives
  * (shim/test/vclock.h) where CARVE_TEST_CLOCK names one; carve_now_ns stays

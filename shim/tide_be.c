@@ -19,15 +19,13 @@
  * time, so that holding it back takes effect within about one kernel;
  * otherwise it asks the driver about its queue once a millisecond and reads
  * only the coarse clock. With no share, it still gets a launch after
- * waiting an epoch: it is never starved for good. Its waits yield the CPU
- * for the first 100 us and then nap 20 us at a time (the thread's timer
- * slack set to 1 us, or naps would last 50 us more), so that it follows the
- * GPU closely enough to keep it fed.
+ * waiting an epoch: it is never starved for good. Its waits are
+ * carve_wait_until's steps (a yield for the first 100 us, then naps of
+ * 20 us), so that it follows the GPU closely enough to keep it fed.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <string.h>
-#include <sys/prctl.h>
 
 #include "carve_node.h"
 #include "shim.h"
@@ -117,21 +115,6 @@ static void mark(struct carve_tide_be *b, CUstream s, uint64_t began, uint64_t b
 		b->ring[b->head % RING].queued = 0;
 		b->head++;
 	}
-}
-
-/* be_wait is one step of a BE wait that began at since. */
-static __thread __attribute__((tls_model("initial-exec"))) int slack_set;
-static void be_wait(uint64_t since)
-{
-	if (carve_mono_ns() - since < 100000) {
-		carve_yield();
-		return;
-	}
-	if (!slack_set) {
-		prctl(PR_SET_TIMERSLACK, 1000, 0, 0, 0);
-		slack_set = 1;
-	}
-	carve_nap_ns(20000);
 }
 
 /* the mask this thread's launch is to have, set by the wrapper for the
@@ -311,10 +294,7 @@ static void be_pause(void)
 	__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_HELD, __ATOMIC_RELAXED);
 	while (now < until && now - start < CARVE_PAUSE_MAX_NS) {
 		uint64_t left = until - now < CARVE_PAUSE_MAX_NS - (now - start) ? until - now : CARVE_PAUSE_MAX_NS - (now - start);
-		if (left > 200000)
-			carve_nap_ns(left < 1000000 ? (long)left : 1000000);
-		else
-			be_wait(start);
+		carve_wait_until(start, now + left);
 		now = carve_mono_ns();
 		until = __atomic_load_n(&carve_block->pause_until_ns, __ATOMIC_RELAXED);
 	}
@@ -368,7 +348,7 @@ gate:
 			__atomic_store_n(&carve_block->tide_state, CARVE_TIDE_HELD, __ATOMIC_RELAXED);
 		}
 		pthread_mutex_unlock(&b->mu);
-		be_wait(start);
+		carve_wait_until(start, 0);
 		now = carve_mono_ns();
 		pthread_mutex_lock(&b->mu);
 	}
@@ -396,7 +376,7 @@ gate:
 					if (b->head == b->tail ? b->launched != b->done_n : b->launched - b->ring[(b->head - 1) % RING].count >= n)
 						mark(b, b->last_stream, 0, 0);
 					pthread_mutex_unlock(&b->mu);
-					be_wait(since);
+					carve_wait_until(since, 0);
 					pthread_mutex_lock(&b->mu);
 					queued = 1;
 				}

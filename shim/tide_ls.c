@@ -29,7 +29,6 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <string.h>
-#include <sys/prctl.h>
 
 #include "carve_node.h"
 #include "shim.h"
@@ -235,7 +234,6 @@ static void period_ended(int g, uint64_t since, uint64_t d)
 static void *poller(void *arg)
 {
 	(void)arg;
-	prctl(PR_SET_TIMERSLACK, 1000, 0, 0, 0); /* 1 us: naps as short as asked */
 	int relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
 	if (exchange_mode)
 		exchange_mode(&relaxed); /* queries of this thread never disturb another's capture */
