@@ -171,38 +171,23 @@ static void rescan(void)
 	closedir(d);
 }
 
-/* others_want: does another tenant with a share on GPU g want its slot
- * at now? (its stamp younger than an epoch, or ahead; a block that cannot
- * be read wants) */
-static int others_want(int g, uint64_t now, uint64_t epoch)
+/* others: does another tenant of the runtime directory with a share on
+ * our GPU g want its slot at now (its stamp younger than an epoch, or
+ * ahead; a block that cannot be read wants), or, with any, is there one? */
+static int others(int g, uint64_t now, uint64_t epoch, int any)
 {
 	pthread_mutex_lock(&peers_mu);
 	rescan();
-	int want = peers_full;
-	for (int i = 0; i < npeers && !want; i++) {
+	int yes = peers_full;
+	for (int i = 0; i < npeers && !yes; i++) {
 		if (!(peers[i].gpus & (1u << g)))
 			continue;
 		uint64_t w = 0;
-		if (pread(peers[i].fd, &w, sizeof w, offsetof(struct carve_ctl, bw_want_ns)) != (ssize_t)sizeof w)
-			want = 1;
-		else
-			want = w && (int64_t)(now - w) < (int64_t)epoch;
+		yes = any || pread(peers[i].fd, &w, sizeof w, offsetof(struct carve_ctl, bw_want_ns)) != (ssize_t)sizeof w ||
+		      (w && (int64_t)(now - w) < (int64_t)epoch);
 	}
 	pthread_mutex_unlock(&peers_mu);
-	return want;
-}
-
-/* has_peers: has another tenant of the runtime directory a share on our
- * GPU g? */
-static int has_peers(int g)
-{
-	pthread_mutex_lock(&peers_mu);
-	rescan();
-	int on = peers_full;
-	for (int i = 0; i < npeers && !on; i++)
-		on = (peers[i].gpus >> g) & 1;
-	pthread_mutex_unlock(&peers_mu);
-	return on;
+	return yes;
 }
 
 /* --- timing ------------------------------------------------------------------ */
@@ -266,7 +251,7 @@ void carve_bw_launch_before(int g, CUstream s, CUcontext ctx)
 		if (!b->peeked || now - b->peeked_at >= PEEK_NS || now < b->peeked_at) {
 			b->peeked = 1;
 			b->peeked_at = now;
-			b->alone = !has_peers(g);
+			b->alone = !others(g, now, b->epoch, 1);
 		}
 		if (b->alone) {
 			pthread_mutex_unlock(&b->mu);
@@ -298,7 +283,7 @@ void carve_bw_launch_before(int g, CUstream s, CUcontext ctx)
 		if (!go && !strict) {
 			if (now - b->looked_at >= LOOK_NS || now < b->looked_at) {
 				b->looked_at = now;
-				b->others = others_want(g, now, b->epoch);
+				b->others = others(g, now, b->epoch, 0);
 			}
 			/* free: at most an epoch of work in flight */
 			if (!b->others && (idle || (b->measured && from + k <= now + b->epoch)))
