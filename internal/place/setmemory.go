@@ -55,9 +55,10 @@ func SetMemory(dir string, t *topo.Topology, pid int, lim ctl.MemLimit, share bo
 	}
 	c := &MemChanged{After: limit}
 	var mine []ctl.Entry
-	for _, e := range l.blocks {
+	var at []int // mine's places in l.blocks
+	for i, e := range l.blocks {
 		if e.Tenant == snap.Tenant && OnGPU(e.Snapshot, t) {
-			mine = append(mine, e)
+			mine, at = append(mine, e), append(at, i)
 		}
 	}
 	for _, e := range mine {
@@ -97,13 +98,14 @@ func SetMemory(dir string, t *topo.Topology, pid int, lim ctl.MemLimit, share bo
 			return nil, fmt.Errorf("GPU %s: %w", o.UUID, err)
 		}
 	}
-	for _, e := range mine {
+	for j, e := range mine {
 		b, err := ctl.Open(dir, e.PID)
 		if err != nil {
 			continue // ended since the listing
 		}
 		err = b.SetMemLimit(limit)
 		if err == nil {
+			l.blocks[at[j]].Snapshot = b.Snapshot()
 			touch(dir, b.Path)
 		}
 		b.Close()
@@ -112,9 +114,8 @@ func SetMemory(dir string, t *topo.Topology, pid int, lim ctl.MemLimit, share bo
 		}
 		c.PIDs = append(c.PIDs, e.PID)
 	}
-	if l, err := list(dir); err == nil { // root's record takes the change now, the GPUs' memory known
-		l.others = viewOf(dir, false).tenants()
-		fence(dir, l, append([]*topo.Topology{t}, more...)...)
-	}
+	// root's record takes the change now, the GPUs' memory known
+	l.others = viewOf(dir, false).tenants()
+	fence(dir, l, append([]*topo.Topology{t}, more...)...)
 	return c, nil
 }
