@@ -137,6 +137,14 @@ type BW struct {
 	HeldLaunches uint64        `json:"held_launches"`
 }
 
+// ShareText is b's share, and "strict" after it where it is.
+func (b BW) ShareText() string {
+	if b.Strict {
+		return fmt.Sprintf("%g strict", b.Share)
+	}
+	return fmt.Sprintf("%g", b.Share)
+}
+
 // BWText says what a tenant's bandwidth share is and has done: its share,
 // strict or not, its slot, and the time its launches waited for it.
 func BWText(r Row) string {
@@ -144,11 +152,7 @@ func BWText(r Row) string {
 		return ""
 	}
 	b := r.BW
-	kind := ""
-	if b.Strict {
-		kind = " strict"
-	}
-	return fmt.Sprintf("bw %g%s (%v at %v of %v), held %v (%d launches)", b.Share, kind, b.Len, b.Slot, b.Epoch,
+	return fmt.Sprintf("bw %s (%v at %v of %v), held %v (%d launches)", b.ShareText(), b.Len, b.Slot, b.Epoch,
 		b.Held.Round(time.Millisecond), b.HeldLaunches)
 }
 

@@ -86,11 +86,7 @@ func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt ti
 		state += Elsewhere(r) + Refused(r)
 		bw := "-"
 		if r.BW != nil {
-			strict := ""
-			if r.BW.Strict {
-				strict = " strict"
-			}
-			bw = fmt.Sprintf("%g%s/%.0f%%", r.BW.Share, strict, 100*x.BWHeld)
+			bw = fmt.Sprintf("%s/%.0f%%", r.BW.ShareText(), 100*x.BWHeld)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), ShortGPU(r.GPU), r.TPCs, r.NumTPCs,
 			MemText(r), x.Launches, busy, quant, within, held, infl, bw, state, Command(r, 40))
