@@ -29,12 +29,18 @@
  * slots, never their slots, which depend on no one's stamp.
  *
  * Kernels are timed with events: each launch the gate lets through
- * reserves an entry of a ring, with an event recorded after it, and one
- * before it where nothing was in flight; a kernel's time is the events'
- * elapsed time around it, or from the completion of the launch before,
- * where it was queued behind that (an EWMA). Until one is timed, a launch
- * goes only with nothing in flight. Waits are carve_wait_until's, towards
- * the slot's start. Launches into a
+ * reserves an entry of a ring, with an event recorded before it where
+ * nothing was in flight, and one after it where it is marked: a launch
+ * into an empty queue, one of a kernel measured MARK_NS or longer, every
+ * MARK-th of a run of launches queued behind each other, and each until a
+ * kernel is timed (recording an event costs about 2.5 us, too much on
+ * every one of many small kernels). A mark's elapsed time from the event
+ * its run of launches is timed from (the before event of the run's first,
+ * or the mark before) over the launches between is a kernel's time (an
+ * EWMA). Launches with no mark are done when a mark after them is, or,
+ * with none after them, once their predicted end has passed. Until
+ * a kernel is timed, a launch goes only with nothing in flight. Waits are
+ * carve_wait_until's, towards the slot's start. Launches into a
  * stream capture (any thread's) are not gated: they run when the graph does.
  */
 #define _GNU_SOURCE
@@ -57,6 +63,17 @@ static CUresult (*ev_destroy)(CUevent);
 
 #define RING 64
 #define PEERS 64
+/* a mark every MARK-th launch of a run, and on every launch of a kernel
+ * measured MARK_NS or longer, where an event's cost is small beside it */
+#define MARK 8
+#define MARK_NS 50000
+/* the entries are looked at REAP_NS after they last were, after a wait,
+ * and where the ring is nearly full (asking the driver on every launch
+ * costs more than the rest of the gate); the ring keeps MARK entries
+ * spare, so that the event a run is timed from is not made anew before
+ * the run's mark is seen done */
+#define REAP_NS 20000
+#define ROOM (RING - MARK - 1)
 /* how often the peers' stamps are read at most, and the stamps written */
 #define LOOK_NS 20000
 /* how often a tenant that is not strict looks whether it has peers: with
@@ -67,13 +84,17 @@ static CUresult (*ev_destroy)(CUevent);
  * within one tick of the last listing) */
 #define RESCAN_NS 100000000
 
-enum { FREE_ENTRY, RESERVED, RECORDED, FAILED };
+enum { FREE_ENTRY, RESERVED, RECORDED, DONE, UNMARKED, FAILED };
 struct bw_entry {
-	CUevent before, after; /* made in ctx */
-	CUcontext ctx;
+	CUevent before, after;
+	CUcontext before_ctx, after_ctx; /* the contexts they were made in */
 	int state;
-	int timed_before; /* before was recorded: the kernel is timed from it */
-	int queued;       /* launched with work in flight: timed from the entry before's completion */
+	int queued;       /* launched with work in flight */
+	int mark;         /* an event is to be recorded after it */
+	/* a mark's run: timed from entry from's before event (from_before) or
+	 * after event, over the launches between (untimed: not at all) */
+	unsigned from;
+	int from_before, untimed;
 };
 
 /* the gate on one of the tenant's GPUs, under mu */
@@ -90,6 +111,12 @@ struct bw_gpu {
 	uint64_t peeked_at;  /* when it last looked for peers (not strict) */
 	int peeked, alone;   /* it has, and found none */
 	uint64_t stamped;    /* the stamp last written */
+	uint64_t reaped_at;  /* when the entries were last looked at */
+	/* the current run of queued launches: timed from entry run_from's
+	 * before event (run_before) or after event; none (run_none) where its
+	 * first had no event */
+	unsigned run_from;
+	int run_before, run_none;
 };
 static struct bw_gpu gpus[CARVE_GPUS];
 static int ngpus;
@@ -192,7 +219,8 @@ static int others(int g, uint64_t now, uint64_t epoch, int any)
 
 /* --- timing ------------------------------------------------------------------ */
 
-/* event makes *ev in the current context ctx where it is of another */
+/* event makes *ev in the current context ctx where it is of another
+ * (*made_in) */
 static int event(CUevent *ev, CUcontext *made_in, CUcontext ctx)
 {
 	if (*ev && *made_in != ctx) {
@@ -201,26 +229,49 @@ static int event(CUevent *ev, CUcontext *made_in, CUcontext ctx)
 	}
 	if (!*ev && ev_create(ev, 0) != CUDA_SUCCESS)
 		*ev = NULL;
+	*made_in = ctx;
 	return *ev != NULL;
 }
 
+/* timed takes the time of the run a mark e (entry i, done) ends into the
+ * kernels' time (under b->mu) */
+static void timed(struct bw_gpu *b, struct bw_entry *e, unsigned i)
+{
+	unsigned n = i - e->from + (e->from_before ? 1 : 0);
+	struct bw_entry *f = &b->ring[e->from % RING];
+	CUevent ev = e->from_before ? f->before : f->after;
+	CUcontext in = e->from_before ? f->before_ctx : f->after_ctx;
+	float ms = -1;
+	if (e->untimed || !n || n > RING || b->head - e->from >= RING || in != e->after_ctx || !ev ||
+	    ev_elapsed(&ms, ev, e->after) != CUDA_SUCCESS || ms < 0)
+		return;
+	uint64_t m = (uint64_t)(ms * 1e6 / n + 0.5);
+	b->kernel_ns = b->measured ? (3 * b->kernel_ns + m) / 4 : m;
+	b->measured = 1;
+}
+
 /* reap counts the entries done (under b->mu) and times their kernels */
-static void reap(struct bw_gpu *b)
+static void reap(struct bw_gpu *b, uint64_t now)
 {
 	while (b->tail != b->head) {
 		struct bw_entry *e = &b->ring[b->tail % RING];
+		if (e->state == UNMARKED) { /* done with the next mark, or with none once predicted to be */
+			unsigned j = b->tail;
+			while (j != b->head && b->ring[j % RING].state == UNMARKED)
+				j++;
+			struct bw_entry *m = &b->ring[j % RING];
+			if (j != b->head && m->state == RECORDED && ev_query(m->after) != CUDA_ERROR_NOT_READY)
+				m->state = DONE;
+			if (j == b->head ? now < b->end_ns : m->state != DONE && m->state != FAILED)
+				break;
+			while (b->tail != j)
+				b->ring[b->tail++ % RING].state = FREE_ENTRY;
+			continue;
+		}
 		if (e->state == RESERVED || (e->state == RECORDED && ev_query(e->after) == CUDA_ERROR_NOT_READY))
 			break;
-		float ms = -1;
-		if (e->state == RECORDED) {
-			struct bw_entry *prev = &b->ring[(b->tail - 1) % RING];
-			CUevent from = e->timed_before ? e->before : e->queued && prev->ctx == e->ctx ? prev->after : NULL;
-			if (from && ev_elapsed(&ms, from, e->after) == CUDA_SUCCESS && ms >= 0) {
-				uint64_t m = (uint64_t)(ms * 1e6 + 0.5);
-				b->kernel_ns = b->measured ? (3 * b->kernel_ns + m) / 4 : m;
-				b->measured = 1;
-			}
-		}
+		if (e->state == RECORDED || e->state == DONE)
+			timed(b, e, b->tail);
 		e->state = FREE_ENTRY;
 		b->tail++;
 	}
@@ -259,7 +310,10 @@ void carve_bw_launch_before(int g, CUstream s, CUcontext ctx)
 		}
 	}
 	for (;;) {
-		reap(b);
+		if (held || b->head - b->tail >= ROOM - 1 || now - b->reaped_at >= REAP_NS || now < b->reaped_at) {
+			reap(b, now);
+			b->reaped_at = now;
+		}
 		stamp(b, now);
 		int idle = b->head == b->tail;
 		uint64_t from = idle || b->end_ns < now ? now : b->end_ns, k = b->measured ? b->kernel_ns : 0;
@@ -270,7 +324,7 @@ void carve_bw_launch_before(int g, CUstream s, CUcontext ctx)
 			from = now + (b->head - b->tail) * k;
 		uint64_t pos = (now % b->epoch + b->epoch - b->off % b->epoch) % b->epoch; /* since the slot's start */
 		uint64_t next = now - pos + b->epoch, until = next;                       /* its next start */
-		int room = b->head - b->tail < RING - 1, go = 0;
+		int room = b->head - b->tail < ROOM, go = 0;
 		if (pos < b->len) {
 			uint64_t end = now - pos + b->len;
 			if (b->measured)
@@ -296,21 +350,26 @@ void carve_bw_launch_before(int g, CUstream s, CUcontext ctx)
 			stamp(b, now);
 			break;
 		}
-		if (go) /* the ring full: its slot's time is not to be napped away */
-			until = now;
+		if (go) /* the ring full: wait for a quarter of it to be done, no
+			 * longer (its slot's time is not to be napped away) */
+			until = now + (b->measured ? ROOM / 4 * b->kernel_ns : 0);
 		held = 1;
 		pthread_mutex_unlock(&b->mu);
 		carve_wait_until(start, until);
 		now = carve_mono_ns();
 		pthread_mutex_lock(&b->mu);
 	}
-	/* the launch's entry, and an event before it where nothing is in flight */
+	/* the launch's entry, and an event before it where nothing is in
+	 * flight: a run begins */
 	struct bw_entry *e = &b->ring[b->head % RING];
 	e->state = RESERVED;
 	e->queued = b->head != b->tail;
-	e->timed_before = 0;
-	if (!e->queued && event(&e->before, &e->ctx, ctx) && ev_record(e->before, s) == CUDA_SUCCESS)
-		e->timed_before = 1;
+	if (!e->queued) {
+		b->run_from = b->head;
+		b->run_none = !(event(&e->before, &e->before_ctx, ctx) && ev_record(e->before, s) == CUDA_SUCCESS);
+		b->run_before = !b->run_none;
+	}
+	e->mark = !b->measured || !e->queued || b->kernel_ns >= MARK_NS || b->head - b->run_from + 1 >= MARK;
 	t_entry = b->head++;
 	t_gpu = g;
 	pthread_mutex_unlock(&b->mu);
@@ -329,12 +388,20 @@ void carve_bw_launch_after(CUstream s, CUcontext ctx, CUresult r)
 	struct bw_gpu *b = &gpus[g];
 	pthread_mutex_lock(&b->mu);
 	struct bw_entry *e = &b->ring[t_entry % RING];
-	CUcontext made = e->ctx;
-	int ok = r == CUDA_SUCCESS && event(&e->after, &made, ctx);
-	if (ok && e->timed_before && made != e->ctx) /* the before event was made in another context */
-		e->timed_before = 0;
-	e->ctx = ctx;
-	e->state = ok && ev_record(e->after, s) == CUDA_SUCCESS ? RECORDED : FAILED;
+	if (r != CUDA_SUCCESS) {
+		e->state = FAILED;
+	} else if (!e->mark) {
+		e->state = UNMARKED;
+	} else {
+		e->state = event(&e->after, &e->after_ctx, ctx) && ev_record(e->after, s) == CUDA_SUCCESS ? RECORDED : FAILED;
+		/* this mark ends its run, and the next run is timed from it */
+		e->from = b->run_from;
+		e->from_before = b->run_before;
+		e->untimed = b->run_none;
+		b->run_from = t_entry;
+		b->run_before = 0;
+		b->run_none = e->state != RECORDED;
+	}
 	pthread_mutex_unlock(&b->mu);
 }
 

@@ -256,13 +256,17 @@ func TestBWAloneNoCost(t *testing.T) {
 
 // events is how many of the calls the fake driver counted of v's were of
 // events (cuEvent...), the gate's.
-func (v *vproc) events(t testing.TB) int {
+func (v *vproc) events(t testing.TB) int { return v.count(t, "cuEvent") }
+
+// count is how many of the calls the fake driver counted of v's were of
+// the functions whose names begin with prefix.
+func (v *vproc) count(t testing.TB, prefix string) int {
 	t.Helper()
 	_, line := v.calls(t)
 	n := 0
 	for _, f := range strings.Fields(line) {
 		var k int
-		if name, count, ok := strings.Cut(f, "="); ok && strings.HasPrefix(name, "cuEvent") {
+		if name, count, ok := strings.Cut(f, "="); ok && strings.HasPrefix(name, prefix) {
 			fmt.Sscan(count, &k)
 			n += k
 		}
@@ -293,5 +297,49 @@ func TestBWRescanSameMtime(t *testing.T) {
 	launchAll(t, c, 10, a)
 	if a.events(t) == before {
 		t.Errorf("150 ms after a neighbour with a share appeared (the directory's mtime unmoved), still ungated")
+	}
+}
+
+// TestBWSmallKernelsFewEvents: a tenant gated beside an idle neighbour
+// with a share, launching many small kernels back to back, records an
+// event after about one launch in MARK (8) of a run, not after each (each
+// costs about 2.5 us on a GPU), and still takes all the time; strict, the
+// same kernels all run in its slot, as many a slot as fit once timed.
+func TestBWSmallKernelsFewEvents(t *testing.T) {
+	const launches, small = 400, 20 * us
+	dir := t.TempDir()
+	c := shimtest.NewClock(t, dir, 10*us)
+	a, _ := bwOn(t, c, dir, "A", 0.5, false, 0)
+	b, _ := bwOn(t, c, dir, "B", 0.5, false, ctl.BWEpoch/2)
+	defer b.wait(t)
+	a.say(t, fmt.Sprintf("dur %d", small/us))
+	c.RunFor(2 * ms) // past its look for peers
+	before, records := a.events(t), a.count(t, "cuEventRecord")
+	start := c.Now()
+	launchAll(t, c, launches, a)
+	if n := a.events(t) - before; n > launches {
+		t.Errorf("gated beside an idle neighbour: %d launches of %v made %d event calls, want fewer than one a launch", launches, small, n)
+	}
+	if n := a.count(t, "cuEventRecord") - records; n > launches/4 {
+		t.Errorf("gated beside an idle neighbour: %d launches of %v recorded %d events, want about one a %d", launches, small, n, 8)
+	}
+	if took := c.Now() - start; took > launches*small*11/10+ctl.BWEpoch {
+		t.Errorf("gated beside an idle neighbour: %d kernels of %v took %v, want all the time (%v)", launches, small, took, launches*small)
+	}
+
+	sdir := t.TempDir()
+	s, _ := bwOn(t, c, sdir, "S", 0.5, true, 0)
+	s.say(t, fmt.Sprintf("dur %d", small/us))
+	launchAll(t, c, 5, s) // its kernels timed
+	start = c.Now()
+	ks := launchAll(t, c, launches, s)[0]
+	for _, k := range ks {
+		if !inSlot(k, 0.5, 0) {
+			t.Fatalf("strict: a kernel ran from %v to %v, outside its slot", k[0]-start, k[1]-start)
+		}
+	}
+	// 50 kernels of 20 us fill a slot of 1 ms: 400 in 8 slots
+	if span := ks[len(ks)-1][1] - start; span > 10*ctl.BWEpoch {
+		t.Errorf("strict: %d kernels of %v took %v, want about %d a slot (%v)", launches, small, span, int(ctl.BWEpoch/2/small), 8*ctl.BWEpoch)
 	}
 }
