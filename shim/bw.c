@@ -31,10 +31,9 @@
  * Kernels are timed with events: each launch the gate lets through
  * reserves an entry of a ring, with an event recorded before it where
  * nothing was in flight, and one after it where it is marked: a launch
- * into an empty queue, one of a kernel measured MARK_NS or longer, every
- * MARK-th of a run of launches queued behind each other, and each until a
- * kernel is timed (recording an event costs about 2.5 us, too much on
- * every one of many small kernels). A mark's elapsed time from the event
+ * into an empty queue, every MARK-th of a run of launches queued behind
+ * each other, and each until a kernel is timed (recording an event costs
+ * about 2.5 us, too much on every one of many small kernels). A mark's elapsed time from the event
  * its run of launches is timed from (the before event of the run's first,
  * or the mark before) over the launches between is a kernel's time (an
  * EWMA). Launches with no mark are done when a mark after them is, or,
@@ -63,10 +62,8 @@ static CUresult (*ev_destroy)(CUevent);
 
 #define RING 64
 #define PEERS 64
-/* a mark every MARK-th launch of a run, and on every launch of a kernel
- * measured MARK_NS or longer, where an event's cost is small beside it */
+/* a mark every MARK-th launch of a run */
 #define MARK 8
-#define MARK_NS 50000
 /* the entries are looked at REAP_NS after they last were, after a wait,
  * and where the ring is nearly full (asking the driver on every launch
  * costs more than the rest of the gate); the ring keeps MARK entries
@@ -369,7 +366,7 @@ void carve_bw_launch_before(int g, CUstream s, CUcontext ctx)
 		b->run_none = !(event(&e->before, &e->before_ctx, ctx) && ev_record(e->before, s) == CUDA_SUCCESS);
 		b->run_before = !b->run_none;
 	}
-	e->mark = !b->measured || !e->queued || b->kernel_ns >= MARK_NS || b->head - b->run_from + 1 >= MARK;
+	e->mark = !b->measured || !e->queued || b->head - b->run_from + 1 >= MARK;
 	t_entry = b->head++;
 	t_gpu = g;
 	pthread_mutex_unlock(&b->mu);
