@@ -247,9 +247,11 @@ static void timed(struct bw_gpu *b, struct bw_entry *e, unsigned i)
 	b->measured = 1;
 }
 
-/* reap counts the entries done (under b->mu) and times their kernels */
+/* reap counts the entries done (under b->mu), times their kernels and
+ * adds a kernel's time for each launch done to the block's bw_busy_ns */
 static void reap(struct bw_gpu *b, uint64_t now)
 {
+	unsigned from = b->tail, failed = 0;
 	while (b->tail != b->head) {
 		struct bw_entry *e = &b->ring[b->tail % RING];
 		if (e->state == UNMARKED) { /* done with the next mark, or with none once predicted to be */
@@ -265,6 +267,7 @@ static void reap(struct bw_gpu *b, uint64_t now)
 				b->ring[b->tail++ % RING].state = FREE_ENTRY;
 			continue;
 		}
+		failed += e->state == FAILED;
 		if (e->state == RESERVED || (e->state == RECORDED && ev_query(e->after) == CUDA_ERROR_NOT_READY))
 			break;
 		if (e->state == RECORDED || e->state == DONE)
@@ -272,6 +275,8 @@ static void reap(struct bw_gpu *b, uint64_t now)
 		e->state = FREE_ENTRY;
 		b->tail++;
 	}
+	if (b->measured && b->tail - from > failed)
+		__atomic_add_fetch(&carve_block->bw_busy_ns, (b->tail - from - failed) * b->kernel_ns, __ATOMIC_RELAXED);
 }
 
 /* --- the gate ---------------------------------------------------------------- */

@@ -250,7 +250,8 @@ struct carve_ctl {
 	uint64_t bw_want_ns;     /* 776: status: CLOCK_MONOTONIC until which it wants its slot (its latest launch or wait, or the end of its work in flight) */
 	uint64_t bw_held_ns;     /* 784: status: time launches waited for the slot */
 	uint64_t bw_held_launches; /* 792: status: launches that waited */
-	uint64_t tide_reserved[28]; /* 800 .. 1024 */
+	uint64_t bw_busy_ns;     /* 800: status: its kernels' time on the GPU while it gated: a kernel's measured time (bw.c) for each launch done */
+	uint64_t tide_reserved[27]; /* 808 .. 1024 */
 
 	/* the partitions on the tenant's other GPUs, written once by the
 	 * creator but their masks and SM counts (under the seqlock) */
@@ -352,6 +353,7 @@ struct carve_ctl {
 	X(bw_want_ns, STATUS) \
 	X(bw_held_ns, STATUS) \
 	X(bw_held_launches, STATUS) \
+	X(bw_busy_ns, STATUS) \
 	X(tide_reserved, UNUSED) \
 	X(more, INHERIT) \
 	X(more_reserved, UNUSED) \

@@ -125,7 +125,8 @@ type Block struct {
 	BWWantNS     uint64     `c:"bw_want_ns"`
 	BWHeldNS     uint64     `c:"bw_held_ns"`
 	BWHeldLaunch uint64     `c:"bw_held_launches"`
-	TideReserved [28]uint64 `c:"tide_reserved"`
+	BWBusyNS     uint64     `c:"bw_busy_ns"`
+	TideReserved [27]uint64 `c:"tide_reserved"`
 
 	More         [GPUs - 1]BlockPart `c:"more"`
 	MoreReserved [128]byte           `c:"more_reserved"`

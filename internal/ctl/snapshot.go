@@ -99,6 +99,10 @@ type Asked struct {
 type BWStatus struct {
 	Held         time.Duration `json:"held"`          // time launches waited for its slot
 	HeldLaunches uint64        `json:"held_launches"` // launches that waited
+	// Busy: its kernels' time on the GPU, as the gate measured it while it
+	// gated (a tenant not strict with no other share on its GPU runs
+	// ungated, unmeasured)
+	Busy time.Duration `json:"busy"`
 	// Want: CLOCK_MONOTONIC time (Mono) until which it wants its slot
 	Want time.Duration `json:"want,omitempty"`
 }
@@ -215,7 +219,7 @@ func (h *Handle) Snapshot() Snapshot {
 		s.BWOff = time.Duration(b.BWOffNS)
 	}
 	s.BWStatus = BWStatus{Held: time.Duration(atomic.LoadUint64(&b.BWHeldNS)), HeldLaunches: atomic.LoadUint64(&b.BWHeldLaunch),
-		Want: time.Duration(atomic.LoadUint64(&b.BWWantNS))}
+		Busy: time.Duration(atomic.LoadUint64(&b.BWBusyNS)), Want: time.Duration(atomic.LoadUint64(&b.BWWantNS))}
 	s.Memory = Memory{Limit: atomic.LoadUint64(&b.MemLimit), Used: atomic.LoadUint64(&b.MemUsed),
 		Peak: atomic.LoadUint64(&b.MemPeak), Refused: atomic.LoadUint64(&b.MemRefused)}
 	if s.PID == 0 || s.PID == s.Tenant { // the account block

@@ -337,6 +337,7 @@ var (
 	descBW      = prometheus.NewDesc("carve_bw_share", "The tenant's share of the GPU's memory bandwidth (--bw): its slot of each epoch, as a fraction.", append(labels, "strict"), nil)
 	descBWHeld  = prometheus.NewDesc("carve_bw_held_seconds_total", "Time the launches of a tenant with a bandwidth share waited for its slot.", labels, nil)
 	descBWHeldN = prometheus.NewDesc("carve_bw_held_launches_total", "Launches of a tenant with a bandwidth share that waited for its slot.", labels, nil)
+	descBWBusy  = prometheus.NewDesc("carve_bw_kernel_seconds_total", "GPU time of the kernels of a tenant with a bandwidth share, as its gate measured it while it gated (its rate: the share of the GPU's time it used).", labels, nil)
 	descMem     = prometheus.NewDesc("carve_tenant_memory_bytes",
 		"GPU memory: what the process holds (used) and its tenant's limit (limit; absent: none).", append(labels, "kind"), nil)
 	descMemRef = prometheus.NewDesc("carve_tenant_memory_refused_total", "Allocations of the tenant refused at its memory limit.", labels, nil)
@@ -383,6 +384,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descBW, prometheus.GaugeValue, b.Share, append(l, fmt.Sprint(b.Strict))...)
 			ch <- prometheus.MustNewConstMetric(descBWHeld, prometheus.CounterValue, b.Held.Seconds(), l...)
 			ch <- prometheus.MustNewConstMetric(descBWHeldN, prometheus.CounterValue, float64(b.HeldLaunches), l...)
+			ch <- prometheus.MustNewConstMetric(descBWBusy, prometheus.CounterValue, b.Busy.Seconds(), l...)
 		}
 		t := r.Tide
 		switch {

@@ -135,6 +135,9 @@ type BW struct {
 	Epoch        time.Duration `json:"epoch"`
 	Held         time.Duration `json:"held"`
 	HeldLaunches uint64        `json:"held_launches"`
+	// Busy: its kernels' time on the GPU as the gate measured it, while it
+	// gated (ungated alone: not measured)
+	Busy time.Duration `json:"busy"`
 }
 
 // ShareText is b's share, and "strict" after it where it is.
@@ -146,14 +149,15 @@ func (b BW) ShareText() string {
 }
 
 // BWText says what a tenant's bandwidth share is and has done: its share,
-// strict or not, its slot, and the time its launches waited for it.
+// strict or not, its slot, its kernels' time measured on the GPU and the
+// time its launches waited for the slot.
 func BWText(r Row) string {
 	if r.BW == nil {
 		return ""
 	}
 	b := r.BW
-	return fmt.Sprintf("bw %s (%v at %v of %v), held %v (%d launches)", b.ShareText(), b.Len, b.Slot, b.Epoch,
-		b.Held.Round(time.Millisecond), b.HeldLaunches)
+	return fmt.Sprintf("bw %s (%v at %v of %v), kernels %v, held %v (%d launches)", b.ShareText(), b.Len, b.Slot, b.Epoch,
+		b.Busy.Round(time.Millisecond), b.Held.Round(time.Millisecond), b.HeldLaunches)
 }
 
 var stateNames = map[uint32]string{
@@ -184,7 +188,7 @@ func row(e ctl.Entry, ended bool) Row {
 	r.Memory = memory(e.Memory, e.Memory)
 	if e.BW.Share > 0 {
 		r.BW = &BW{Share: e.BW.Share, Strict: e.BW.Strict, Slot: e.BWOff, Len: e.BW.Len, Epoch: e.BW.Epoch,
-			Held: e.BWStatus.Held, HeldLaunches: e.BWStatus.HeldLaunches}
+			Held: e.BWStatus.Held, HeldLaunches: e.BWStatus.HeldLaunches, Busy: e.BWStatus.Busy}
 	}
 	if f := e.Fault; f.Code != 0 {
 		r.Fault = &Fault{Code: int(f.Code), Name: f.Name(), Call: f.Call, At: f.At.UTC().Format(time.RFC3339Nano), Cause: "unknown"}

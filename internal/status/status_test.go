@@ -5,11 +5,13 @@
 package status
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/topo"
@@ -145,24 +147,35 @@ func TestBWRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
+	// its gate measured 12 ms of its kernels
+	f, err := os.OpenFile(h.Path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var busy [8]byte
+	binary.NativeEndian.PutUint64(busy[:], uint64(12*time.Millisecond))
+	if _, err := f.WriteAt(busy[:], int64(unsafe.Offsetof(ctl.Block{}.BWBusyNS))); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 	rows, err := List(dir, nil)
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("rows %v: %v", rows, err)
 	}
 	r := rows[0]
-	want := BW{Share: 0.5, Strict: true, Slot: time.Millisecond, Len: time.Millisecond, Epoch: ctl.BWEpoch}
+	want := BW{Share: 0.5, Strict: true, Slot: time.Millisecond, Len: time.Millisecond, Epoch: ctl.BWEpoch, Busy: 12 * time.Millisecond}
 	if r.BW == nil || *r.BW != want {
 		t.Fatalf("row's bandwidth %+v, want %+v", r.BW, want)
 	}
-	if got, w := TideText(r), "bw 0.5 strict (1ms at 1ms of 2ms), held 0s (0 launches)"; got != w {
+	if got, w := TideText(r), "bw 0.5 strict (1ms at 1ms of 2ms), kernels 12ms, held 0s (0 launches)"; got != w {
 		t.Errorf("tide text %q, want %q", got, w)
 	}
 	be := Row{Class: "be", Tide: &ctl.TideStatus{State: ctl.TideIdle}, BW: r.BW}
-	if got := TideText(be); !strings.HasPrefix(got, "held 0s") || !strings.HasSuffix(got, "; bw 0.5 strict (1ms at 1ms of 2ms), held 0s (0 launches)") {
+	if got := TideText(be); !strings.HasPrefix(got, "held 0s") || !strings.HasSuffix(got, "; bw 0.5 strict (1ms at 1ms of 2ms), kernels 12ms, held 0s (0 launches)") {
 		t.Errorf("a BE's tide text with a share: %q", got)
 	}
 	js, _ := json.Marshal(r)
-	if !strings.Contains(string(js), `"bandwidth":{"share":0.5,"strict":true,"slot":1000000,"len":1000000,"epoch":2000000,"held":0,"held_launches":0}`) {
+	if !strings.Contains(string(js), `"bandwidth":{"share":0.5,"strict":true,"slot":1000000,"len":1000000,"epoch":2000000,"held":0,"held_launches":0,"busy":12000000}`) {
 		t.Errorf("JSON: %s", js)
 	}
 	if TideText(Row{}) != "-" {

@@ -19,6 +19,7 @@ type Rates struct {
 	Busy     float64  // LS: share of the time with work in flight
 	Held     float64  // BE: share of the time a launch waited
 	BWHeld   float64  // with a bandwidth share: share of the time a launch waited for its slot
+	BWBusy   float64  // and share of the time its kernels ran, as its gate measured it (its share's use)
 	Periods  *Periods // LS: the busy periods that ended in the interval
 }
 
@@ -38,6 +39,7 @@ func Between(prev, cur []Row, dt time.Duration) map[int]Rates {
 		x.Launches = float64(r.Launches-p.Launches) / dt.Seconds()
 		if r.BW != nil && p.BW != nil {
 			x.BWHeld = float64(r.BW.Held-p.BW.Held) / float64(dt)
+			x.BWBusy = float64(r.BW.Busy-p.BW.Busy) / float64(dt)
 		}
 		if r.Tide != nil && p.Tide != nil {
 			x.Busy = float64(r.Tide.Busy-p.Tide.Busy) / float64(dt)
@@ -60,7 +62,7 @@ func Between(prev, cur []Row, dt time.Duration) map[int]Rates {
 func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt time.Duration) {
 	fmt.Fprintf(w, "carve top  %s  (rates over %v)\n\n", now.Format("15:04:05"), dt.Round(time.Millisecond))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tCLASS\tGPU\tTPCS\tN\tMEM\tLAUNCHES/S\tLS BUSY\tLS P50/P99\tLS SLO/WITHIN\tBE HELD\tBE IN FLIGHT\tBW/HELD\tSTATE\tCOMMAND")
+	fmt.Fprintln(tw, "PID\tCLASS\tGPU\tTPCS\tN\tMEM\tLAUNCHES/S\tLS BUSY\tLS P50/P99\tLS SLO/WITHIN\tBE HELD\tBE IN FLIGHT\tBW/USED/HELD\tSTATE\tCOMMAND")
 	n := 0
 	for _, r := range rows {
 		if r.Ended || r.Unreadable != nil {
@@ -86,7 +88,7 @@ func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt ti
 		state += Elsewhere(r) + Refused(r)
 		bw := "-"
 		if r.BW != nil {
-			bw = fmt.Sprintf("%s/%.0f%%", r.BW.ShareText(), 100*x.BWHeld)
+			bw = fmt.Sprintf("%s/%.2f/%.0f%%", r.BW.ShareText(), x.BWBusy, 100*x.BWHeld)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), ShortGPU(r.GPU), r.TPCs, r.NumTPCs,
 			MemText(r), x.Launches, busy, quant, within, held, infl, bw, state, Command(r, 40))

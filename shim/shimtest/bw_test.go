@@ -94,8 +94,15 @@ func TestBWStrictHalves(t *testing.T) {
 			t.Errorf("tenant %d's 30 kernels took %v, want three a slot (about %v)", i, span, 11*ctl.BWEpoch)
 		}
 	}
-	if st := ha.Snapshot().BWStatus; st.HeldLaunches == 0 || st.Held == 0 {
+	st := ha.Snapshot().BWStatus
+	if st.HeldLaunches == 0 || st.Held == 0 {
 		t.Errorf("tenant A's status %+v, want launches held for its slot", st)
+	}
+	// its kernels' time as its gate measured it: a kernel's time for each
+	// launch seen done, 27 to 30 of bwKernel (its last slot's three are
+	// seen done at its next launch)
+	if st.Busy < 27*bwKernel-bwKernel/2 || st.Busy > 30*bwKernel+bwKernel/2 {
+		t.Errorf("tenant A's kernels measured %v by its gate, want %v to %v", st.Busy, 27*bwKernel, 30*bwKernel)
 	}
 }
 
