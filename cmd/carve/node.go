@@ -79,8 +79,8 @@ user's node), and, with a block of its own, claim the pid of a process it
 expects another user to start, whose carve run then fails. Tide stays
 apart from the claims', so no partition here is placed to share a
 claim's TPCs or memory (a BE one of every TPC is given those no claim
-holds; --share onto a claim is refused), yet a BE tenant here yields
-only to LS tenants here, and a claim placed after it may take its TPCs.`,
+holds; --share onto a claim is refused), and a BE tenant here, which
+yields only to LS tenants here, keeps every claim off all of its TPCs.`,
 		Args: cobra.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
