@@ -64,7 +64,8 @@ The trust model, in the node directory:
     carve run --ls or --be waits up to 3s for its record and seat, else
     warns); shims map it read-only; each LS
     tenant's LS file is its user's, mode 0644, which BE tenants of every
-    user read; the GPU's BE file is every BE tenant's to write (0666);
+    user read, and so is each user's BE file, where its BE tenants stamp
+    their launches for every user's LS tenants to read;
     carve's lease bounds what a dead LS tenant leaves;
   - the placement lock is root's file, mode 0644, which every user locks:
     a user can hold it (as any carve does while it places), not change it;
