@@ -261,7 +261,8 @@ struct carve_ctl {
 	/* LS status, written by the shim's poller: every busy period of the
 	 * process's (on any of its GPUs), and apart those that were alone:
 	 * no BE tenant launched on the GPU from CARVE_NODE_QUIET_NS before the
-	 * period began to its end (the node's be_launch_ns) */
+	 * period began to its end (the latest be_launch_ns of the GPU's BE
+	 * files: carve_node.h) */
 	struct carve_hist busy_hist;  /* 3072 .. 3944 */
 	struct carve_hist alone_hist; /* 3944 .. 4816 */
 	uint64_t hist_reserved[38];   /* 4816 .. 5120 */

@@ -34,10 +34,19 @@
  * its entry a process keeps whether it has work in flight on the GPU
  * (busy, and the file's busy bits) and a heartbeat (beat_ns) while it has.
  *
- * The GPU's BE file (struct carve_be), CARVE_BE_SIZE bytes, named
- * CARVE_NODE_BE_FILE in the GPU's directory and linked for BE tenants as
- * the node block's name with ".be": BE tenants stamp their launches there,
- * LS tenants read it.
+ * The GPU's BE files (struct carve_be), CARVE_BE_SIZE bytes each in the
+ * GPU's directory, one for each writer, made by carve: in a user's own
+ * runtime directory one, CARVE_NODE_BE_FILE, its tenants' (one
+ * principal); in the node directory one for each user with a BE tenant
+ * there, CARVE_NODE_BE_USER for its uid, that user's (mode 0644); in
+ * carve-dra's one for each BE claim, named CARVE_NODE_BE_PREFIX, "c-" and
+ * the claim's UID, mode 0666 (its pod runs under any uid), linked into
+ * the claim's directory as the node block's name with ".be". A BE tenant
+ * stamps its launches in its own (a claim's through its link, a tenant of
+ * carve run's in the GPU's directory, its user's or else the one); an LS
+ * tenant reads every BE file of the GPU's directory, up to
+ * CARVE_NODE_BE_FILES of them, and takes the latest stamp. So a BE tenant
+ * can hide or fake only its own writer's launches.
  *
  * An LS tenant's launches spread over every live TPC but those in fixed and
  * those other seats reserve. A BE tenant's shim reads, before each launch,
@@ -82,12 +91,22 @@
 #define CARVE_NODE_TIMING_NS 50000000ull /* 50 ms */
 
 /* the GPU's directory (beside the node block, its name with this) and
- * the files in it: seat i's LS file, given for the serial, and the BE file */
+ * the files in it: seat i's LS file, given for the serial, and the BE
+ * files: the one of a user's own directory, and those named with the
+ * prefix and no dot (a name with one is a file being made), a user's by
+ * its uid */
 #define CARVE_NODE_DIR_SUFFIX ".d"
 #define CARVE_NODE_LS_FILE "ls-%u-%u" /* slot, serial */
 #define CARVE_NODE_BE_FILE "be"
+#define CARVE_NODE_BE_PREFIX "be-"
+#define CARVE_NODE_BE_USER "be-u%u" /* uid */
+/* an LS tenant reads this many BE files at most: with more it counts no
+ * busy period alone; it lists them again when the directory's mtime
+ * moves, or this long after it last did */
+#define CARVE_NODE_BE_FILES 64
+#define CARVE_NODE_BE_LIST_NS 100000000ull /* 100 ms */
 /* the links in a claim's directory: the node block's name with these
- * (".ls-0", the LS file of an LS claim; ".be", the BE file) */
+ * (".ls-0", the LS file of an LS claim; ".be", a BE claim's BE file) */
 #define CARVE_NODE_LS_LINK ".ls-"
 #define CARVE_NODE_BE_LINK ".be"
 
@@ -164,10 +183,11 @@ struct carve_be {
 	uint16_t version;        /*  4: CARVE_NODE_VERSION */
 	uint16_t size;           /*  6 */
 	uint8_t pad[56];         /*  8 .. 64 */
-	/* CLOCK_MONOTONIC_COARSE of the latest launch of any BE tenant on
-	 * the GPU (0: none yet), written by BE shims once a clock tick at
-	 * most, read by LS shims when a busy period ends, to tell the periods
-	 * that were alone (carve_ctl.h's alone_hist) */
+	/* CLOCK_MONOTONIC_COARSE of the latest launch of the file's writer's
+	 * BE tenants on the GPU (0: none yet), written by their shims once a
+	 * clock tick at most, read by LS shims when a busy period ends, the
+	 * latest of every BE file, to tell the periods that were alone
+	 * (carve_ctl.h's alone_hist) */
 	uint64_t be_launch_ns;   /* 64 */
 	uint8_t rest[4024];      /* 72 .. 4096 */
 };

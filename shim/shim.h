@@ -210,8 +210,21 @@ struct carve_tide_gpu { /* a GPU of the tenant's in tide */
 	int ls_fd;                    /* LS: kept open: it carries our entry's lock */
 	int seat;                     /* LS: our slot in the node block */
 	uint64_t busy_since;          /* LS: when it last became busy here (under tide_ls.c's track_mu) */
-	struct carve_be *bef;         /* the GPU's BE file: BE read-write, LS read-only (NULL: none) */
+	/* BE: its own BE file, read-write (NULL: none found yet), and when it
+	 * last looked for one (coarse clock) */
+	struct carve_be *bef;
+	uint64_t bef_looked;
 	struct carve_tide_be *be;     /* BE */
+	/* LS: the GPU's BE files, bes_n of them each mapped read-only at bes
+	 * + i x carve_peer_stride (zeros past them), of inode be_ino[i], as
+	 * listed at bes_listed (coarse clock) with the directory's mtime
+	 * bes_mtime; bes_over: there were more than CARVE_NODE_BE_FILES. The
+	 * poller's alone. */
+	char *bes;
+	int bes_n, bes_over;
+	uint64_t bes_listed;
+	int64_t bes_mtime[2];
+	uint64_t be_ino[64];
 	/* BE: the seats' LS files, each mapped read-only at peers + i x
 	 * carve_peer_stride (zeros where none), as of the node's gen
 	 * peers_gen; one that could not be mapped is tried again the next
@@ -238,6 +251,13 @@ void carve_tide_set_busy(int g, int b); /* says in our LS entry on GPU g and its
  * in *timing those timing; with none, the latest heartbeat into *newest
  * (if given). */
 int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing);
+/* carve_tide_be_latest: the latest BE launch any BE file of GPU g stamps
+ * into *latest (0: none), for an LS tenant's poller; 0 where it cannot
+ * tell (too many BE files), else 1. carve_tide_be_own: a BE tenant's own
+ * BE file on GPU g, looked for again (now: the coarse clock) where it had
+ * none, at most every CARVE_NODE_BE_LIST_NS (NULL: none yet). */
+int carve_tide_be_latest(int g, uint64_t *latest);
+struct carve_be *carve_tide_be_own(int g, uint64_t now);
 /* carve_tide_active: is LS work active at t (busy, or newest in the last
  * CARVE_NODE_QUIET_NS)? */
 int carve_tide_active(int busy, uint64_t newest, uint64_t t);

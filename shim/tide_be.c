@@ -408,13 +408,15 @@ gate:
 	}
 }
 
-/* stamp writes the coarse clock into GPU g's BE file as its latest BE
- * launch (tide_ls.c tells an LS tenant's busy periods alone by it), once a
- * tick at most, so that the line is seldom written. */
+/* stamp writes the coarse clock into our BE file on GPU g as its latest
+ * BE launch (tide_ls.c tells an LS tenant's busy periods alone by the
+ * latest of the GPU's BE files), once a tick at most, so that the line is
+ * seldom written; with no BE file yet (carve has not made it) it looks for
+ * one now and then. */
 static void stamp(int g)
 {
-	struct carve_be *bef = carve_tide_gpus[g].bef;
 	uint64_t now = carve_coarse_ns();
+	struct carve_be *bef = carve_tide_be_own(g, now);
 	if (bef && __atomic_load_n(&bef->be_launch_ns, __ATOMIC_RELAXED) != now)
 		__atomic_store_n(&bef->be_launch_ns, now, __ATOMIC_RELEASE);
 }

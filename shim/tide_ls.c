@@ -23,8 +23,9 @@
  * Each busy period on a GPU (from the launch that found the tenant idle
  * there to the poll that found its work done) goes into the block's
  * busy_hist, and into alone_hist too if no BE tenant launched on that GPU
- * from CARVE_NODE_QUIET_NS before it began to its end (the node's
- * BE file's be_launch_ns, which BE shims stamp).
+ * from CARVE_NODE_QUIET_NS before it began to its end (the latest
+ * be_launch_ns of the GPU's BE files, each stamped by its writer's BE
+ * shims: carve_tide_be_latest).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -225,9 +226,8 @@ static void period_ended(int g, uint64_t since, uint64_t d)
 	__atomic_add_fetch(&carve_tide_gpus[g].proc->busy_ns, d, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&carve_block->busy_ns, d, __ATOMIC_RELAXED);
 	hist_add(&carve_block->busy_hist, d);
-	const struct carve_be *bef = carve_tide_gpus[g].bef;
-	uint64_t be = bef ? __atomic_load_n(&bef->be_launch_ns, __ATOMIC_ACQUIRE) : 0;
-	if (!be || (int64_t)(since - be) > (int64_t)CARVE_NODE_QUIET_NS)
+	uint64_t be;
+	if (carve_tide_be_latest(g, &be) && (!be || (int64_t)(since - be) > (int64_t)CARVE_NODE_QUIET_NS))
 		hist_add(&carve_block->alone_hist, d);
 }
 

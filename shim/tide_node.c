@@ -1,13 +1,15 @@
 /*
  * tide_node.c: the tenant's GPUs in tide, each with its node block, LS
- * files and BE file (carve_node.h): mapping them, an LS tenant's entry in
- * its seat's LS file (taken, marked busy, given up at exit), and what the
+ * files and BE files (carve_node.h): mapping them, an LS tenant's entry in
+ * its seat's LS file (taken, marked busy, given up at exit), what the
  * node says of the LS tenants, read by the BE gate (tide_be.c) and an LS
  * tenant's mask (tide.c): who is busy with a fresh heartbeat, and the TPCs
- * they reserved. The node block is carve's: shims map it read-only. tide.c
- * says how tide works.
+ * they reserved; and the latest BE launch the BE files say, read by an LS
+ * tenant's poller (tide_ls.c). The node block is carve's: shims map it
+ * read-only. tide.c says how tide works.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -268,11 +270,14 @@ static void unmap_node(int g)
 		munmap(G->bef, CARVE_BE_SIZE);
 	if (G->peers)
 		munmap(G->peers, (size_t)CARVE_NODE_SLOTS * carve_peer_stride);
+	if (G->bes)
+		munmap(G->bes, (size_t)CARVE_NODE_BE_FILES * carve_peer_stride);
 	G->node = NULL;
 	G->ls = NULL;
 	G->proc = NULL;
 	G->bef = NULL;
 	G->peers = NULL;
+	G->bes = NULL;
 }
 
 /* lock_proc takes entry i's lock of GPU g's LS file (see carve_node.h), or
@@ -375,9 +380,139 @@ static int join_ls(int g, const char *dir, const char *name)
 	return 1;
 }
 
+/* --- the GPU's BE files --------------------------------------------------- */
+
+_Static_assert(sizeof carve_tide_gpus[0].be_ino / sizeof carve_tide_gpus[0].be_ino[0] == CARVE_NODE_BE_FILES,
+	       "a BE file's inode for each place");
+
+/* is_be_file: is name, in a GPU's directory, a BE file's? */
+static int is_be_file(const char *name)
+{
+	return strcmp(name, CARVE_NODE_BE_FILE) == 0 ||
+	       (strncmp(name, CARVE_NODE_BE_PREFIX, sizeof CARVE_NODE_BE_PREFIX - 1) == 0 && !strchr(name, '.'));
+}
+
+/* zero_be maps zeros over place i of GPU g's BE files. */
+static void zero_be(struct carve_tide_gpu *G, int i)
+{
+	mmap(G->bes + (size_t)i * carve_peer_stride, CARVE_BE_SIZE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	G->be_ino[i] = 0;
+}
+
+/* map_be maps the BE file name of the GPU's directory (dfd) over place i
+ * of its BE files, read-only, keeping the mapping there where it is of the
+ * same inode. One that is not a BE file of this layout reads as zeros
+ * there, as one cut short later does: its writer hides its own stamps
+ * alone. A mapping replaces the one before at the same address. */
+static void map_be(struct carve_tide_gpu *G, int i, int dfd, const char *name)
+{
+	char *at = G->bes + (size_t)i * carve_peer_stride;
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	int ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == CARVE_BE_SIZE;
+	if (ok && G->be_ino[i] != (uint64_t)st.st_ino) {
+		ok = mmap(at, CARVE_BE_SIZE, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) != MAP_FAILED;
+		const struct carve_be *b = (const struct carve_be *)at;
+		ok = ok && b->magic == CARVE_BE_MAGIC && b->version == CARVE_NODE_VERSION; /* a SIGBUS here reads zeros */
+		G->be_ino[i] = ok ? (uint64_t)st.st_ino : 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (!ok)
+		zero_be(G, i);
+}
+
+/* list_bes maps the BE files of GPU g's directory, up to
+ * CARVE_NODE_BE_FILES (bes_over: there were more), zeros past them. */
+static void list_bes(struct carve_tide_gpu *G)
+{
+	DIR *d = opendir(G->dir);
+	int n = 0, over = 0;
+	for (struct dirent *e; d && (e = readdir(d));) {
+		if (!is_be_file(e->d_name))
+			continue;
+		if (n == CARVE_NODE_BE_FILES) {
+			over = 1;
+			break;
+		}
+		map_be(G, n++, dirfd(d), e->d_name);
+	}
+	if (d)
+		closedir(d);
+	for (int i = n; i < G->bes_n; i++)
+		zero_be(G, i);
+	G->bes_n = n;
+	G->bes_over = over;
+}
+
+int carve_tide_be_latest(int g, uint64_t *latest)
+{
+	struct carve_tide_gpu *G = &carve_tide_gpus[g];
+	*latest = 0;
+	if (!G->bes)
+		return 1;
+	uint64_t now = carve_coarse_ns();
+	struct stat st;
+	int64_t mtime[2] = {-1, -1};
+	if (stat(G->dir, &st) == 0)
+		mtime[0] = st.st_mtim.tv_sec, mtime[1] = st.st_mtim.tv_nsec;
+	if (!G->bes_listed || now - G->bes_listed >= CARVE_NODE_BE_LIST_NS || mtime[0] != G->bes_mtime[0] ||
+	    mtime[1] != G->bes_mtime[1]) {
+		list_bes(G);
+		G->bes_listed = now ? now : 1;
+		memcpy(G->bes_mtime, mtime, sizeof mtime);
+	}
+	for (int i = 0; i < G->bes_n; i++) {
+		const struct carve_be *b = (const struct carve_be *)(G->bes + (size_t)i * carve_peer_stride);
+		uint64_t t = __atomic_load_n(&b->be_launch_ns, __ATOMIC_ACQUIRE);
+		*latest = t > *latest ? t : *latest;
+	}
+	return !G->bes_over;
+}
+
+/* own_be maps the BE tenant's own BE file on GPU g, read-write: a claim's
+ * (tenant 0) through its link in the claim's directory (the GPU's
+ * directory, with the suffix for the link's); a tenant of carve run's in
+ * the GPU's directory, its user's (the node directory's) or else the one
+ * (its user's own directory's). No link beside the node block is taken:
+ * in the node directory any user could have made one first. */
+static struct carve_be *own_be(struct carve_tide_gpu *G)
+{
+	char path[PATH_MAX];
+	struct carve_be *b = NULL;
+	size_t n = strlen(G->dir), suffix = sizeof CARVE_NODE_DIR_SUFFIX - 1;
+	if (!carve_block->tenant) {
+		if (n >= suffix && snprintf(path, sizeof path, "%.*s" CARVE_NODE_BE_LINK, (int)(n - suffix), G->dir) < (int)sizeof path)
+			b = map_file(path, CARVE_BE_SIZE, 1, NULL);
+	} else {
+		if (snprintf(path, sizeof path, "%s/" CARVE_NODE_BE_USER, G->dir, (unsigned)geteuid()) < (int)sizeof path)
+			b = map_file(path, CARVE_BE_SIZE, 1, NULL);
+		if (!b && snprintf(path, sizeof path, "%s/" CARVE_NODE_BE_FILE, G->dir) < (int)sizeof path)
+			b = map_file(path, CARVE_BE_SIZE, 1, NULL);
+	}
+	if (b && (b->magic != CARVE_BE_MAGIC || b->version != CARVE_NODE_VERSION)) {
+		munmap(b, CARVE_BE_SIZE);
+		b = NULL;
+	}
+	return b;
+}
+
+struct carve_be *carve_tide_be_own(int g, uint64_t now)
+{
+	struct carve_tide_gpu *G = &carve_tide_gpus[g];
+	struct carve_be *b = __atomic_load_n(&G->bef, __ATOMIC_ACQUIRE);
+	uint64_t looked = __atomic_load_n(&G->bef_looked, __ATOMIC_RELAXED);
+	if (b || (looked && now - looked < CARVE_NODE_BE_LIST_NS) ||
+	    !__atomic_compare_exchange_n(&G->bef_looked, &looked, now ? now : 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return b; /* one thread looks at a time */
+	if ((b = own_be(G)))
+		__atomic_store_n(&G->bef, b, __ATOMIC_RELEASE);
+	return b;
+}
+
 /* --- files another tenant may cut short ------------------------------------ */
 
-/* A file another tenant may write (a seat's LS file, the GPU's BE file)
+/* A file another tenant may write (a seat's LS file, a BE file)
  * may be cut short under our mapping, and a read or write of it would then
  * end the process with SIGBUS. The handler maps zeros over the file's
  * place instead (it reads as no one busy, no BE launch; writes go
@@ -405,8 +540,13 @@ static void on_bus(int sig, siginfo_t *si, void *uc)
 			 * should the seat's file have been remapped meanwhile */
 			__atomic_store_n(&G->serial[i], 0, __ATOMIC_RELAXED);
 			__atomic_store_n(&G->peers_valid, 0, __ATOMIC_RELEASE);
+		} else if (in(a, G->bes, (size_t)CARVE_NODE_BE_FILES * carve_peer_stride)) {
+			size_t i = (size_t)(a - G->bes) / carve_peer_stride;
+			base = G->bes + i * carve_peer_stride, len = CARVE_BE_SIZE;
+			G->bes_listed = 0; /* listed and mapped again at the next look, its place not counted as mapped */
+			G->be_ino[i] = 0;
 		} else if (in(a, G->bef, CARVE_BE_SIZE)) {
-			base = G->bef, len = CARVE_BE_SIZE, prot |= G->be ? PROT_WRITE : 0;
+			base = G->bef, len = CARVE_BE_SIZE, prot |= PROT_WRITE;
 		} else if (in(a, G->ls, CARVE_LS_SIZE)) {
 			base = G->ls, len = CARVE_LS_SIZE, prot |= PROT_WRITE;
 		} else if (in(a, G->node, CARVE_NODE_SIZE)) { /* root's, but one a user made is that user's to cut until taken over */
@@ -438,9 +578,10 @@ void carve_tide_guard(void)
 	sigaction(SIGBUS, &sa, &bus_old);
 }
 
-/* carve_tide_join maps the node block of the tenant's GPU g in dir and the
- * GPU's BE file, and, for an LS tenant (ls), takes an entry in its seat's
- * LS file; for a BE tenant it makes room for the seats' LS files. The
+/* carve_tide_join maps the node block of the tenant's GPU g in dir and,
+ * for an LS tenant (ls), takes an entry in its seat's LS file and makes
+ * room for the GPU's BE files; for a BE tenant it makes room for the
+ * seats' LS files and maps its own BE file (carve_tide_be_own). The
  * node's name goes into name: 1 if done; 0 if GPU g takes no part (said,
  * where the block names a node for it). */
 int carve_tide_join(int g, const char *dir, int ls, char name[64])
@@ -455,10 +596,15 @@ int carve_tide_join(int g, const char *dir, int ls, char name[64])
 			  carve_tide_ngpus > 1 ? " on its GPU" : "");
 		return 0;
 	}
-	char path[PATH_MAX];
 	memset(G->serial, 0, sizeof G->serial);
+	memset(G->be_ino, 0, sizeof G->be_ino);
 	G->peers_valid = 0;
 	G->peers_retry = 0;
+	G->bes_n = G->bes_over = 0;
+	G->bes_listed = G->bef_looked = 0;
+	long page = sysconf(_SC_PAGESIZE);
+	if (page > 0)
+		carve_peer_stride = ((size_t)CARVE_LS_SIZE + (size_t)page - 1) / (size_t)page * (size_t)page;
 	if (snprintf(G->dir, sizeof G->dir, "%s/%s" CARVE_NODE_DIR_SUFFIX, dir, name) >= (int)sizeof G->dir) {
 		unmap_node(g);
 		return 0;
@@ -477,24 +623,21 @@ int carve_tide_join(int g, const char *dir, int ls, char name[64])
 			unmap_node(g);
 			return 0;
 		}
-		if (snprintf(path, sizeof path, "%s/" CARVE_NODE_BE_FILE, G->dir) < (int)sizeof path)
-			G->bef = map_file(path, CARVE_BE_SIZE, 0, NULL);
+		void *p = mmap(NULL, (size_t)CARVE_NODE_BE_FILES * carve_peer_stride, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED) {
+			leave_proc(g, 1);
+			unmap_node(g);
+			return 0;
+		}
+		G->bes = p;
 	} else {
-		long page = sysconf(_SC_PAGESIZE);
-		if (page > 0)
-			carve_peer_stride = ((size_t)CARVE_LS_SIZE + (size_t)page - 1) / (size_t)page * (size_t)page;
 		void *p = mmap(NULL, (size_t)CARVE_NODE_SLOTS * carve_peer_stride, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED) {
 			unmap_node(g);
 			return 0;
 		}
 		G->peers = p;
-		if (snprintf(path, sizeof path, "%s/%s" CARVE_NODE_BE_LINK, dir, name) < (int)sizeof path)
-			G->bef = map_file(path, CARVE_BE_SIZE, 1, NULL);
-	}
-	if (G->bef && (G->bef->magic != CARVE_BE_MAGIC || G->bef->version != CARVE_NODE_VERSION)) {
-		munmap(G->bef, CARVE_BE_SIZE);
-		G->bef = NULL;
+		carve_tide_be_own(g, carve_coarse_ns());
 	}
 	return 1;
 }

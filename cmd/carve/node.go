@@ -64,7 +64,8 @@ The trust model, in the node directory:
     carve run --ls or --be waits up to 3s for its record and seat, else
     warns); shims map it read-only; each LS
     tenant's LS file is its user's, mode 0644, which BE tenants of every
-    user read; the GPU's BE file is every BE tenant's to write (0666);
+    user read, and so is each user's BE file, where its BE tenants stamp
+    their launches for every user's LS tenants to read;
     carve's lease bounds what a dead LS tenant leaves;
   - the placement lock is root's file, mode 0644, which every user locks:
     a user can hold it (as any carve does while it places), not change it;
@@ -79,8 +80,8 @@ user's node), and, with a block of its own, claim the pid of a process it
 expects another user to start, whose carve run then fails. Tide stays
 apart from the claims', so no partition here is placed to share a
 claim's TPCs or memory (a BE one of every TPC is given those no claim
-holds; --share onto a claim is refused), yet a BE tenant here yields
-only to LS tenants here, and a claim placed after it may take its TPCs.`,
+holds; --share onto a claim is refused), and a BE tenant here, which
+yields only to LS tenants here, keeps every claim off all of its TPCs.`,
 		Args: cobra.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {

@@ -33,8 +33,8 @@ import (
 //	         claims; root's, mode 0644, which carve alone writes), the mount
 //	         point of the GPU's directory of LS files (node-*.d, mounted
 //	         read-only by carve-dra's CDI spec), and its LS file (node-*.ls-0,
-//	         an LS claim's, mode 0666) or the GPU's BE file (node-*.be, a BE
-//	         claim's)
+//	         an LS claim's, mode 0666) or its own BE file (node-*.be, a BE
+//	         claim's, mode 0666)
 //	N        the blocks of the claim's processes, named by their pids in
 //	         their containers' namespace, each copied from root by the shim
 //

@@ -69,7 +69,7 @@ func TestConstantsMatchHeaders(t *testing.T) {
 		"CARVE_NODE_NARROW_MIN": ctl.NarrowMin,
 		"CARVE_LS_PROC_LOCK(5)": uint64(ctl.LSProcLock(5)),
 		"CARVE_LS_MAGIC":        ctl.LSMagic, "CARVE_LS_SIZE": ctl.LSSize, "CARVE_LS_PROCS": ctl.LSProcs,
-		"CARVE_BE_MAGIC": ctl.BEMagic, "CARVE_BE_SIZE": ctl.BESize,
+		"CARVE_BE_MAGIC": ctl.BEMagic, "CARVE_BE_SIZE": ctl.BESize, "CARVE_NODE_BE_FILES": ctl.NodeBEFiles,
 		"CARVE_SEAT_FREE": ctl.SeatFree, "CARVE_SEAT_TENANT": ctl.SeatTenant, "CARVE_SEAT_CLAIM": ctl.SeatClaim,
 		"CARVE_FLAG_ALLOW_UNPARTITIONED": ctl.FlagAllowUnpartitioned, "CARVE_FLAG_ALL_SMS": ctl.FlagAllSMs,
 		"CARVE_FLAG_MPS": ctl.FlagMPS, "CARVE_FLAG_LS_OWN": ctl.FlagLSOwn,

@@ -113,7 +113,7 @@ type LSFile struct {
 	Rest     [1984]byte      `c:"rest"`
 }
 
-// BEFile mirrors struct carve_be, the GPU's BE tenants' file.
+// BEFile mirrors struct carve_be, a BE file of the GPU's (befile.go).
 type BEFile struct {
 	Magic      uint32     `c:"magic"`
 	Version    uint16     `c:"version"`
@@ -147,30 +147,26 @@ func NodeName(uuid string) string { return "node-" + nodeName.ReplaceAllString(u
 // The modes of what carve makes for a GPU in a Shared directory (the node
 // directory), where only root's carve writes them (WritesNodes): the node
 // block, read by all, the GPU's directory, and each LS file, its tenant's
-// user's (the owner of its control block) and read by all. The GPU's BE
-// file stays every BE tenant's to write, of any user. Elsewhere they are
-// their user's alone, mode 0600 (0700), and in a claim's directory the
-// node block is root's, mode 0644 (ShareNode).
+// user's (the owner of its control block) and read by all; each user's
+// BE file is BEUserPerm. Elsewhere they are their user's alone, mode 0600
+// (0700), and in a claim's directory the node block is root's, mode 0644
+// (ShareNode).
 const (
 	NodeSharedPerm os.FileMode = 0o644
 	NodeDirPerm    os.FileMode = 0o755
 	LSSharedPerm   os.FileMode = 0o644
-	BESharedPerm   os.FileMode = 0o666
 )
 
 // ShareNode makes the node block at path fit to link into a claim's
 // directory, whose containers run under any uid: the block mode 0644 (they
-// read it, carve-dra alone writes it), the GPU's directory 0755 (their
-// containers get it read-only) and its BE file 0666 (BE claims write it
-// through their link).
+// read it, carve-dra alone writes it) and the GPU's directory 0755 (their
+// containers get it read-only; a BE claim writes its own BE file there
+// through its link, MakeBE).
 func ShareNode(path string) error {
 	if err := os.Chmod(path, NodeSharedPerm); err != nil {
 		return fmt.Errorf("node block: %w", err)
 	}
 	if err := os.Chmod(path+NodeDirSuffix, NodeDirPerm); err != nil {
-		return fmt.Errorf("node block: %w", err)
-	}
-	if err := os.Chmod(filepath.Join(path+NodeDirSuffix, NodeBEFile), BESharedPerm); err != nil {
 		return fmt.Errorf("node block: %w", err)
 	}
 	return nil
@@ -185,7 +181,7 @@ type Node struct {
 }
 
 // OpenNode maps the node block name in dir, creating it for a GPU with the
-// given live TPCs if there is none, with the GPU's directory and BE file.
+// given live TPCs if there is none, with the GPU's directory.
 // In a Shared directory one of another owner or mode (a user's carve made
 // them before root's alone did) is taken over in place (adopt). It is for
 // the caller that writes dir's node blocks (WritesNodes) alone; call it
@@ -332,17 +328,16 @@ func createNode(path string, live topo.Enable) (*Node, error) {
 	return n, nil
 }
 
-// makeDir makes the GPU's directory beside the block, if there is none,
-// with its BE file and the BE file's link beside the block: in a Shared
-// directory the GPU's directory NodeDirPerm (root's carve alone makes LS
-// files there) and the BE file BESharedPerm, and what a user made there
-// before is taken over (adoptDir); else the caller's alone.
+// makeDir makes the GPU's directory beside the block, if there is none
+// (its BE files are made by BEFiles): in a Shared directory NodeDirPerm
+// (root's carve alone makes LS and BE files there), and one a user made
+// there before is taken over (adoptDir); else the caller's alone.
 func (n *Node) makeDir() error {
 	d := n.Path + NodeDirSuffix
 	shared := Shared(filepath.Dir(n.Path))
-	dperm, fperm := os.FileMode(0o700), os.FileMode(0o600)
+	dperm := os.FileMode(0o700)
 	if shared {
-		dperm, fperm = NodeDirPerm, BESharedPerm
+		dperm = NodeDirPerm
 	}
 	if err := os.Mkdir(d, 0o700); err == nil {
 		if err := os.Chmod(d, dperm); err != nil {
@@ -355,9 +350,8 @@ func (n *Node) makeDir() error {
 	if err != nil || !st.IsDir() {
 		return fmt.Errorf("node block's directory %s is not a directory: with no LS or BE tenant running, remove it", d)
 	}
-	be := filepath.Join(d, NodeBEFile)
 	if shared {
-		if err := n.adoptDir(d, be, dperm, fperm); err != nil {
+		if err := adoptDir(d, dperm); err != nil {
 			return err
 		}
 	} else if sys, ok := st.Sys().(*syscall.Stat_t); !ok || sys.Uid != 0 && int(sys.Uid) != os.Geteuid() {
@@ -365,28 +359,14 @@ func (n *Node) makeDir() error {
 		// in it: it must be root's or the caller's
 		return fmt.Errorf("node block's directory %s is another user's: with no LS or BE tenant running, remove it", d)
 	}
-	if _, err := os.Lstat(be); errors.Is(err, os.ErrNotExist) {
-		if err := makeFile(be, fperm, -1, BESize, func(mem []byte) {
-			f := (*BEFile)(unsafe.Pointer(&mem[0]))
-			f.Magic, f.Version, f.Size = BEMagic, NodeVersion, BESize
-		}); err != nil {
-			return fmt.Errorf("node block's BE file: %w", err)
-		}
-	}
-	link := n.Path + NodeBELink
-	if _, err := os.Lstat(link); errors.Is(err, os.ErrNotExist) {
-		if err := os.Link(be, link); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("node block's BE file: %w", err)
-		}
-	}
 	return nil
 }
 
-// adoptDir takes over, in a Shared directory, the GPU's directory d and
-// its BE file be that a user's carve made before root's alone did: both
-// the caller's, d of mode dperm, be of fperm (adopt), and the BE file's
-// link beside the block made anew where it names another file.
-func (n *Node) adoptDir(d, be string, dperm, fperm os.FileMode) error {
+// adoptDir takes over, in a Shared directory, the GPU's directory d that
+// a user's carve made before root's alone did: the caller's, of mode
+// dperm (adopt). Seats takes over the LS files in it, BEFiles the BE
+// files (or removes them).
+func adoptDir(d string, dperm os.FileMode) error {
 	df, err := os.OpenFile(d, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return fmt.Errorf("node block's directory: %w", err)
@@ -395,25 +375,6 @@ func (n *Node) adoptDir(d, be string, dperm, fperm os.FileMode) error {
 	df.Close()
 	if err != nil {
 		return fmt.Errorf("node block's directory: %w", err)
-	}
-	bf, err := os.OpenFile(be, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // made next
-	}
-	if err != nil {
-		return fmt.Errorf("node block's BE file: %w", err)
-	}
-	defer bf.Close()
-	if err := adopt(be, bf, os.Geteuid(), os.Getegid(), fperm, 2); err != nil {
-		return fmt.Errorf("node block's BE file: %w", err)
-	}
-	link := n.Path + NodeBELink
-	bst, err := bf.Stat()
-	if err != nil {
-		return err
-	}
-	if lst, err := os.Lstat(link); err == nil && !os.SameFile(lst, bst) {
-		os.Remove(link) // made again by makeDir
 	}
 	return nil
 }

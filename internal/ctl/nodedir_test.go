@@ -154,8 +154,7 @@ func TestNodeDirAsRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.Close()
-	for path, want := range map[string]os.FileMode{n.Path: 0o644, n.Path + NodeDirSuffix: os.ModeDir | 0o755,
-		filepath.Join(n.Path+NodeDirSuffix, NodeBEFile): 0o666} {
+	for path, want := range map[string]os.FileMode{n.Path: 0o644, n.Path + NodeDirSuffix: os.ModeDir | 0o755} {
 		if st, err := os.Lstat(path); err != nil || st.Mode() != want || nodeDirStat(st).UID != 0 {
 			t.Fatalf("%s in the node directory: %v, %v; want root's, mode %v", path, st, err, want)
 		}

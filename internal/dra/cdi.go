@@ -62,9 +62,9 @@ func specName(uid string) string {
 // claimSpec is the CDI spec of a prepared claim on its GPUs, gpus: the
 // shim preloaded from a read-only mount, the claim's directory (its
 // reservation, the node blocks, root's, an LS claim's LS files and a BE
-// claim's link to the BE file, its processes' blocks) mounted where
+// claim's link to its BE file, its processes' blocks) mounted where
 // CARVE_CTL_DIR says, for an LS or BE claim each GPU's directory of LS
-// files and BE file (beside its node block) mounted read-only over its
+// and BE files (beside its node block) mounted read-only over its
 // place there, so that the pod writes no file of another tenant's, and,
 // with MPS, carve's MPS pipe directory (and its
 // /dev/shm) and the driver's limit of the claim's memory on each of its

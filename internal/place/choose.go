@@ -33,8 +33,8 @@ var ErrOverlap = errors.New("partitions would overlap")
 // choose resolves r's spec on t around the holders other than r's tenant
 // (none for a claim) and returns the set and the partitions it shares TPCs
 // with. Without r.Share, any overlap is an error. A best-effort tenant
-// yields its TPCs to the others (tide), so it overlaps no one and no one
-// overlaps it.
+// yields its TPCs to the others of its side (tide), so it overlaps no one
+// and no one there overlaps it but its floor (held).
 func choose(t *topo.Topology, r Request, holders []Holder) (partition.Set, []Overlap, error) {
 	others := held(holders, r.PID)
 	var busy partition.Set
@@ -107,15 +107,17 @@ func offOutside(r Request, set partition.Set, holders []Holder) (partition.Set, 
 }
 
 // held is the holders other than tenant (claims aside), each with the
-// TPCs it holds against other placements: a BE tenant only its floor.
-// Those that hold none are left out.
+// TPCs it holds against other placements: a BE tenant of this side only
+// its floor, as it yields the rest to this side's LS tenants; one Outside
+// all of its TPCs, as it yields to none here (offOutside). Those that hold
+// none are left out.
 func held(holders []Holder, tenant int) []Holder {
 	var out []Holder
 	for _, h := range holders {
 		if h.Claim == "" && h.Tenant == tenant && !h.Outside {
 			continue
 		}
-		if h.Class == ctl.ClassBE {
+		if h.Class == ctl.ClassBE && !h.Outside {
 			h.TPCs = h.Floor
 		}
 		if len(h.TPCs) > 0 {

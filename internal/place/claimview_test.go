@@ -21,6 +21,7 @@ import (
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/partition"
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // helperWrite tries, as a user, to make a published claim in PLACE_DIR
@@ -393,4 +394,155 @@ func TestNodeDirHonoursNoClaimRecord(t *testing.T) {
 		t.Fatalf("placing the whole GPU beside a user's claim record: %v", err)
 	}
 	p.Block.Close()
+}
+
+// fixedOf is what the node block of t's GPU in dir keeps its LS tenants
+// off.
+func fixedOf(t *testing.T, dir string, top *topo.Topology) partition.Set {
+	t.Helper()
+	n, err := ctl.OpenNode(dir, ctl.NodeName(top.UUID), top.Live())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	return partition.FromEnable(top, n.Fixed())
+}
+
+// TestNodeDirBEHeldFromClaims: a BE tenant of the node directory yields
+// to no claim (tide does not reach across), so a claim's placement, LS or
+// plain, keeps off all of its TPCs, not only its floor: it is refused
+// while the BE holds every TPC left, and given what is left once another
+// claim is released; carve-dra's node block keeps LS claims off the BE's
+// TPCs too.
+func TestNodeDirBEHeldFromClaims(t *testing.T) {
+	nd, rd, _ := claimView(t)
+	top, _ := topologyJSON(t)
+	all, _ := partition.ParseTPCs("all")
+	plain, err := Place(rd, top, Request{Claim: &Claim{UID: "uid-a", Name: "ns/a"}, Spec: count(t, "20")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := Place(nd, top, Request{Spec: all, PID: sleepers(t, 1)[0].Process.Pid, Comm: []string{"be"},
+		Policy: ctl.Policy{Class: ctl.ClassBE, Epoch: 10 * time.Millisecond, Floor: 8}})
+	if err != nil || len(be.Set) != len(top.TPCs)-20 {
+		t.Fatalf("a BE tenant of every TPC beside a claim of 20: %+v %v", be, err)
+	}
+	be.Block.Close()
+	for _, class := range []uint32{ctl.ClassLS, ctl.ClassNone} {
+		_, err = Place(rd, top, Request{Claim: &Claim{UID: "uid-c", Name: "ns/c"}, Spec: count(t, "8"), Policy: ctl.Policy{Class: class}})
+		if !errors.Is(err, ErrOverlap) || !strings.Contains(err.Error(), "0 of 66 are free") || !strings.Contains(err.Error(), "(be) holds") {
+			t.Errorf("a claim (class %d) beside a BE tenant of every TPC left: %v", class, err)
+		}
+	}
+	if ok, err := Release(rd, "uid-a"); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	ls, err := Place(rd, top, Request{Claim: &Claim{UID: "uid-ls", Name: "ns/ls"}, Spec: count(t, "8"), Policy: ctl.Policy{Class: ctl.ClassLS}})
+	if err != nil || len(ls.Set.Intersect(be.Set)) != 0 {
+		t.Fatalf("an LS claim once claim ns/a was released: %+v %v (the BE holds %v)", ls, err, be.Set)
+	}
+	p, err := Place(rd, top, Request{Claim: &Claim{UID: "uid-p", Name: "ns/p"}, Spec: count(t, "12")})
+	if err != nil || len(p.Set.Intersect(be.Set)) != 0 || len(p.Set.Union(ls.Set).Intersect(plain.Set)) != 20 {
+		t.Fatalf("a plain claim of the TPCs left: %+v %v (the BE holds %v, the LS claim %v)", p, err, be.Set, ls.Set)
+	}
+	if got := fixedOf(t, rd, top); len(got.Intersect(be.Set)) != len(be.Set) {
+		t.Errorf("carve-dra's node block keeps LS claims off %s, not all of the node directory's BE tenant's %s", got, be.Set)
+	}
+}
+
+// TestBEClaimHeldFromNodeDir: the reverse, a BE claim yields to no tenant
+// of the node directory, so a user's placement, LS or plain, keeps off
+// all of its TPCs: refused while it holds every TPC left, given what is
+// left once a tenant ends; the node directory's node block keeps its LS
+// tenants off the claim's TPCs too.
+func TestBEClaimHeldFromNodeDir(t *testing.T) {
+	nd, rd, _ := claimView(t)
+	top, _ := topologyJSON(t)
+	procs := sleepers(t, 3)
+	all, _ := partition.ParseTPCs("all")
+	plain, err := Place(nd, top, Request{Spec: count(t, "20"), PID: procs[0].Process.Pid, Comm: []string{"plain"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := Place(rd, top, Request{Claim: &Claim{UID: "uid-be", Name: "ns/be"}, Spec: all,
+		Policy: ctl.Policy{Class: ctl.ClassBE, Epoch: 10 * time.Millisecond, Floor: 8}})
+	if err != nil || len(be.Set) != len(top.TPCs)-20 {
+		t.Fatalf("a BE claim of every TPC beside a plain tenant of 20: %+v %v", be, err)
+	}
+	for _, class := range []uint32{ctl.ClassLS, ctl.ClassNone} {
+		_, err = Place(nd, top, Request{Spec: count(t, "8"), PID: procs[1].Process.Pid, Policy: ctl.Policy{Class: class}})
+		if !errors.Is(err, ErrOverlap) || !strings.Contains(err.Error(), "0 of 66 are free") || !strings.Contains(err.Error(), "claim ns/be holds") {
+			t.Errorf("a user's tenant (class %d) beside a BE claim of every TPC left: %v", class, err)
+		}
+	}
+	procs[0].Process.Kill()
+	procs[0].Wait()
+	ls, err := Place(nd, top, Request{Spec: count(t, "8"), PID: procs[1].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassLS}})
+	if err != nil || len(ls.Set.Intersect(be.Set)) != 0 {
+		t.Fatalf("a user's LS tenant once the plain one ended: %+v %v (the BE claim holds %v)", ls, err, be.Set)
+	}
+	ls.Block.Close()
+	p, err := Place(nd, top, Request{Spec: count(t, "12"), PID: procs[2].Process.Pid})
+	if err != nil || len(p.Set.Intersect(be.Set)) != 0 || len(p.Set.Union(ls.Set).Intersect(plain.Set)) != 20 {
+		t.Fatalf("a user's plain tenant of the TPCs left: %+v %v (the BE claim holds %v, the LS %v)", p, err, be.Set, ls.Set)
+	}
+	p.Block.Close()
+	if got := fixedOf(t, nd, top); len(got.Intersect(be.Set)) != len(be.Set) {
+		t.Errorf("the node directory's node block keeps LS tenants off %s, not all of the BE claim's %s", got, be.Set)
+	}
+}
+
+// TestBEYieldsWithinSide: on one side nothing changes: with the other side
+// there (the node directory, carve-dra's runtime directory), a later LS
+// placement on a BE's side still takes the BE's TPCs but its floor, in the
+// node directory and among claims alike.
+func TestBEYieldsWithinSide(t *testing.T) {
+	nd, rd, _ := claimView(t)
+	top, _ := topologyJSON(t)
+	procs := sleepers(t, 2)
+	all, _ := partition.ParseTPCs("all")
+	bePolicy := ctl.Policy{Class: ctl.ClassBE, Epoch: 10 * time.Millisecond, Floor: 8}
+	for _, side := range []struct {
+		name, dir string
+		place     func(r Request) (*Placed, error)
+	}{
+		{"the node directory", nd, func(r Request) (*Placed, error) { return Place(nd, top, r) }},
+		{"carve-dra's runtime directory", rd, func(r Request) (*Placed, error) { return Place(rd, top, r) }},
+	} {
+		beReq := Request{Spec: all, PID: procs[0].Process.Pid, Policy: bePolicy}
+		lsReq := Request{Spec: count(t, "50"), PID: procs[1].Process.Pid, Policy: ctl.Policy{Class: ctl.ClassLS}}
+		if side.dir == rd {
+			beReq.Claim, lsReq.Claim = &Claim{UID: "uid-be", Name: "ns/be"}, &Claim{UID: "uid-ls", Name: "ns/ls"}
+		}
+		be, err := side.place(beReq)
+		if err != nil || len(be.Set) != len(top.TPCs) {
+			t.Fatalf("%s: a BE of every TPC: %+v %v", side.name, be, err)
+		}
+		var floor partition.Set
+		hs, err := Holders(side.dir, top)
+		for _, h := range hs {
+			if h.Class == ctl.ClassBE && !h.Outside {
+				floor = h.Floor
+			}
+		}
+		if err != nil || len(floor) != 8 {
+			t.Fatalf("%s: the BE's floor: %v %v", side.name, floor, err)
+		}
+		ls, err := side.place(lsReq)
+		if err != nil || len(ls.Set.Intersect(be.Set)) != 50 || len(ls.Set.Intersect(floor)) != 0 {
+			t.Fatalf("%s: a later LS beside the BE: %+v %v (the BE's floor %v)", side.name, ls, err, floor)
+		}
+		for _, p := range []*Placed{be, ls} {
+			if p.Block != nil {
+				p.Block.Close()
+			}
+		}
+		if side.dir == nd { // its tenants end, leaving the GPU to the claims
+			for _, p := range procs {
+				p.Process.Kill()
+				p.Wait()
+			}
+			procs = sleepers(t, 2)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 // Fences: the TPCs each node block's LS tenants keep off, those of
-// partitions outside tide and BE tenants' floors, and the LS tenants'
-// seats (ctl.Seats), brought up to date after every change.
+// partitions outside tide and BE tenants' floors, the LS tenants' seats
+// (ctl.Seats) and the BE files (ctl.BEFiles), brought up to date after
+// every change.
 
 package place
 
@@ -38,8 +39,9 @@ func Fence(dir string, gpus ...*topo.Topology) error {
 // fence writes into each node block in dir the TPCs of the partitions
 // (l's: what dir holds now) on its GPU that are neither LS nor BE, and
 // the BE tenants' floors, so that LS tenants' launches keep off them
-// (ctl.Node.SetFixed), and seats the LS tenants of blocks and claims
-// (every one dir holds now: ctl.SeatsOf, ctl.Seats). Call it under the
+// (ctl.Node.SetFixed), seats the LS tenants of blocks and claims (every
+// one dir holds now: ctl.SeatsOf, ctl.Seats) and gives each writer of a
+// BE file its own (ctl.BEsOf, ctl.BEFiles). Call it under the
 // lock after a change. A user's carve in the node directory writes no
 // node block (ctl.WritesNodes): there root's carve daemon fences (Fence),
 // records each tenant of carve run first (ctl.RecordTenants: its class,
@@ -55,7 +57,8 @@ func fence(dir string, l *listing, gpus ...*topo.Topology) error {
 	l.recs = recs
 	parts := l.partitions()
 	made := makeNodes(dir, parts)
-	seated := errors.Join(recorded, made, ctl.Seats(dir, ctl.SeatsOf(dir, recs, l.blocks, l.claims)))
+	seated := errors.Join(recorded, made, ctl.Seats(dir, ctl.SeatsOf(dir, recs, l.blocks, l.claims)),
+		ctl.BEFiles(dir, ctl.BEsOf(dir, recs, l.blocks, l.claims)))
 	nodes, err := ctl.Nodes(dir)
 	if err != nil || len(nodes) == 0 {
 		return errors.Join(seated, err)

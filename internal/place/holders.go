@@ -113,12 +113,12 @@ func (l *listing) believed() []ctl.Entry { return l.recs.View(l.blocks, os.Geteu
 // fence reads; and those of the other directory, carve-dra's runtime
 // directory's claims published in the node directory (Claim.Published)
 // or the node directory's tenants seen from carve-dra's (others), whose
-// LS partitions are seated in the other directory's node blocks, not in
-// this one's: outside its tide, LS tenants here keep off them.
+// LS and BE partitions are in the other directory's tide, not in this
+// one's: LS tenants here keep off all of their TPCs.
 func (l *listing) partitions() []ctl.Snapshot {
 	out := make([]ctl.Snapshot, 0, len(l.blocks)+len(l.claims)+len(l.others))
 	outside := func(s ctl.Snapshot) ctl.Snapshot {
-		if s.Class == ctl.ClassLS {
+		if s.Class == ctl.ClassLS || s.Class == ctl.ClassBE {
 			s.Class = ctl.ClassNone
 		}
 		return s

@@ -56,9 +56,10 @@ func nodeFiles(t *testing.T, dir string) []string {
 // TestNodeDirOnlyRootWritesNodes: in the node directory a user's LS
 // placement makes no node block (nor a BE one, once root's exists, writes
 // it); the user cannot open root's node block for writing; root's fence
-// makes it (root's, 0644; the GPU's directory 0755; its BE file 0666),
-// seats the user's tenant, and makes its LS file that user's, mode 0644,
-// which the user may write and another user (65533) may not.
+// makes it (root's, 0644; the GPU's directory 0755), seats the user's
+// tenant, and makes its LS file that user's, mode 0644, and, for its BE
+// tenant, its BE file, which the user may write and another user (65533)
+// may not.
 func TestNodeDirOnlyRootWritesNodes(t *testing.T) {
 	dir, bin := nodeDir(t)
 	top, js := topologyJSON(t)
@@ -77,7 +78,6 @@ func TestNodeDirOnlyRootWritesNodes(t *testing.T) {
 	node := filepath.Join(dir, ctl.NodeName(top.UUID))
 	owned(t, node, 0, 0o644)
 	owned(t, node+ctl.NodeDirSuffix, 0, os.ModeDir|0o755)
-	owned(t, filepath.Join(node+ctl.NodeDirSuffix, ctl.NodeBEFile), 0, 0o666)
 	n, err := ctl.PeekNode(dir, ctl.NodeName(top.UUID))
 	if err != nil {
 		t.Fatal(err)
@@ -102,10 +102,15 @@ func TestNodeDirOnlyRootWritesNodes(t *testing.T) {
 		t.Error("a user's placement wrote root's node block")
 	}
 	owned(t, node, 0, 0o644)
+	if err := Fence(dir); err != nil {
+		t.Fatal(err)
+	}
+	beFile := filepath.Join(node+ctl.NodeDirSuffix, ctl.BE{UID: 65534, Shared: true}.Name())
+	owned(t, beFile, 65534, ctl.BEUserPerm)
 	for _, c := range []struct {
 		uid        int
 		file, want string
-	}{{65534, node, "refused"}, {65534, lsFile, "opened"}, {65533, lsFile, "refused"}} {
+	}{{65534, node, "refused"}, {65534, lsFile, "opened"}, {65533, lsFile, "refused"}, {65534, beFile, "opened"}, {65533, beFile, "refused"}} {
 		h := asUser(t, bin, c.uid, "PLACE_HELPER=open", "PLACE_FILE="+c.file)
 		if !strings.HasPrefix(h.line, c.want) || c.want == "refused" && !strings.Contains(h.line, "permission denied") {
 			t.Errorf("uid %d opening %s for writing: %q, want %s (permission denied)", c.uid, c.file, h.line, c.want)
@@ -113,12 +118,12 @@ func TestNodeDirOnlyRootWritesNodes(t *testing.T) {
 	}
 }
 
-// TestNodeDirTakesOverUsersNodes: a node block, GPU directory, BE file
-// and LS file that a user's carve made before only root's did (the block
-// mode 0666, the directory 1777, all the user's) are root's at root's next
-// fence, in place (the same inode: shims have them mapped), of modes
-// 0644, 0755 and 0666, the LS file its tenant's user's, with the seats
-// kept.
+// TestNodeDirTakesOverUsersNodes: a node block, GPU directory and LS
+// file that a user's carve made before only root's did (the block mode
+// 0666, the directory 1777, all the user's) are root's at root's next
+// fence, in place (the same inode: shims have them mapped), of modes 0644
+// and 0755, the LS file its tenant's user's, with the seats kept; the
+// GPU's one BE file of an older carve (every user's, 0666) is removed.
 func TestNodeDirTakesOverUsersNodes(t *testing.T) {
 	dir, _ := nodeDir(t)
 	top, _ := topologyJSON(t)
@@ -135,7 +140,11 @@ func TestNodeDirTakesOverUsersNodes(t *testing.T) {
 	}
 	defer n.Close()
 	lsFile := n.LSPath(0)
-	was := map[string]os.FileMode{node: 0o666, d: 0o777 | os.ModeSticky, filepath.Join(d, ctl.NodeBEFile): 0o600, lsFile: 0o666}
+	was := map[string]os.FileMode{node: 0o666, d: 0o777 | os.ModeSticky, lsFile: 0o666}
+	old := filepath.Join(d, ctl.NodeBEFile)
+	if err := os.WriteFile(old, make([]byte, ctl.BESize), 0o666); err != nil {
+		t.Fatal(err)
+	}
 	inodes := map[string]uint64{}
 	for path, mode := range was {
 		if err := os.Chown(path, 65534, 65534); err != nil {
@@ -152,7 +161,9 @@ func TestNodeDirTakesOverUsersNodes(t *testing.T) {
 	}
 	owned(t, node, 0, 0o644)
 	owned(t, d, 0, os.ModeDir|0o755)
-	owned(t, filepath.Join(d, ctl.NodeBEFile), 0, 0o666)
+	if _, err := os.Lstat(old); err == nil {
+		t.Errorf("the GPU's one BE file of an older carve is left: %s", old)
+	}
 	owned(t, lsFile, 0, 0o644) // its tenant, this test, is root
 	for path, ino := range inodes {
 		if st, _ := os.Stat(path); st.Sys().(*syscall.Stat_t).Ino != ino {

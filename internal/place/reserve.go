@@ -38,7 +38,7 @@ func (c *Claim) again(dir, cd string, gpus []On, l *listing) (*Placed, error) {
 		if n := len(have.Root.Parts()); n != len(gpus) {
 			return nil, fmt.Errorf("claim %s is reserved on %d GPUs, not %d", c.Name, n, len(gpus))
 		}
-		if err := claimDir(dir, cd, ctl.Init{Class: have.Root.Class, Parts: have.Root.Parts()}); err != nil {
+		if err := claimDir(dir, cd, c.UID, ctl.Init{Class: have.Root.Class, Parts: have.Root.Parts()}); err != nil {
 			return nil, err
 		}
 		if _, err := ctl.RepairClaimRoot(dir, have); err != nil {
@@ -69,7 +69,7 @@ func (c *Claim) again(dir, cd string, gpus []On, l *listing) (*Placed, error) {
 // it leaves nothing.
 func (c *Claim) reserve(dir, cd string, in ctl.Init) (ctl.Snapshot, error) {
 	in.Comm = []string{"claim", c.Name}
-	root, err := reserveIn(dir, cd, in)
+	root, err := reserveIn(dir, cd, c.UID, in)
 	if err == nil {
 		err = ctl.RecordClaim(dir, c.UID, in)
 	}
@@ -80,8 +80,8 @@ func (c *Claim) reserve(dir, cd string, in ctl.Init) (ctl.Snapshot, error) {
 	return root, err
 }
 
-func reserveIn(dir, cd string, in ctl.Init) (ctl.Snapshot, error) {
-	if err := claimDir(dir, cd, in); err != nil {
+func reserveIn(dir, cd, uid string, in ctl.Init) (ctl.Snapshot, error) {
+	if err := claimDir(dir, cd, uid, in); err != nil {
 		return ctl.Snapshot{}, err
 	}
 	h, err := ctl.CreateClaimRoot(cd, in)
@@ -92,13 +92,13 @@ func reserveIn(dir, cd string, in ctl.Init) (ctl.Snapshot, error) {
 	return h.Snapshot(), nil
 }
 
-// claimDir makes the directory cd of a claim reserved as in says, if
+// claimDir makes the directory cd of claim uid reserved as in says, if
 // there is none, with a link to each of its GPUs' node blocks for an LS
 // or BE claim (made where there is none), the mount point of the GPU's
-// directory and, for a BE claim, a link to the GPU's BE file; a link there
-// already is kept. An LS claim's LS file is linked when it is seated
-// (fence).
-func claimDir(dir, cd string, in ctl.Init) error {
+// directory and, for a BE claim, its own BE file there, linked
+// (ctl.MakeBE); a link there already is kept. An LS claim's LS file is
+// linked when it is seated (fence).
+func claimDir(dir, cd, uid string, in ctl.Init) error {
 	if err := os.MkdirAll(cd, 0o755); err != nil {
 		return fmt.Errorf("claim directory: %w", err)
 	}
@@ -125,10 +125,9 @@ func claimDir(dir, cd string, in ctl.Init) error {
 		if err := os.Mkdir(filepath.Join(cd, p.Node+ctl.NodeDirSuffix), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("node block in the claim's directory: %w", err)
 		}
-		if in.Class == ctl.ClassBE { // the BE file, which BE tenants stamp; an LS claim's LS file is linked by its seat
-			be := filepath.Join(dir, p.Node+ctl.NodeDirSuffix, ctl.NodeBEFile)
-			if err := os.Link(be, filepath.Join(cd, p.Node+ctl.NodeBELink)); err != nil && !errors.Is(err, os.ErrExist) {
-				return fmt.Errorf("node block's BE file in the claim's directory: %w", err)
+		if in.Class == ctl.ClassBE { // the claim's BE file, which its shims stamp; an LS claim's LS file is linked by its seat
+			if err := ctl.MakeBE(dir, ctl.BE{Node: p.Node, Claim: uid, Dir: cd}); err != nil {
+				return err
 			}
 		}
 	}

@@ -109,6 +109,54 @@ func TestReserveLayout(t *testing.T) {
 	}
 }
 
+// TestBEClaimsOwnBEFiles: each BE claim gets a BE file of its own in the
+// GPU's directory, mode 0666 (its pod runs under any uid), linked into its
+// directory as the one BE file it writes; its release removes it, leaving
+// the other's, and nothing else there is a BE file.
+func TestBEClaimsOwnBEFiles(t *testing.T) {
+	top, _ := topologyJSON(t)
+	dir := t.TempDir()
+	all, _ := partition.ParseTPCs("all")
+	node := ctl.NodeName(top.UUID)
+	d := filepath.Join(dir, node+ctl.NodeDirSuffix)
+	links := map[string]string{}
+	for _, uid := range []string{"be-a", "be-b"} {
+		p, err := Place(dir, top, Request{Claim: &Claim{UID: uid, Name: "ns/" + uid}, Spec: all, Policy: ctl.Policy{Class: ctl.ClassBE}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		links[uid] = filepath.Join(p.Dir, node+ctl.NodeBELink)
+	}
+	beFiles := func() (out []string) {
+		des, err := os.ReadDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, de := range des {
+			if ctl.IsBEFile(de.Name()) {
+				out = append(out, de.Name())
+			}
+		}
+		return out
+	}
+	for uid, link := range links {
+		own := filepath.Join(d, ctl.BE{Claim: uid}.Name())
+		lst, err := os.Stat(link)
+		if err != nil || lst.Mode().Perm() != 0o666 || !os.SameFile(lst, must(os.Stat(own))) {
+			t.Errorf("claim %s's BE link: %v %v, want its own file %s, mode 0666", uid, lst, err, own)
+		}
+	}
+	if got := beFiles(); len(got) != 2 {
+		t.Errorf("the GPU's BE files: %v, want the two claims'", got)
+	}
+	if ok, err := Release(dir, "be-a"); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if got := beFiles(); len(got) != 1 || got[0] != (ctl.BE{Claim: "be-b"}).Name() {
+		t.Errorf("the GPU's BE files after be-a's release: %v, want be-b's alone", got)
+	}
+}
+
 // TestReserveAgainRebuilds: reserving again a claim whose directory is
 // gone (its record kept) makes it anew from the record, as the first
 // reservation did: the directory of mode 1777, its root as recorded and

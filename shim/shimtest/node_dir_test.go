@@ -159,23 +159,12 @@ func asUID(uid int, script, path string) error {
 // openRW opens "$1" for reading and writing, and writes nothing.
 const openRW = `exec 3<>"$1"`
 
-// TestNodeDirTwoUsersEndToEnd: in a node directory (root's, mode 1777),
-// uid 65534's LS tenant and uid 65533's BE tenant, each a process under
-// the shim on the fake driver, their blocks made by their own users as
-// carve run makes them (ctl.Create, then place.AwaitSeats, then exec
-// under the shim), are recorded and seated by root's fence (place.Fence,
-// as carve daemon runs it) before their programs start: it makes the
-// GPU's node block, root's, mode 0644, and the LS tenant's LS file,
-// handed to uid 65534. Then the LS tenant's shim joins its seat, mapping
-// its LS file read-write and writing its busy state there; while it has
-// work in flight the BE tenant of the other user is held (a launch an
-// epoch), and once its work is done not at all; and neither user can
-// write the node block (both shims map it read-only, and an open for
-// writing as either user fails where each writes its own file). It needs
-// root, to run the tenants as other uids.
-func TestNodeDirTwoUsersEndToEnd(t *testing.T) {
+// nodeDirOnClock makes a node directory (as sudo carve node init), a copy
+// of the test binary every user may run, and a clock every user's tenants
+// wait on. It needs root, to run tenants as other uids.
+func nodeDirOnClock(t *testing.T) (dir, bin string, c *shimtest.Clock) {
 	if os.Geteuid() != 0 {
-		t.Skip("runs tenants of two other users: needs root")
+		t.Skip("runs tenants of other users: needs root")
 	}
 	a := artifacts(t)
 	for _, d := range []string{a.Dir, filepath.Dir(a.TestShim)} { // other uids load the shim and the driver from them
@@ -191,23 +180,41 @@ func TestNodeDirTwoUsersEndToEnd(t *testing.T) {
 	if err := os.Chmod(base, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(base, "node")
-	if err := ctl.InitNodeDir(dir, -1); err != nil { // as sudo carve node init
+	dir = filepath.Join(base, "node")
+	if err := ctl.InitNodeDir(dir, -1); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(os.Args[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(base, "shimtest.test")
+	bin = filepath.Join(base, "shimtest.test")
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := shimtest.NewClock(t, base, 100*us)
+	c = shimtest.NewClock(t, base, 100*us)
 	if err := os.Chmod(c.Path, 0o666); err != nil { // every tenant's threads wait on it
 		t.Fatal(err)
 	}
+	return dir, bin, c
+}
 
+// TestNodeDirTwoUsersEndToEnd: in a node directory (root's, mode 1777),
+// uid 65534's LS tenant and uid 65533's BE tenant, each a process under
+// the shim on the fake driver, their blocks made by their own users as
+// carve run makes them (ctl.Create, then place.AwaitSeats, then exec
+// under the shim), are recorded and seated by root's fence (place.Fence,
+// as carve daemon runs it) before their programs start: it makes the
+// GPU's node block, root's, mode 0644, and the LS tenant's LS file,
+// handed to uid 65534. Then the LS tenant's shim joins its seat, mapping
+// its LS file read-write and writing its busy state there; while it has
+// work in flight the BE tenant of the other user is held (a launch an
+// epoch), and once its work is done not at all; and neither user can
+// write the node block (both shims map it read-only, and an open for
+// writing as either user fails where each writes its own file). It needs
+// root, to run the tenants as other uids.
+func TestNodeDirTwoUsersEndToEnd(t *testing.T) {
+	dir, bin, c := nodeDirOnClock(t)
 	const lsUID, beUID = 65534, 65533
 	lsMade := makeAs(t, c, bin, dir, lsUID, "ls")
 	beMade := makeAs(t, c, bin, dir, beUID, "be")
@@ -270,16 +277,18 @@ func TestNodeDirTwoUsersEndToEnd(t *testing.T) {
 		t.Errorf("a BE launch after the LS tenant's work was done: held %v, want not", d)
 	}
 
-	// (3) neither user can open the node block for writing; each its own file
-	beLink := node + ctl.NodeBELink
+	// (3) neither user can open the node block for writing; each its own
+	// file (the BE tenant's BE file its user's, which the LS tenant read
+	// when its busy period ended)
+	beFile := filepath.Join(node+ctl.NodeDirSuffix, ctl.BE{UID: beUID, Shared: true}.Name())
 	for _, tc := range []struct {
 		v    *vproc
 		uid  int
 		maps map[string]string
 		own  string
 	}{
-		{ls, lsUID, map[string]string{node: "r--s", lsFile: "rw-s", filepath.Join(node+ctl.NodeDirSuffix, ctl.NodeBEFile): "r--s"}, lsFile},
-		{be, beUID, map[string]string{node: "r--s", lsFile: "r--s", beLink: "rw-s"}, beLink},
+		{ls, lsUID, map[string]string{node: "r--s", lsFile: "rw-s", beFile: "r--s"}, lsFile},
+		{be, beUID, map[string]string{node: "r--s", lsFile: "r--s", beFile: "rw-s"}, beFile},
 	} {
 		got := mapsOf(t, tc.v.pid, name)
 		for path, perm := range tc.maps {
@@ -296,5 +305,80 @@ func TestNodeDirTwoUsersEndToEnd(t *testing.T) {
 		if err := asUID(tc.uid, openRW, tc.own); err != nil {
 			t.Errorf("uid %d could not write its own %s: %v", tc.uid, tc.own, err)
 		}
+	}
+}
+
+// ownBEFile is the BE file the tenant v's shim stamps: the one it maps for
+// writing, of the node block name's.
+func ownBEFile(t *testing.T, v *vproc, name string) string {
+	t.Helper()
+	var own []string
+	for path, perm := range mapsOf(t, v.pid, name) {
+		if perm == "rw-s" {
+			own = append(own, path)
+		}
+	}
+	if len(own) != 1 {
+		t.Fatalf("pid %d maps %v for writing, want its BE file alone", v.pid, own)
+	}
+	return own[0]
+}
+
+// aloneOf is the histogram of the busy periods alone of the tenant of pid
+// in dir.
+func aloneOf(t *testing.T, dir string, pid int) ctl.Hist {
+	t.Helper()
+	l, err := ctl.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range l.Live {
+		if e.PID == pid {
+			return e.TideStatus.Alone
+		}
+	}
+	t.Fatalf("no block of pid %d in %s", pid, dir)
+	return ctl.Hist{}
+}
+
+// TestBEFileOwnPerWriter: in the node directory each user's BE tenants
+// stamp a BE file of their own, so one that writes its own back to 0
+// cannot hide another's launch: uid 65532's BE tenant zeroes the file it
+// stamps just after uid 65533's BE tenant launched, and cannot open the
+// other's; the LS tenant's next busy period still counts as beside a BE,
+// not alone. With the GPU's one BE file, which every BE tenant wrote, it
+// counted alone.
+func TestBEFileOwnPerWriter(t *testing.T) {
+	dir, bin, c := nodeDirOnClock(t)
+	const lsUID, aUID, bUID = 65534, 65533, 65532
+	lsMade := makeAs(t, c, bin, dir, lsUID, "ls")
+	aMade := makeAs(t, c, bin, dir, aUID, "be")
+	bMade := makeAs(t, c, bin, dir, bUID, "be")
+	if err := place.Fence(dir); err != nil { // root's carve daemon
+		t.Fatal(err)
+	}
+	ls := lsMade.start(t, c, "LS")
+	a := aMade.start(t, c, "BE a")
+	b := bMade.start(t, c, "BE b")
+	name := ctl.NodeName(fakeGPU0)
+	ls.say(t, "sms") // joined
+
+	period(t, c, ls, 3*ms)
+	if got, want := aloneOf(t, dir, ls.pid), histOf(3*ms); got != want {
+		t.Fatalf("a busy period with no BE launch: alone %v, want %v", got, want)
+	}
+	a.say(t, "dur 1000")
+	a.say(t, "klaunch kernel") // the LS tenant is idle: not held, stamped
+	aFile, bFile := ownBEFile(t, a, name), ownBEFile(t, b, name)
+	if err := asUID(bUID, `dd if=/dev/zero of="$1" bs=8 seek=8 count=1 conv=notrunc 2>/dev/null`, bFile); err != nil {
+		t.Fatalf("uid %d writing its own BE file %s: %v", bUID, bFile, err)
+	}
+	if err := asUID(bUID, openRW, aFile); err == nil {
+		t.Errorf("uid %d opened uid %d's BE file %s for writing", bUID, aUID, aFile)
+	}
+	period(t, c, ls, 20*ms)
+	if got, want := aloneOf(t, dir, ls.pid), histOf(3*ms); got != want {
+		t.Errorf("a busy period just after uid %d's BE launch, uid %d's BE file zeroed: alone %v, want %v (not the 20 ms)",
+			aUID, bUID, got, want)
 	}
 }

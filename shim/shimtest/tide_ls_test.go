@@ -1,14 +1,18 @@
 // An LS tenant's poller (shim/tide_ls.c) beside stream captures: it never
 // queries a stream that a capture has begun on, however the begin and its
 // looks interleave; its busy periods, all and alone, in its block's
-// histograms.
+// histograms, alone as every BE file of the GPU says.
 
 package shimtest_test
 
 import (
+	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/shimtest"
@@ -107,5 +111,58 @@ func TestLSBusyPeriods(t *testing.T) {
 	}
 	if st.Requests != 4 || st.Busy != 35*ms {
 		t.Errorf("requests %d busy %v, want 4 and 35 ms", st.Requests, st.Busy)
+	}
+}
+
+// stampBE writes t into the BE file name of dir's node-test as its
+// writer's latest BE launch, as a BE shim stamps it.
+func stampBE(t *testing.T, dir, name string, at time.Duration) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, "node-test"+ctl.NodeDirSuffix, name), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := binary.LittleEndian.AppendUint64(nil, uint64(at))
+	if _, err := f.WriteAt(b, int64(unsafe.Offsetof(ctl.BEFile{}.BELaunchNS))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLSReadsEveryBEFile: an LS tenant takes the latest BE launch of every
+// BE file of the GPU's directory, one made after it first looked among
+// them (listed again as the directory changed): a period just after a
+// stamp there is not alone, one a second after is; with more BE files
+// than it reads (ctl.NodeBEFiles), no period is alone, whatever they say.
+func TestLSReadsEveryBEFile(t *testing.T) {
+	dir := t.TempDir()
+	tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*us)
+	p, h := lsOn(t, c, dir)
+	period(t, c, p, 3*ms) // its first look at the BE files: one, unstamped
+	claims := t.TempDir() // where the claims' BE files are linked
+	late := ctl.BE{Node: "node-test", Claim: "late", Dir: claims}
+	if err := ctl.MakeBE(dir, late); err != nil {
+		t.Fatal(err)
+	}
+	stampBE(t, dir, late.Name(), c.Now())
+	stamped := c.Now()
+	period(t, c, p, 5*ms)
+	if got, want := h.Snapshot().TideStatus.Alone, histOf(3*ms); got != want {
+		t.Errorf("a period just after a launch stamped in a BE file made later: alone %v, want %v", got, want)
+	}
+	c.RunFor(stamped + ctl.NodeQuiet + c.Step - c.Now())
+	period(t, c, p, 7*ms)
+	if got, want := h.Snapshot().TideStatus.Alone, histOf(3*ms, 7*ms); got != want {
+		t.Errorf("a period a second after the launch: alone %v, want %v", got, want)
+	}
+	for i := 2; i <= ctl.NodeBEFiles; i++ { // one more than it reads
+		if err := ctl.MakeBE(dir, ctl.BE{Node: "node-test", Claim: fmt.Sprint("c", i), Dir: claims}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	period(t, c, p, 9*ms)
+	if got, want := h.Snapshot().TideStatus.Alone, histOf(3*ms, 7*ms); got != want {
+		t.Errorf("a period beside %d BE files: alone %v, want %v", ctl.NodeBEFiles+1, got, want)
 	}
 }

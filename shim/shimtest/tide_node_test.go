@@ -74,20 +74,22 @@ func mapsOf(t testing.TB, pid int, part string) map[string]string {
 
 // TestShimMapsNodeReadOnly: the shims of an LS and a BE tenant map the
 // node block read-only, each LS tenant its own LS file read-write and the
-// BE file read-only, and a BE tenant the seats' LS files read-only and the
-// BE file read-write: what a tenant's shim writes is its own.
+// GPU's BE files read-only (once a busy period has ended), and a BE tenant
+// the seats' LS files read-only and its own BE file read-write: what a
+// tenant's shim writes is its own.
 func TestShimMapsNodeReadOnly(t *testing.T) {
 	dir := t.TempDir()
 	n := tideNode(t, dir)
 	c := shimtest.NewClock(t, dir, 100*us)
 	ls, _ := lsOn(t, c, dir)
 	be, _ := beOn(t, c, dir, ctl.Tide{})
-	be.burst(t, 1) // its gate reads the seats' LS files
+	be.burst(t, 1)       // its gate reads the seats' LS files
+	period(t, c, ls, ms) // its end reads the BE files
 	node := filepath.Join(dir, "node-test")
+	beFile := filepath.Join(node+ctl.NodeDirSuffix, ctl.NodeBEFile)
 	for who, want := range map[int]map[string]string{
-		ls.pid: {node: "r--s", n.LSPath(0): "rw-s",
-			filepath.Join(node+ctl.NodeDirSuffix, ctl.NodeBEFile): "r--s"},
-		be.pid: {node: "r--s", n.LSPath(0): "r--s", node + ctl.NodeBELink: "rw-s"},
+		ls.pid: {node: "r--s", n.LSPath(0): "rw-s", beFile: "r--s"},
+		be.pid: {node: "r--s", n.LSPath(0): "r--s", beFile: "rw-s"},
 	} {
 		got := mapsOf(t, who, "node-test")
 		for path, perm := range want {

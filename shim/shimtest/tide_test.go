@@ -21,10 +21,14 @@ var allLive = enableOnly(0, 1, 2, 3, 9, 10, 11, 12, 13, 14, 15, 16)
 
 const allLiveSMs = 2 * 12 // allLive's 12 TPCs
 
-// tideNode makes a node block in dir.
+// tideNode makes a node block in dir, with the GPU's BE file of dir's
+// user, as carve's placement of a BE tenant does.
 func tideNode(t testing.TB, dir string) *ctl.Node {
 	t.Helper()
 	n, err := ctl.OpenNode(dir, "node-test", live)
+	if err == nil {
+		err = ctl.MakeBE(dir, ctl.BE{Node: "node-test"})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

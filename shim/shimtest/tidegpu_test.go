@@ -12,12 +12,17 @@ import (
 	"github.com/carve-gpu/carve/internal/shimtest"
 )
 
-// twoNodes makes the node blocks of the fake's two GPUs in dir.
+// twoNodes makes the node blocks of the fake's two GPUs in dir, each with
+// its BE file of dir's user (tideNode).
 func twoNodes(t testing.TB, dir string) (*ctl.Node, *ctl.Node) {
 	t.Helper()
 	var nodes [2]*ctl.Node
 	for i, l := range [][4]uint32{live, live1} {
-		n, err := ctl.OpenNode(dir, []string{"node-0", "node-1"}[i], l)
+		name := []string{"node-0", "node-1"}[i]
+		n, err := ctl.OpenNode(dir, name, l)
+		if err == nil {
+			err = ctl.MakeBE(dir, ctl.BE{Node: name})
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
