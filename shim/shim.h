@@ -210,10 +210,11 @@ struct carve_tide_gpu { /* a GPU of the tenant's in tide */
 	int ls_fd;                    /* LS: kept open: it carries our entry's lock */
 	int seat;                     /* LS: our slot in the node block */
 	uint64_t busy_since;          /* LS: when it last became busy here (under tide_ls.c's track_mu) */
-	/* BE: its own BE file, read-write (NULL: none found yet), and when it
+	/* BE: its own BE file, read-write (NULL: none found yet), of inode
+	 * bef_ino on bef_dev (0: mapped again at the next look), and when it
 	 * last looked for one (coarse clock) */
 	struct carve_be *bef;
-	uint64_t bef_looked;
+	uint64_t bef_looked, bef_dev, bef_ino;
 	struct carve_tide_be *be;     /* BE */
 	/* LS: the GPU's BE files, bes_n of them each mapped read-only at bes
 	 * + i x carve_peer_stride (zeros past them), of inode be_ino[i], as
@@ -254,8 +255,9 @@ int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing);
 /* carve_tide_be_latest: the latest BE launch any BE file of GPU g stamps
  * into *latest (0: none), for an LS tenant's poller; 0 where it cannot
  * tell (too many BE files), else 1. carve_tide_be_own: a BE tenant's own
- * BE file on GPU g, looked for again (now: the coarse clock) where it had
- * none, at most every CARVE_NODE_BE_LIST_NS (NULL: none yet). */
+ * BE file on GPU g, looked for again (now: the coarse clock) at most every
+ * CARVE_NODE_BE_LIST_NS, and mapped anew where carve made another (NULL:
+ * none yet). */
 int carve_tide_be_latest(int g, uint64_t *latest);
 struct carve_be *carve_tide_be_own(int g, uint64_t now);
 /* carve_tide_active: is LS work active at t (busy, or newest in the last

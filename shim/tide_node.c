@@ -470,44 +470,70 @@ int carve_tide_be_latest(int g, uint64_t *latest)
 	return !G->bes_over;
 }
 
-/* own_be maps the BE tenant's own BE file on GPU g, read-write: a claim's
- * (tenant 0) through its link in the claim's directory (the GPU's
- * directory, with the suffix for the link's); a tenant of carve run's in
- * the GPU's directory, its user's (the node directory's) or else the one
- * (its user's own directory's). No link beside the node block is taken:
- * in the node directory any user could have made one first. */
-static struct carve_be *own_be(struct carve_tide_gpu *G)
+/* own_path puts the i-th place where the BE tenant's own BE file on GPU g
+ * is looked for into path (0: no such place): a claim's (tenant 0) link
+ * in the claim's directory (the GPU's, less its suffix, with the link's);
+ * a tenant of carve run's in the GPU's directory, its user's (the node
+ * directory's), else the one (its user's own directory's). No link beside
+ * the node block: in the node directory any user could have made one. */
+static int own_path(const struct carve_tide_gpu *G, int i, char path[PATH_MAX])
 {
-	char path[PATH_MAX];
-	struct carve_be *b = NULL;
 	size_t n = strlen(G->dir), suffix = sizeof CARVE_NODE_DIR_SUFFIX - 1;
-	if (!carve_block->tenant) {
-		if (n >= suffix && snprintf(path, sizeof path, "%.*s" CARVE_NODE_BE_LINK, (int)(n - suffix), G->dir) < (int)sizeof path)
-			b = map_file(path, CARVE_BE_SIZE, 1, NULL);
-	} else {
-		if (snprintf(path, sizeof path, "%s/" CARVE_NODE_BE_USER, G->dir, (unsigned)geteuid()) < (int)sizeof path)
-			b = map_file(path, CARVE_BE_SIZE, 1, NULL);
-		if (!b && snprintf(path, sizeof path, "%s/" CARVE_NODE_BE_FILE, G->dir) < (int)sizeof path)
-			b = map_file(path, CARVE_BE_SIZE, 1, NULL);
-	}
-	if (b && (b->magic != CARVE_BE_MAGIC || b->version != CARVE_NODE_VERSION)) {
-		munmap(b, CARVE_BE_SIZE);
-		b = NULL;
-	}
-	return b;
+	if (!carve_block->tenant)
+		return i == 0 && n >= suffix &&
+		       snprintf(path, PATH_MAX, "%.*s" CARVE_NODE_BE_LINK, (int)(n - suffix), G->dir) < PATH_MAX;
+	if (i == 0)
+		return snprintf(path, PATH_MAX, "%s/" CARVE_NODE_BE_USER, G->dir, (unsigned)geteuid()) < PATH_MAX;
+	return i == 1 && snprintf(path, PATH_MAX, "%s/" CARVE_NODE_BE_FILE, G->dir) < PATH_MAX;
 }
 
+/* own_be maps at bef, read-write, the BE file of this layout at the first
+ * of the BE tenant's places for it (own_path), unless it is the file
+ * mapped there (bef_dev, bef_ino) or there is none: over the mapping
+ * there, so that a thread stamping meanwhile writes one or the other. */
+static void own_be(struct carve_tide_gpu *G)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	for (int i = 0; own_path(G, i, path); i++) {
+		if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != CARVE_BE_SIZE)
+			continue;
+		struct carve_be *b = __atomic_load_n(&G->bef, __ATOMIC_ACQUIRE);
+		if (b && (uint64_t)st.st_dev == G->bef_dev && (uint64_t)st.st_ino == __atomic_load_n(&G->bef_ino, __ATOMIC_RELAXED))
+			return;
+		int fd = open_file(path, 1);
+		/* struct carve_be's first words, read rather than mapped: a file cut short reads short */
+		struct { uint32_t magic; uint16_t version, size; } head;
+		void *p = MAP_FAILED;
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == CARVE_BE_SIZE &&
+		    pread(fd, &head, sizeof head, 0) == (ssize_t)sizeof head && head.magic == CARVE_BE_MAGIC &&
+		    head.version == CARVE_NODE_VERSION)
+			p = mmap(b, CARVE_BE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | (b ? MAP_FIXED : 0), fd, 0);
+		if (fd >= 0)
+			close(fd);
+		if (p == MAP_FAILED && b) /* the old mapping may be gone: stamps go nowhere until a look maps one */
+			mmap(b, CARVE_BE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		__atomic_store_n(&G->bef_ino, p == MAP_FAILED ? 0 : (uint64_t)st.st_ino, __ATOMIC_RELAXED);
+		if (p == MAP_FAILED)
+			continue;
+		G->bef_dev = (uint64_t)st.st_dev;
+		__atomic_store_n(&G->bef, (struct carve_be *)p, __ATOMIC_RELEASE);
+		return;
+	}
+}
+
+/* carve_tide_be_own looks, every CARVE_NODE_BE_LIST_NS at most and one
+ * thread at a time, whether the BE tenant's own BE file is the one it
+ * maps: carve may have made another (for a writer it missed once, or in
+ * place of an older carve's one file), which the LS tenants read. */
 struct carve_be *carve_tide_be_own(int g, uint64_t now)
 {
 	struct carve_tide_gpu *G = &carve_tide_gpus[g];
-	struct carve_be *b = __atomic_load_n(&G->bef, __ATOMIC_ACQUIRE);
 	uint64_t looked = __atomic_load_n(&G->bef_looked, __ATOMIC_RELAXED);
-	if (b || (looked && now - looked < CARVE_NODE_BE_LIST_NS) ||
-	    !__atomic_compare_exchange_n(&G->bef_looked, &looked, now ? now : 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-		return b; /* one thread looks at a time */
-	if ((b = own_be(G)))
-		__atomic_store_n(&G->bef, b, __ATOMIC_RELEASE);
-	return b;
+	if ((!looked || now - looked >= CARVE_NODE_BE_LIST_NS) &&
+	    __atomic_compare_exchange_n(&G->bef_looked, &looked, now ? now : 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		own_be(G);
+	return __atomic_load_n(&G->bef, __ATOMIC_ACQUIRE);
 }
 
 /* --- files another tenant may cut short ------------------------------------ */
@@ -547,6 +573,7 @@ static void on_bus(int sig, siginfo_t *si, void *uc)
 			G->be_ino[i] = 0;
 		} else if (in(a, G->bef, CARVE_BE_SIZE)) {
 			base = G->bef, len = CARVE_BE_SIZE, prot |= PROT_WRITE;
+			__atomic_store_n(&G->bef_ino, 0, __ATOMIC_RELAXED); /* mapped again at the next look */
 		} else if (in(a, G->ls, CARVE_LS_SIZE)) {
 			base = G->ls, len = CARVE_LS_SIZE, prot |= PROT_WRITE;
 		} else if (in(a, G->node, CARVE_NODE_SIZE)) { /* root's, but one a user made is that user's to cut until taken over */
@@ -601,7 +628,7 @@ int carve_tide_join(int g, const char *dir, int ls, char name[64])
 	G->peers_valid = 0;
 	G->peers_retry = 0;
 	G->bes_n = G->bes_over = 0;
-	G->bes_listed = G->bef_looked = 0;
+	G->bes_listed = G->bef_looked = G->bef_ino = 0;
 	long page = sysconf(_SC_PAGESIZE);
 	if (page > 0)
 		carve_peer_stride = ((size_t)CARVE_LS_SIZE + (size_t)page - 1) / (size_t)page * (size_t)page;

@@ -166,3 +166,51 @@ func TestLSReadsEveryBEFile(t *testing.T) {
 		t.Errorf("a period beside %d BE files: alone %v, want %v", ctl.NodeBEFiles+1, got, want)
 	}
 }
+
+// beLaunchOf is the latest BE launch the BE file path says.
+func beLaunchOf(t *testing.T, path string) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := unsafe.Offsetof(ctl.BEFile{}.BELaunchNS)
+	return time.Duration(binary.LittleEndian.Uint64(b[at : at+8]))
+}
+
+// TestBEOwnFileReplaced: carve removes a running BE tenant's BE file and
+// makes another in its place (a new inode, as root's fence does for a
+// writer missing from one listing): once CARVE_NODE_BE_LIST_NS has passed, the
+// BE shim's launches are stamped in the new file, the one the LS tenant
+// reads, and the LS tenant's next busy period is not alone. A BE shim
+// that kept the file it mapped first stamped one no one reads.
+func TestBEOwnFileReplaced(t *testing.T) {
+	dir := t.TempDir()
+	tideNode(t, dir)
+	c := shimtest.NewClock(t, dir, 100*us)
+	p, h := lsOn(t, c, dir)
+	period(t, c, p, 3*ms)
+	be, _ := beOn(t, c, dir, ctl.Tide{})
+	be.say(t, "dur 1000")
+	be.say(t, "klaunch kernel") // its BE file mapped and stamped
+	path := filepath.Join(dir, "node-test"+ctl.NodeDirSuffix, ctl.NodeBEFile)
+	if beLaunchOf(t, path) == 0 {
+		t.Fatal("the BE tenant's launch was not stamped in its BE file")
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.MakeBE(dir, ctl.BE{Node: "node-test"}); err != nil {
+		t.Fatal(err)
+	}
+	c.RunFor(ctl.NodeQuiet + c.Step) // past the look, and the first launch's quiet
+	since := c.Now()
+	be.say(t, "klaunch kernel")
+	if got := beLaunchOf(t, path); got < since {
+		t.Errorf("a launch after the BE file was made anew: stamped %v in it, want %v or later", got, since)
+	}
+	period(t, c, p, 5*ms)
+	if got, want := h.Snapshot().TideStatus.Alone, histOf(3*ms); got != want {
+		t.Errorf("a period just after a launch of the BE tenant whose file was made anew: alone %v, want %v", got, want)
+	}
+}
