@@ -219,11 +219,11 @@ struct carve_tide_gpu { /* a GPU of the tenant's in tide */
 	/* LS: the GPU's BE files, bes_n of them each mapped read-only at bes
 	 * + i x carve_peer_stride (zeros past them), of inode be_ino[i], as
 	 * listed at bes_listed (coarse clock) with the directory's mtime
-	 * bes_mtime; bes_over: there were more than CARVE_NODE_BE_FILES. The
-	 * poller's alone. */
+	 * bes_mtime, looked at last at bes_checked; bes_over: there were more
+	 * than CARVE_NODE_BE_FILES. The poller's alone. */
 	char *bes;
 	int bes_n, bes_over;
-	uint64_t bes_listed;
+	uint64_t bes_listed, bes_checked;
 	int64_t bes_mtime[2];
 	uint64_t be_ino[64];
 	/* BE: the seats' LS files, each mapped read-only at peers + i x
@@ -252,12 +252,15 @@ void carve_tide_set_busy(int g, int b); /* says in our LS entry on GPU g and its
  * in *timing those timing; with none, the latest heartbeat into *newest
  * (if given). */
 int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing);
-/* carve_tide_be_latest: the latest BE launch any BE file of GPU g stamps
- * into *latest (0: none), for an LS tenant's poller; 0 where it cannot
- * tell (too many BE files), else 1. carve_tide_be_own: a BE tenant's own
+/* carve_tide_be_list: GPU g's BE files listed again where it is time (now:
+ * the coarse clock), by an LS tenant's poller outside track_mu, which its
+ * launches take; carve_tide_be_latest: the latest BE launch any BE file
+ * of GPU g, as last listed, stamps into *latest (0: none), for the
+ * poller; 0 where it cannot tell (too many BE files), else 1. carve_tide_be_own: a BE tenant's own
  * BE file on GPU g, looked for again (now: the coarse clock) at most every
  * CARVE_NODE_BE_LIST_NS, and mapped anew where carve made another (NULL:
  * none yet). */
+void carve_tide_be_list(int g, uint64_t now);
 int carve_tide_be_latest(int g, uint64_t *latest);
 struct carve_be *carve_tide_be_own(int g, uint64_t now);
 /* carve_tide_active: is LS work active at t (busy, or newest in the last

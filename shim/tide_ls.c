@@ -220,7 +220,9 @@ static void hist_add(struct carve_hist *h, uint64_t d)
 	__atomic_add_fetch(&h->sum_ns, d, __ATOMIC_RELAXED);
 }
 
-/* period_ended records a busy period on GPU g of d ns, begun at since. */
+/* period_ended records a busy period on GPU g of d ns, begun at since,
+ * alone as the BE files the poller listed last say (it lists them outside
+ * track_mu). */
 static void period_ended(int g, uint64_t since, uint64_t d)
 {
 	__atomic_add_fetch(&carve_tide_gpus[g].proc->busy_ns, d, __ATOMIC_RELAXED);
@@ -268,6 +270,11 @@ static void *poller(void *arg)
 			}
 		}
 		pthread_mutex_unlock(&track_mu);
+		/* the BE files are listed here, outside track_mu: a launch that
+		 * marks the tenant busy never waits on a directory's listing */
+		uint64_t coarse = carve_coarse_ns();
+		for (int g = 0; g < carve_tide_ngpus; g++)
+			carve_tide_be_list(g, coarse);
 		carve_nap_ns(10000);
 		pthread_mutex_lock(&track_mu);
 	}

@@ -445,13 +445,16 @@ static void list_bes(struct carve_tide_gpu *G)
 	G->bes_over = over;
 }
 
-int carve_tide_be_latest(int g, uint64_t *latest)
+/* carve_tide_be_list lists GPU g's BE files again where it is time: once
+ * a coarse tick (now) at most it looks at the directory's mtime, and maps
+ * them again where it moved, or CARVE_NODE_BE_LIST_NS after the last
+ * listing, or after a SIGBUS in one (bes_listed 0). */
+void carve_tide_be_list(int g, uint64_t now)
 {
 	struct carve_tide_gpu *G = &carve_tide_gpus[g];
-	*latest = 0;
-	if (!G->bes)
-		return 1;
-	uint64_t now = carve_coarse_ns();
+	if (!G->bes || (G->bes_listed && now == G->bes_checked))
+		return;
+	G->bes_checked = now;
 	struct stat st;
 	int64_t mtime[2] = {-1, -1};
 	if (stat(G->dir, &st) == 0)
@@ -462,6 +465,14 @@ int carve_tide_be_latest(int g, uint64_t *latest)
 		G->bes_listed = now ? now : 1;
 		memcpy(G->bes_mtime, mtime, sizeof mtime);
 	}
+}
+
+int carve_tide_be_latest(int g, uint64_t *latest)
+{
+	struct carve_tide_gpu *G = &carve_tide_gpus[g];
+	*latest = 0;
+	if (!G->bes)
+		return 1;
 	for (int i = 0; i < G->bes_n; i++) {
 		const struct carve_be *b = (const struct carve_be *)(G->bes + (size_t)i * carve_peer_stride);
 		uint64_t t = __atomic_load_n(&b->be_launch_ns, __ATOMIC_ACQUIRE);
@@ -628,7 +639,7 @@ int carve_tide_join(int g, const char *dir, int ls, char name[64])
 	G->peers_valid = 0;
 	G->peers_retry = 0;
 	G->bes_n = G->bes_over = 0;
-	G->bes_listed = G->bef_looked = G->bef_ino = 0;
+	G->bes_listed = G->bes_checked = G->bef_looked = G->bef_ino = 0;
 	long page = sysconf(_SC_PAGESIZE);
 	if (page > 0)
 		carve_peer_stride = ((size_t)CARVE_LS_SIZE + (size_t)page - 1) / (size_t)page * (size_t)page;
