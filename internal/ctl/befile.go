@@ -151,9 +151,8 @@ func BEFiles(dir string, bes []BE) error {
 // MakeBE makes b's BE file in the directory of its node block in dir
 // where there is none: a claim's mode 0666, linked into its directory as
 // the block's name and NodeBELink (made anew where it names another
-// file); a user's in a Shared directory that user's, mode BEUserPerm (one
-// of another owner or mode taken over, adopt); else the caller's, 0600.
-// Call it under the placement lock.
+// file); a user's in a Shared directory that user's, mode BEUserPerm
+// (userBE); else the caller's, 0600. Call it under the placement lock.
 func MakeBE(dir string, b BE) error {
 	path := filepath.Join(dir, b.Node+NodeDirSuffix, b.Name())
 	perm, uid := os.FileMode(0o600), -1
@@ -163,18 +162,19 @@ func MakeBE(dir string, b BE) error {
 	case b.Shared:
 		perm, uid = BEUserPerm, b.UID
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		err = makeFile(path, perm, uid, BESize, func(mem []byte) {
-			f := (*BEFile)(unsafe.Pointer(&mem[0]))
-			f.Magic, f.Version, f.Size = BEMagic, NodeVersion, BESize
-		})
-	case err == nil && b.Shared:
-		err = adopt(path, f, uid, -1, perm, 1)
+	fill := func(mem []byte) {
+		f := (*BEFile)(unsafe.Pointer(&mem[0]))
+		f.Magic, f.Version, f.Size = BEMagic, NodeVersion, BESize
+	}
+	var err error
+	if b.Shared {
+		err = userBE(path, uid, fill)
+	} else if f, ferr := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0); ferr == nil {
 		f.Close()
-	case err == nil:
-		f.Close()
+	} else if errors.Is(ferr, os.ErrNotExist) {
+		err = makeFile(path, perm, uid, BESize, fill)
+	} else {
+		err = ferr
 	}
 	if err != nil {
 		return fmt.Errorf("BE file: %w", err)
@@ -195,4 +195,34 @@ func MakeBE(dir string, b BE) error {
 		return fmt.Errorf("BE file in the claim's directory: %w", err)
 	}
 	return nil
+}
+
+// userBE makes uid's BE file at path in a Shared directory. One there is
+// kept, its mode made BEUserPerm, only where carve could have made it: a
+// regular file of BESize bytes, uid's, of one link. Anything else is
+// replaced by a new file (makeFile: renamed over it), for a GPU's
+// directory that a user's carve made (mode 1777, the user's) before root
+// took it over may hold what another user put there first under uid's
+// name: a file that user still has open for writing, or a link or a FIFO,
+// which no fence could take over. A BE file holds nothing worth keeping.
+func userBE(path string, uid int, fill func([]byte)) error {
+	if f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0); err == nil {
+		var sys *syscall.Stat_t
+		st, err := f.Stat()
+		if err == nil {
+			sys, _ = st.Sys().(*syscall.Stat_t)
+		}
+		if sys != nil && st.Mode().IsRegular() && st.Size() == BESize && int(sys.Uid) == uid && sys.Nlink == 1 {
+			if st.Mode()&(os.ModePerm|os.ModeSetuid|os.ModeSetgid|os.ModeSticky) != BEUserPerm {
+				err = f.Chmod(BEUserPerm)
+			}
+			f.Close()
+			return err
+		}
+		f.Close()
+	}
+	if st, err := os.Lstat(path); err == nil && st.IsDir() {
+		os.Remove(path) // makeFile's rename fails where it holds anything
+	}
+	return makeFile(path, BEUserPerm, uid, BESize, fill)
 }

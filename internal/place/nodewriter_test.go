@@ -307,3 +307,83 @@ func TestAwaitRecord(t *testing.T) {
 
 // entryOf is h's block as a listing has it.
 func entryOf(h *ctl.Handle) ctl.Entry { return ctl.Entry{Snapshot: h.Snapshot(), Path: h.Path} }
+
+// TestNodeDirBEFilePlanted: in a GPU's directory that a user's carve made
+// (mode 1777, the user's) before root's fence took it over, another user
+// (65533) made the name of uid 65534's BE file first: a file it holds
+// open for writing, a link, a FIFO. Root's fence succeeds and puts a file
+// of 65534's there, mode ctl.BEUserPerm, in place of each: the planted
+// file's descriptor writes another inode, not the one the BE tenant's
+// shim stamps and LS tenants read. A file of 65534's own, of one link,
+// is kept (the same inode), its mode made ctl.BEUserPerm.
+func TestNodeDirBEFilePlanted(t *testing.T) {
+	dir, bin := nodeDir(t)
+	top, js := topologyJSON(t)
+	be := asUser(t, bin, 65534, "PLACE_DIR="+dir, "PLACE_TOPOLOGY="+js, "PLACE_HELPER=place", "PLACE_COUNT=4", "PLACE_CLASS=be")
+	if !strings.HasPrefix(be.line, "placed") {
+		t.Fatalf("the user's BE placement: %q", be.line)
+	}
+	defer func() { be.in.Close(); be.cmd.Wait() }()
+	if err := Fence(dir); err != nil {
+		t.Fatal(err)
+	}
+	d := filepath.Join(dir, ctl.NodeName(top.UUID)) + ctl.NodeDirSuffix
+	path := filepath.Join(d, ctl.BE{UID: 65534, Shared: true}.Name())
+	for _, plant := range []string{"file", "link", "fifo", "own"} {
+		if err := os.Chown(d, 65533, 65533); err != nil { // as a user's carve made it
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, 0o777|os.ModeSticky); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		var held *os.File
+		var err error
+		switch plant {
+		case "file":
+			if held, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666); err == nil {
+				defer held.Close()
+				err = held.Truncate(ctl.BESize)
+			}
+		case "link":
+			err = os.Symlink(filepath.Join(d, "elsewhere"), path)
+		case "fifo":
+			err = syscall.Mkfifo(path, 0o666)
+		case "own":
+			err = os.WriteFile(path, make([]byte, ctl.BESize), 0o600)
+		}
+		owner := 65533
+		if plant == "own" {
+			owner = 65534
+		}
+		if err == nil {
+			err = os.Lchown(path, owner, owner)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		planted, _ := os.Lstat(path)
+		if err := Fence(dir); err != nil {
+			t.Errorf("root's fence with a %s of uid 65533's planted as uid 65534's BE file: %v", plant, err)
+			continue
+		}
+		owned(t, path, 65534, ctl.BEUserPerm)
+		if st, _ := os.Lstat(path); os.SameFile(planted, st) != (plant == "own") {
+			t.Errorf("a %s of uid %d's at uid 65534's BE file: kept %v, want %v", plant, owner, os.SameFile(planted, st), plant == "own")
+		}
+		if held == nil {
+			continue
+		}
+		if _, err := held.WriteAt([]byte{0xff}, ctl.BESize-1); err != nil {
+			t.Fatal(err)
+		}
+		was, _ := held.Stat()
+		st, _ := os.Stat(path)
+		b, _ := os.ReadFile(path)
+		if os.SameFile(was, st) || len(b) != ctl.BESize || b[ctl.BESize-1] != 0 {
+			t.Errorf("uid 65533's descriptor of the file it planted still writes uid 65534's BE file %s", path)
+		}
+	}
+}
