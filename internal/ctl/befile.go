@@ -109,19 +109,16 @@ func BEsOf(dir string, recs Records, blocks []Entry, claims []Claim) []BE {
 	return out
 }
 
-// BEFiles brings the BE files of every node block's directory in dir in
-// line with bes: each writer's made where it has none (MakeBE), and every
-// other BE file there removed, so that a user or claim with no BE tenant
-// left, or a GPU's one file of an older carve, has none. Call it under the
-// placement lock, with every writer of dir (BEsOf). Where the caller does
-// not write dir's node blocks (WritesNodes) it does nothing.
-func BEFiles(dir string, bes []BE) error {
+// BEFiles brings the BE files of the directory of each of nodes (dir's
+// node blocks: Nodes) in line with bes: each writer's made where it has
+// none (MakeBE), and every other BE file there removed, so that a user or
+// claim with no BE tenant left, or a GPU's one file of an older carve,
+// has none. Call it under the placement lock, with every writer of dir
+// (BEsOf). Where the caller does not write dir's node blocks
+// (WritesNodes) it does nothing.
+func BEFiles(dir string, nodes []*Node, bes []BE) error {
 	if !WritesNodes(dir) {
 		return nil
-	}
-	nodes, err := Nodes(dir)
-	if err != nil {
-		return err
 	}
 	var errs []error
 	for _, n := range nodes {
@@ -133,7 +130,6 @@ func BEFiles(dir string, bes []BE) error {
 			}
 		}
 		d := n.Path + NodeDirSuffix
-		n.Close()
 		des, err := os.ReadDir(d)
 		if err != nil {
 			errs = append(errs, err)

@@ -57,10 +57,9 @@ func fence(dir string, l *listing, gpus ...*topo.Topology) error {
 	l.recs = recs
 	parts := l.partitions()
 	made := makeNodes(dir, parts)
-	seated := errors.Join(recorded, made, ctl.Seats(dir, ctl.SeatsOf(dir, recs, l.blocks, l.claims)),
-		ctl.BEFiles(dir, ctl.BEsOf(dir, recs, l.blocks, l.claims)))
+	seated := errors.Join(recorded, made, ctl.Seats(dir, ctl.SeatsOf(dir, recs, l.blocks, l.claims)))
 	nodes, err := ctl.Nodes(dir)
-	if err != nil || len(nodes) == 0 {
+	if err != nil {
 		return errors.Join(seated, err)
 	}
 	defer func() {
@@ -68,6 +67,7 @@ func fence(dir string, l *listing, gpus ...*topo.Topology) error {
 			n.Close()
 		}
 	}()
+	seated = errors.Join(seated, ctl.BEFiles(dir, nodes, ctl.BEsOf(dir, recs, l.blocks, l.claims)))
 	for _, n := range nodes {
 		live := n.Live()
 		var fixed topo.Enable
