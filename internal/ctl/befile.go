@@ -113,9 +113,11 @@ func BEsOf(dir string, recs Records, blocks []Entry, claims []Claim) []BE {
 // node blocks: Nodes) in line with bes: each writer's made where it has
 // none (MakeBE), and every other BE file there removed, so that a user or
 // claim with no BE tenant left, or a GPU's one file of an older carve,
-// has none. Call it under the placement lock, with every writer of dir
-// (BEsOf). Where the caller does not write dir's node blocks
-// (WritesNodes) it does nothing.
+// has none; and the link to that one file an older carve made beside each
+// node block (its name and NodeBELink, in dir: a claim's own link is in
+// its directory) removed. Call it under the placement lock, with every
+// writer of dir (BEsOf). Where the caller does not write dir's node
+// blocks (WritesNodes) it does nothing.
 func BEFiles(dir string, nodes []*Node, bes []BE) error {
 	if !WritesNodes(dir) {
 		return nil
@@ -129,6 +131,7 @@ func BEFiles(dir string, nodes []*Node, bes []BE) error {
 				errs = append(errs, MakeBE(dir, b))
 			}
 		}
+		os.Remove(n.Path + NodeBELink)
 		d := n.Path + NodeDirSuffix
 		des, err := os.ReadDir(d)
 		if err != nil {

@@ -123,7 +123,8 @@ func TestNodeDirOnlyRootWritesNodes(t *testing.T) {
 // 0666, the directory 1777, all the user's) are root's at root's next
 // fence, in place (the same inode: shims have them mapped), of modes 0644
 // and 0755, the LS file its tenant's user's, with the seats kept; the
-// GPU's one BE file of an older carve (every user's, 0666) is removed.
+// GPU's one BE file of an older carve (every user's, 0666) is removed,
+// and its link beside the node block.
 func TestNodeDirTakesOverUsersNodes(t *testing.T) {
 	dir, _ := nodeDir(t)
 	top, _ := topologyJSON(t)
@@ -145,6 +146,10 @@ func TestNodeDirTakesOverUsersNodes(t *testing.T) {
 	if err := os.WriteFile(old, make([]byte, ctl.BESize), 0o666); err != nil {
 		t.Fatal(err)
 	}
+	oldLink := node + ctl.NodeBELink
+	if err := os.Link(old, oldLink); err != nil {
+		t.Fatal(err)
+	}
 	inodes := map[string]uint64{}
 	for path, mode := range was {
 		if err := os.Chown(path, 65534, 65534); err != nil {
@@ -161,8 +166,10 @@ func TestNodeDirTakesOverUsersNodes(t *testing.T) {
 	}
 	owned(t, node, 0, 0o644)
 	owned(t, d, 0, os.ModeDir|0o755)
-	if _, err := os.Lstat(old); err == nil {
-		t.Errorf("the GPU's one BE file of an older carve is left: %s", old)
+	for _, path := range []string{old, oldLink} {
+		if _, err := os.Lstat(path); err == nil {
+			t.Errorf("the GPU's one BE file of an older carve is left: %s", path)
+		}
 	}
 	owned(t, lsFile, 0, 0o644) // its tenant, this test, is root
 	for path, ino := range inodes {

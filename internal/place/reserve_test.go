@@ -112,7 +112,9 @@ func TestReserveLayout(t *testing.T) {
 // TestBEClaimsOwnBEFiles: each BE claim gets a BE file of its own in the
 // GPU's directory, mode 0666 (its pod runs under any uid), linked into its
 // directory as the one BE file it writes; its release removes it, leaving
-// the other's, and nothing else there is a BE file.
+// the other's, and nothing else there is a BE file. The link beside the
+// node block to the GPU's one BE file of an older carve goes at the
+// release's fence; the claims' own links stay.
 func TestBEClaimsOwnBEFiles(t *testing.T) {
 	top, _ := topologyJSON(t)
 	dir := t.TempDir()
@@ -149,11 +151,21 @@ func TestBEClaimsOwnBEFiles(t *testing.T) {
 	if got := beFiles(); len(got) != 2 {
 		t.Errorf("the GPU's BE files: %v, want the two claims'", got)
 	}
+	oldLink := filepath.Join(dir, node+ctl.NodeBELink)
+	if err := os.WriteFile(oldLink, make([]byte, ctl.BESize), 0o666); err != nil {
+		t.Fatal(err)
+	}
 	if ok, err := Release(dir, "be-a"); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	if got := beFiles(); len(got) != 1 || got[0] != (ctl.BE{Claim: "be-b"}).Name() {
 		t.Errorf("the GPU's BE files after be-a's release: %v, want be-b's alone", got)
+	}
+	if _, err := os.Lstat(oldLink); err == nil {
+		t.Errorf("the link of an older carve beside the node block is left: %s", oldLink)
+	}
+	if lst, err := os.Stat(links["be-b"]); err != nil || !os.SameFile(lst, must(os.Stat(filepath.Join(d, ctl.BE{Claim: "be-b"}.Name())))) {
+		t.Errorf("claim be-b's BE link after the fence: %v %v", lst, err)
 	}
 }
 
