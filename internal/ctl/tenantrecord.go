@@ -251,7 +251,7 @@ type Records struct {
 // directory (each pass: carve daemon's, every second) carve takes it for
 // running: an unrecorded block of another user's is then believed only
 // where root will record it (Records.View); with none running, no block
-// is recorded, and each is believed as it says.
+// is recorded, and one root will never record is believed as it says.
 const RecordsFresh = 10 * time.Second
 
 // ReadRecords reads dir's tenant records (TenantRecords) where it keeps
@@ -377,8 +377,10 @@ func (r Records) Of(e Entry) Entry {
 // RecordTenants brings the tenant records of dir up to date with its
 // live blocks (blocks): a tenant of carve run with no record, or with one
 // of an earlier process of its pid, is recorded from its first block
-// (PID == Tenant), where that block's start ticks are its process's; the
-// record of a tenant with no live block is removed. Each record is
+// (PID == Tenant), where that block's start ticks are its process's, as
+// a placement would have allowed it beside the others (Records.believe,
+// judge: what every reader believed of it meanwhile); the record of a
+// tenant with no live block is removed. Each record is
 // written under a temporary name renamed into place, root's, mode 0644,
 // into TenantRecords, which it makes (root's, mode 0755) or replaces
 // where a user made it first. It does this only where dir keeps records
@@ -403,22 +405,9 @@ func RecordTenants(dir string, blocks []Entry, claims []Claim, mem GPUMemory) (R
 		live[e.Tenant] = true
 	}
 	var errs []error
-	for _, e := range blocks {
-		if e.PID != e.Tenant {
-			continue
-		}
-		if rec, ok := have.by[e.PID]; ok && rec.StartTicks == e.StartTicks {
-			continue
-		}
-		ticks, err := StartTicks(e.PID)
-		if err != nil || ticks == 0 || ticks != e.StartTicks {
-			continue // not its process's: a block's start ticks are its to write
-		}
-		rec := TenantRecord{PID: e.PID, StartTicks: ticks, UID: ownerOf(e.Path), Class: e.Class}.as(e.Snapshot)
-		if rec.Class == ClassLS {
-			rec.SLO = e.Tide.SLO
-		}
-		rec = rec.plain()
+	judged, _ := have.believe(blocks, claims, mem)
+	for _, e := range have.firsts(blocks) {
+		rec := judged.by[e.PID]
 		if err := writeRecord(rd, rec); err != nil {
 			errs = append(errs, fmt.Errorf("recording tenant %d in %s: %w", e.PID, rd, err))
 			continue

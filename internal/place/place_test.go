@@ -54,8 +54,9 @@ func TestMain(m *testing.M) {
 }
 
 // helperPlace places PLACE_COUNT TPCs of PLACE_TOPOLOGY in PLACE_DIR for
-// itself, of the class PLACE_CLASS (ls, be, or none) and the memory limit
-// PLACE_MEM (none unless set), and stays.
+// itself, of the class PLACE_CLASS (ls, be, or none), the memory limit
+// PLACE_MEM, the bandwidth share PLACE_BW and a BE tenant's floor of
+// PLACE_FLOOR TPCs (none unless set), and stays.
 func helperPlace() {
 	t, err := topo.Parse([]byte(os.Getenv("PLACE_TOPOLOGY")))
 	if err != nil {
@@ -76,6 +77,9 @@ func helperPlace() {
 	}
 	if bw := os.Getenv("PLACE_BW"); bw != "" { // a bandwidth share
 		fmt.Sscan(bw, &policy.BW)
+	}
+	if f := os.Getenv("PLACE_FLOOR"); f != "" { // a BE floor
+		fmt.Sscan(f, &policy.Floor)
 	}
 	if m := os.Getenv("PLACE_MEM"); m != "" { // a memory limit
 		policy.Mem, _ = ctl.ParseMemLimit(m)
