@@ -2,7 +2,9 @@
 // first block, and what every reader believes of one not yet recorded:
 // the block judged as a placement would have judged it (judge), beside
 // the tenants root recorded, the claims and the first blocks made before
-// it (Records.believe).
+// it (Records.believe); and, of a recorded tenant whose first block
+// changed since root's last fence, its record and what root's next fence
+// will take of the change, together (pending).
 
 package ctl
 
@@ -195,4 +197,22 @@ func slotsApart(rec TenantRecord, view []Entry, claims []Claim) bool {
 // inEpoch says whether a slot of n from off lies in the epoch.
 func inEpoch(off, n time.Duration) bool {
 	return off >= 0 && n > 0 && off <= BWEpoch && n <= BWEpoch-off
+}
+
+// pending is rec, the record of a tenant whose first block now says
+// otherwise (a move or limit carve set made since root's last fence),
+// with what root's next fence will take of the change (take, beside the
+// tenants of view as root believes them and the claims: no raise, whose
+// GPU's memory a reader does not know) added until it does: on each GPU
+// the TPCs of both, and the larger limit. A change take refuses (onto
+// others' TPCs) adds nothing.
+func pending(rec, now TenantRecord, view []Entry, claims []Claim) TenantRecord {
+	next := take(rec, now, view, claims, GPUMemory{})
+	out := rec
+	out.Parts = slices.Clone(rec.Parts)
+	for i, p := range next.Parts {
+		out.Parts[i].Mask = rec.Parts[i].Mask.Enable().Or(p.Mask.Enable()).Disable()
+	}
+	out.Mem = max(rec.Mem, next.Mem) // none (0) counts for nothing
+	return out
 }

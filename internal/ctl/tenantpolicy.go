@@ -70,7 +70,9 @@ func (r TenantRecord) placed(s Snapshot) Snapshot {
 // fences and memory sums), beside claims: in the node directory
 // (keepsRecords), a block of uid's is as it says (a user's own tenant
 // harms only that user's, and a move it just made is not yet recorded);
-// another's, as its tenant's record says (Of); one of a tenant root has not recorded, as root will record it at its next
+// another's, as its tenant's record says (Of), with what root's next
+// fence will take of a change its first block made since (pending); one
+// of a tenant root has not recorded, as root will record it at its next
 // fence (believe: its first block judged as a placement, whose start
 // ticks are its process's: a block carve run placed a moment ago), else
 // not at all (it holds no TPCs or memory: a block of another user's
@@ -83,7 +85,16 @@ func (r Records) View(blocks []Entry, claims []Claim, uid int) []Entry {
 	if !r.kept {
 		return blocks
 	}
-	b, _ := r.believe(blocks, claims, GPUMemory{})
+	b, base := r.believe(blocks, claims, GPUMemory{})
+	for _, e := range blocks {
+		rec, ok := r.of(e)
+		if !ok || e.PID != e.Tenant || len(rec.Parts) == 0 || ownerOf(e.Path) == uid {
+			continue
+		}
+		if now := rec.as(e.Snapshot); !now.equal(rec) {
+			b.by[e.PID] = pending(rec, now, base, claims)
+		}
+	}
 	out := make([]Entry, 0, len(blocks))
 	for _, e := range blocks {
 		_, believed := b.of(e)

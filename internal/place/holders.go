@@ -106,7 +106,7 @@ func list(dir string) (*listing, error) {
 // believed are the blocks as this user's carve believes them
 // (ctl.Records.View): in the node directory another user's tenant holds
 // the TPCs and memory limit of root's record of it (or of what root will
-// record), not what its blocks say now.
+// record, and of a change it is yet to take), not what its blocks say now.
 func (l *listing) believed() []ctl.Entry { return l.recs.View(l.blocks, l.claims, os.Geteuid()) }
 
 // partitions are the blocks' snapshots and the claims' reservations, what

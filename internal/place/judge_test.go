@@ -1,13 +1,15 @@
 // Tests of what root records of a tenant the first time it sees its
 // first block in the node directory, and what other users believe of it
 // until then: the block judged as a placement would have judged it
-// (ctl.RecordTenants, ctl.Records.View).
+// (ctl.RecordTenants, ctl.Records.View); and of a move carve set made
+// that root's fence has not yet taken.
 
 package place
 
 import (
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -173,6 +175,67 @@ func TestNodeDirHonestRecorded(t *testing.T) {
 			t.Errorf("tenant %d recorded as mask %v floor %v limit %d share %+v at %v; placed %v, %v, %d, %+v at %v", pid,
 				got.Mask, got.Floor, got.Memory.Limit, got.BW, got.BWOff, s.Mask, s.Floor, s.Memory.Limit, s.BW, s.BWOff)
 		}
+	}
+}
+
+// TestNodeDirMoveSeenBeforeFence: uid 65534 moves its recorded tenant
+// (carve set) onto 16 TPCs, free ones among them; before root's fence
+// takes the move, uid 65533's placement believes the tenant holds both
+// its recorded TPCs and those it moved onto, and takes none of them;
+// after the fence, none of those it moved onto. A move of it onto uid
+// 65533's TPCs (--share), which root will not take, frees nothing and
+// takes nothing in what the others believe.
+func TestNodeDirMoveSeenBeforeFence(t *testing.T) {
+	dir, bin := nodeDir(t)
+	top, js := topologyJSON(t)
+	env := []string{"PLACE_DIR=" + dir, "PLACE_TOPOLOGY=" + js, "PLACE_HELPER=place"}
+	a := asUser(t, bin, 65534, append(env, "PLACE_COUNT=8")...)
+	b := asUser(t, bin, 65533, append(env, "PLACE_COUNT=8")...)
+	for _, h := range []*helper{a, b} {
+		defer func() { h.in.Close(); h.cmd.Wait() }()
+	}
+	sa, sb := placedSet(t, "uid 65534", a.line), placedSet(t, "uid 65533", b.line)
+	pa := a.cmd.Process.Pid
+	if err := Fence(dir, top); err != nil {
+		t.Fatal(err)
+	}
+	move := []string{"PLACE_DIR=" + dir, "PLACE_TOPOLOGY=" + js, "PLACE_HELPER=move", "PLACE_PID=" + strconv.Itoa(pa)}
+	if m := asUser(t, bin, 65534, append(move, "PLACE_COUNT=16")...); m.line != "moved" {
+		t.Fatalf("uid 65534's move: %q", m.line)
+	}
+	moved := holderOf(t, dir, top, pa).TPCs // as root believes it
+	h, err := ctl.OpenPath(blockOf(dir, pa))
+	if err != nil {
+		t.Fatal(err)
+	}
+	onto := partition.FromMask(top, h.Snapshot().Mask)
+	h.Close()
+	if !sameSet(moved, sa.Union(onto)) {
+		t.Fatalf("before root's fence the moved tenant is believed to hold %v, want %v and %v", moved, sa, onto)
+	}
+	// every TPC but 65533's and those recorded of 65534's: some are those it moved onto
+	rest := strconv.Itoa(len(top.TPCs) - len(sa) - len(sb))
+	if c := asUser(t, bin, 65533, append(env, "PLACE_COUNT="+rest)...); !strings.HasPrefix(c.line, "refused") {
+		c.in.Close()
+		c.cmd.Wait()
+		t.Fatalf("before root's fence uid 65533 asking for %s TPCs beside the move onto %v: %q", rest, onto, c.line)
+	}
+	if err := Fence(dir, top); err != nil {
+		t.Fatal(err)
+	}
+	rest = strconv.Itoa(len(top.TPCs) - len(sb) - len(onto))
+	c := asUser(t, bin, 65533, append(env, "PLACE_COUNT="+rest)...)
+	defer func() { c.in.Close(); c.cmd.Wait() }()
+	if sc := placedSet(t, "uid 65533 after root's fence", c.line); overlap(sc, onto) {
+		t.Fatalf("after root's fence uid 65533 was placed on %v, which 65534's tenant moved onto (%v)", sc, onto)
+	}
+
+	tpcs := strconv.Itoa(sb[0]) + "-" + strconv.Itoa(sb[0]+1)
+	if m := asUser(t, bin, 65534, append(move, "PLACE_TPCS="+tpcs)...); m.line != "moved" {
+		t.Fatalf("uid 65534's move onto 65533's TPCs: %q", m.line)
+	}
+	if got := holderOf(t, dir, top, pa).TPCs; !sameSet(got, onto) {
+		t.Errorf("after a move onto another's TPCs the tenant is believed to hold %v, want its recorded %v", got, onto)
 	}
 }
 
