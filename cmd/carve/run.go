@@ -159,6 +159,10 @@ status 86 before the program starts.`,
 			}
 			if !ctl.WritesNodes(dir) { // root's carve daemon records and seats it: its shim looks once
 				left, recorded := place.AwaitSeats(dir, ctl.Entry{Snapshot: p.Block.Snapshot(), Path: p.Block.Path}, time.Sleep)
+				if err := place.Fresh(dir); !recorded && err != nil { // the daemon stopped meanwhile
+					p.Block.Remove()
+					return err
+				}
 				if w := place.SeatWarning(dir, policy.Class, left, recorded); w != "" && !quiet {
 					fmt.Fprintf(stderr, "carve: warning: %s\n", w)
 				}

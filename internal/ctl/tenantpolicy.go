@@ -77,9 +77,9 @@ func (r TenantRecord) placed(s Snapshot) Snapshot {
 // ticks are its process's: a block carve run placed a moment ago), else
 // not at all (it holds no TPCs or memory: a block of another user's
 // under a recorded tenant's pid, or one root will never record). Where
-// root's fence has not run within RecordsFresh (no carve daemon), no
-// block is recorded, and one root will never record (a tenant's child
-// once its first process ended) is as it says. Elsewhere
+// root's fence has not run within RecordsFresh (no carve daemon: users'
+// placements fail, place.Fresh), a block root will never record (a
+// tenant's child once its first process ended) is as it says. Elsewhere
 // blocks are as they say.
 func (r Records) View(blocks []Entry, claims []Claim, uid int) []Entry {
 	if !r.kept {

@@ -242,17 +242,28 @@ func keepsRecords(dir string) bool {
 // by tenant pid. Where none are kept (keepsRecords) Of leaves a block as
 // it says.
 type Records struct {
-	kept   bool // dir keeps records (keepsRecords)
-	fenced bool // ... and root's fence touched their directory within RecordsFresh
-	by     map[int]TenantRecord
+	kept    bool      // dir keeps records (keepsRecords)
+	fenced  bool      // ... and root's fence touched their directory within RecordsFresh
+	touched time.Time // when it last did (zero: never)
+	by      map[int]TenantRecord
 }
 
 // RecordsFresh is how long after root's fence last touched the records'
 // directory (each pass: carve daemon's, every second) carve takes it for
-// running: an unrecorded block of another user's is then believed only
-// where root will record it (Records.View); with none running, no block
-// is recorded, and one root will never record is believed as it says.
-const RecordsFresh = 10 * time.Second
+// running: with none running no tenant is recorded, and a user's
+// placement there fails (Unfenced). Tests lengthen it, so that a slow
+// machine does not make their directories' records stale.
+var RecordsFresh = 10 * time.Second
+
+// Unfenced says how long it is since root's fence last touched the
+// records (zero where it never did), and whether that is RecordsFresh or
+// more in a directory that keeps records (no carve daemon runs there).
+func (r Records) Unfenced() (since time.Duration, unfenced bool) {
+	if !r.touched.IsZero() {
+		since = time.Since(r.touched)
+	}
+	return since, r.kept && !r.fenced
+}
 
 // ReadRecords reads dir's tenant records (TenantRecords) where it keeps
 // them (keepsRecords). A directory or file carve does not trust (not root's, a link,
@@ -265,7 +276,8 @@ func ReadRecords(dir string) (r Records, skipped []Bad) {
 	}
 	rd := filepath.Join(dir, TenantRecords)
 	if st, err := os.Lstat(rd); err == nil {
-		r.fenced = time.Since(st.ModTime()) < RecordsFresh
+		r.touched = st.ModTime()
+		r.fenced = time.Since(r.touched) < RecordsFresh
 	}
 	des, err := listRootDir("tenant records", rd)
 	if err != nil {
@@ -417,7 +429,7 @@ func RecordTenants(dir string, blocks []Entry, claims []Claim, mem GPUMemory) (R
 	errs = append(errs, have.takeChanges(rd, blocks, claims, mem)...)
 	now := time.Now()
 	if err := os.Chtimes(rd, now, now); err == nil { // root's fence runs (RecordsFresh)
-		have.fenced = true
+		have.fenced, have.touched = true, now
 	}
 	des, err := os.ReadDir(rd)
 	if err != nil {

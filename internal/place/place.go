@@ -135,6 +135,9 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := fresh(dir, l.recs); err != nil {
+		return nil, err
+	}
 	v := &view{unlock: func() {}}
 	if r.Claim != nil { // beside the node directory's tenants, and published there
 		v = openView(dir)

@@ -63,7 +63,9 @@ func Unrecorded(dir string, e ctl.Entry) bool {
 // (Unrecorded) and Unseated nowhere, for up to SeatWait counted in the
 // sleeps it takes (sleep: time.Sleep, or a test's clock), and returns
 // where it is still not seated and whether it is recorded. carve run
-// calls it where it writes no node block (ctl.WritesNodes).
+// calls it where it writes no node block (ctl.WritesNodes), and fails
+// where its tenant is not recorded and root's daemon does not run
+// (Fresh), else warns (SeatWarning).
 func AwaitSeats(dir string, e ctl.Entry, sleep func(time.Duration)) (left []ctl.Part, recorded bool) {
 	for waited := time.Duration(0); ; waited += seatPoll {
 		left, recorded = Unseated(dir, e.Snapshot), !Unrecorded(dir, e)

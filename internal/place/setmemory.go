@@ -53,6 +53,9 @@ func SetMemory(dir string, t *topo.Topology, pid int, lim ctl.MemLimit, share bo
 	if err != nil {
 		return nil, err
 	}
+	if err := fresh(dir, l.recs); err != nil {
+		return nil, err
+	}
 	c := &MemChanged{After: limit}
 	var mine []ctl.Entry
 	var at []int // mine's places in l.blocks
