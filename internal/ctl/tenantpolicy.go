@@ -16,13 +16,17 @@ import (
 	"github.com/carve-gpu/carve/internal/topo"
 )
 
-// GPUMemory is what root's fence knows of the GPUs' memory, for a raise
-// of a recorded tenant's memory limit: Bytes, a GPU's memory by its UUID
-// (0: not known), and Charge, what a limit counts against it
-// (place.MemCharge). Where a GPU's memory is not known no raise is taken.
+// GPUMemory is what root's fence knows of the GPUs' memory: Bytes, a
+// GPU's memory by its UUID (0: not known), and Charge, what a limit
+// counts against it (place.MemCharge), which a first block's limit must
+// fit (judge: where a GPU's memory is not known, it is taken as it says);
+// and Raise, whether a recorded tenant's raise that fits is taken (root's
+// carve set --mem; a user's, written into its block, is not), never
+// where a GPU's memory is not known.
 type GPUMemory struct {
 	Bytes  func(gpu string) uint64
 	Charge func(limit uint64, mps bool) uint64
+	Raise  bool
 }
 
 // as is r with the memory limit, bandwidth share and partitions of s
@@ -165,8 +169,8 @@ func (r Records) takeChanges(rd string, blocks []Entry, claims []Claim, mem GPUM
 // them holds (an LS or plain partition its TPCs, a BE one its floor,
 // which others keep off; a BE tenant's mask meets the claims' alone, as
 // its placement does), on the same GPUs, live TPCs and floors; a lower
-// limit or none; a raise that fits each of its GPUs' memory beside the
-// others' limits (mem). The rest stays as rec says.
+// limit or none; a raise root made (mem.Raise) that fits each of its
+// GPUs' memory beside the others' limits. The rest stays as rec says.
 func take(rec, now TenantRecord, view []Entry, claims []Claim, mem GPUMemory) TenantRecord {
 	next := rec
 	next.Parts = slices.Clone(rec.Parts)
@@ -185,7 +189,7 @@ func take(rec, now TenantRecord, view []Entry, claims []Claim, mem GPUMemory) Te
 			next.Parts[i].Mask = p.Mask
 		}
 	}
-	if fit, _ := fits(rec, now.Mem, view, claims, mem); now.Mem == 0 || rec.Mem != 0 && now.Mem <= rec.Mem || fit {
+	if fit, _ := fits(rec, now.Mem, view, claims, mem); now.Mem == 0 || rec.Mem != 0 && now.Mem <= rec.Mem || mem.Raise && fit {
 		next.Mem = now.Mem
 	}
 	return next

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 // TestCheckSeatsANewBlock: in a node directory (root's, mode 1777), an LS
@@ -60,6 +61,42 @@ func TestCheckSeatsANewBlock(t *testing.T) {
 	for i := 0; c.check(); i++ { // what the fence made itself is seen once
 		if i == 3 {
 			t.Fatal("the check fences again and again with no block changed")
+		}
+	}
+}
+
+// TestFenceJudgesMemory: root's daemon, knowing the GPU's memory
+// (Options.GPUs), records a user's first block whose memory limit does
+// not fit the GPU with none, and one that fits as it says.
+func TestFenceJudgesMemory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the node directory is root's, the tenants a user's")
+	}
+	dir := filepath.Join(t.TempDir(), "node")
+	if err := ctl.InitNodeDir(dir, -1); err != nil {
+		t.Fatal(err)
+	}
+	const uuid = "GPU-0e0e0e0e-1111-2222-3333-444444444444"
+	c := newCollector(dir, false, nil)
+	c.gpus = []*topo.Topology{{UUID: uuid, MemoryBytes: 80 << 30}}
+	var entries []ctl.Entry
+	for _, limit := range []uint64{1 << 40, 8 << 30} {
+		h, err := ctl.Create(dir, ctl.Init{PID: sleeper(t), MemLimit: limit,
+			Parts: []ctl.Part{{GPU: uuid, Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff}, SMs: 8}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, ctl.Entry{Snapshot: h.Snapshot(), Path: h.Path})
+		h.Close()
+		if err := os.Chown(h.Path, 65534, 65534); err != nil { // a user's block
+			t.Fatal(err)
+		}
+	}
+	c.reclaim() // the daemon's pass
+	recs, _ := ctl.ReadRecords(dir)
+	for i, want := range []uint64{0, 8 << 30} {
+		if got := recs.Of(entries[i]).Memory.Limit; !recs.Recorded(entries[i]) || got != want {
+			t.Errorf("a first block of limit %d: recorded %v, limit %d; want %d", entries[i].Memory.Limit, recs.Recorded(entries[i]), got, want)
 		}
 	}
 }

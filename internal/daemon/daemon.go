@@ -36,6 +36,7 @@ import (
 	"github.com/carve-gpu/carve/internal/place"
 	"github.com/carve-gpu/carve/internal/slo"
 	"github.com/carve-gpu/carve/internal/status"
+	"github.com/carve-gpu/carve/internal/topo"
 	"github.com/carve-gpu/carve/internal/xid"
 )
 
@@ -58,8 +59,12 @@ type Options struct {
 	// a command line may carry what its tenant would not have read by
 	// whoever reaches the daemon's address.
 	ShowCommands bool
-	Log          *slog.Logger
-	Ready        func(addr string) // called with the address once it listens
+	// GPUs are the node's GPUs (their UUIDs and memory), which in the node
+	// directory a tenant's first record's memory limit must fit (place.Fence:
+	// where a GPU's is not known, it is recorded as its block says).
+	GPUs  []*topo.Topology
+	Log   *slog.Logger
+	Ready func(addr string) // called with the address once it listens
 }
 
 // CheckEvery is how often the daemon looks over a Shared runtime
@@ -141,6 +146,7 @@ func Run(ctx context.Context, o Options) error {
 		})
 	}()
 	c := newCollector(o.Dir, o.ShowCommands, ctrl)
+	c.gpus = o.GPUs
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	mux := http.NewServeMux()
@@ -237,8 +243,9 @@ type collector struct {
 	showCommands bool // Options.ShowCommands: the command label is "" without it
 	slo          *slo.Controller
 	reclaimed    atomic.Int64
-	checks       bool   // it checks the directory every CheckEvery (a Shared one it writes the node blocks of)
-	seen         string // what check last saw of the directory (listed)
+	checks       bool             // it checks the directory every CheckEvery (a Shared one it writes the node blocks of)
+	seen         string           // what check last saw of the directory (listed)
+	gpus         []*topo.Topology // Options.GPUs, whose memory its fences know
 }
 
 // newCollector is the collector of dir's blocks, steered by ctrl (nil:
@@ -266,7 +273,7 @@ func (c *collector) reclaim() int {
 	if c.checks {
 		c.seen = listed(c.dir) // what this fence sees, for check
 	}
-	place.Fence(c.dir)
+	place.Fence(c.dir, c.gpus...)
 	c.reclaimed.Add(int64(n))
 	return n
 }
@@ -283,7 +290,7 @@ func (c *collector) check() bool {
 		return false
 	}
 	c.seen = now
-	place.Fence(c.dir)
+	place.Fence(c.dir, c.gpus...)
 	return true
 }
 

@@ -88,6 +88,7 @@ type listing struct {
 	// others are the node directory's tenants, which a claim's placement
 	// in carve-dra's runtime directory keeps off (view.tenants)
 	others []ctl.Entry
+	raise  bool // fence takes a recorded tenant's raise that fits (root's SetMemory: ctl.GPUMemory.Raise)
 }
 
 // Fresh fails a placement, move or memory change of a user's in dir

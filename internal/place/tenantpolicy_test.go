@@ -208,8 +208,10 @@ func TestNodeDirOddBlockRecorded(t *testing.T) {
 
 // TestNodeDirMemoryRaise: in the node directory a user lowers its
 // tenant's memory limit but does not raise it (other users would count
-// root's record of the lower one while it allocated more); root raises
-// it, and root's record takes the raise at once, the GPU's memory known.
+// root's record of the lower one while it allocated more), nor by writing
+// a raise that fits into its block (root's fence, the GPU's memory
+// known, takes none); root raises it, and root's record takes the raise
+// at once.
 func TestNodeDirMemoryRaise(t *testing.T) {
 	dir, bin := nodeDir(t)
 	top, js := topologyJSON(t)
@@ -237,6 +239,13 @@ func TestNodeDirMemoryRaise(t *testing.T) {
 	}
 	if got := recorded(t, dir, pa).Memory.Limit; got != 1<<30 {
 		t.Errorf("recorded limit %d after uid 65534 lowered it, want 1 GiB", got)
+	}
+	rewriteRoot(t, blockOf(dir, pa), func(b *ctl.Block) { b.MemLimit = 2 << 30 }) // as uid 65534 through its mapping
+	if err := Fence(dir, top); err != nil {                                       // the daemon's, which knows the GPU's memory
+		t.Fatal(err)
+	}
+	if got := recorded(t, dir, pa).Memory.Limit; got != 1<<30 {
+		t.Errorf("recorded limit %d after uid 65534 wrote 2 GiB into its block, want 1 GiB", got)
 	}
 	if _, err := SetMemory(dir, top, pa, ctl.MemLimit{Bytes: 4 << 30}, false, nil); err != nil {
 		t.Fatalf("root raising it: %v", err)
