@@ -321,7 +321,7 @@ func readRecord(path string) (TenantRecord, error) {
 		return TenantRecord{}, &Bad{Path: path, Reason: "not-regular", Why: fmt.Sprintf("tenant record %s is not a regular file (%s): not honoured", path, st.Mode().Type())}
 	}
 	if uid := nodeDirStat(st).UID; uid != 0 {
-		return TenantRecord{}, &Bad{Path: path, Reason: "owner", Why: fmt.Sprintf("tenant record %s is owned by %s, not root: not honoured", path, userName(uid))}
+		return TenantRecord{}, &Bad{Path: path, Reason: "owner", Why: fmt.Sprintf("tenant record %s is owned by %s, not root: not honoured", path, UserName(uid))}
 	}
 	b, err := io.ReadAll(io.LimitReader(f, recordMax+1))
 	if err == nil && len(b) > recordMax {

@@ -14,7 +14,8 @@ import (
 )
 
 // Fence brings the node blocks' fixed TPCs and seats up to date (see
-// fence) under dir's lock: a partition that ended since the last placement
+// fence) under dir's lock (root's, in the node directory, goes on past a
+// user's hold of it: lockOrPass): a partition that ended since the last placement
 // no longer keeps LS tenants off its TPCs, and an LS tenant that ended
 // leaves its seat. In carve-dra's runtime directory the node directory's
 // tenants (read without its lock) are fixed TPCs too, as a claim's
@@ -22,7 +23,8 @@ import (
 // the GPUs whose memory it knows, which a first record's memory limit
 // must fit (ctl.RecordTenants; it takes no raise).
 func Fence(dir string, gpus ...*topo.Topology) error {
-	unlock, err := lock(dir)
+	// root's, in the node directory, goes on past a user's hold of the lock
+	unlock, _, err := lockPassing(dir, ctl.Shared(dir) && ctl.WritesNodes(dir))
 	if err != nil {
 		return err
 	}

@@ -121,7 +121,8 @@ func TestNodeDirHandBlockJudged(t *testing.T) {
 // beside the others not yet recorded), are recorded as placed: an LS
 // tenant with a limit and a share, a BE tenant of every TPC with a floor
 // and a limit, an LS tenant beside its floor with a share, a plain one
-// with a limit; none is reported changed. A block uid 65534 makes by hand
+// with a limit; none is reported changed, nor lost by carve run's look
+// (Lost). A block uid 65534 makes by hand
 // after them (every TPC, the GPU's memory, the whole epoch), for a
 // process that started before them, takes none of theirs.
 func TestNodeDirHonestRecorded(t *testing.T) {
@@ -170,6 +171,9 @@ func TestNodeDirHonestRecorded(t *testing.T) {
 		}
 		s := h.Snapshot()
 		h.Close()
+		if err := Lost(dir, ctl.Entry{Snapshot: s, Path: blockOf(dir, pid)}, false); err != nil {
+			t.Errorf("carve run's look at the record of tenant %d: %v", pid, err)
+		}
 		got := recorded(t, dir, pid)
 		if got.Mask != s.Mask || got.Floor != s.Floor || got.Memory.Limit != s.Memory.Limit || got.BW != s.BW || got.BWOff != s.BWOff {
 			t.Errorf("tenant %d recorded as mask %v floor %v limit %d share %+v at %v; placed %v, %v, %d, %+v at %v", pid,

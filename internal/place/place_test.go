@@ -59,7 +59,8 @@ func TestMain(m *testing.M) {
 // helperPlace places PLACE_COUNT TPCs of PLACE_TOPOLOGY in PLACE_DIR for
 // itself, of the class PLACE_CLASS (ls, be, or none), the memory limit
 // PLACE_MEM, the bandwidth share PLACE_BW and a BE tenant's floor of
-// PLACE_FLOOR TPCs (none unless set), and stays.
+// PLACE_FLOOR TPCs (none unless set), and stays; it says whose hold of
+// the lock it went on past, if it did.
 func helperPlace() {
 	t, err := topo.Parse([]byte(os.Getenv("PLACE_TOPOLOGY")))
 	if err != nil {
@@ -88,9 +89,12 @@ func helperPlace() {
 		policy.Mem, _ = ctl.ParseMemLimit(m)
 	}
 	p, err := Place(os.Getenv("PLACE_DIR"), t, Request{Spec: spec, PID: os.Getpid(), Comm: []string{"helper"}, Policy: policy})
-	if err != nil {
+	switch {
+	case err != nil:
 		fmt.Println("refused", strings.ReplaceAll(err.Error(), "\n", " "))
-	} else {
+	case p.LockHeld != "":
+		fmt.Println("placed", p.Set, "past the lock of", p.LockHeld)
+	default:
 		fmt.Println("placed", p.Set)
 	}
 	io.Copy(io.Discard, os.Stdin)
