@@ -4,13 +4,18 @@
 package daemon
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/topo"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestCheckSeatsANewBlock: in a node directory (root's, mode 1777), an LS
@@ -98,5 +103,66 @@ func TestFenceJudgesMemory(t *testing.T) {
 		if got := recs.Of(entries[i]).Memory.Limit; !recs.Recorded(entries[i]) || got != want {
 			t.Errorf("a first block of limit %d: recorded %v, limit %d; want %d", entries[i].Memory.Limit, recs.Recorded(entries[i]), got, want)
 		}
+	}
+}
+
+// TestLockHolderMetric: while uid 65534 holds the node directory's
+// placement lock, root's daemon serves its pid and user
+// (carve_placement_lock_held); once it lets go, nothing.
+func TestLockHolderMetric(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the node directory is root's, the lock's holder a user's")
+	}
+	base, err := os.MkdirTemp("", "carve-lock-metric")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil { // uid 65534 opens the lock in it
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "node")
+	if err := ctl.InitNodeDir(dir, -1); err != nil {
+		t.Fatal(err)
+	}
+	c := newCollector(dir, false, nil)
+	held := func() string {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(c)
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "carve_placement_lock_held" {
+				return mf.GetMetric()[0].String()
+			}
+		}
+		return ""
+	}
+	hold := exec.Command("flock", "--shared", filepath.Join(dir, ctl.LockName), "sh", "-c", "echo locked; exec cat")
+	hold.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	in, err := hold.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := hold.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hold.Start(); err != nil {
+		t.Skipf("flock(1): %v", err)
+	}
+	defer func() { in.Close(); hold.Wait() }()
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "locked\n" {
+		t.Fatalf("uid 65534's flock: %q", line)
+	}
+	if got := held(); !strings.Contains(got, `value:"`+strconv.Itoa(hold.Process.Pid)+`"`) || !strings.Contains(got, "uid 65534") {
+		t.Errorf("while uid 65534 holds the lock (pid %d): %s", hold.Process.Pid, got)
+	}
+	in.Close()
+	hold.Wait()
+	if got := held(); got != "" {
+		t.Errorf("after it let go: %s", got)
 	}
 }

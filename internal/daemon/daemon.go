@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -350,11 +351,16 @@ var (
 	descLSBusy = prometheus.NewDesc("carve_node_ls_busy", "LS tenants of a GPU with work in flight now.", []string{"node"}, nil)
 	descRecl   = prometheus.NewDesc("carve_daemon_reclaimed_slots_total", "Node slots of dead LS tenants the daemon freed.", nil, nil)
 	descBad    = prometheus.NewDesc("carve_blocks_unreadable", "Control blocks carve could not read, and skipped, by why (see carve ls).", []string{"reason"}, nil)
+	descLock   = prometheus.NewDesc("carve_placement_lock_held", "1 where a process of a user but root holds the node directory's placement lock at the scrape (place.LockHolder): "+
+		"one that holds it for long delays other users' placements by place.PassOver and fails moves and root's placements.", []string{"pid", "user"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	if pid, user, ok := place.LockHolder(c.dir); c.checks && ok { // the node directory's, as root
+		ch <- prometheus.MustNewConstMetric(descLock, prometheus.GaugeValue, 1, strconv.Itoa(pid), user)
+	}
 	events, _ := xid.Read()
 	rows, _ := status.List(c.dir, events)
 	rows, skipped := status.Readable(rows)

@@ -173,3 +173,17 @@ func lockHolder(f *os.File) (holder, bool) {
 	}
 	return holder{}, false
 }
+
+// LockHolder is the process of a user but root that holds dir's
+// placement lock now, if one does: its pid and user (carve daemon's
+// metrics). One that holds it for long makes others' placements wait
+// PassOver, and its own user's moves and root's placements fail.
+func LockHolder(dir string) (pid int, user string, ok bool) {
+	f, err := os.Open(filepath.Join(dir, LockFile))
+	if err != nil {
+		return 0, "", false
+	}
+	defer f.Close()
+	h, ok := passable(f, true)
+	return h.pid, ctl.UserName(uint32(h.uid)), ok
+}
