@@ -15,9 +15,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/cuda"
 	"github.com/carve-gpu/carve/internal/daemon"
 	"github.com/carve-gpu/carve/internal/mps"
 	"github.com/carve-gpu/carve/internal/slo"
+	"github.com/carve-gpu/carve/internal/topo"
 )
 
 func newDaemonCmd() *cobra.Command {
@@ -71,6 +73,9 @@ state of its own, so a restart serves the same.`,
 			}
 			o.Dir = dir
 			o.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			if ctl.Shared(dir) && ctl.WritesNodes(dir) { // root's, in the node directory
+				o.GPUs = gpuMemory(o.Log)
+			}
 			if noMPS && o.StopMPS {
 				return errors.New("--no-mps and --stop-mps-on-exit exclude each other")
 			}
@@ -90,4 +95,34 @@ state of its own, so a restart serves the same.`,
 	c.Flags().BoolVar(&o.ShowCommands, "show-commands", false, "serve tenants' command lines in /status and the metrics' command label (default: left out)")
 	c.Flags().BoolVar(&o.StopMPS, "stop-mps-on-exit", false, "stop MPS when the daemon ends (default: MPS runs on for its clients)")
 	return c
+}
+
+// gpuMemory are the node's GPUs, each its UUID and memory as the driver
+// says (cuDeviceTotalMem, which makes no context), which root's daemon
+// judges a tenant's first memory limit against in the node directory
+// (daemon.Options.GPUs); where the driver cannot say, those it told of,
+// and the log says why.
+func gpuMemory(log *slog.Logger) []*topo.Topology {
+	err := cuda.Load()
+	n := 0
+	if err == nil {
+		n, err = cuda.DeviceCount()
+	}
+	var out []*topo.Topology
+	for i := 0; err == nil && i < n; i++ {
+		var d cuda.Device
+		t := &topo.Topology{}
+		if d, err = cuda.GetDevice(i); err == nil {
+			if t.UUID, err = d.UUID(); err == nil {
+				t.MemoryBytes, err = d.TotalMem()
+			}
+		}
+		if err == nil {
+			out = append(out, t)
+		}
+	}
+	if err != nil {
+		log.Warn("the GPUs' memory is not known: in the node directory a tenant's memory limit is recorded as its block says", "err", err)
+	}
+	return out
 }

@@ -147,6 +147,9 @@ status 86 before the program starts.`,
 			}
 			stderr := cmd.ErrOrStderr()
 			if !quiet {
+				if p.LockHeld != "" {
+					note(cmd, "the placement lock is held by %s for over %v: placed without it, as root's record of it will say", p.LockHeld, place.PassOver)
+				}
 				if timeSliced {
 					note(cmd, "carve's MPS daemon is not running, so this program will time-slice "+
 						"with other GPU programs instead of co-running; start it with 'carve mps start'")
@@ -158,7 +161,16 @@ status 86 before the program starts.`,
 				fmt.Fprintf(stderr, "carve: pid %d on %s%s\n", os.Getpid(), placedText(p, on, ords), memText(p.Memory))
 			}
 			if !ctl.WritesNodes(dir) { // root's carve daemon records and seats it: its shim looks once
-				left, recorded := place.AwaitSeats(dir, ctl.Entry{Snapshot: p.Block.Snapshot(), Path: p.Block.Path}, time.Sleep)
+				e := ctl.Entry{Snapshot: p.Block.Snapshot(), Path: p.Block.Path}
+				left, recorded := place.AwaitSeats(dir, e, time.Sleep)
+				if err := place.Fresh(dir); !recorded && err != nil { // the daemon stopped meanwhile
+					p.Block.Remove()
+					return err
+				}
+				if err := place.Lost(dir, e, spec.share); err != nil { // a race lost: others believe its TPCs another's
+					p.Block.Remove()
+					return err
+				}
 				if w := place.SeatWarning(dir, policy.Class, left, recorded); w != "" && !quiet {
 					fmt.Fprintf(stderr, "carve: warning: %s\n", w)
 				}

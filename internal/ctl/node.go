@@ -283,7 +283,7 @@ func adopt(path string, f *os.File, uid, gid int, perm os.FileMode, links uint64
 			path, st.Mode().Type(), sys.Nlink)
 	}
 	if err := f.Chown(uid, gid); err != nil {
-		return fmt.Errorf("%s is %s's: %w", path, userName(sys.Uid), err)
+		return fmt.Errorf("%s is %s's: %w", path, UserName(sys.Uid), err)
 	}
 	return f.Chmod(perm)
 }

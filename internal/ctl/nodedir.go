@@ -65,14 +65,14 @@ func trustNodeDir(path string, st NodeDirStat, uid int, groups []int) error {
 		return fmt.Errorf("node directory %s is not a directory (%s): %s", path, st.Mode.Type(), fix)
 	case st.UID != 0:
 		return fmt.Errorf("node directory %s is owned by %s, not root (mode %s): anyone could have made it; %s",
-			path, userName(st.UID), modeString(st.Mode), fix)
+			path, UserName(st.UID), modeString(st.Mode), fix)
 	case st.Mode&os.ModeSticky == 0:
 		return fmt.Errorf("node directory %s has mode %s, without the sticky bit: a user could remove another's files; "+
 			"'sudo chmod 1777 %s' (or 1770 for a group)", path, modeString(st.Mode), path)
 	}
 	if !mayWrite(st, uid, groups) {
 		return fmt.Errorf("node directory %s (mode %s, group %s) does not let %s write: ask root to add you to its group",
-			path, modeString(st.Mode), groupName(st.GID), userName(uint32(uid)))
+			path, modeString(st.Mode), groupName(st.GID), UserName(uint32(uid)))
 	}
 	return nil
 }
@@ -185,7 +185,7 @@ func trustLock(path string, st NodeDirStat, dirUID uint32) error {
 		return fmt.Errorf("placement lock %s is not a regular file (%s): %s", path, st.Mode.Type(), fix)
 	case st.UID != 0 && st.UID != dirUID:
 		return fmt.Errorf("placement lock %s is owned by %s, not root: its owner could remove it and make another, "+
-			"and placements would overlap; %s", path, userName(st.UID), fix)
+			"and placements would overlap; %s", path, UserName(st.UID), fix)
 	}
 	return nil
 }
@@ -218,7 +218,7 @@ func InitNodeDir(path string, gid int) error {
 	}
 	if s := nodeDirStat(st); !st.IsDir() || s.UID != 0 {
 		return fmt.Errorf("%s exists and is not a directory of root's (%s, owned by %s): remove it and run again",
-			path, modeString(st.Mode()), userName(s.UID))
+			path, modeString(st.Mode()), UserName(s.UID))
 	}
 	if err := os.Lchown(path, 0, group); err != nil {
 		return fmt.Errorf("node directory: %w", err)
@@ -291,7 +291,7 @@ type NotYours struct {
 
 func (e *NotYours) Error() string {
 	return fmt.Sprintf("permission denied: pid %d is %s's (its control block %s): only that user and root may change it",
-		e.PID, userName(e.UID), e.Path)
+		e.PID, UserName(e.UID), e.Path)
 }
 
 func (e *NotYours) Unwrap() error { return os.ErrPermission }
@@ -309,8 +309,8 @@ func (h *Handle) Writable() error {
 	return e
 }
 
-// userName is uid's name and number ("nobody (uid 65534)"), or the number.
-func userName(uid uint32) string {
+// UserName is uid's name and number ("nobody (uid 65534)"), or the number.
+func UserName(uid uint32) string {
 	id := strconv.FormatUint(uint64(uid), 10)
 	if u, err := user.LookupId(id); err == nil {
 		return fmt.Sprintf("user %s (uid %s)", u.Username, id)

@@ -123,7 +123,7 @@ func trustRootDir(what, path string, st NodeDirStat) error {
 	case !st.Mode.IsDir():
 		return fmt.Errorf("%s %s is not a directory (%s)", what, path, st.Mode.Type())
 	case st.UID != 0:
-		return fmt.Errorf("%s %s is owned by %s, not root", what, path, userName(st.UID))
+		return fmt.Errorf("%s %s is owned by %s, not root", what, path, UserName(st.UID))
 	case st.Mode.Perm()&0o022 != 0:
 		return fmt.Errorf("%s %s has mode %s: others may write it", what, path, modeString(st.Mode))
 	}
@@ -191,7 +191,7 @@ func readPublished(path string, s *Snapshot) error {
 		return openError(path, err)
 	}
 	if uid := nodeDirStat(st).UID; uid != 0 {
-		return &Bad{Path: path, Reason: "owner", Why: fmt.Sprintf("published claim %s is owned by %s, not root: not honoured", path, userName(uid))}
+		return &Bad{Path: path, Reason: "owner", Why: fmt.Sprintf("published claim %s is owned by %s, not root: not honoured", path, UserName(uid))}
 	}
 	if err := guarded(path, func() { *s = h.Snapshot() }); err != nil {
 		return err

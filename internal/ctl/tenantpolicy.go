@@ -16,13 +16,17 @@ import (
 	"github.com/carve-gpu/carve/internal/topo"
 )
 
-// GPUMemory is what root's fence knows of the GPUs' memory, for a raise
-// of a recorded tenant's memory limit: Bytes, a GPU's memory by its UUID
-// (0: not known), and Charge, what a limit counts against it
-// (place.MemCharge). Where a GPU's memory is not known no raise is taken.
+// GPUMemory is what root's fence knows of the GPUs' memory: Bytes, a
+// GPU's memory by its UUID (0: not known), and Charge, what a limit
+// counts against it (place.MemCharge), which a first block's limit must
+// fit (judge: where a GPU's memory is not known, it is taken as it says);
+// and Raise, whether a recorded tenant's raise that fits is taken (root's
+// carve set --mem; a user's, written into its block, is not), never
+// where a GPU's memory is not known.
 type GPUMemory struct {
 	Bytes  func(gpu string) uint64
 	Charge func(limit uint64, mps bool) uint64
+	Raise  bool
 }
 
 // as is r with the memory limit, bandwidth share and partitions of s
@@ -67,37 +71,43 @@ func (r TenantRecord) placed(s Snapshot) Snapshot {
 }
 
 // View is blocks as a reader of user uid believes them (its placements,
-// fences and memory sums): in the node directory (keepsRecords), a block
-// of uid's is as it says (a user's own tenant harms only that user's,
-// and a move it just made is not yet recorded); another's, as its
-// tenant's record says (Of); another's with no record, as it says where
-// root will record it so at its next fence (its tenant's first block,
-// whose start ticks are its process's, and no record of the tenant yet:
-// a block carve run placed a moment ago), else not at all (it holds no
-// TPCs or memory: a block of another user's under a recorded tenant's
-// pid, or one root will never record). Where root's fence has not run
-// within RecordsFresh (no carve daemon), no block is recorded, and each
-// is as it says, a tenant's children too once its first process ended.
-// Elsewhere blocks are as they say.
-func (r Records) View(blocks []Entry, uid int) []Entry {
+// fences and memory sums), beside claims: in the node directory
+// (keepsRecords), a block of uid's is as it says (a user's own tenant
+// harms only that user's, and a move it just made is not yet recorded);
+// another's, as its tenant's record says (Of), with what root's next
+// fence will take of a change its first block made since (pending); one
+// of a tenant root has not recorded, as root will record it at its next
+// fence (believe: its first block judged as a placement, whose start
+// ticks are its process's: a block carve run placed a moment ago), else
+// not at all (it holds no TPCs or memory: a block of another user's
+// under a recorded tenant's pid, or one root will never record). Where
+// root's fence has not run within RecordsFresh (no carve daemon: users'
+// placements fail, place.Fresh), a block root will never record (a
+// tenant's child once its first process ended) is as it says. Elsewhere
+// blocks are as they say.
+func (r Records) View(blocks []Entry, claims []Claim, uid int) []Entry {
 	if !r.kept {
 		return blocks
 	}
-	firsts := map[int]bool{} // tenants root will record as their first blocks say
+	b, base := r.believe(blocks, claims, GPUMemory{})
 	for _, e := range blocks {
-		if _, recorded := r.by[e.Tenant]; e.PID == e.Tenant && !recorded {
-			if ticks, err := StartTicks(e.PID); err == nil && ticks != 0 && ticks == e.StartTicks {
-				firsts[e.Tenant] = true
-			}
+		rec, ok := r.of(e)
+		if !ok || e.PID != e.Tenant || len(rec.Parts) == 0 || ownerOf(e.Path) == uid {
+			continue
+		}
+		if now := rec.as(e.Snapshot); !now.equal(rec) {
+			b.by[e.PID] = pending(rec, now, base, claims)
 		}
 	}
 	out := make([]Entry, 0, len(blocks))
 	for _, e := range blocks {
-		_, recorded := r.of(e)
+		_, believed := b.of(e)
 		switch {
 		case ownerOf(e.Path) == uid:
 			out = append(out, e)
-		case recorded || firsts[e.Tenant] || !r.fenced: // no fence running: each as it says
+		case believed:
+			out = append(out, b.Of(e))
+		case !r.fenced: // no fence running: as it says
 			out = append(out, r.Of(e))
 		}
 	}
@@ -133,7 +143,7 @@ func recordPath(block string, pid int) string {
 // have allowed the change (take), and writes it.
 func (r Records) takeChanges(rd string, blocks []Entry, claims []Claim, mem GPUMemory) []error {
 	var errs []error
-	view := r.View(blocks, 0)
+	_, view := r.believe(blocks, claims, mem)
 	for _, e := range blocks {
 		rec, ok := r.by[e.PID]
 		if e.PID != e.Tenant || !ok || rec.StartTicks != e.StartTicks || len(rec.Parts) == 0 || ownerOf(e.Path) != rec.UID {
@@ -148,7 +158,7 @@ func (r Records) takeChanges(rd string, blocks []Entry, claims []Claim, mem GPUM
 			continue
 		}
 		r.by[e.PID] = next
-		view = r.View(blocks, 0)
+		_, view = r.believe(blocks, claims, mem)
 	}
 	return errs
 }
@@ -159,8 +169,8 @@ func (r Records) takeChanges(rd string, blocks []Entry, claims []Claim, mem GPUM
 // them holds (an LS or plain partition its TPCs, a BE one its floor,
 // which others keep off; a BE tenant's mask meets the claims' alone, as
 // its placement does), on the same GPUs, live TPCs and floors; a lower
-// limit or none; a raise that fits each of its GPUs' memory beside the
-// others' limits (mem). The rest stays as rec says.
+// limit or none; a raise root made (mem.Raise) that fits each of its
+// GPUs' memory beside the others' limits. The rest stays as rec says.
 func take(rec, now TenantRecord, view []Entry, claims []Claim, mem GPUMemory) TenantRecord {
 	next := rec
 	next.Parts = slices.Clone(rec.Parts)
@@ -179,7 +189,7 @@ func take(rec, now TenantRecord, view []Entry, claims []Claim, mem GPUMemory) Te
 			next.Parts[i].Mask = p.Mask
 		}
 	}
-	if now.Mem == 0 || rec.Mem != 0 && now.Mem <= rec.Mem || fits(rec, now.Mem, view, claims, mem) {
+	if fit, _ := fits(rec, now.Mem, view, claims, mem); now.Mem == 0 || rec.Mem != 0 && now.Mem <= rec.Mem || mem.Raise && fit {
 		next.Mem = now.Mem
 	}
 	return next
@@ -225,12 +235,13 @@ func samePart(a, b Part) bool {
 	return a.Live == b.Live
 }
 
-// fits says whether rec's memory limit raised to limit fits the memory of
-// each of its GPUs (mem) beside the limits of the other tenants of view
-// and the claims there.
-func fits(rec TenantRecord, limit uint64, view []Entry, claims []Claim, mem GPUMemory) bool {
+// fits says whether rec's memory limit as limit fits the memory of each
+// of its GPUs (mem) beside the limits of the other tenants of view and
+// the claims there, and whether mem knows the memory of each (where it
+// does not, fit is false).
+func fits(rec TenantRecord, limit uint64, view []Entry, claims []Claim, mem GPUMemory) (fit, known bool) {
 	if mem.Bytes == nil || mem.Charge == nil {
-		return false
+		return false, false
 	}
 	mps := false
 	for _, e := range view {
@@ -241,7 +252,7 @@ func fits(rec TenantRecord, limit uint64, view []Entry, claims []Claim, mem GPUM
 	for _, part := range rec.Parts {
 		total := mem.Bytes(part.GPU)
 		if total == 0 {
-			return false
+			return false, false
 		}
 		charged := map[int]uint64{} // by tenant: its account block's limit
 		for _, e := range view {
@@ -263,8 +274,8 @@ func fits(rec TenantRecord, limit uint64, view []Entry, claims []Claim, mem GPUM
 			}
 		}
 		if sum > total {
-			return false
+			return false, true
 		}
 	}
-	return true
+	return true, true
 }

@@ -242,17 +242,28 @@ func keepsRecords(dir string) bool {
 // by tenant pid. Where none are kept (keepsRecords) Of leaves a block as
 // it says.
 type Records struct {
-	kept   bool // dir keeps records (keepsRecords)
-	fenced bool // ... and root's fence touched their directory within RecordsFresh
-	by     map[int]TenantRecord
+	kept    bool      // dir keeps records (keepsRecords)
+	fenced  bool      // ... and root's fence touched their directory within RecordsFresh
+	touched time.Time // when it last did (zero: never)
+	by      map[int]TenantRecord
 }
 
 // RecordsFresh is how long after root's fence last touched the records'
 // directory (each pass: carve daemon's, every second) carve takes it for
-// running: an unrecorded block of another user's is then believed only
-// where root will record it (Records.View); with none running, no block
-// is recorded, and each is believed as it says.
-const RecordsFresh = 10 * time.Second
+// running: with none running no tenant is recorded, and a user's
+// placement there fails (Unfenced). Tests lengthen it, so that a slow
+// machine does not make their directories' records stale.
+var RecordsFresh = 10 * time.Second
+
+// Unfenced says how long it is since root's fence last touched the
+// records (zero where it never did), and whether that is RecordsFresh or
+// more in a directory that keeps records (no carve daemon runs there).
+func (r Records) Unfenced() (since time.Duration, unfenced bool) {
+	if !r.touched.IsZero() {
+		since = time.Since(r.touched)
+	}
+	return since, r.kept && !r.fenced
+}
 
 // ReadRecords reads dir's tenant records (TenantRecords) where it keeps
 // them (keepsRecords). A directory or file carve does not trust (not root's, a link,
@@ -265,7 +276,8 @@ func ReadRecords(dir string) (r Records, skipped []Bad) {
 	}
 	rd := filepath.Join(dir, TenantRecords)
 	if st, err := os.Lstat(rd); err == nil {
-		r.fenced = time.Since(st.ModTime()) < RecordsFresh
+		r.touched = st.ModTime()
+		r.fenced = time.Since(r.touched) < RecordsFresh
 	}
 	des, err := listRootDir("tenant records", rd)
 	if err != nil {
@@ -309,7 +321,7 @@ func readRecord(path string) (TenantRecord, error) {
 		return TenantRecord{}, &Bad{Path: path, Reason: "not-regular", Why: fmt.Sprintf("tenant record %s is not a regular file (%s): not honoured", path, st.Mode().Type())}
 	}
 	if uid := nodeDirStat(st).UID; uid != 0 {
-		return TenantRecord{}, &Bad{Path: path, Reason: "owner", Why: fmt.Sprintf("tenant record %s is owned by %s, not root: not honoured", path, userName(uid))}
+		return TenantRecord{}, &Bad{Path: path, Reason: "owner", Why: fmt.Sprintf("tenant record %s is owned by %s, not root: not honoured", path, UserName(uid))}
 	}
 	b, err := io.ReadAll(io.LimitReader(f, recordMax+1))
 	if err == nil && len(b) > recordMax {
@@ -377,8 +389,10 @@ func (r Records) Of(e Entry) Entry {
 // RecordTenants brings the tenant records of dir up to date with its
 // live blocks (blocks): a tenant of carve run with no record, or with one
 // of an earlier process of its pid, is recorded from its first block
-// (PID == Tenant), where that block's start ticks are its process's; the
-// record of a tenant with no live block is removed. Each record is
+// (PID == Tenant), where that block's start ticks are its process's, as
+// a placement would have allowed it beside the others (Records.believe,
+// judge: what every reader believed of it meanwhile); the record of a
+// tenant with no live block is removed. Each record is
 // written under a temporary name renamed into place, root's, mode 0644,
 // into TenantRecords, which it makes (root's, mode 0755) or replaces
 // where a user made it first. It does this only where dir keeps records
@@ -403,22 +417,9 @@ func RecordTenants(dir string, blocks []Entry, claims []Claim, mem GPUMemory) (R
 		live[e.Tenant] = true
 	}
 	var errs []error
-	for _, e := range blocks {
-		if e.PID != e.Tenant {
-			continue
-		}
-		if rec, ok := have.by[e.PID]; ok && rec.StartTicks == e.StartTicks {
-			continue
-		}
-		ticks, err := StartTicks(e.PID)
-		if err != nil || ticks == 0 || ticks != e.StartTicks {
-			continue // not its process's: a block's start ticks are its to write
-		}
-		rec := TenantRecord{PID: e.PID, StartTicks: ticks, UID: ownerOf(e.Path), Class: e.Class}.as(e.Snapshot)
-		if rec.Class == ClassLS {
-			rec.SLO = e.Tide.SLO
-		}
-		rec = rec.plain()
+	judged, _ := have.believe(blocks, claims, mem)
+	for _, e := range have.firsts(blocks) {
+		rec := judged.by[e.PID]
 		if err := writeRecord(rd, rec); err != nil {
 			errs = append(errs, fmt.Errorf("recording tenant %d in %s: %w", e.PID, rd, err))
 			continue
@@ -428,7 +429,7 @@ func RecordTenants(dir string, blocks []Entry, claims []Claim, mem GPUMemory) (R
 	errs = append(errs, have.takeChanges(rd, blocks, claims, mem)...)
 	now := time.Now()
 	if err := os.Chtimes(rd, now, now); err == nil { // root's fence runs (RecordsFresh)
-		have.fenced = true
+		have.fenced, have.touched = true, now
 	}
 	des, err := os.ReadDir(rd)
 	if err != nil {

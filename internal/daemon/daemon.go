@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,7 @@ import (
 	"github.com/carve-gpu/carve/internal/place"
 	"github.com/carve-gpu/carve/internal/slo"
 	"github.com/carve-gpu/carve/internal/status"
+	"github.com/carve-gpu/carve/internal/topo"
 	"github.com/carve-gpu/carve/internal/xid"
 )
 
@@ -58,8 +60,12 @@ type Options struct {
 	// a command line may carry what its tenant would not have read by
 	// whoever reaches the daemon's address.
 	ShowCommands bool
-	Log          *slog.Logger
-	Ready        func(addr string) // called with the address once it listens
+	// GPUs are the node's GPUs (their UUIDs and memory), which in the node
+	// directory a tenant's first record's memory limit must fit (place.Fence:
+	// where a GPU's is not known, it is recorded as its block says).
+	GPUs  []*topo.Topology
+	Log   *slog.Logger
+	Ready func(addr string) // called with the address once it listens
 }
 
 // CheckEvery is how often the daemon looks over a Shared runtime
@@ -141,6 +147,7 @@ func Run(ctx context.Context, o Options) error {
 		})
 	}()
 	c := newCollector(o.Dir, o.ShowCommands, ctrl)
+	c.gpus = o.GPUs
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	mux := http.NewServeMux()
@@ -237,8 +244,9 @@ type collector struct {
 	showCommands bool // Options.ShowCommands: the command label is "" without it
 	slo          *slo.Controller
 	reclaimed    atomic.Int64
-	checks       bool   // it checks the directory every CheckEvery (a Shared one it writes the node blocks of)
-	seen         string // what check last saw of the directory (listed)
+	checks       bool             // it checks the directory every CheckEvery (a Shared one it writes the node blocks of)
+	seen         string           // what check last saw of the directory (listed)
+	gpus         []*topo.Topology // Options.GPUs, whose memory its fences know
 }
 
 // newCollector is the collector of dir's blocks, steered by ctrl (nil:
@@ -266,7 +274,7 @@ func (c *collector) reclaim() int {
 	if c.checks {
 		c.seen = listed(c.dir) // what this fence sees, for check
 	}
-	place.Fence(c.dir)
+	place.Fence(c.dir, c.gpus...)
 	c.reclaimed.Add(int64(n))
 	return n
 }
@@ -283,7 +291,7 @@ func (c *collector) check() bool {
 		return false
 	}
 	c.seen = now
-	place.Fence(c.dir)
+	place.Fence(c.dir, c.gpus...)
 	return true
 }
 
@@ -344,11 +352,16 @@ var (
 	descLSBusy = prometheus.NewDesc("carve_node_ls_busy", "LS tenants of a GPU with work in flight now.", []string{"node"}, nil)
 	descRecl   = prometheus.NewDesc("carve_daemon_reclaimed_slots_total", "Node slots of dead LS tenants the daemon freed.", nil, nil)
 	descBad    = prometheus.NewDesc("carve_blocks_unreadable", "Control blocks carve could not read, and skipped, by why (see carve ls).", []string{"reason"}, nil)
+	descLock   = prometheus.NewDesc("carve_placement_lock_held", "1 where a process of a user but root holds the node directory's placement lock at the scrape (place.LockHolder): "+
+		"one that holds it for long delays other users' placements by place.PassOver and fails moves and root's placements.", []string{"pid", "user"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	if pid, user, ok := place.LockHolder(c.dir); c.checks && ok { // the node directory's, as root
+		ch <- prometheus.MustNewConstMetric(descLock, prometheus.GaugeValue, 1, strconv.Itoa(pid), user)
+	}
 	events, _ := xid.Read()
 	rows, _ := status.List(c.dir, events)
 	rows, skipped := status.Readable(rows)

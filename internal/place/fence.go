@@ -15,15 +15,17 @@ import (
 )
 
 // Fence brings the node blocks' fixed TPCs and seats up to date (see
-// fence) under dir's lock: a partition that ended since the last placement
+// fence) under dir's lock (root's, in the node directory, goes on past a
+// user's hold of it: lockOrPass): a partition that ended since the last placement
 // no longer keeps LS tenants off its TPCs, and an LS tenant that ended
 // leaves its seat. In carve-dra's runtime directory the node directory's
 // tenants (read without its lock) are fixed TPCs too, as a claim's
 // placement counts them. carve daemon calls it now and then. gpus are
-// the GPUs whose memory it knows, for a raise of a recorded tenant's
-// memory limit (ctl.RecordTenants: with none, none is taken).
+// the GPUs whose memory it knows, which a first record's memory limit
+// must fit (ctl.RecordTenants; it takes no raise).
 func Fence(dir string, gpus ...*topo.Topology) error {
-	unlock, err := lock(dir)
+	// root's, in the node directory, goes on past a user's hold of the lock
+	unlock, _, err := lockPassing(dir, ctl.Shared(dir) && ctl.WritesNodes(dir))
 	if err != nil {
 		return err
 	}
@@ -45,15 +47,15 @@ func Fence(dir string, gpus ...*topo.Topology) error {
 // lock after a change. A user's carve in the node directory writes no
 // node block (ctl.WritesNodes): there root's carve daemon fences (Fence),
 // records each tenant of carve run first (ctl.RecordTenants: its class,
-// SLO, memory limit and TPCs, which seats and fences follow, and a later
-// change of the last two where a placement would have allowed it, the
-// memory of gpus known), and makes the node blocks that users' LS and BE
-// tenants name (makeNodes).
+// SLO, memory limit and TPCs, which seats and fences follow, its limit
+// judged against the memory of gpus, and a later change of the last two
+// where a placement would have allowed it, a raise only of l.raise), and
+// makes the node blocks that users' LS and BE tenants name (makeNodes).
 func fence(dir string, l *listing, gpus ...*topo.Topology) error {
 	if !ctl.WritesNodes(dir) {
 		return nil
 	}
-	recs, recorded := ctl.RecordTenants(dir, l.blocks, l.claims, ctl.GPUMemory{Bytes: memoryOf(gpus), Charge: MemCharge})
+	recs, recorded := ctl.RecordTenants(dir, l.blocks, l.claims, ctl.GPUMemory{Bytes: memoryOf(gpus), Charge: MemCharge, Raise: l.raise})
 	l.recs = recs
 	parts := l.partitions()
 	made := makeNodes(dir, parts)

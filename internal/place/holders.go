@@ -88,6 +88,35 @@ type listing struct {
 	// others are the node directory's tenants, which a claim's placement
 	// in carve-dra's runtime directory keeps off (view.tenants)
 	others []ctl.Entry
+	raise  bool // fence takes a recorded tenant's raise that fits (root's SetMemory: ctl.GPUMemory.Raise)
+}
+
+// Fresh fails a placement, move or memory change of a user's in dir
+// (place, move and SetMemory call it under the lock; carve run again
+// where its tenant was not recorded) where root's fence has not touched
+// dir's tenant records within ctl.RecordsFresh (no carve daemon runs):
+// then nothing is recorded, so a block made by hand would hold what it
+// says for good, and a move would never be taken. Root's carve records
+// itself (fence), so its go on; so does any carve outside the node
+// directory.
+func Fresh(dir string) error {
+	recs, _ := ctl.ReadRecords(dir)
+	return fresh(dir, recs)
+}
+
+// fresh is Fresh of dir's records recs, as read.
+func fresh(dir string, recs ctl.Records) error {
+	since, unfenced := recs.Unfenced()
+	if !unfenced || ctl.WritesNodes(dir) {
+		return nil
+	}
+	when := "ever"
+	if since > 0 {
+		when = "for " + since.Round(time.Second).String()
+	}
+	return fmt.Errorf("root's carve daemon has not fenced the node directory %s %s (it does every second): no tenant there is recorded, "+
+		"so another user's block would hold what it says, and a placement, move or memory limit of a user but root is refused until it runs: run 'sudo carve daemon'",
+		dir, when)
 }
 
 func list(dir string) (*listing, error) {
@@ -105,9 +134,9 @@ func list(dir string) (*listing, error) {
 
 // believed are the blocks as this user's carve believes them
 // (ctl.Records.View): in the node directory another user's tenant holds
-// the TPCs and memory limit of root's record of it, not what its blocks
-// say now.
-func (l *listing) believed() []ctl.Entry { return l.recs.View(l.blocks, os.Geteuid()) }
+// the TPCs and memory limit of root's record of it (or of what root will
+// record, and of a change it is yet to take), not what its blocks say now.
+func (l *listing) believed() []ctl.Entry { return l.recs.View(l.blocks, l.claims, os.Geteuid()) }
 
 // partitions are the blocks' snapshots and the claims' reservations, what
 // fence reads; and those of the other directory, carve-dra's runtime

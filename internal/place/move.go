@@ -62,6 +62,9 @@ func Move(dir string, t *topo.Topology, pid int, s partition.Spec, share bool) (
 	if err != nil {
 		return nil, err
 	}
+	if err := fresh(dir, l.recs); err != nil {
+		return nil, err
+	}
 	set, overlaps, err := choose(t, Request{Spec: s, PID: snap.Tenant, Share: share, Policy: ctl.Policy{Class: snap.Class}}, l.holders(t))
 	if err != nil {
 		return nil, err

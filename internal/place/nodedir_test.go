@@ -123,6 +123,7 @@ func placedSet(t *testing.T, who, line string) partition.Set {
 	if !ok {
 		t.Fatalf("%s: %s", who, line)
 	}
+	s, _, _ = strings.Cut(s, " past the lock of ")
 	set, err := partition.ParseList(s)
 	if err != nil {
 		t.Fatal(err)

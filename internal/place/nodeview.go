@@ -83,7 +83,7 @@ func (v *view) tenants() []ctl.Entry {
 	if err != nil {
 		v.err = errors.Join(v.err, fmt.Errorf("reading the node directory's tenants: %w", err))
 	}
-	return l.Records.View(l.Live, os.Geteuid()) // another user's, as root's record of it says
+	return l.Records.View(l.Live, l.Claims, os.Geteuid()) // another user's, as root's record of it says
 }
 
 // publish writes dir's claims into the node directory (ctl.Publish).

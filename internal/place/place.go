@@ -74,6 +74,9 @@ type Placed struct {
 	// tenants were not all seen or the claim not published there (the
 	// claim is placed all the same): see openView.
 	NodeView error
+	// LockHeld names the process of another user that held the placement
+	// lock past PassOver, where the placement went on without it.
+	LockHeld string
 }
 
 // PlacedOn is the partition placed on one more GPU.
@@ -126,13 +129,18 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 			limit = l
 		}
 	}
-	unlock, err := lock(dir)
+	// a user's placement in the node directory goes on past another
+	// user's hold of the lock: root's record of it then decides (Lost)
+	unlock, held, err := lockPassing(dir, r.Claim == nil && !ctl.WritesNodes(dir))
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	l, err := list(dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := fresh(dir, l.recs); err != nil {
 		return nil, err
 	}
 	v := &view{unlock: func() {}}
@@ -163,7 +171,7 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 		in.Parts = append(in.Parts, part)
 	}
 	p := &Placed{Set: placed[0].Set, Mask: placed[0].Mask, Overlaps: placed[0].Overlaps, Dir: claimDir, Memory: placed[0].Memory,
-		More: placed[1:]}
+		More: placed[1:], LockHeld: held}
 	if len(p.More) == 0 {
 		p.More = nil
 	}

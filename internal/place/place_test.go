@@ -28,6 +28,7 @@ import (
 // PLACE_HELPER set it places a partition for itself (or holds the lock),
 // prints what happened, and stays alive until its stdin closes.
 func TestMain(m *testing.M) {
+	ctl.RecordsFresh = 24 * time.Hour // no test's records go stale on a slow machine; those that want them stale age them
 	switch os.Getenv("PLACE_HELPER") {
 	case "place":
 		helperPlace()
@@ -45,6 +46,8 @@ func TestMain(m *testing.M) {
 		helperWrite()
 	case "open":
 		helperOpen()
+	case "fresh":
+		helperFresh()
 	default:
 		if os.Getenv("CARVE_NODE_DIR") == "" { // none: tests that want one make it
 			os.Setenv("CARVE_NODE_DIR", "/nonexistent/carve-node-test")
@@ -54,8 +57,10 @@ func TestMain(m *testing.M) {
 }
 
 // helperPlace places PLACE_COUNT TPCs of PLACE_TOPOLOGY in PLACE_DIR for
-// itself, of the class PLACE_CLASS (ls, be, or none) and the memory limit
-// PLACE_MEM (none unless set), and stays.
+// itself, of the class PLACE_CLASS (ls, be, or none), the memory limit
+// PLACE_MEM, the bandwidth share PLACE_BW and a BE tenant's floor of
+// PLACE_FLOOR TPCs (none unless set), and stays; it says whose hold of
+// the lock it went on past, if it did.
 func helperPlace() {
 	t, err := topo.Parse([]byte(os.Getenv("PLACE_TOPOLOGY")))
 	if err != nil {
@@ -77,13 +82,19 @@ func helperPlace() {
 	if bw := os.Getenv("PLACE_BW"); bw != "" { // a bandwidth share
 		fmt.Sscan(bw, &policy.BW)
 	}
+	if f := os.Getenv("PLACE_FLOOR"); f != "" { // a BE floor
+		fmt.Sscan(f, &policy.Floor)
+	}
 	if m := os.Getenv("PLACE_MEM"); m != "" { // a memory limit
 		policy.Mem, _ = ctl.ParseMemLimit(m)
 	}
 	p, err := Place(os.Getenv("PLACE_DIR"), t, Request{Spec: spec, PID: os.Getpid(), Comm: []string{"helper"}, Policy: policy})
-	if err != nil {
+	switch {
+	case err != nil:
 		fmt.Println("refused", strings.ReplaceAll(err.Error(), "\n", " "))
-	} else {
+	case p.LockHeld != "":
+		fmt.Println("placed", p.Set, "past the lock of", p.LockHeld)
+	default:
 		fmt.Println("placed", p.Set)
 	}
 	io.Copy(io.Discard, os.Stdin)

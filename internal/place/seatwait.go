@@ -63,7 +63,9 @@ func Unrecorded(dir string, e ctl.Entry) bool {
 // (Unrecorded) and Unseated nowhere, for up to SeatWait counted in the
 // sleeps it takes (sleep: time.Sleep, or a test's clock), and returns
 // where it is still not seated and whether it is recorded. carve run
-// calls it where it writes no node block (ctl.WritesNodes).
+// calls it where it writes no node block (ctl.WritesNodes), and fails
+// where its tenant is not recorded and root's daemon does not run
+// (Fresh), else warns (SeatWarning).
 func AwaitSeats(dir string, e ctl.Entry, sleep func(time.Duration)) (left []ctl.Part, recorded bool) {
 	for waited := time.Duration(0); ; waited += seatPoll {
 		left, recorded = Unseated(dir, e.Snapshot), !Unrecorded(dir, e)
@@ -106,4 +108,33 @@ func SeatWarning(dir string, class uint32, parts []ctl.Part, recorded bool) stri
 	}
 	return fmt.Sprintf("no %s within %v: is root's 'carve daemon' running on the node directory %s? %s",
 		strings.Join(missing, ", no "), SeatWait, dir, then)
+}
+
+// Lost says why root's record of e, the first block in dir of a tenant
+// carve run placed, leaves it less than its block says, where it does:
+// another placement made at the same moment (past a lock held too long,
+// lockOrPass, or beside a block made by hand) was recorded first with
+// some of its TPCs, its memory or its bandwidth slots, which the other
+// users now believe that one's. A placement with share (--share) is held
+// to its bandwidth slots alone: the TPCs it shares and a limit past the
+// GPU's memory are not recorded. nil where nothing is lost, or where e
+// has no record (none is kept, or root has not recorded it yet).
+func Lost(dir string, e ctl.Entry, share bool) error {
+	recs, _ := ctl.ReadRecords(dir)
+	if _, unfenced := recs.Unfenced(); unfenced || !recs.Recorded(e) {
+		return nil
+	}
+	lost := len(recs.Changed([]ctl.Entry{e})) > 0
+	if share {
+		got, placed := recs.Of(e), e.Parts()
+		lost = got.BW != e.BW
+		for i, p := range got.Parts() {
+			lost = lost || i >= len(placed) || p.BWOff != placed[i].BWOff
+		}
+	}
+	if !lost {
+		return nil
+	}
+	return fmt.Errorf("root's record of pid %d in %s holds less than it was placed with (its TPCs, memory limit or bandwidth slot): "+
+		"another placement made at the same moment was recorded first, so its program is not run: run it again", e.PID, dir)
 }

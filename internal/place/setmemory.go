@@ -53,6 +53,9 @@ func SetMemory(dir string, t *topo.Topology, pid int, lim ctl.MemLimit, share bo
 	if err != nil {
 		return nil, err
 	}
+	if err := fresh(dir, l.recs); err != nil {
+		return nil, err
+	}
 	c := &MemChanged{After: limit}
 	var mine []ctl.Entry
 	var at []int // mine's places in l.blocks
@@ -115,7 +118,7 @@ func SetMemory(dir string, t *topo.Topology, pid int, lim ctl.MemLimit, share bo
 		c.PIDs = append(c.PIDs, e.PID)
 	}
 	// root's record takes the change now, the GPUs' memory known
-	l.others = viewOf(dir, false).tenants()
+	l.others, l.raise = viewOf(dir, false).tenants(), true
 	fence(dir, l, append([]*topo.Topology{t}, more...)...)
 	return c, nil
 }

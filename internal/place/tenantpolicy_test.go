@@ -6,6 +6,8 @@
 package place
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -206,8 +208,10 @@ func TestNodeDirOddBlockRecorded(t *testing.T) {
 
 // TestNodeDirMemoryRaise: in the node directory a user lowers its
 // tenant's memory limit but does not raise it (other users would count
-// root's record of the lower one while it allocated more); root raises
-// it, and root's record takes the raise at once, the GPU's memory known.
+// root's record of the lower one while it allocated more), nor by writing
+// a raise that fits into its block (root's fence, the GPU's memory
+// known, takes none); root raises it, and root's record takes the raise
+// at once.
 func TestNodeDirMemoryRaise(t *testing.T) {
 	dir, bin := nodeDir(t)
 	top, js := topologyJSON(t)
@@ -236,6 +240,13 @@ func TestNodeDirMemoryRaise(t *testing.T) {
 	if got := recorded(t, dir, pa).Memory.Limit; got != 1<<30 {
 		t.Errorf("recorded limit %d after uid 65534 lowered it, want 1 GiB", got)
 	}
+	rewriteRoot(t, blockOf(dir, pa), func(b *ctl.Block) { b.MemLimit = 2 << 30 }) // as uid 65534 through its mapping
+	if err := Fence(dir, top); err != nil {                                       // the daemon's, which knows the GPU's memory
+		t.Fatal(err)
+	}
+	if got := recorded(t, dir, pa).Memory.Limit; got != 1<<30 {
+		t.Errorf("recorded limit %d after uid 65534 wrote 2 GiB into its block, want 1 GiB", got)
+	}
 	if _, err := SetMemory(dir, top, pa, ctl.MemLimit{Bytes: 4 << 30}, false, nil); err != nil {
 		t.Fatalf("root raising it: %v", err)
 	}
@@ -244,13 +255,16 @@ func TestNodeDirMemoryRaise(t *testing.T) {
 	}
 }
 
-// TestNodeDirNoFenceBelievesBlocks: while root's fence runs (it touched
-// the records' directory within ctl.RecordsFresh) another user's block
-// that root will never record (a child of a tenant whose first process
-// ended) holds nothing for uid 65533's placement; with no fence running
-// (no carve daemon: nothing is recorded) it is believed as it says, as a
-// block of a directory without records is.
-func TestNodeDirNoFenceBelievesBlocks(t *testing.T) {
+// TestNodeDirNoFence: while root's fence runs (it touched the records'
+// directory within ctl.RecordsFresh) another user's block that root will
+// never record (a child of a tenant whose first process ended) holds
+// nothing for uid 65533's placement; with no fence running (no carve
+// daemon: nothing is recorded) uid 65533's placement, move and memory
+// change fail, naming the directory, how long since root's fence and
+// sudo carve daemon, and make no block, as does carve run's look once
+// its tenant was not recorded (Fresh); root's placement goes on. Root's
+// fence touches the records' directory.
+func TestNodeDirNoFence(t *testing.T) {
 	dir, bin := nodeDir(t)
 	top, js := topologyJSON(t)
 	procs := sleepers(t, 2)
@@ -269,31 +283,63 @@ func TestNodeDirNoFenceBelievesBlocks(t *testing.T) {
 	if err := os.Chown(blockOf(dir, child), 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	all := []string{"PLACE_DIR=" + dir, "PLACE_TOPOLOGY=" + js, "PLACE_HELPER=place", "PLACE_COUNT=" + strconv.Itoa(len(top.TPCs))}
-	for _, fenced := range []bool{false, true} {
-		at := time.Now().Add(-2 * ctl.RecordsFresh)
-		if fenced {
-			at = time.Now()
-		}
-		if err := os.Chtimes(filepath.Join(dir, ctl.TenantRecords), at, at); err != nil {
+	env := []string{"PLACE_DIR=" + dir, "PLACE_TOPOLOGY=" + js}
+	rd := filepath.Join(dir, ctl.TenantRecords)
+	age := func(d time.Duration) {
+		at := time.Now().Add(-d)
+		if err := os.Chtimes(rd, at, at); err != nil {
 			t.Fatal(err)
 		}
-		b := asUser(t, bin, 65533, all...)
-		b.in.Close()
-		b.cmd.Wait()
-		if placed := strings.HasPrefix(b.line, "placed "); placed != fenced {
-			t.Errorf("fence running %v: uid 65533 asking for every TPC beside another user's unrecorded child block: %q", fenced, b.line)
+	}
+	all := append(env, "PLACE_HELPER=place", "PLACE_COUNT="+strconv.Itoa(len(top.TPCs)-8))
+	b := asUser(t, bin, 65533, all...) // fenced: the child's TPCs are free
+	defer func() { b.in.Close(); b.cmd.Wait() }()
+	placedSet(t, "uid 65533 beside another user's unrecorded child block", b.line)
+	pb := strconv.Itoa(b.cmd.Process.Pid)
+
+	age(2 * ctl.RecordsFresh)
+	refused := func(what string, h *helper) {
+		t.Helper()
+		h.in.Close()
+		h.cmd.Wait()
+		for _, want := range []string{"refused", dir, "for 48h", "sudo carve daemon"} {
+			if !strings.Contains(h.line, want) {
+				t.Errorf("%s with no fence running: %q does not say %q", what, h.line, want)
+			}
 		}
 	}
-	old := time.Now().Add(-time.Hour)
-	rd := filepath.Join(dir, ctl.TenantRecords)
-	if err := os.Chtimes(rd, old, old); err != nil {
-		t.Fatal(err)
+	c := asUser(t, bin, 65533, append(env, "PLACE_HELPER=place", "PLACE_COUNT=4")...)
+	refused("uid 65533's placement", c)
+	if _, err := os.Lstat(blockOf(dir, c.cmd.Process.Pid)); !os.IsNotExist(err) {
+		t.Errorf("the refused placement made a block: %v", err)
 	}
+	refused("uid 65533's move", asUser(t, bin, 65533, append(env, "PLACE_HELPER=move", "PLACE_PID="+pb, "PLACE_COUNT=4")...))
+	refused("uid 65533's memory change", asUser(t, bin, 65533, append(env, "PLACE_HELPER=setmem", "PLACE_PID="+pb, "PLACE_MEM=1G")...))
+	refused("carve run's look", asUser(t, bin, 65533, append(env, "PLACE_HELPER=fresh")...))
+	if _, err := Place(dir, top, Request{Spec: count(t, "1"), PID: os.Getpid(), Share: true}); err != nil {
+		t.Errorf("root's placement with no fence running: %v", err)
+	}
+
+	age(time.Hour)
 	if err := Fence(dir, top); err != nil { // root's carve daemon: a pass
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(rd); err != nil || time.Since(st.ModTime()) > time.Minute {
 		t.Errorf("root's fence passed and left the records' directory untouched (%v)", err)
 	}
+	if h := asUser(t, bin, 65533, append(env, "PLACE_HELPER=fresh")...); h.line != "fresh" {
+		t.Errorf("carve run's look after root's fence: %q", h.line)
+	}
+}
+
+// helperFresh says "fresh", or why a placement in PLACE_DIR is refused
+// (Fresh), as carve run looks where its tenant was not recorded.
+func helperFresh() {
+	if err := Fresh(os.Getenv("PLACE_DIR")); err != nil {
+		fmt.Println("refused", err)
+	} else {
+		fmt.Println("fresh")
+	}
+	io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
 }

@@ -52,6 +52,11 @@ func (e Enable) Or(o Enable) Enable {
 	return Enable{e[0] | o[0], e[1] | o[1], e[2] | o[2], e[3] | o[3]}
 }
 
+// Without is e's bits but o's.
+func (e Enable) Without(o Enable) Enable {
+	return Enable{e[0] &^ o[0], e[1] &^ o[1], e[2] &^ o[2], e[3] &^ o[3]}
+}
+
 // Disable is the mask that keeps a launch to exactly e's bits.
 func (e Enable) Disable() Disable { return Disable{^e[0], ^e[1], ^e[2], ^e[3]} }
 
