@@ -8,6 +8,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -87,6 +88,8 @@ func policyFlag(flags *pflag.FlagSet, field ctl.PolicyField, p *ctl.Policy) {
 		flags.IntVar(v, field.Flag, def.(int), help)
 	case *float64:
 		flags.Float64Var(v, field.Flag, def.(float64), help)
+	case *string:
+		flags.StringVar(v, field.Flag, def.(string), help)
 	case *time.Duration:
 		flags.DurationVar(v, field.Flag, def.(time.Duration), help)
 	case *ctl.MemLimit: // a pflag.Value
@@ -113,6 +116,13 @@ func (f *tideFlags) policy() (ctl.Policy, error) {
 		p.Class = ctl.ClassLS
 	case f.be:
 		p.Class = ctl.ClassBE
+	}
+	if p.Kernels != "" { // the shim's block keeps it for people, wherever they ask
+		abs, err := filepath.Abs(p.Kernels)
+		if err != nil {
+			return p, fmt.Errorf("--kernels: %w", err)
+		}
+		p.Kernels = abs
 	}
 	return p, p.Normalize(ctl.FlagNames)
 }

@@ -126,6 +126,13 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 			limit = l
 		}
 	}
+	var kernels *ctl.KernelTable // read before the lock
+	if r.Policy.Kernels != "" {
+		var err error
+		if kernels, err = ctl.ReadKernelTable(r.Policy.Kernels); err != nil {
+			return nil, err
+		}
+	}
 	unlock, err := lock(dir)
 	if err != nil {
 		return nil, err
@@ -153,6 +160,7 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	policy := r.Policy
 	policy.Mem = ctl.MemLimit{Bytes: limit}
 	policy.Apply(&in)
+	in.Kernels.Table = kernels
 	var placed []PlacedOn
 	for _, g := range gpus {
 		part, on, err := placeOn(g, r, l, limit)
