@@ -8,7 +8,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -116,13 +115,6 @@ func (f *tideFlags) policy() (ctl.Policy, error) {
 		p.Class = ctl.ClassLS
 	case f.be:
 		p.Class = ctl.ClassBE
-	}
-	if p.Kernels != "" { // the shim's block keeps it for people, wherever they ask
-		abs, err := filepath.Abs(p.Kernels)
-		if err != nil {
-			return p, fmt.Errorf("--kernels: %w", err)
-		}
-		p.Kernels = abs
 	}
 	return p, p.Normalize(ctl.FlagNames)
 }

@@ -6,6 +6,7 @@ package place
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
@@ -126,9 +127,12 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 			limit = l
 		}
 	}
-	var kernels *ctl.KernelTable // read before the lock
+	var kernels *ctl.KernelTable // read before the lock; its path kept whole, for people wherever they ask
 	if r.Policy.Kernels != "" {
 		var err error
+		if r.Policy.Kernels, err = filepath.Abs(r.Policy.Kernels); err != nil {
+			return nil, err
+		}
 		if kernels, err = ctl.ReadKernelTable(r.Policy.Kernels); err != nil {
 			return nil, err
 		}

@@ -31,8 +31,9 @@ func KernelArgs(log string, argv []string) []string {
 		"--metrics", strings.Join(KernelMetrics, ",")}, argv...)
 }
 
-// MeasureKernels runs argv under ncu (its output and errors passed on to
-// ours) and returns its kernel table on the GPU named gpu.
+// MeasureKernels runs argv under ncu (our input passed on to it, its
+// output and errors to our errors) and returns its kernel table on the
+// GPU named gpu.
 func MeasureKernels(ncu, gpu string, argv []string) (*ctl.KernelTable, error) {
 	dir, err := os.MkdirTemp("", "carve-kernels-")
 	if err != nil {
@@ -41,7 +42,7 @@ func MeasureKernels(ncu, gpu string, argv []string) (*ctl.KernelTable, error) {
 	defer os.RemoveAll(dir)
 	log := filepath.Join(dir, "ncu.csv")
 	cmd := exec.Command(ncu, KernelArgs(log, argv)...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("%s: %w", strings.Join(cmd.Args, " "), err)
 	}
