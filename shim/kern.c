@@ -66,7 +66,9 @@ static int valid(const struct carve_kern_entry *e, uint32_t n, uint64_t id)
 }
 
 /* load reads the table file of id in dir; NULL, and why into *why, if it
- * is not one. */
+ * is not one: a regular file, this user's or root's (another user of a
+ * shared directory could make one of the name), the head and entries
+ * checked whole. */
 static struct carve_kern_entry *load(const char *dir, uint64_t id, uint32_t *n, const char **why)
 {
 	char path[4200];
@@ -82,7 +84,7 @@ static struct carve_kern_entry *load(const char *dir, uint64_t id, uint32_t *n, 
 	struct carve_kern_head h;
 	struct carve_kern_entry *e = NULL;
 	*why = "it is no kernel table of this block's";
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_uid == geteuid() || st.st_uid == 0) && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
 	    h.magic == CARVE_KERN_MAGIC && h.id == id && h.count <= CARVE_KERN_MAX &&
 	    (uint64_t)st.st_size == sizeof h + (uint64_t)h.count * sizeof *e &&
 	    (e = malloc((size_t)h.count * sizeof *e + 1)) != NULL) {

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"unicode"
 
 	"github.com/carve-gpu/carve/internal/jsonfile"
@@ -223,8 +224,15 @@ func writeKernels(dir string, t *KernelTable, perm os.FileMode) (uint64, error) 
 		return 0, err
 	}
 	path := filepath.Join(dir, KernelsFile(id))
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
-		return id, nil
+	if st, err := os.Lstat(path); err == nil {
+		// the shim takes only this user's or root's: another user of a
+		// shared directory may have made one of the name
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != uint32(os.Geteuid()) && sys.Uid != 0 {
+			return 0, fmt.Errorf("kernel table: %s belongs to uid %d", path, sys.Uid)
+		}
+		if old, err := os.ReadFile(path); err == nil && st.Mode().IsRegular() && bytes.Equal(old, b) {
+			return id, nil
+		}
 	}
 	tmp := filepath.Join(dir, "."+KernelsFile(id)+".new")
 	if err := os.WriteFile(tmp, b, perm); err != nil {

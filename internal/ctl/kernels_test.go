@@ -110,6 +110,13 @@ func TestKernelTableCompact(t *testing.T) {
 	if _, err := ctl.Create(dir, ctl.Init{PID: 2101, Kernels: ctl.Kernels{Path: "/" + strings.Repeat("k", 127)}}); err == nil {
 		t.Error("a path longer than the block holds was taken")
 	}
+	// another user's file of the name (in a shared directory) is not taken
+	if os.Getuid() == 0 {
+		os.Chown(filepath.Join(dir, ctl.KernelsFile(id)), 12345, 12345)
+		if _, err := ctl.Create(dir, ctl.Init{PID: 2102, Kernels: ctl.Kernels{Table: k}}); err == nil || !strings.Contains(err.Error(), "belongs to uid 12345") {
+			t.Errorf("another user's compact table: %v", err)
+		}
+	}
 }
 
 func TestReadKernelTable(t *testing.T) {

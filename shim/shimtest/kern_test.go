@@ -71,22 +71,23 @@ func TestKernelBytesCounted(t *testing.T) {
 }
 
 // TestKernelTableUnused: with no table named, or one that is not what
-// the block says (cut short, changed, of another id, not a file), no
+// the block says (cut short, changed, of another id, another user's, not
+// a file), no
 // launch is counted, the driver is asked no name, and the shim says why
 // and runs on.
 func TestKernelTableUnused(t *testing.T) {
-	file := func(dir string) string {
+	file := func(t *testing.T, dir string) string {
 		m, _ := filepath.Glob(filepath.Join(dir, "kernels-*"))
 		if len(m) != 1 {
 			t.Fatalf("compact tables %v, want one", m)
 		}
 		return m[0]
 	}
-	rewrite := func(f func([]byte) []byte) func(string) {
-		return func(dir string) {
-			b, err := os.ReadFile(file(dir))
+	rewrite := func(f func([]byte) []byte) func(*testing.T, string) {
+		return func(t *testing.T, dir string) {
+			b, err := os.ReadFile(file(t, dir))
 			if err == nil {
-				err = os.WriteFile(file(dir), f(b), 0o600)
+				err = os.WriteFile(file(t, dir), f(b), 0o600)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -96,18 +97,26 @@ func TestKernelTableUnused(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		table *ctl.KernelTable
-		spoil func(dir string)
+		spoil func(t *testing.T, dir string)
 	}{
-		{"none", nil, func(string) {}},
+		{"none", nil, func(*testing.T, string) {}},
 		{"short", testTable, rewrite(func(b []byte) []byte { return b[:len(b)-1] })},
 		{"longer", testTable, rewrite(func(b []byte) []byte { return append(b, make([]byte, 24)...) })},
 		{"changed", testTable, rewrite(func(b []byte) []byte { b[20]++; return b })},
 		{"flags", testTable, rewrite(func(b []byte) []byte { b[16+16] = 2; return b })},
 		{"count", testTable, rewrite(func(b []byte) []byte { b[4] = 0xff; b[5] = 0xff; return b })},
 		{"empty", testTable, rewrite(func([]byte) []byte { return nil })},
-		{"gone", testTable, func(dir string) { os.Remove(file(dir)) }},
-		{"fifo", testTable, func(dir string) {
-			f := file(dir)
+		{"gone", testTable, func(t *testing.T, dir string) { os.Remove(file(t, dir)) }},
+		{"owner", testTable, func(t *testing.T, dir string) {
+			if os.Getuid() != 0 {
+				t.Skip("only root can give the file to another user")
+			}
+			if err := os.Chown(file(t, dir), 12345, 12345); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"fifo", testTable, func(t *testing.T, dir string) {
+			f := file(t, dir)
 			os.Remove(f)
 			if err := syscall.Mkfifo(f, 0o600); err != nil {
 				t.Fatal(err)
@@ -119,7 +128,7 @@ func TestKernelTableUnused(t *testing.T) {
 			var p *proc
 			var h *ctl.Handle
 			p, h = startSpoiled(t, dir, ctl.Init{Kernels: ctl.Kernels{Path: "/k.json", Table: tc.table},
-				Parts: []ctl.Part{{Mask: enableOnly(0, 1), Live: live}}}, func() { tc.spoil(dir) })
+				Parts: []ctl.Part{{Mask: enableOnly(0, 1), Live: live}}}, func() { tc.spoil(t, dir) })
 			if got := p.ask(t, "fl 1 1 2"); got != "rc 0" {
 				t.Fatalf("launches: %q", got)
 			}
