@@ -67,6 +67,29 @@
 #define CARVE_BW_STRICT 1u /* never outside its slot, wanted or not */
 #define CARVE_BW_EPOCH_NS 2000000ull /* 2 ms */
 
+/* A tenant's kernel table as the shim reads it (kern.c): a file carve
+ * writes beside the tenant's block, named CARVE_KERN_NAME of the block's
+ * kernels_id: a head, then count entries, each a kernel function by the
+ * FNV-1a hash (64 bits) of its mangled name, in increasing order of it,
+ * none twice; the head's id is the FNV-1a hash of the entries' bytes, never
+ * 0. The shim takes nothing of a file that breaks any of this
+ * (internal/ctl/kernels.go writes it from the table's JSON). */
+#define CARVE_KERN_MAGIC 0x4e52454bu /* "KERN" little-endian */
+#define CARVE_KERN_MAX 16384u        /* entries at most */
+#define CARVE_KERN_NAME "kernels-%016llx"
+#define CARVE_KERN_COMPUTE 1u        /* flags: compute-bound (ctl.ComputeBoundPct) */
+struct carve_kern_head {
+	uint32_t magic;          /*  0 */
+	uint32_t count;          /*  4 */
+	uint64_t id;             /*  8 */
+};
+struct carve_kern_entry {
+	uint64_t name;           /*  0: FNV-1a of the mangled name */
+	uint64_t bytes;          /*  8: DRAM bytes read and written by one launch */
+	uint32_t flags;          /* 16: CARVE_KERN_* */
+	uint32_t pad;            /* 20 */
+};
+
 /* Driver errors that end a context's work: after one, every later call of
  * the process fails too. The shim records the first it sees in fault. */
 #define CARVE_FAULTS(X) \
@@ -251,7 +274,17 @@ struct carve_ctl {
 	uint64_t bw_held_ns;     /* 784: status: time launches waited for the slot */
 	uint64_t bw_held_launches; /* 792: status: launches that waited */
 	uint64_t bw_busy_ns;     /* 800: status: its kernels' time on the GPU while it gated: a kernel's measured time (bw.c) for each launch done */
-	uint64_t tide_reserved[27]; /* 808 .. 1024 */
+	/* kernel table (kern.c), any class, written once by carve: the
+	 * compact file carve wrote beside the block of the table the tenant
+	 * named (struct carve_kern_head, named CARVE_KERN_NAME of its id; 0 =
+	 * none), and that table's path as named, for people; and the shim's
+	 * status */
+	uint64_t kernels_id;     /* 808 */
+	char kernels[128];       /* 816: NUL-terminated, "" = none */
+	uint64_t kernel_bytes;   /* 944: status: the DRAM bytes of its launches by the table */
+	uint64_t kernel_unknown; /* 952: status: launches of functions the table has no entry for (a graph's launch is one) */
+	uint64_t kernel_beside;  /* 960: BE status: launches of kernels the table calls compute-bound made beside busy LS work, held by no share */
+	uint64_t tide_reserved[7]; /* 968 .. 1024 */
 
 	/* the partitions on the tenant's other GPUs, written once by the
 	 * creator but their masks and SM counts (under the seqlock) */
@@ -355,6 +388,11 @@ struct carve_ctl {
 	X(bw_held_ns, STATUS) \
 	X(bw_held_launches, STATUS) \
 	X(bw_busy_ns, STATUS) \
+	X(kernels_id, INHERIT) \
+	X(kernels, INHERIT) \
+	X(kernel_bytes, STATUS) \
+	X(kernel_unknown, STATUS) \
+	X(kernel_beside, STATUS) \
 	X(tide_reserved, UNUSED) \
 	X(more, INHERIT) \
 	X(more_reserved, UNUSED) \

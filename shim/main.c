@@ -74,6 +74,7 @@ __attribute__((constructor)) static void carve_init(void)
 		return;
 	}
 	__atomic_store_n(&carve_block->state, CARVE_STATE_HOOKED, __ATOMIC_RELAXED);
+	carve_kern_init(cuda, dir);
 	carve_tide_init(cuda, dir);
 	carve_bw_init(cuda, dir);
 	carve_slice_init(cuda);

@@ -160,7 +160,10 @@ CUresult carve_slice_ready_on(int i, struct carve_slice_copy *c, CUstream s);
 
 /* tide.c: each launch through tide, around the driver's call */
 void carve_tide_init(void *cuda, const char *dir); /* LS or BE tenant with a node block: take part */
-void carve_launch_before(CUstream s);
+/* carve_launch_before: a launch of function f (NULL: a graph's) on s; a
+ * launch in pieces (slice.c) makes each through here, counted (whole) with
+ * its first alone */
+void carve_launch_before(CUstream s, CUfunction f, int whole);
 void carve_launch_after(CUstream s, CUresult r);
 /* carve_tide_mask changes the mask of this launch on the tenant's GPU gpu
  * for tide (within live). */
@@ -177,10 +180,20 @@ void carve_bw_init(void *cuda, const char *dir);
 void carve_bw_launch_before(int g, CUstream s, CUcontext ctx); /* held until its slot, unless free */
 void carve_bw_launch_after(CUstream s, CUcontext ctx, CUresult r);
 
+/* kern.c: the tenant's kernel table */
+extern int carve_kern_on; /* a table is read */
+void carve_kern_init(void *cuda, const char *dir);
+/* carve_kern_find: function f's entry in the table, NULL if it has none
+ * (or f is NULL, a graph's launch) */
+const struct carve_kern_entry *carve_kern_find(CUfunction f);
+void carve_kern_count(const struct carve_kern_entry *e); /* a launch of e (NULL: unknown) done */
+
 /* tide_be.c: a BE tenant's gate on each of its GPUs */
 void carve_tide_be_init(void *cuda);
 void carve_tide_be_join(int g);
-void carve_tide_be_launch_before(int g); /* held while LS work is in flight there, but for its share */
+/* held while LS work is in flight there, but for its share; a kernel the
+ * table calls compute-bound (compute) goes beside it */
+void carve_tide_be_launch_before(int g, int compute);
 void carve_tide_be_launch_after(int g, CUstream s);
 /* carve_tide_be_narrowed: is this thread's launch on GPU g one the gate
  * narrowed, onto enough TPCs still? its mask into m */

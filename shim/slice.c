@@ -406,7 +406,7 @@ static int cut(const struct carve_launch *l, CUstream s, CUcontext ctx, int i, u
 	pthread_mutex_unlock(&carve_slice_mu);
 	for (unsigned k = 0; k < n; k++) {
 		if (k)
-			carve_launch_before(l->s); /* each piece through the gate */
+			carve_launch_before(l->s, l->f, 0); /* each piece through the gate, counted with the first */
 		struct carve_slice_timing *t = k == 0 ? time_begin(i, s) : NULL;
 		memset(&plan, 0, sizeof plan);
 		plan = (struct plan){.armed = 1, .edit = 1, .expect = program, .to = k ? use[k].at : 0,
@@ -447,13 +447,13 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 {
 	uint32_t us = carve_slice_usable && carve_block ? __atomic_load_n(&carve_block->slice_us, __ATOMIC_RELAXED) : 0;
 	if (!us || inside || carve_tide_capturing()) { /* a capture under way: no work of slicing's */
-		carve_launch_before(l->s);
+		carve_launch_before(l->s, l->f, 1);
 		CUresult r = drive(l);
 		carve_launch_after(l->s, r);
 		return r;
 	}
 	inside = 1;
-	carve_launch_before(l->s); /* the whole launch's gate, or its first piece's */
+	carve_launch_before(l->s, l->f, 1); /* the whole launch's gate, or its first piece's */
 	CUcontext ctx = NULL;
 	if (carve_tide_ls_active(&ctx) <= 0) {
 		/* no BE in tide on this GPU, or no LS tenant active: nothing

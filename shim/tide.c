@@ -48,24 +48,34 @@ int carve_tide_ls_active(CUcontext *ctx)
 
 /* --- what the wrappers and the callback call ------------------------------ */
 
-static void tide_before(int g, CUstream s, CUcontext ctx);
+static void tide_before(int g, CUstream s, CUcontext ctx, int compute);
 
 /* the context of this thread's launch, where a bandwidth share gates it */
 static __thread __attribute__((tls_model("initial-exec"))) CUcontext bw_ctx;
+/* this thread's launch in the kernel table (kern.c): its entry (NULL:
+ * none), and whether its end counts it (a sliced launch's first piece's) */
+static __thread __attribute__((tls_model("initial-exec"))) const struct carve_kern_entry *launch_kern;
+static __thread __attribute__((tls_model("initial-exec"))) int launch_counted;
 
-void carve_launch_before(CUstream s)
+void carve_launch_before(CUstream s, CUfunction f, int whole)
 {
+	int compute = 0;
+	if (carve_kern_on) {
+		launch_kern = carve_kern_find(f);
+		launch_counted = whole;
+		compute = launch_kern && (launch_kern->flags & CARVE_KERN_COMPUTE);
+	}
 	CUcontext ctx = NULL;
 	int g = carve_launch_begin(carve_tide_cls || carve_bw_on ? &ctx : NULL);
 	if (carve_tide_cls)
-		tide_before(g, s, ctx);
+		tide_before(g, s, ctx, compute);
 	if (carve_bw_on) { /* after tide's gate, which may hold it long: its slot is kept to the microsecond */
 		bw_ctx = ctx;
 		carve_bw_launch_before(g, s, ctx);
 	}
 }
 
-static void tide_before(int g, CUstream s, CUcontext ctx)
+static void tide_before(int g, CUstream s, CUcontext ctx, int compute)
 {
 	if (g < 0 || !carve_tide_gpus[g].node) {
 		launch_gpu = CARVE_GPU_NONE; /* a GPU outside tide */
@@ -76,12 +86,17 @@ static void tide_before(int g, CUstream s, CUcontext ctx)
 	if (carve_tide_cls == CARVE_CLASS_LS)
 		carve_tide_ls_launch(g, s, ctx);
 	else
-		carve_tide_be_launch_before(g);
+		carve_tide_be_launch_before(g, compute);
 }
 
 void carve_launch_after(CUstream s, CUresult r)
 {
 	carve_launch_end();
+	if (launch_counted) {
+		if (r == CUDA_SUCCESS)
+			carve_kern_count(launch_kern);
+		launch_counted = 0;
+	}
 	if (carve_bw_on)
 		carve_bw_launch_after(s, bw_ctx, r);
 	if (!carve_tide_cls)

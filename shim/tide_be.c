@@ -19,7 +19,10 @@
  * time, so that holding it back takes effect within about one kernel;
  * otherwise it asks the driver about its queue once a millisecond and reads
  * only the coarse clock. With no share, it still gets a launch after
- * waiting an epoch: it is never starved for good. Its waits are
+ * waiting an epoch: it is never starved for good. A kernel that its kernel
+ * table (kern.c) calls compute-bound is not held for the share, nor spends
+ * it: its DRAM traffic is what LS work would feel, and it has little; it
+ * runs narrowed as any BE launch beside LS work, within the same bounds. Its waits are
  * carve_wait_until's steps (a yield for the first 100 us, then naps of
  * 20 us), so that it follows the GPU closely enough to keep it fed.
  */
@@ -304,9 +307,11 @@ static void be_pause(void)
 }
 
 /* carve_tide_be_launch_before holds a BE launch on GPU g while its block
- * pauses it (be_pause), while LS work is in flight there (but for its share),
- * and while its queue there is full. */
-void carve_tide_be_launch_before(int g)
+ * pauses it (be_pause), while LS work is in flight there (but for its share,
+ * or a kernel its table calls compute-bound, compute, which goes narrowed
+ * beside it unless the LS tenant times its work), and while its queue there
+ * is full. */
+void carve_tide_be_launch_before(int g, int compute)
 {
 	be_pause();
 	struct carve_tide_be *b = carve_tide_gpus[g].be;
@@ -335,6 +340,13 @@ gate:
 		/* too few TPCs to narrow onto: no share, and the launch that
 		 * keeps it from starving runs on its whole partition */
 		int ok = narrow_ok(g);
+		if (compute && ok && !timing) { /* compute-bound: beside it, spending no share */
+			tide_narrow = 1;
+			b->held_since = 0;
+			__atomic_add_fetch(&carve_block->narrow_launches, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&carve_block->kernel_beside, 1, __ATOMIC_RELAXED);
+			break;
+		}
 		if (may_run_narrow(b, now, ok ? share : 0, epoch, timing)) {
 			tide_narrow = ok;
 			b->held_since = 0;

@@ -3,7 +3,7 @@
 # (default 10m) one after another: the parsers of what users and tenants
 # hand carve (partition and device specs, memory limits, the results
 # 'carve bench report' reads, control and node blocks as read from disk,
-# claim configs). make fuzz runs it; make test runs it with
+# claim configs, kernel tables). make fuzz runs it; make test runs it with
 # FUZZTIME=2000x (a count of inputs each). Each target's seeds already run in go test.
 set -eu
 GO=${GO:-go}
@@ -15,6 +15,7 @@ for target in \
 	FuzzParseCount:./internal/partition \
 	FuzzParseDevices:./internal/partition \
 	FuzzParseMemLimit:./internal/ctl \
+	FuzzKernelTable:./internal/ctl \
 	FuzzReport:./internal/bench \
 	FuzzControlBlock:./internal/ctl \
 	FuzzNodeBlock:./internal/ctl \

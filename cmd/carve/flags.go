@@ -87,6 +87,8 @@ func policyFlag(flags *pflag.FlagSet, field ctl.PolicyField, p *ctl.Policy) {
 		flags.IntVar(v, field.Flag, def.(int), help)
 	case *float64:
 		flags.Float64Var(v, field.Flag, def.(float64), help)
+	case *string:
+		flags.StringVar(v, field.Flag, def.(string), help)
 	case *time.Duration:
 		flags.DurationVar(v, field.Flag, def.(time.Duration), help)
 	case *ctl.MemLimit: // a pflag.Value

@@ -169,3 +169,35 @@ func TestRunRefusesAnotherShim(t *testing.T) {
 		}
 	}
 }
+
+// TestRunKernels: carve run --kernels reads the table (a relative path
+// taken from where carve runs), writes its compact file beside the
+// block and names it there, where carve ls finds the table's path; a table
+// that is not one is refused before the program starts.
+func TestRunKernels(t *testing.T) {
+	carveBin, _ := builtCarve(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "k.json"), []byte(`{"gpu": "x", "kernels": {"_Z4copy": {"bytes": 7, "ns": 1, "pct": 90}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(carveBin, "run", "-q", "--no-mps", "-t", "0", "--kernels", "k.json", "--", "sh", "-c",
+		`ls "$CARVE_CTL_DIR" | grep '^kernels-'; "$0" ls -o json`, carveBin)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), `"table": "`+filepath.Join(dir, "k.json")+`"`) {
+		t.Fatalf("carve run --kernels: %v\n%s", err, out)
+	}
+	k, _ := ctl.ParseKernelTable([]byte(`{"gpu": "x", "kernels": {"_Z4copy": {"bytes": 7, "ns": 1, "pct": 90}}}`))
+	if _, id, _ := k.Compact(); !strings.HasPrefix(string(out), ctl.KernelsFile(id)+"\n") {
+		t.Errorf("the runtime directory's compact table: %q, want %s", out, ctl.KernelsFile(id))
+	}
+	os.WriteFile(filepath.Join(dir, "bad.json"), []byte(`{"kernels": {"k": {"pct": -1}}}`), 0o644)
+	cmd = exec.Command(carveBin, "run", "-q", "--no-mps", "-t", "0", "--kernels", "bad.json", "--", "touch", "ran")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "is not a kernel table") {
+		t.Errorf("a bad table: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the program ran with a bad table")
+	}
+}

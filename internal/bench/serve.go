@@ -56,6 +56,9 @@ func (t TideSetting) String() string {
 	if t.LS.SLO != (ctl.SLO{}) {
 		s += ", SLO " + t.LS.SLO.String()
 	}
+	if t.BE.Kernels != "" {
+		s += ", BE kernels " + filepath.Base(t.BE.Kernels)
+	}
 	return s
 }
 

@@ -28,8 +28,9 @@ type Init struct {
 	Tide   Tide   // an LS or BE tenant's policy (Policy.Apply); its Node and Floor are the parts'
 	Comm   []string
 
-	MemLimit uint64 // bytes of GPU memory the tenant may allocate (0: no limit)
-	BW       BW     // its memory bandwidth share (Policy.Apply); its slots are the parts'
+	MemLimit uint64  // bytes of GPU memory the tenant may allocate (0: no limit)
+	BW       BW      // its memory bandwidth share (Policy.Apply); its slots are the parts'
+	Kernels  Kernels // its kernel table: its path (Policy.Apply), and the table for its compact file
 
 	// Parts are the tenant's partitions, one a GPU (at most GPUs), its
 	// first GPU's first. A part names its GPU by UUID where there are
@@ -110,6 +111,15 @@ func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating control block: %w", err)
 	}
+	if err := checkKernelsPath(in.Kernels.Path); err != nil {
+		return nil, fmt.Errorf("creating control block: kernel table: %w", err)
+	}
+	var kernels uint64
+	if in.Kernels.Table != nil {
+		if kernels, err = writeKernels(filepath.Dir(path), in.Kernels.Table, perm); err != nil {
+			return nil, fmt.Errorf("creating control block: %w", err)
+		}
+	}
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
 	if err != nil {
 		return nil, fmt.Errorf("creating control block: %w", err)
@@ -158,6 +168,8 @@ func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
 		b.BWOffNS = uint64(first.BWOff)
 	}
 	b.More = more
+	b.KernelsID = kernels
+	copy(b.KernelsPath[:len(b.KernelsPath)-1], in.Kernels.Path)
 	if err := os.Rename(tmp, path); err != nil {
 		h.Close()
 		os.Remove(tmp)

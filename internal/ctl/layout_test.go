@@ -46,6 +46,8 @@ func TestLayoutMatchesHeader(t *testing.T) {
 	compareLayout(t, fields[""], reflect.TypeFor[ctl.Block](), ctl.Size)
 	compareLayout(t, fields["part"], reflect.TypeFor[ctl.BlockPart](), 128)
 	compareLayout(t, fields["hist"], reflect.TypeFor[ctl.BlockHist](), 872)
+	compareLayout(t, fields["kernhead"], reflect.TypeFor[ctl.KernHead](), 16)
+	compareLayout(t, fields["kernentry"], reflect.TypeFor[ctl.KernEntry](), 24)
 	if !reflect.DeepEqual(faults, ctl.FaultNames) {
 		t.Errorf("CARVE_FAULTS %v, Go's FaultNames %v", faults, ctl.FaultNames)
 	}
@@ -77,6 +79,7 @@ func TestConstantsMatchHeaders(t *testing.T) {
 		"CARVE_STATE_UNHOOKED": ctl.StateUnhooked, "CARVE_STATE_NO_DRIVER": ctl.StateNoDriver,
 		"CARVE_CLASS_NONE": ctl.ClassNone, "CARVE_CLASS_LS": ctl.ClassLS, "CARVE_CLASS_BE": ctl.ClassBE,
 		"CARVE_EPOCH_NS": uint64(ctl.DefaultPolicy.Epoch), "CARVE_PAUSE_MAX_NS": uint64(ctl.PauseMax),
+		"CARVE_KERN_MAGIC": ctl.KernMagic, "CARVE_KERN_MAX": ctl.MaxKernels, "CARVE_KERN_COMPUTE": ctl.KernCompute,
 		"CARVE_BW_STRICT": ctl.BWStrict, "CARVE_BW_EPOCH_NS": uint64(ctl.BWEpoch),
 		"CARVE_HIST_BUCKETS": ctl.HistBuckets,
 		"CARVE_TIDE_OFF":     ctl.TideOff, "CARVE_TIDE_IDLE": ctl.TideIdle, "CARVE_TIDE_BUSY": ctl.TideBusy, "CARVE_TIDE_HELD": ctl.TideHeld,

@@ -70,6 +70,11 @@ type Policy struct {
 	// Any class, with BW: never outside its slot, wanted or not, so that
 	// its bandwidth, and its neighbours', is the same whoever runs.
 	BWStrict bool `flag:"bw-strict" config:"bandwidthStrict" help:"with --bw: never run outside its slot, so that its speed does not depend on what its neighbours run (a memory-bound tenant alone then takes about 1/share as long)"`
+	// Any class: the path of its program's kernel table (KernelTable):
+	// the shim counts its launches' DRAM bytes by it, and a BE tenant's
+	// kernels it calls compute-bound run beside busy LS work, held by no
+	// share ("": none).
+	Kernels string `flag:"kernels" config:"kernels" help:"its program's kernel table (carve profile --table): its launches' DRAM bytes are counted by it, and a BE tenant's kernels under 30% of the DRAM peak run beside busy LS work, held by no share (default: none)"`
 }
 
 // PolicyField is a field of Policy as its tags describe it.
@@ -109,7 +114,7 @@ func PolicyFieldNamed(name string) PolicyField {
 	panic("ctl.Policy has no field " + name)
 }
 
-// Addr is a pointer to f's field of p: *bool, *int, *float64,
+// Addr is a pointer to f's field of p: *bool, *int, *float64, *string,
 // *time.Duration, *MemLimit or *SLO.
 func (f PolicyField) Addr(p *Policy) any {
 	return reflect.ValueOf(p).Elem().Field(f.index).Addr().Interface()
@@ -200,6 +205,8 @@ func (p *Policy) Normalize(spelled Spelling) error {
 		return fail("BW", ": bandwidth share %g: a slot of %v of each %v; want at least %v", p.BW, BWSlot(p.BW, BWEpoch), BWEpoch, BWSlotMin)
 	case p.BWStrict && p.BW == 0:
 		return fail("BWStrict", ": a strict bandwidth share needs a share (--bw)")
+	case checkKernelsPath(p.Kernels) != nil:
+		return fail("Kernels", ": %v", checkKernelsPath(p.Kernels))
 	case p.SLO.check() != nil:
 		return fail("SLO", ": %v", p.SLO.check())
 	case p.Mem.Percent < 0 || p.Mem.Percent > 100 || math.IsNaN(p.Mem.Percent) || p.Mem.Percent > 0 && p.Mem.Bytes > 0:
@@ -244,6 +251,10 @@ func (p Policy) RunArgs() []string {
 			if x != (SLO{}) {
 				args = append(args, "--"+f.Flag+"="+x.String())
 			}
+		case string:
+			if x != "" {
+				args = append(args, "--"+f.Flag+"="+x)
+			}
 		case bool:
 			if x {
 				args = append(args, "--"+f.Flag)
@@ -272,6 +283,7 @@ func (p Policy) Apply(in *Init) {
 	in.Tide = Tide{InflightMax: p.Inflight, Queue: p.Queue, Share: p.Share, Epoch: p.Epoch, Slice: p.Slice, SLO: p.SLO}
 	in.MemLimit = p.Mem.Bytes
 	in.BW = BW{Share: p.BW, Strict: p.BWStrict}
+	in.Kernels.Path = p.Kernels
 }
 
 // Policy is the policy the block was made with (Apply's, read back; a
@@ -284,5 +296,5 @@ func (s Snapshot) Policy() Policy {
 	}
 	return Policy{Class: s.Class, Own: s.Flags&FlagLSOwn != 0, SLO: s.Tide.SLO, Share: share, Epoch: s.Tide.Epoch,
 		Inflight: s.Tide.InflightMax, Queue: queue, Slice: s.Tide.Slice, Floor: s.Floor.Count(), Mem: MemLimit{Bytes: s.Memory.Limit},
-		BW: s.BW.Share, BWStrict: s.BW.Strict}
+		BW: s.BW.Share, BWStrict: s.BW.Strict, Kernels: s.Kernels}
 }

@@ -49,6 +49,11 @@ type Snapshot struct {
 	Memory     Memory
 	BW         BW // its bandwidth share (zero: none); each part's slot is its BWOff
 	BWStatus   BWStatus
+	// Kernels is the path of its kernel table as named ("": none), and
+	// KernelsID its compact file's id (KernelsFile; 0: none)
+	Kernels      string
+	KernelsID    uint64
+	KernelStatus KernelStatus
 	// Steered is what a BE tenant asked of its share and queue while the
 	// SLO controller (internal/slo) holds them (Tide has the values it
 	// set); nil while it does not.
@@ -220,6 +225,10 @@ func (h *Handle) Snapshot() Snapshot {
 	}
 	s.BWStatus = BWStatus{Held: time.Duration(atomic.LoadUint64(&b.BWHeldNS)), HeldLaunches: atomic.LoadUint64(&b.BWHeldLaunch),
 		Busy: time.Duration(atomic.LoadUint64(&b.BWBusyNS)), Want: time.Duration(atomic.LoadUint64(&b.BWWantNS))}
+	kpath, _, _ := bytes.Cut(b.KernelsPath[:], []byte{0}) // written once, before the block is published
+	s.Kernels, s.KernelsID = string(kpath), b.KernelsID
+	s.KernelStatus = KernelStatus{Bytes: atomic.LoadUint64(&b.KernelBytes), Unknown: atomic.LoadUint64(&b.KernelUnkn),
+		Beside: atomic.LoadUint64(&b.KernelBeside)}
 	s.Memory = Memory{Limit: atomic.LoadUint64(&b.MemLimit), Used: atomic.LoadUint64(&b.MemUsed),
 		Peak: atomic.LoadUint64(&b.MemPeak), Refused: atomic.LoadUint64(&b.MemRefused)}
 	if s.PID == 0 || s.PID == s.Tenant { // the account block

@@ -346,6 +346,9 @@ var (
 	descBWHeld  = prometheus.NewDesc("carve_bw_held_seconds_total", "Time the launches of a tenant with a bandwidth share waited for its slot.", labels, nil)
 	descBWHeldN = prometheus.NewDesc("carve_bw_held_launches_total", "Launches of a tenant with a bandwidth share that waited for its slot.", labels, nil)
 	descBWBusy  = prometheus.NewDesc("carve_bw_kernel_seconds_total", "GPU time of the kernels of a tenant with a bandwidth share, as its gate measured it while it gated (its rate: the share of the GPU's time it used).", labels, nil)
+	descDRAM    = prometheus.NewDesc("carve_dram_bytes_total", "DRAM bytes of a tenant's launches by its kernel table (--kernels): each launch charged its function's bytes as measured once.", labels, nil)
+	descDRAMUnk = prometheus.NewDesc("carve_dram_unknown_launches_total", "Launches of a tenant with a kernel table of functions the table has no entry for (a graph's launch is one).", labels, nil)
+	descBeside  = prometheus.NewDesc("carve_be_beside_launches_total", "Launches of a BE tenant's compute-bound kernels (by its kernel table) made beside busy LS work, held by no share.", labels, nil)
 	descMem     = prometheus.NewDesc("carve_tenant_memory_bytes",
 		"GPU memory: what the process holds (used) and its tenant's limit (limit; absent: none).", append(labels, "kind"), nil)
 	descMemRef = prometheus.NewDesc("carve_tenant_memory_refused_total", "Allocations of the tenant refused at its memory limit.", labels, nil)
@@ -398,6 +401,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descBWHeld, prometheus.CounterValue, b.Held.Seconds(), l...)
 			ch <- prometheus.MustNewConstMetric(descBWHeldN, prometheus.CounterValue, float64(b.HeldLaunches), l...)
 			ch <- prometheus.MustNewConstMetric(descBWBusy, prometheus.CounterValue, b.Busy.Seconds(), l...)
+		}
+		if k := r.Kernels; k != nil {
+			ch <- prometheus.MustNewConstMetric(descDRAM, prometheus.CounterValue, float64(k.Bytes), l...)
+			ch <- prometheus.MustNewConstMetric(descDRAMUnk, prometheus.CounterValue, float64(k.Unknown), l...)
+			if r.Class == "be" {
+				ch <- prometheus.MustNewConstMetric(descBeside, prometheus.CounterValue, float64(k.Beside), l...)
+			}
 		}
 		t := r.Tide
 		switch {

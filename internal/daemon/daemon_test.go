@@ -162,7 +162,7 @@ func TestDaemon(t *testing.T) {
 		{PID: ls, Parts: []ctl.Part{{Node: "node-GPU-test", Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff}, SMs: 8}}, Class: ctl.ClassLS,
 			Comm: []string{"python3", "serve.py"}, MemLimit: 12 << 30},
 		{PID: be, Parts: []ctl.Part{{Node: "node-GPU-test", Mask: [4]uint32{}, Live: [4]uint32{0xffff}}}, Class: ctl.ClassBE,
-			Tide: ctl.Tide{InflightMax: 8}, Comm: []string{"python3", "train.py"}},
+			Tide: ctl.Tide{InflightMax: 8}, Comm: []string{"python3", "train.py"}, Kernels: ctl.Kernels{Path: "/t/train.json"}},
 	} {
 		h, err := ctl.Create(dir, in)
 		if err != nil {
@@ -206,6 +206,9 @@ func TestDaemon(t *testing.T) {
 	if strings.Contains(m, `carve_tenant_memory_bytes{claim="",class="be",command="python3 train.py",kind="limit"`) {
 		t.Errorf("a limit for the BE tenant, which has none:\n%s", m)
 	}
+	if strings.Contains(m, `carve_dram_bytes_total{claim="",class="ls"`) {
+		t.Errorf("DRAM bytes for the LS tenant, which has no kernel table:\n%s", m)
+	}
 	for _, want := range []string{
 		"carve_daemon_reclaimed_slots_total 1",
 		`carve_tenant_tpcs{claim="",class="ls",command="python3 serve.py",gpu="",pid="` + itoa(ls) + `"} 4`,
@@ -218,6 +221,9 @@ func TestDaemon(t *testing.T) {
 		`carve_tenant_memory_bytes{claim="",class="ls",command="python3 serve.py",kind="used",pid="` + itoa(ls) + `"} 0`,
 		`carve_tenant_memory_refused_total{claim="",class="ls",command="python3 serve.py",pid="` + itoa(ls) + `"} 0`,
 		`carve_tenant_memory_bytes{claim="",class="be",command="python3 train.py",kind="used",pid="` + itoa(be) + `"} 0`,
+		`carve_dram_bytes_total{claim="",class="be",command="python3 train.py",pid="` + itoa(be) + `"} 0`,
+		`carve_dram_unknown_launches_total{claim="",class="be",command="python3 train.py",pid="` + itoa(be) + `"} 0`,
+		`carve_be_beside_launches_total{claim="",class="be",command="python3 train.py",pid="` + itoa(be) + `"} 0`,
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q:\n%s", want, m)

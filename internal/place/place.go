@@ -6,6 +6,7 @@ package place
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
@@ -129,6 +130,16 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 			limit = l
 		}
 	}
+	var kernels *ctl.KernelTable // read before the lock; its path kept whole, for people wherever they ask
+	if r.Policy.Kernels != "" {
+		var err error
+		if r.Policy.Kernels, err = filepath.Abs(r.Policy.Kernels); err != nil {
+			return nil, err
+		}
+		if kernels, err = ctl.ReadKernelTable(r.Policy.Kernels); err != nil {
+			return nil, err
+		}
+	}
 	// a user's placement in the node directory goes on past another
 	// user's hold of the lock: root's record of it then decides (Lost)
 	unlock, held, err := lockPassing(dir, r.Claim == nil && !ctl.WritesNodes(dir))
@@ -161,6 +172,7 @@ func Place(dir string, t *topo.Topology, r Request) (*Placed, error) {
 	policy := r.Policy
 	policy.Mem = ctl.MemLimit{Bytes: limit}
 	policy.Apply(&in)
+	in.Kernels.Table = kernels
 	var placed []PlacedOn
 	for _, g := range gpus {
 		part, on, err := placeOn(g, r, l, limit)

@@ -159,6 +159,33 @@ func Count(ncu, kernel string, argv ...string) (*model.Counters, error) {
 // kernels profiled (any lines before the CSV header, such as ==PROF==
 // notes, are skipped).
 func ParseNCU(out []byte) (*model.Counters, error) {
+	rows, err := ncuRows(out)
+	if err != nil {
+		return nil, err
+	}
+	got := map[string]float64{} // summed over every kernel profiled
+	for _, r := range rows {
+		got[r.metric] += r.value
+	}
+	for _, m := range Metrics {
+		if _, ok := got[m]; !ok {
+			return nil, fmt.Errorf("ncu reported no %s (got %v)", m, got)
+		}
+	}
+	return &model.Counters{DRAMBytes: got[Metrics[0]], L2Requests: got[Metrics[1]], Instructions: got[Metrics[2]], DurationNS: got[Metrics[3]]}, nil
+}
+
+// ncuRow is one line of ncu's --csv output: a metric of one kernel
+// profiled (by its ID in the run).
+type ncuRow struct {
+	id, kernel, metric string
+	value              float64
+}
+
+// ncuRows reads the rows of ncu's --csv output (any lines before the CSV
+// header, such as ==PROF== notes, are skipped); values may have commas
+// between thousands.
+func ncuRows(out []byte) ([]ncuRow, error) {
 	i := bytes.Index(out, []byte(`"ID",`))
 	if i < 0 {
 		return nil, fmt.Errorf("no CSV in ncu's output: %q", firstLine(out))
@@ -171,25 +198,19 @@ func ParseNCU(out []byte) (*model.Counters, error) {
 	for j, h := range rows[0] {
 		col[h] = j
 	}
-	name, ok1 := col["Metric Name"]
-	v, ok2 := col["Metric Value"]
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("ncu CSV has no Metric Name / Metric Value columns: %v", rows[0])
+	id, kernel, name, v := col["ID"], col["Kernel Name"], col["Metric Name"], col["Metric Value"]
+	if _, ok := col["Kernel Name"]; !ok || name == 0 || v == 0 {
+		return nil, fmt.Errorf("ncu CSV has no Kernel Name, Metric Name or Metric Value column: %v", rows[0])
 	}
-	got := map[string]float64{} // summed over every kernel profiled
+	var got []ncuRow
 	for _, r := range rows[1:] {
 		x, err := strconv.ParseFloat(strings.ReplaceAll(r[v], ",", ""), 64)
 		if err != nil {
 			return nil, fmt.Errorf("ncu value %q of %s: %w", r[v], r[name], err)
 		}
-		got[r[name]] += x
+		got = append(got, ncuRow{id: r[id], kernel: r[kernel], metric: r[name], value: x})
 	}
-	for _, m := range Metrics {
-		if _, ok := got[m]; !ok {
-			return nil, fmt.Errorf("ncu reported no %s (got %v)", m, got)
-		}
-	}
-	return &model.Counters{DRAMBytes: got[Metrics[0]], L2Requests: got[Metrics[1]], Instructions: got[Metrics[2]], DurationNS: got[Metrics[3]]}, nil
+	return got, nil
 }
 
 func firstLine(b []byte) string {

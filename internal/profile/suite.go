@@ -15,6 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/cuda"
 	"github.com/carve-gpu/carve/internal/discover"
 	"github.com/carve-gpu/carve/internal/model"
 	"github.com/carve-gpu/carve/internal/partition"
@@ -28,6 +30,7 @@ type Options struct {
 	Kernels  []string // of the prediction suite; all of it when empty and Program is nil
 	Program  []string // a whole program to profile instead, with its profile's Name
 	Name     string
+	Table    string // with Program: write its kernel table here instead (MeasureKernels)
 	TPCs     string // "all" or a list of counts
 	Reps     int
 	Device   int
@@ -41,12 +44,21 @@ func (o *Options) Check() error {
 	if o.Reps < 1 {
 		return errors.New("--reps: want at least 1")
 	}
+	if o.Table != "" && o.Program == nil {
+		return errors.New("--table: name the program after --")
+	}
 	if o.Program != nil {
 		if len(o.Program) == 0 {
 			return errors.New("nothing after --: name the program to profile")
 		}
 		if len(o.Kernels) > 0 {
 			return errors.New("name suite kernels or a program after --, not both")
+		}
+		if o.Table != "" {
+			if o.NCU == "off" {
+				return errors.New("--table: a kernel table is Nsight Compute's measurement: --ncu off makes none")
+			}
+			return nil
 		}
 		if o.Name == "" || strings.ContainsAny(o.Name, "/ ") {
 			return fmt.Errorf("--name %q: give the program's profile a file name", o.Name)
@@ -156,6 +168,40 @@ func Run(o Options) ([]*model.Profile, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// RunTable measures the program's kernel table with Nsight Compute and
+// writes it to o.Table.
+func RunTable(o Options) (*ctl.KernelTable, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
+	if o.Table == "" {
+		return nil, errors.New("no --table to write")
+	}
+	ncu := o.NCU
+	if ncu == "auto" {
+		var err error
+		if ncu, err = FindNCU(); err != nil {
+			return nil, err
+		}
+	}
+	if err := cuda.Load(); err != nil {
+		return nil, err
+	}
+	dev, err := cuda.GetDevice(o.Device)
+	if err != nil {
+		return nil, err
+	}
+	gpu, err := dev.Name()
+	if err != nil {
+		return nil, err
+	}
+	t, err := MeasureKernels(ncu, gpu, o.Program)
+	if err != nil {
+		return nil, err
+	}
+	return t, t.Save(o.Table)
 }
 
 // WriteTable prints one line per profile: its time on the fewest and the

@@ -41,6 +41,7 @@ type Row struct {
 	Fault      *Fault          `json:"fault,omitempty"`
 	Memory     Memory          `json:"memory"`
 	BW         *BW             `json:"bandwidth,omitempty"` // a tenant with a bandwidth share (--bw): its slot and its gate
+	Kernels    *Kernels        `json:"kernels,omitempty"`   // a tenant with a kernel table (--kernels): its launches' DRAM bytes by it
 	Ended      bool            `json:"ended,omitempty"`     // the process is gone (listed for its fault)
 	Claim      string          `json:"claim,omitempty"`     // the Kubernetes claim (namespace/name) it runs in; its pid is the container's
 
@@ -140,6 +141,28 @@ type BW struct {
 	Busy time.Duration `json:"busy"`
 }
 
+// Kernels is a tenant's kernel table (ctl.Policy.Kernels), by its path,
+// and what its shim counted by it.
+type Kernels struct {
+	Table string `json:"table"`
+	ctl.KernelStatus
+}
+
+// KernelsText says what a tenant's launches moved by its kernel table:
+// their DRAM bytes, the launches it had no entry for and, of a BE
+// tenant, those it ran beside busy LS work as compute-bound.
+func KernelsText(r Row) string {
+	k := r.Kernels
+	if k == nil {
+		return ""
+	}
+	s := fmt.Sprintf("dram %.3g GB by its kernel table, %d launches unknown", float64(k.Bytes)/1e9, k.Unknown)
+	if r.Class == "be" {
+		s += fmt.Sprintf(", %d beside LS work", k.Beside)
+	}
+	return s
+}
+
 // ShareText is b's share, and "strict" after it where it is.
 func (b BW) ShareText() string {
 	if b.Strict {
@@ -189,6 +212,9 @@ func row(e ctl.Entry, ended bool) Row {
 	if e.BW.Share > 0 {
 		r.BW = &BW{Share: e.BW.Share, Strict: e.BW.Strict, Slot: e.BWOff, Len: e.BW.Len, Epoch: e.BW.Epoch,
 			Held: e.BWStatus.Held, HeldLaunches: e.BWStatus.HeldLaunches, Busy: e.BWStatus.Busy}
+	}
+	if e.Kernels != "" {
+		r.Kernels = &Kernels{Table: e.Kernels, KernelStatus: e.KernelStatus}
 	}
 	if f := e.Fault; f.Code != 0 {
 		r.Fault = &Fault{Code: int(f.Code), Name: f.Name(), Call: f.Call, At: f.At.UTC().Format(time.RFC3339Nano), Cause: "unknown"}
@@ -427,7 +453,8 @@ func orDash(s string) string {
 	return s
 }
 
-// TideText says what an LS or BE tenant's work has been: an LS tenant's
+// TideText says what an LS or BE tenant's work has been (and, after it,
+// BWText and KernelsText where they say anything): an LS tenant's
 // time with work in flight, its requests (idle to busy) and its busy
 // periods' p50 and p99, all and alone, a BE tenant's
 // time held back and its launches held, let through and in flight,
@@ -435,6 +462,11 @@ func orDash(s string) string {
 // it now (ctl.Handle.Pause).
 func TideText(r Row) string {
 	bw := BWText(r)
+	if k := KernelsText(r); k != "" && bw != "" {
+		bw += "; " + k
+	} else if k != "" {
+		bw = k
+	}
 	if r.Tide == nil {
 		return cmp.Or(bw, "-")
 	}

@@ -182,3 +182,55 @@ func TestBWRow(t *testing.T) {
 		t.Errorf("a row with no tide and no share: %q", TideText(Row{}))
 	}
 }
+
+// TestKernelsRow: a tenant with a kernel table has it in its row, with
+// what its shim counted by it, in its tide text (a BE's after its tide
+// status, with its launches beside LS work) and in JSON; one without has
+// none.
+func TestKernelsRow(t *testing.T) {
+	dir := t.TempDir()
+	var live topo.Enable
+	for i := range 8 {
+		live = live.Set(i)
+	}
+	h, err := ctl.Create(dir, ctl.Init{PID: os.Getpid(), Class: ctl.ClassBE, Kernels: ctl.Kernels{Path: "/t/k.json"},
+		Parts: []ctl.Part{{Mask: live.Disable(), Live: live}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	f, err := os.OpenFile(h.Path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v [24]byte // its shim counted 12.5 GB, 3 launches unknown, 7 beside LS work
+	binary.NativeEndian.PutUint64(v[0:], 12_500_000_000)
+	binary.NativeEndian.PutUint64(v[8:], 3)
+	binary.NativeEndian.PutUint64(v[16:], 7)
+	if _, err := f.WriteAt(v[:], int64(unsafe.Offsetof(ctl.Block{}.KernelBytes))); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	rows, err := List(dir, nil)
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("rows %v: %v", rows, err)
+	}
+	r := rows[0]
+	want := Kernels{Table: "/t/k.json", KernelStatus: ctl.KernelStatus{Bytes: 12_500_000_000, Unknown: 3, Beside: 7}}
+	if r.Kernels == nil || *r.Kernels != want {
+		t.Fatalf("row's kernels %+v, want %+v", r.Kernels, want)
+	}
+	if got := TideText(r); !strings.HasPrefix(got, "off") || !strings.HasSuffix(got, "; dram 12.5 GB by its kernel table, 3 launches unknown, 7 beside LS work") {
+		t.Errorf("tide text %q", got)
+	}
+	if got := TideText(Row{Kernels: r.Kernels}); got != "dram 12.5 GB by its kernel table, 3 launches unknown" {
+		t.Errorf("a plain tenant's tide text %q", got)
+	}
+	js, _ := json.Marshal(r)
+	if !strings.Contains(string(js), `"kernels":{"table":"/t/k.json","bytes":12500000000,"unknown":3,"beside":7}`) {
+		t.Errorf("JSON: %s", js)
+	}
+	if rows[0].BW != nil || (Row{}).Kernels != nil {
+		t.Error("a row without a table has its kernels")
+	}
+}

@@ -20,6 +20,7 @@ type Rates struct {
 	Held     float64  // BE: share of the time a launch waited
 	BWHeld   float64  // with a bandwidth share: share of the time a launch waited for its slot
 	BWBusy   float64  // and share of the time its kernels ran, as its gate measured it (its share's use)
+	DRAM     float64  // with a kernel table: its launches' DRAM bytes by it, GB/s
 	Periods  *Periods // LS: the busy periods that ended in the interval
 }
 
@@ -37,6 +38,9 @@ func Between(prev, cur []Row, dt time.Duration) map[int]Rates {
 		}
 		var x Rates
 		x.Launches = float64(r.Launches-p.Launches) / dt.Seconds()
+		if r.Kernels != nil && p.Kernels != nil {
+			x.DRAM = float64(r.Kernels.Bytes-p.Kernels.Bytes) / dt.Seconds() / 1e9
+		}
 		if r.BW != nil && p.BW != nil {
 			x.BWHeld = float64(r.BW.Held-p.BW.Held) / float64(dt)
 			x.BWBusy = float64(r.BW.Busy-p.BW.Busy) / float64(dt)
@@ -90,8 +94,12 @@ func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt ti
 		if r.BW != nil {
 			bw = fmt.Sprintf("%s/%.2f/%.0f%%", r.BW.ShareText(), x.BWBusy, 100*x.BWHeld)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), ShortGPU(r.GPU), r.TPCs, r.NumTPCs,
-			MemText(r), x.Launches, busy, quant, within, held, infl, bw, state, Command(r, 40))
+		dram := "-"
+		if r.Kernels != nil {
+			dram = fmt.Sprintf("%.1f", x.DRAM)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), ShortGPU(r.GPU), r.TPCs, r.NumTPCs,
+			MemText(r), x.Launches, busy, quant, within, held, infl, bw, dram, state, Command(r, 40))
 		for _, g := range MoreParts(r) {
 			fmt.Fprintf(tw, "\t\t%s\t%s\t%d\t\t\t\t\t\t\t\t\t\t\n", ShortGPU(g.GPU), g.TPCs, g.NumTPCs)
 		}

@@ -10,6 +10,7 @@
  * _kernels, _bad, ...).
  */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,6 +132,26 @@ int cuFuncGetAttribute(int *v, int a, CUfunction f)
 	*v = (a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH || a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT ||
 	      a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH) && test_fn(f) == FAKE_CLUSTER_FN ? 2 : 0;
 	return error();
+}
+
+/* cuFuncGetName: the test functions 0..FAKE_FNS are named "fake_fn_N"
+ * (function 0, the plain one, is the NULL handle), the shim's kernels by
+ * their own names */
+static char fn_names[FAKE_FNS + 1][16];
+static void name_fns(void)
+{
+	for (unsigned i = 0; i <= FAKE_FNS; i++)
+		snprintf(fn_names[i], sizeof fn_names[i], "fake_fn_%u", i);
+}
+
+int cuFuncGetName(const char **name, CUfunction f)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	COUNTED();
+	pthread_once(&once, name_fns);
+	uintptr_t n = (uintptr_t)f;
+	*name = f == FAKE_SCAN ? "carve_slice_scan" : f == FAKE_COPY ? "carve_slice_copy" : n <= FAKE_FNS ? fn_names[n] : NULL;
+	return *name ? error() : CUDA_ERROR_INVALID_HANDLE;
 }
 
 int cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream s)

@@ -27,6 +27,12 @@ int main(void)
 #define H(name) printf("hist.%s %zu %zu\n", #name, offsetof(struct carve_hist, name), sizeof(((struct carve_hist *)0)->name))
 	printf("hist.sizeof %zu %zu\n", sizeof(struct carve_hist), sizeof(struct carve_hist));
 	H(sum_ns); H(bucket);
+#define KH(name) printf("kernhead.%s %zu %zu\n", #name, offsetof(struct carve_kern_head, name), sizeof(((struct carve_kern_head *)0)->name))
+#define KE(name) printf("kernentry.%s %zu %zu\n", #name, offsetof(struct carve_kern_entry, name), sizeof(((struct carve_kern_entry *)0)->name))
+	printf("kernhead.sizeof %zu %zu\n", sizeof(struct carve_kern_head), sizeof(struct carve_kern_head));
+	printf("kernentry.sizeof %zu %zu\n", sizeof(struct carve_kern_entry), sizeof(struct carve_kern_entry));
+	KH(magic); KH(count); KH(id);
+	KE(name); KE(bytes); KE(flags); KE(pad);
 	P(gpu); P(mask); P(live); P(floor); P(sms); P(pad); P(node); P(bw_off_ns);
 	N(magic); N(version); N(size); N(live); N(lease_ns); N(created_ns); N(fixed); N(gen); N(used); N(pad); N(slots); N(rest);
 	S(pid); S(kind); S(start_ticks); S(serial); S(pad); S(reserved); S(claim);
@@ -52,6 +58,7 @@ int main(void)
 	C("CARVE_STATE_NEW", CARVE_STATE_NEW); C("CARVE_STATE_HOOKED", CARVE_STATE_HOOKED);
 	C("CARVE_STATE_UNHOOKED", CARVE_STATE_UNHOOKED); C("CARVE_STATE_NO_DRIVER", CARVE_STATE_NO_DRIVER);
 	C("CARVE_CLASS_NONE", CARVE_CLASS_NONE); C("CARVE_CLASS_LS", CARVE_CLASS_LS); C("CARVE_CLASS_BE", CARVE_CLASS_BE); C("CARVE_EPOCH_NS", CARVE_EPOCH_NS); C("CARVE_PAUSE_MAX_NS", CARVE_PAUSE_MAX_NS);
+	C("CARVE_KERN_MAGIC", CARVE_KERN_MAGIC); C("CARVE_KERN_MAX", CARVE_KERN_MAX); C("CARVE_KERN_COMPUTE", CARVE_KERN_COMPUTE);
 	C("CARVE_BW_STRICT", CARVE_BW_STRICT); C("CARVE_BW_EPOCH_NS", CARVE_BW_EPOCH_NS);
 	C("CARVE_TIDE_OFF", CARVE_TIDE_OFF); C("CARVE_TIDE_IDLE", CARVE_TIDE_IDLE);
 	C("CARVE_TIDE_BUSY", CARVE_TIDE_BUSY); C("CARVE_TIDE_HELD", CARVE_TIDE_HELD);

@@ -35,6 +35,8 @@ func WithField(class uint32, f ctl.PolicyField) (ctl.Policy, error) {
 		*v = 12
 	case *float64:
 		*v = 0.5
+	case *string:
+		*v = "/var/lib/carve/kernels.json"
 	case *time.Duration:
 		*v = 2 * time.Millisecond
 	case *ctl.MemLimit:

@@ -14,6 +14,8 @@
  *                      and instantiated first; exnull: cuLaunchKernelEx with a NULL
  *                      config), looked up for the per-thread default
  *                      stream with ptds -> "mask ..." as above, or "rc N"
+ *   fmask FN           one launch of the fake's test function FN (1 block)
+ *                      through cuLaunchKernel -> "mask ..." as above, or "rc N"
  *   direct             cuLaunchKernel called by its exported name, as a
  *                      program linked against libcuda does -> "mask ..."
  *   threads N          4 threads launch N kernels each -> "threads MS"
@@ -302,6 +304,14 @@ int launch_command(char *line)
 		unsigned (*calls)(char *, size_t) = (unsigned (*)(char *, size_t))dlsym(h, "fakecuda_calls");
 		unsigned n = calls(names, sizeof names);
 		printf("calls %u %s\n", n, names);
+	} else if (sscanf(line, "fmask %i", &v) == 1) {
+		CUresult (*f)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			      unsigned, CUstream, void **, void **) = proc("cuLaunchKernel", 0);
+		CUresult r = f((CUfunction)(uintptr_t)v, 1, 1, 1, 32, 1, 1, 0, 0, NULL, NULL);
+		if (r != 0)
+			printf("rc %d\n", r);
+		else
+			print_mask();
 	} else if (strncmp(line, "direct", 6) == 0) {
 		CUresult (*f)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 			      unsigned, CUstream, void **, void **) = dlsym(RTLD_DEFAULT, "cuLaunchKernel");

@@ -45,6 +45,8 @@ func TestEveryPolicyFieldIsConfigured(t *testing.T) {
 			written, want = 16, 16
 		case f.Type.Kind() == reflect.Float64:
 			written, want = 0.5, 0.5
+		case f.Type.Kind() == reflect.String:
+			written, want = "/var/lib/carve/kernels.json", "/var/lib/carve/kernels.json"
 		default:
 			t.Errorf("ctl.Policy.%s (config %q) is a %s: give the config its JSON (policy.go) and this test a value", f.Name, name, f.Type)
 			continue

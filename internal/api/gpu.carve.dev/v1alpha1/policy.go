@@ -55,7 +55,7 @@ func findPolicyFields() []policyField {
 			pf.value, pf.json = reflect.TypeFor[string](), reflect.TypeFor[string]()
 		case typ == durationType: // a Go duration string, as metav1.Duration writes it
 			pf.json = reflect.TypeFor[metav1.Duration]()
-		case typ.Kind() == reflect.Bool || typ.Kind() == reflect.Int || typ.Kind() == reflect.Float64:
+		case typ.Kind() == reflect.Bool || typ.Kind() == reflect.Int || typ.Kind() == reflect.Float64 || typ.Kind() == reflect.String:
 		default:
 			panic(fmt.Sprintf("ctl.Policy.%s (config %q) is a %s: a claim config has no JSON for it (add it to %s)",
 				f.Name, name, typ, "internal/api/gpu.carve.dev/v1alpha1/policy.go"))
