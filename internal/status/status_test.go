@@ -5,7 +5,6 @@
 package status
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"os"
 	"strings"
@@ -147,17 +146,7 @@ func TestBWRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	// its gate measured 12 ms of its kernels
-	f, err := os.OpenFile(h.Path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var busy [8]byte
-	binary.NativeEndian.PutUint64(busy[:], uint64(12*time.Millisecond))
-	if _, err := f.WriteAt(busy[:], int64(unsafe.Offsetof(ctl.Block{}.BWBusyNS))); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	poke(t, h.Path, unsafe.Offsetof(ctl.Block{}.BWBusyNS), uint64(12*time.Millisecond)) // its gate measured 12 ms of its kernels
 	rows, err := List(dir, nil)
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("rows %v: %v", rows, err)
@@ -199,18 +188,10 @@ func TestKernelsRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	f, err := os.OpenFile(h.Path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
+	// its shim counted 12.5 GB, 3 launches unknown, 7 beside LS work
+	for i, v := range []uint64{12_500_000_000, 3, 7} {
+		poke(t, h.Path, unsafe.Offsetof(ctl.Block{}.KernelBytes)+uintptr(8*i), v)
 	}
-	var v [24]byte // its shim counted 12.5 GB, 3 launches unknown, 7 beside LS work
-	binary.NativeEndian.PutUint64(v[0:], 12_500_000_000)
-	binary.NativeEndian.PutUint64(v[8:], 3)
-	binary.NativeEndian.PutUint64(v[16:], 7)
-	if _, err := f.WriteAt(v[:], int64(unsafe.Offsetof(ctl.Block{}.KernelBytes))); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
 	rows, err := List(dir, nil)
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("rows %v: %v", rows, err)
