@@ -85,9 +85,9 @@ struct carve_kern_head {
 };
 struct carve_kern_entry {
 	uint64_t name;           /*  0: FNV-1a of the mangled name */
-	uint64_t bytes;          /*  8: DRAM bytes read and written by the launch measured */
+	uint64_t bytes;          /*  8: DRAM bytes read and written by one launch */
 	uint32_t flags;          /* 16: CARVE_KERN_* */
-	uint32_t grid;           /* 20: its thread blocks; a launch is charged bytes x its blocks / grid (0: bytes, unscaled) */
+	uint32_t pad;            /* 20 */
 };
 
 /* Driver errors that end a context's work: after one, every later call of

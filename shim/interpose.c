@@ -104,7 +104,7 @@ LAUNCH(cuLaunchKernel_ptsz)
  * cut. */
 static CUresult launch_ex_none(void *real, CUfunction f, void **p, void **e)
 {
-	carve_launch_before(0, f, 1); /* of no grid: the driver refuses it, so nothing is counted */
+	carve_launch_before(0, f, 1);
 	carve_tools_hold(1);
 	CUresult r = ((launch_ex_fn)real)(NULL, f, p, e);
 	carve_tools_hold(0);
@@ -131,7 +131,7 @@ LAUNCH_EX(cuLaunchKernelEx_ptsz)
 	EXPORT CUresult name(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,      \
 			     unsigned by, unsigned bz, unsigned sh, CUstream s, void **p)           \
 	{                                                                                           \
-		carve_launch_before(s, f, carve_grid_blocks(gx, gy, gz));                           \
+		carve_launch_before(s, f, 1);                                                       \
 		carve_tools_hold(1);                                                                \
 		CUresult r = REAL(name, launch_coop_fn)(f, gx, gy, gz, bx, by, bz, sh, s, p);       \
 		carve_tools_hold(0);                                                                \
@@ -152,7 +152,7 @@ LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
 		if (!carve_mem_graph_before(g, &m))                   \
 			return CUDA_ERROR_OUT_OF_MEMORY;              \
 		CUgraphExec x = carve_graph_target(g);                \
-		carve_launch_before(s, NULL, 1); /* counted unknown */\
+		carve_launch_before(s, NULL, 1);                      \
 		carve_tools_hold(1);                                  \
 		CUresult r = REAL(name, graph_launch_fn)(x, s);       \
 		carve_tools_hold(0);                                  \

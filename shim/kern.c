@@ -1,9 +1,8 @@
 /*
  * kern.c: the tenant's kernel table (carve_ctl.h's struct carve_kern_head),
  * read once at load, and each launch's function found in it: its DRAM
- * bytes, scaled by the launch's grid against the one measured, counted
- * into the block, and whether it is compute-bound (tide_be.c lets a BE
- * tenant's run beside busy LS work).
+ * bytes counted into the block, and whether it is compute-bound (tide_be.c
+ * lets a BE tenant's run beside busy LS work).
  *
  * A function is found by its mangled name, which the driver gives
  * (cuFuncGetName; for a CUkernel, of its function in the launch's
@@ -178,18 +177,10 @@ const struct carve_kern_entry *carve_kern_find(CUfunction f)
 	return i < 0 ? NULL : &entries[i];
 }
 
-void carve_kern_count(const struct carve_kern_entry *e, uint64_t blocks)
+void carve_kern_count(const struct carve_kern_entry *e)
 {
-	if (e) {
-		/* bytes x blocks / grid in 128 bits, exact, and at most
-		 * UINT64_MAX: a function's launches move data in proportion to
-		 * their grids, the one measured e's */
-		uint64_t b = e->bytes;
-		if (e->grid) {
-			unsigned __int128 x = (unsigned __int128)e->bytes * blocks / e->grid;
-			b = x > UINT64_MAX ? UINT64_MAX : (uint64_t)x;
-		}
-		__atomic_add_fetch(&carve_block->kernel_bytes, b, __ATOMIC_RELAXED);
-	} else
+	if (e)
+		__atomic_add_fetch(&carve_block->kernel_bytes, e->bytes, __ATOMIC_RELAXED);
+	else
 		__atomic_add_fetch(&carve_block->kernel_unknown, 1, __ATOMIC_RELAXED);
 }

@@ -160,11 +160,10 @@ CUresult carve_slice_ready_on(int i, struct carve_slice_copy *c, CUstream s);
 
 /* tide.c: each launch through tide, around the driver's call */
 void carve_tide_init(void *cuda, const char *dir); /* LS or BE tenant with a node block: take part */
-/* carve_launch_before: a launch of function f (NULL: a graph's) on s, of
- * blocks thread blocks in all (carve_grid_blocks), which the kernel table
- * charges it by; a launch in pieces (slice.c) makes each through here,
- * counted with its first alone: the others pass 0 blocks, not counted */
-void carve_launch_before(CUstream s, CUfunction f, uint64_t blocks);
+/* carve_launch_before: a launch of function f (NULL: a graph's) on s; a
+ * launch in pieces (slice.c) makes each through here, counted (whole) with
+ * its first alone */
+void carve_launch_before(CUstream s, CUfunction f, int whole);
 void carve_launch_after(CUstream s, CUresult r);
 /* carve_tide_mask changes the mask of this launch on the tenant's GPU gpu
  * for tide (within live). */
@@ -187,18 +186,7 @@ void carve_kern_init(void *cuda, const char *dir);
 /* carve_kern_find: function f's entry in the table, NULL if it has none
  * (or f is NULL, a graph's launch) */
 const struct carve_kern_entry *carve_kern_find(CUfunction f);
-/* carve_kern_count: a launch of e (NULL: unknown) of blocks thread blocks
- * done, charged e's bytes x blocks / its grid (its bytes if it has none) */
-void carve_kern_count(const struct carve_kern_entry *e, uint64_t blocks);
-/* carve_grid_blocks: the thread blocks of a grid, at most UINT64_MAX (a
- * grid past it the driver refuses) */
-static inline uint64_t carve_grid_blocks(unsigned gx, unsigned gy, unsigned gz)
-{
-	uint64_t n;
-	if (__builtin_mul_overflow((uint64_t)gx * gy, (uint64_t)gz, &n))
-		return UINT64_MAX;
-	return n;
-}
+void carve_kern_count(const struct carve_kern_entry *e); /* a launch of e (NULL: unknown) done */
 
 /* tide_be.c: a BE tenant's gate on each of its GPUs */
 void carve_tide_be_init(void *cuda);

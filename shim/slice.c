@@ -447,13 +447,13 @@ CUresult carve_slice_launch(const struct carve_launch *l)
 {
 	uint32_t us = carve_slice_usable && carve_block ? __atomic_load_n(&carve_block->slice_us, __ATOMIC_RELAXED) : 0;
 	if (!us || inside || carve_tide_capturing()) { /* a capture under way: no work of slicing's */
-		carve_launch_before(l->s, l->f, carve_grid_blocks(l->gx, l->gy, l->gz));
+		carve_launch_before(l->s, l->f, 1);
 		CUresult r = drive(l);
 		carve_launch_after(l->s, r);
 		return r;
 	}
 	inside = 1;
-	carve_launch_before(l->s, l->f, carve_grid_blocks(l->gx, l->gy, l->gz)); /* the whole launch's gate, or its first piece's */
+	carve_launch_before(l->s, l->f, 1); /* the whole launch's gate, or its first piece's */
 	CUcontext ctx = NULL;
 	if (carve_tide_ls_active(&ctx) <= 0) {
 		/* no BE in tide on this GPU, or no LS tenant active: nothing

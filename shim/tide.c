@@ -53,17 +53,16 @@ static void tide_before(int g, CUstream s, CUcontext ctx, int compute);
 /* the context of this thread's launch, where a bandwidth share gates it */
 static __thread __attribute__((tls_model("initial-exec"))) CUcontext bw_ctx;
 /* this thread's launch in the kernel table (kern.c): its entry (NULL:
- * none), and the thread blocks its end counts it by (0: not counted, a
- * sliced launch's piece after the first) */
+ * none), and whether its end counts it (a sliced launch's first piece's) */
 static __thread __attribute__((tls_model("initial-exec"))) const struct carve_kern_entry *launch_kern;
-static __thread __attribute__((tls_model("initial-exec"))) uint64_t launch_blocks;
+static __thread __attribute__((tls_model("initial-exec"))) int launch_counted;
 
-void carve_launch_before(CUstream s, CUfunction f, uint64_t blocks)
+void carve_launch_before(CUstream s, CUfunction f, int whole)
 {
 	int compute = 0;
 	if (carve_kern_on) {
 		launch_kern = carve_kern_find(f);
-		launch_blocks = blocks;
+		launch_counted = whole;
 		compute = launch_kern && (launch_kern->flags & CARVE_KERN_COMPUTE);
 	}
 	CUcontext ctx = NULL;
@@ -93,10 +92,10 @@ static void tide_before(int g, CUstream s, CUcontext ctx, int compute)
 void carve_launch_after(CUstream s, CUresult r)
 {
 	carve_launch_end();
-	if (launch_blocks) {
+	if (launch_counted) {
 		if (r == CUDA_SUCCESS)
-			carve_kern_count(launch_kern, launch_blocks);
-		launch_blocks = 0;
+			carve_kern_count(launch_kern);
+		launch_counted = 0;
 	}
 	if (carve_bw_on)
 		carve_bw_launch_after(s, bw_ctx, r);

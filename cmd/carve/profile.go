@@ -34,10 +34,9 @@ like a kernel's (one long "kernel" whose time includes the program's start).
 
 With --table FILE -- COMMAND, profile runs the program once under ncu, which
 measures the first launch of each distinct kernel function (by its mangled
-name): its DRAM bytes, time, DRAM throughput as a share of the peak and grid
-(thread blocks). FILE is the program's kernel table, for carve run --kernels:
-carve counts its launches' DRAM bytes by it, each launch's scaled by its
-grid against the one measured, and a BE tenant's kernels under ` + fmt.Sprint(ctl.ComputeBoundPct) + `% of the
+name): its DRAM bytes, time and DRAM throughput as a share of the peak. FILE
+is the program's kernel table, for carve run --kernels: carve counts its
+launches' DRAM bytes by it, and a BE tenant's kernels under ` + fmt.Sprint(ctl.ComputeBoundPct) + `% of the
 peak run beside busy LS work.`,
 		Example: `  carve profile --out carve-profiles
   carve profile --tpcs 11,22,33,66 --name resnet --out carve-profiles -- python3 infer.py --batch 16

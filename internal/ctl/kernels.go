@@ -1,5 +1,5 @@
 // A tenant's kernel table (Policy.Kernels): each kernel function of a
-// program, by its mangled name, with the DRAM bytes, time and grid Nsight
+// program, by its mangled name, with the DRAM bytes and time Nsight
 // Compute measured at its first launch (carve profile --table), as the
 // JSON file people keep (KernelTable); the compact file carve writes of
 // it beside the tenant's block for the shim (shim/carve_ctl.h's struct
@@ -52,20 +52,12 @@ const (
 )
 
 // Kernel is what a table holds of one kernel function, measured at its
-// first launch. The shim charges a launch Bytes scaled by its grid: Bytes
-// x its thread blocks / Grid, since a function's launches move data in
-// proportion to their blocks; a table of no grid (0, one written before
-// tables held it) charges Bytes to every launch.
+// first launch.
 type Kernel struct {
-	Bytes uint64  `json:"bytes"`          // DRAM bytes read and written
-	NS    uint64  `json:"ns"`             // its time on the GPU
-	Pct   float64 `json:"pct"`            // its DRAM throughput, percent of the GPU's peak
-	Grid  uint64  `json:"grid,omitempty"` // its thread blocks, at most MaxKernelGrid; 0: not recorded
+	Bytes uint64  `json:"bytes"` // DRAM bytes read and written
+	NS    uint64  `json:"ns"`    // its time on the GPU
+	Pct   float64 `json:"pct"`   // its DRAM throughput, percent of the GPU's peak
 }
-
-// MaxKernelGrid is the most thread blocks a table records of a launch:
-// the compact entry holds 32 bits of it.
-const MaxKernelGrid = 1<<32 - 1
 
 // ComputeBound says whether the kernel's DRAM throughput was under
 // ComputeBoundPct of the peak.
@@ -84,8 +76,7 @@ var kernelTableKind = jsonfile.Kind{What: "a kernel table", Want: "a JSON file c
 // ParseKernelTable reads a table's JSON and checks it: at most
 // MaxKernelTable bytes and MaxKernels functions, each named by 1 to
 // MaxKernelName printable bytes, its throughput a percentage from 0 to
-// 1000 (a measurement may pass 100 a little), its grid at most
-// MaxKernelGrid blocks, no field unknown.
+// 1000 (a measurement may pass 100 a little), no field unknown.
 func ParseKernelTable(b []byte) (*KernelTable, error) {
 	if len(b) > MaxKernelTable {
 		return nil, fmt.Errorf("%d bytes: a kernel table has at most %d", len(b), MaxKernelTable)
@@ -111,9 +102,6 @@ func ParseKernelTable(b []byte) (*KernelTable, error) {
 		}
 		if !(k.Pct >= 0 && k.Pct <= 1000) {
 			return nil, fmt.Errorf("kernel %.60q: DRAM throughput %g%% of peak: want 0 to 1000", name, k.Pct)
-		}
-		if k.Grid > MaxKernelGrid {
-			return nil, fmt.Errorf("kernel %.60q: a grid of %d blocks: want at most %d", name, k.Grid, uint64(MaxKernelGrid))
 		}
 	}
 	if t.Kernels == nil {
@@ -174,7 +162,7 @@ type KernEntry struct {
 	Name  uint64 `c:"name"` // KernelHash of its mangled name
 	Bytes uint64 `c:"bytes"`
 	Flags uint32 `c:"flags"`
-	Grid  uint32 `c:"grid"` // Kernel.Grid: thread blocks of the launch measured, 0 if none recorded
+	Pad   uint32 `c:"pad"`
 }
 
 // KernelHash is a mangled name as the compact table keys it: its FNV-1a
@@ -192,7 +180,7 @@ func (t *KernelTable) Compact() ([]byte, uint64, error) {
 	entries := make([]KernEntry, 0, len(t.Kernels))
 	names := map[uint64]string{}
 	for name, k := range t.Kernels {
-		e := KernEntry{Name: KernelHash(name), Bytes: k.Bytes, Grid: uint32(k.Grid)}
+		e := KernEntry{Name: KernelHash(name), Bytes: k.Bytes}
 		if other, ok := names[e.Name]; ok {
 			return nil, 0, fmt.Errorf("kernels %.60q and %.60q have the same hash: the table cannot tell them apart", name, other)
 		}

@@ -16,7 +16,7 @@ import (
 )
 
 const goodTable = `{"gpu": "NVIDIA H100 80GB HBM3", "kernels": {
-  "_Z6stream": {"bytes": 536870912, "ns": 230000, "pct": 84.5, "grid": 4294967295},
+  "_Z6stream": {"bytes": 536870912, "ns": 230000, "pct": 84.5},
   "_Z6fma256": {"bytes": 1024, "ns": 500000, "pct": 21}}}`
 
 func TestParseKernelTable(t *testing.T) {
@@ -24,8 +24,7 @@ func TestParseKernelTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k.GPU != "NVIDIA H100 80GB HBM3" || len(k.Kernels) != 2 || k.Kernels["_Z6stream"].Bytes != 512<<20 || k.ComputeBound() != 1 ||
-		k.Kernels["_Z6stream"].Grid != ctl.MaxKernelGrid || k.Kernels["_Z6fma256"].Grid != 0 {
+	if k.GPU != "NVIDIA H100 80GB HBM3" || len(k.Kernels) != 2 || k.Kernels["_Z6stream"].Bytes != 512<<20 || k.ComputeBound() != 1 {
 		t.Errorf("table %+v", k)
 	}
 	if !k.Kernels["_Z6fma256"].ComputeBound() || k.Kernels["_Z6stream"].ComputeBound() {
@@ -42,10 +41,6 @@ func TestParseKernelTable(t *testing.T) {
 		`{"kernels": {"k": {"pct": -1}}}`,
 		`{"kernels": {"k": {"pct": 1001}}}`,
 		`{"kernels": {"k": {"bytes": 1, "extra": 2}}}`,
-		`{"kernels": {"k": {"grid": 4294967296}}}`,
-		`{"kernels": {"k": {"grid": -1}}}`,
-		`{"kernels": {"k": {"grid": 1.5}}}`,
-		`{"kernels": {"k": {"grid": "10"}}}`,
 		`{"gpu": "a\nb"}`,
 		`{"kernels": {"` + strings.Repeat("x", ctl.MaxKernelName+1) + `": {}}}`,
 	} {
@@ -90,9 +85,8 @@ func TestKernelTableCompact(t *testing.T) {
 		t.Errorf("head %+v, entries %+v, id %x", h, e, id)
 	}
 	for _, x := range e {
-		want := map[uint64]ctl.KernEntry{ctl.KernelHash("_Z6stream"): {Bytes: 512 << 20, Grid: ctl.MaxKernelGrid},
-			ctl.KernelHash("_Z6fma256"): {Bytes: 1024, Flags: ctl.KernCompute}}[x.Name]
-		if want.Bytes != x.Bytes || want.Flags != x.Flags || want.Grid != x.Grid {
+		want := map[uint64]ctl.KernEntry{ctl.KernelHash("_Z6stream"): {Bytes: 512 << 20}, ctl.KernelHash("_Z6fma256"): {Bytes: 1024, Flags: ctl.KernCompute}}[x.Name]
+		if want.Bytes != x.Bytes || want.Flags != x.Flags {
 			t.Errorf("entry %+v, want %+v", x, want)
 		}
 	}
@@ -133,8 +127,7 @@ func TestReadKernelTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	back, err := ctl.ReadKernelTable(path)
-	if err != nil || back.GPU != k.GPU || len(back.Kernels) != 2 || back.Kernels["_Z6stream"] != k.Kernels["_Z6stream"] ||
-		back.Kernels["_Z6stream"].Grid != ctl.MaxKernelGrid {
+	if err != nil || back.GPU != k.GPU || len(back.Kernels) != 2 || back.Kernels["_Z6stream"] != k.Kernels["_Z6stream"] {
 		t.Errorf("read back %+v, %v", back, err)
 	}
 	os.WriteFile(path, []byte(`{"gpu": 7}`), 0o644)

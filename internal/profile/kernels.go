@@ -17,11 +17,10 @@ import (
 )
 
 // KernelMetrics are the ncu metrics a kernel table is made of: DRAM bytes
-// read and written, the kernel's time, its DRAM throughput in percent of
-// the GPU's peak, and its grid's thread blocks (by which the shim scales
-// the bytes of each later launch).
+// read and written, the kernel's time and its DRAM throughput in percent
+// of the GPU's peak.
 var KernelMetrics = []string{"dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum",
-	"dram__throughput.avg.pct_of_peak_sustained_elapsed", "launch__grid_size"}
+	"dram__throughput.avg.pct_of_peak_sustained_elapsed"}
 
 // KernelArgs are ncu's arguments that measure the first launch of each
 // distinct kernel function of argv (and its children), named by mangled
@@ -94,7 +93,7 @@ func ParseKernels(out []byte) (*ctl.KernelTable, error) {
 			continue
 		}
 		t.Kernels[l.kernel] = ctl.Kernel{Bytes: uint64(l.got[KernelMetrics[0]] + l.got[KernelMetrics[1]]),
-			NS: uint64(l.got[KernelMetrics[2]]), Pct: l.got[KernelMetrics[3]], Grid: uint64(l.got[KernelMetrics[4]])}
+			NS: uint64(l.got[KernelMetrics[2]]), Pct: l.got[KernelMetrics[3]]}
 	}
 	if len(t.Kernels) == 0 {
 		return nil, errors.New("ncu profiled no kernel")

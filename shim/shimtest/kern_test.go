@@ -1,5 +1,5 @@
 // The kernel table (shim/kern.c): each launch's DRAM bytes counted by its
-// function's entry, scaled by its grid, functions named once each, a bad table left unused,
+// function's entry, functions named once each, a bad table left unused,
 // and a BE tenant's compute-bound kernels beside busy LS work (tide_be.c).
 
 package shimtest_test
@@ -67,41 +67,6 @@ func TestKernelBytesCounted(t *testing.T) {
 	}
 	if got := p.ask(t, "calls"); !strings.Contains(got, "cuFuncGetName=3 ") && !strings.HasSuffix(got, "cuFuncGetName=3") {
 		t.Errorf("driver calls %q: want cuFuncGetName=3, once for each function", got)
-	}
-}
-
-// TestKernelBytesByGrid: a table that records the grid of the launch it
-// measured charges each launch its bytes scaled by the launch's thread
-// blocks (across x down), by each launch call; function 2's entry, of no
-// grid, charges its bytes whatever the grid.
-func TestKernelBytesByGrid(t *testing.T) {
-	table := &ctl.KernelTable{GPU: "fake", Kernels: map[string]ctl.Kernel{
-		"fake_fn_1": {Bytes: 1000, NS: 1000, Pct: 10, Grid: 10},
-		"fake_fn_2": {Bytes: 5000, NS: 1000, Pct: 80},
-		"fake_fn_4": {Bytes: 1 << 62, NS: 1000, Pct: 80, Grid: 3},
-	}}
-	for _, tc := range []struct {
-		launches []string
-		want     uint64
-	}{
-		{[]string{"fl 1 10 1", "fl 1 20 1", "fl 1 5 1"}, 1000 + 2000 + 500},
-		{[]string{"fl 1 5 1 ex 4", "fl 1 3 1 coop 2", "fl 1 8 1 cluster"}, 2000 + 600 + 800},
-		{[]string{"fl 1 1 1", "fl 1 3 1"}, 100 + 300},
-		{[]string{"fl 2 1 1", "fl 2 100 1 ex 3"}, 2 * 5000},
-		// 2^62 x 6 / 3, past 64 bits before the division
-		{[]string{"fl 4 6 1"}, 1 << 63},
-	} {
-		dir := t.TempDir()
-		p, h := startSpoiled(t, dir, ctl.Init{Kernels: ctl.Kernels{Path: "/k.json", Table: table},
-			Parts: []ctl.Part{{Mask: enableOnly(0, 1), Live: live}}}, func() {})
-		for _, c := range tc.launches {
-			if got := p.ask(t, c); got != "rc 0" {
-				t.Fatalf("%s: %q", c, got)
-			}
-		}
-		if s := h.Snapshot().KernelStatus; s != (ctl.KernelStatus{Bytes: tc.want}) {
-			t.Errorf("launches %q: kernel status %+v, want %d bytes", tc.launches, s, tc.want)
-		}
 	}
 }
 

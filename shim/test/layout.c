@@ -32,7 +32,7 @@ int main(void)
 	printf("kernhead.sizeof %zu %zu\n", sizeof(struct carve_kern_head), sizeof(struct carve_kern_head));
 	printf("kernentry.sizeof %zu %zu\n", sizeof(struct carve_kern_entry), sizeof(struct carve_kern_entry));
 	KH(magic); KH(count); KH(id);
-	KE(name); KE(bytes); KE(flags); KE(grid);
+	KE(name); KE(bytes); KE(flags); KE(pad);
 	P(gpu); P(mask); P(live); P(floor); P(sms); P(pad); P(node); P(bw_off_ns);
 	N(magic); N(version); N(size); N(live); N(lease_ns); N(created_ns); N(fixed); N(gen); N(used); N(pad); N(slots); N(rest);
 	S(pid); S(kind); S(start_ticks); S(serial); S(pad); S(reserved); S(claim);
