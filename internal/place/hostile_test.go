@@ -56,6 +56,14 @@ var hostileElsewhere = []struct{ attack, self, file, test string }{
 	{"a BE claim's block with a share of 0 while the SLO controller steers it: the GPU's level is kept by the controller", "it may lower its own share", "../slo/claim_test.go", "TestClaimBECannotDragTheLevel"},
 	{"an MPS directory another user planted", "none", "../mps/mps_test.go", "TestUntrustedDirectory"},
 	{"a --shim that is not carve's", "none", "../preload/preload_test.go", "TestVerifyRefusesWhatIsNotTheShim"},
+	{"a block made by hand in the node directory naming every TPC, the GPU's memory and the whole epoch: root records what was free", "its own process runs as its block says", "judge_test.go", "TestNodeDirHandBlockJudged"},
+	{"a user's placement in the window between another's carve set and root's next fence", "none: the move is believed at once", "judge_test.go", "TestNodeDirMoveSeenBeforeFence"},
+	{"the node directory with root's daemon stopped: users' blocks as they say", "none: users' placements fail", "tenantpolicy_test.go", "TestNodeDirNoFence"},
+	{"a user holding the node directory's placement lock", "it delays others' placements 2 s", "passover_test.go", "TestNodeDirLockPassedOver"},
+	{"a block written through its mapping before and after an honest placement, to be recorded first", "its own process; the honest carve run fails, never runs", "passover_test.go", "TestNodeDirLostRace"},
+	{"a file, link or FIFO planted at another user's BE file name before root takes the GPU's directory over", "none past root's next fence", "nodewriter_test.go", "TestNodeDirBEFilePlanted"},
+	{"a user's BE of every free TPC beside claims, and a BE claim beside users' tenants", "it keeps what it took; the other side's LS tenants keep off it", "claimview_test.go", "TestNodeDirBEHeldFromClaims"},
+	{"a BE file removed and made anew under a running BE tenant", "none: it stamps the new one", "../../shim/shimtest/tide_ls_test.go", "TestBEOwnFileReplaced"},
 }
 
 // TestHostileIndex: every test the index names is where it says.
