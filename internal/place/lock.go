@@ -98,8 +98,10 @@ func lockOrPass(dir string, timeout time.Duration, pass bool) (unlock func(), he
 		}
 		if h, ok := passable(f, pass); ok {
 			key := fmt.Sprint(path, " ", h.pid)
-			if _, again := passedOver.Load(key); again || time.Since(start) > PassOver {
-				passedOver.Store(key, true)
+			if _, again := passedOver.Load(key); h.pid != 0 && again || time.Since(start) > PassOver {
+				if h.pid != 0 { // a holder not known is waited for each time
+					passedOver.Store(key, true)
+				}
 				return func() { f.Close() }, h.String(), nil
 			}
 		}
@@ -123,20 +125,27 @@ func lockOrPass(dir string, timeout time.Duration, pass bool) (unlock func(), he
 	}, "", nil
 }
 
-// passable is the holder of f's lock where pass and it is a process of
-// a user but root, whose hold a placement may pass over.
+// passable is the holder of f's lock where pass and it is not known to
+// be root's, whose hold a placement may pass over: a process of a user
+// but root, or one the kernel's table does not name as a live process
+// here (a holder that exited and left the lock to a child, or one of
+// another pid namespace: pid 0).
 func passable(f *os.File, pass bool) (holder, bool) {
 	if !pass {
 		return holder{}, false
 	}
 	h, ok := lockHolder(f)
-	return h, ok && h.uid != 0
+	return h, !ok || h.uid != 0
 }
 
-// holder is a process that holds a lock: its pid and user.
+// holder is a process that holds a lock: its pid and user (pid 0: not
+// known).
 type holder struct{ pid, uid int }
 
 func (h holder) String() string {
+	if h.pid == 0 {
+		return "a process not known here"
+	}
 	return fmt.Sprintf("pid %d of %s", h.pid, ctl.UserName(uint32(h.uid)))
 }
 
@@ -184,6 +193,6 @@ func LockHolder(dir string) (pid int, user string, ok bool) {
 		return 0, "", false
 	}
 	defer f.Close()
-	h, ok := passable(f, true)
-	return h.pid, ctl.UserName(uint32(h.uid)), ok
+	h, ok := lockHolder(f)
+	return h.pid, ctl.UserName(uint32(h.uid)), ok && h.uid != 0
 }

@@ -7,7 +7,9 @@
 package place
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -56,6 +58,50 @@ func TestNodeDirLockPassedOver(t *testing.T) {
 	_, err := Place(dir, top, Request{Spec: count(t, "4"), PID: os.Getpid()})
 	if err == nil || !strings.Contains(err.Error(), holder) || !strings.Contains(err.Error(), "uid 65534") {
 		t.Errorf("root's placement beside the held lock: %v; want it refused, naming %s(uid 65534)", err, holder)
+	}
+}
+
+// TestLockHolderGoneStillPassed: a hold the kernel's table of locks
+// names by a process that has exited (flock(1) took it on a descriptor
+// its shell keeps open, as a user's process can that leaves its lock to
+// a child) is passed over by a user's placement after PassOver, naming
+// no pid; without pass it is waited for and refused.
+func TestLockHolderGoneStillPassed(t *testing.T) {
+	dir, _ := nodeDir(t)
+	flock, err := exec.LookPath("flock")
+	if err != nil {
+		t.Skip("no flock(1) here")
+	}
+	f, _, err := ctl.OpenLock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	cmd := exec.Command("bash", "-c", `exec 9<"$1" && "$2" -x 9 && echo locked && exec sleep 60`, "-", filepath.Join(dir, LockFile), flock)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "locked\n" {
+		t.Fatalf("flock(1): %q", line)
+	}
+	was := PassOver
+	PassOver = 50 * time.Millisecond
+	t.Cleanup(func() { PassOver = was })
+	unlock, held, err := lockOrPass(dir, 5*time.Second, true)
+	if err != nil {
+		t.Fatalf("a placement beside a lock of an exited holder: %v", err)
+	}
+	unlock()
+	if !strings.Contains(held, "not known") {
+		t.Errorf("the holder passed over: %q, want one not known here", held)
+	}
+	if _, _, err := lockOrPass(dir, 200*time.Millisecond, false); err == nil {
+		t.Errorf("without pass, the same hold was not waited for")
 	}
 }
 
