@@ -237,8 +237,10 @@ func samePart(a, b Part) bool {
 
 // fits says whether rec's memory limit as limit fits the memory of each
 // of its GPUs (mem) beside the limits of the other tenants of view and
-// the claims there, and whether mem knows the memory of each (where it
-// does not, fit is false).
+// the claims there, and whether that is known: it does not fit where it
+// passes one GPU whose memory mem knows, whatever the others (a GPU no
+// driver knows, named first, hides nothing); it fits where mem knows
+// every GPU's and it passes none; else neither is known.
 func fits(rec TenantRecord, limit uint64, view []Entry, claims []Claim, mem GPUMemory) (fit, known bool) {
 	if mem.Bytes == nil || mem.Charge == nil {
 		return false, false
@@ -249,10 +251,12 @@ func fits(rec TenantRecord, limit uint64, view []Entry, claims []Claim, mem GPUM
 			mps = true
 		}
 	}
+	unknown := false
 	for _, part := range rec.Parts {
 		total := mem.Bytes(part.GPU)
 		if total == 0 {
-			return false, false
+			unknown = true
+			continue
 		}
 		charged := map[int]uint64{} // by tenant: its account block's limit
 		for _, e := range view {
@@ -277,5 +281,5 @@ func fits(rec TenantRecord, limit uint64, view []Entry, claims []Claim, mem GPUM
 			return false, true
 		}
 	}
-	return true, true
+	return !unknown, !unknown
 }
