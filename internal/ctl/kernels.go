@@ -234,15 +234,24 @@ func writeKernels(dir string, t *KernelTable, perm os.FileMode) (uint64, error) 
 			return id, nil
 		}
 	}
-	tmp := filepath.Join(dir, "."+KernelsFile(id)+".new")
-	if err := os.WriteFile(tmp, b, perm); err != nil {
+	// a temporary name no one can make first (O_EXCL, random), renamed
+	// into place
+	f, err := os.CreateTemp(dir, "."+KernelsFile(id)+".*.new")
+	if err != nil {
 		return 0, fmt.Errorf("kernel table: %w", err)
 	}
-	if err := os.Chmod(tmp, perm); err != nil { // past the umask
-		os.Remove(tmp)
-		return 0, fmt.Errorf("kernel table: %w", err)
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Chmod(perm) // past the umask
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
 		os.Remove(tmp)
 		return 0, fmt.Errorf("kernel table: %w", err)
 	}
