@@ -167,7 +167,7 @@ status 86 before the program starts.`,
 					p.Block.Remove()
 					return err
 				}
-				if err := place.Lost(dir, e, spec.share); err != nil { // a race lost: others believe its TPCs another's
+				if err := place.Lost(dir, e, spec.share, p.LockHeld != ""); err != nil { // a race lost: others believe its TPCs another's
 					p.Block.Remove()
 					return err
 				}

@@ -171,7 +171,7 @@ func TestNodeDirHonestRecorded(t *testing.T) {
 		}
 		s := h.Snapshot()
 		h.Close()
-		if err := Lost(dir, ctl.Entry{Snapshot: s, Path: blockOf(dir, pid)}, false); err != nil {
+		if err := Lost(dir, ctl.Entry{Snapshot: s, Path: blockOf(dir, pid)}, false, false); err != nil {
 			t.Errorf("carve run's look at the record of tenant %d: %v", pid, err)
 		}
 		got := recorded(t, dir, pid)

@@ -26,7 +26,8 @@ import (
 // placement lock (through a read-only descriptor of root's lock file) and
 // does not let it go; uid 65533's placement goes on without it after
 // PassOver, saying whose hold it passed, and root's fence does too,
-// recording it as placed (Lost finds nothing lost). Root's own placement
+// recording it as placed (Lost finds nothing lost; before the fence,
+// not recorded, it is not run). Root's own placement
 // waits and fails, naming the holder's pid and user.
 func TestNodeDirLockPassedOver(t *testing.T) {
 	dir, bin := nodeDir(t)
@@ -43,11 +44,18 @@ func TestNodeDirLockPassedOver(t *testing.T) {
 	if !strings.Contains(b.line, "past the lock of "+holder) || !strings.Contains(b.line, "uid 65534") {
 		t.Errorf("uid 65533's placement does not name the holder (%s, uid 65534): %q", holder, b.line)
 	}
+	e := entryAt(t, blockOf(dir, b.cmd.Process.Pid))
+	// not recorded yet: placed past the lock, it is not run; placed under it, it is
+	if err := Lost(dir, e, false, true); err == nil || !strings.Contains(err.Error(), "not recorded") {
+		t.Errorf("the placement past the lock, not recorded yet: %v; want it not run", err)
+	}
+	if err := Lost(dir, e, false, false); err != nil {
+		t.Errorf("a placement under the lock, not recorded yet: %v", err)
+	}
 	if err := Fence(dir, top); err != nil { // root's carve daemon
 		t.Fatal(err)
 	}
-	e := entryAt(t, blockOf(dir, b.cmd.Process.Pid))
-	if err := Lost(dir, e, false); err != nil {
+	if err := Lost(dir, e, false, true); err != nil {
 		t.Errorf("the placement past the lock, alone: %v", err)
 	}
 	recorded(t, dir, b.cmd.Process.Pid)
@@ -178,10 +186,10 @@ func TestNodeDirLostRace(t *testing.T) {
 	if err := Fence(dir, top); err != nil {
 		t.Fatal(err)
 	}
-	if err := Lost(dir, e, false); err == nil || !strings.Contains(err.Error(), "run it again") {
+	if err := Lost(dir, e, false, false); err == nil || !strings.Contains(err.Error(), "run it again") {
 		t.Errorf("the placement recorded after the block made by hand took its TPCs: %v", err)
 	}
-	if err := Lost(dir, e, true); err != nil {
+	if err := Lost(dir, e, true, false); err != nil {
 		t.Errorf("the same placement with --share: %v", err)
 	}
 }

@@ -118,10 +118,16 @@ func SeatWarning(dir string, class uint32, parts []ctl.Part, recorded bool) stri
 // users now believe that one's. A placement with share (--share) is held
 // to its bandwidth slots alone: the TPCs it shares and a limit past the
 // GPU's memory are not recorded. nil where nothing is lost, or where e
-// has no record (none is kept, or root has not recorded it yet).
-func Lost(dir string, e ctl.Entry, share bool) error {
+// has no record (none is kept, or root has not recorded it yet) but for
+// one placed past a held lock (passed), which runs only as root recorded
+// it: another placement past the lock may have chosen its TPCs.
+func Lost(dir string, e ctl.Entry, share, passed bool) error {
 	recs, _ := ctl.ReadRecords(dir)
 	if _, unfenced := recs.Unfenced(); unfenced || !recs.Recorded(e) {
+		if passed {
+			return fmt.Errorf("pid %d was placed in %s past a held placement lock, and root's carve daemon has not recorded it: "+
+				"its program is not run, since another placement made past the lock may hold its TPCs; run it again", e.PID, dir)
+		}
 		return nil
 	}
 	lost := len(recs.Changed([]ctl.Entry{e})) > 0
