@@ -90,9 +90,11 @@ func (r Records) View(blocks []Entry, claims []Claim, uid int) []Entry {
 		return blocks
 	}
 	b, base := r.believe(blocks, claims, GPUMemory{})
-	for _, e := range blocks {
+	mine := make([]bool, len(blocks)) // uid's blocks, each looked at once
+	for i, e := range blocks {
+		mine[i] = ownerOf(e.Path) == uid
 		rec, ok := r.of(e)
-		if !ok || e.PID != e.Tenant || len(rec.Parts) == 0 || ownerOf(e.Path) == uid {
+		if !ok || e.PID != e.Tenant || len(rec.Parts) == 0 || mine[i] {
 			continue
 		}
 		if now := rec.as(e.Snapshot); !now.equal(rec) {
@@ -100,10 +102,10 @@ func (r Records) View(blocks []Entry, claims []Claim, uid int) []Entry {
 		}
 	}
 	out := make([]Entry, 0, len(blocks))
-	for _, e := range blocks {
+	for i, e := range blocks {
 		_, believed := b.of(e)
 		switch {
-		case ownerOf(e.Path) == uid:
+		case mine[i]:
 			out = append(out, e)
 		case believed:
 			out = append(out, b.Of(e))
