@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,12 +41,14 @@ static struct {
 } seen[SEEN];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* hash is FNV-1a of 64 bits, as ctl.KernelHash. */
-static uint64_t hash(const char *s)
+/* fnv is FNV-1a of 64 bits of n bytes at p, as ctl.KernelHash: of a
+ * function's name, and of a table's entries (its id). */
+static uint64_t fnv(const void *p, size_t n)
 {
+	const uint8_t *b = p;
 	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	for (size_t k = 0; k < n; k++)
+		h = (h ^ b[k]) * 0x100000001b3ull;
 	return h;
 }
 
@@ -53,10 +56,7 @@ static uint64_t hash(const char *s)
  * increasing order, no flag unknown, id the hash of its bytes. */
 static int valid(const struct carve_kern_entry *e, uint32_t n, uint64_t id)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	const uint8_t *b = (const uint8_t *)e;
-	for (size_t k = 0; k < (size_t)n * sizeof *e; k++)
-		h = (h ^ b[k]) * 0x100000001b3ull;
+	uint64_t h = fnv(e, (size_t)n * sizeof *e);
 	if ((h ? h : 1) != id)
 		return 0;
 	for (uint32_t k = 0; k < n; k++)
@@ -118,7 +118,7 @@ void carve_kern_init(void *cuda, const char *dir)
 /* find: the entry of the function named name, -1 if none */
 static int32_t find(const char *name)
 {
-	uint64_t h = hash(name);
+	uint64_t h = fnv(name, strlen(name));
 	uint32_t lo = 0, hi = count;
 	while (lo < hi) {
 		uint32_t m = lo + (hi - lo) / 2;
