@@ -253,6 +253,7 @@ extern struct carve_tide_gpu carve_tide_gpus[CARVE_GPUS];
 extern int carve_tide_ngpus;
 extern int carve_tide_cls;      /* CARVE_CLASS_LS or _BE while tide is on */
 extern int carve_tide_captures; /* captures under way in the process */
+extern size_t carve_peer_stride; /* the distance between two LS or BE files' maps (tide_node.c) */
 /* carve_tide_join maps GPU g's node block and, for an LS tenant, takes a
  * slot there (1; 0: g takes no part); carve_tide_leave gives the slots up. */
 int carve_tide_join(int g, const char *dir, int ls, char name[64]);
@@ -265,6 +266,9 @@ void carve_tide_set_busy(int g, int b); /* says in our LS entry on GPU g and its
  * in *timing those timing; with none, the latest heartbeat into *newest
  * (if given). */
 int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing);
+/* carve_tide_ls_near: the reserved TPCs of the LS tenants on GPU g with a
+ * heartbeat in the last CARVE_NODE_QUIET_NS, ORed into out. */
+void carve_tide_ls_near(int g, uint32_t out[4]);
 /* carve_tide_be_list: GPU g's BE files listed again where it is time (now:
  * the coarse clock), by an LS tenant's poller outside track_mu, which its
  * launches take; carve_tide_be_latest: the latest BE launch any BE file

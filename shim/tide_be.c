@@ -12,7 +12,9 @@
  * rate; no share while the LS tenant times its own work, timing.c), and it
  * runs off the LS tenants' reserved TPCs, or on its floor if
  * it has one (TPCs that LS tenants keep off: its traffic then is what that
- * many TPCs draw, and it never holds an SM the LS tenants use). While some LS
+ * many TPCs draw, and it never holds an SM the LS tenants use); steered by
+ * the SLO controller below a share of 1, it keeps off them between their
+ * busy periods too, while they are active. While some LS
  * tenant has been busy in the last CARVE_NODE_QUIET_NS, the BE keeps at
  * most inflight_max launches in flight (counted by events recorded after
  * some of them) and at most queue_us of GPU time by its kernels' measured
@@ -220,14 +222,23 @@ static int queue_full(const struct carve_tide_be *b, uint32_t k, uint32_t queue_
 	return queue_us && n > 0 && n * b->kernel_ns > (uint64_t)queue_us * 1000;
 }
 
-/* narrow computes into m the mask of a BE launch on GPU g made while LS
- * work is in flight there, from its partition's mask: its floor there, if
- * it has one, within the partition; else the partition off the busy LS
- * tenants' reserved TPCs.
+/* How a launch is narrowed (tide_narrow): not; off the busy LS tenants'
+ * reserved TPCs (or onto its floor) while LS work is in flight; or, steered
+ * by the SLO controller below a share of 1, off those of every LS tenant
+ * busy in the last CARVE_NODE_QUIET_NS while none is, so that a request
+ * arriving between busy periods starts on its reserved TPCs at once, not
+ * behind the BE's kernel (whose blocks the GPU hands out before a later
+ * kernel's). */
+enum { WHOLE, BESIDE, CONFINED };
+
+/* narrow computes into m the mask of a BE launch on GPU g narrowed how
+ * (BESIDE or CONFINED), from its partition's mask: its floor there, if it
+ * has one, within the partition; else the partition off the busy LS
+ * tenants' reserved TPCs (BESIDE) or the active ones' (CONFINED).
  * Returns how many live TPCs m enables: a launch is narrowed only onto
  * CARVE_NODE_NARROW_MIN or more, or kernels sized for the whole GPU may
  * never finish. */
-static int narrow(int g, const uint32_t mask[4], const uint32_t live[4], uint32_t m[4])
+static int narrow(int g, int how, const uint32_t mask[4], const uint32_t live[4], uint32_t m[4])
 {
 	uint32_t floor[4], off[4] = {0, 0, 0, 0}, any = 0;
 	for (int w = 0; w < 4; w++)
@@ -235,6 +246,8 @@ static int narrow(int g, const uint32_t mask[4], const uint32_t live[4], uint32_
 	if (any)
 		for (int w = 0; w < 4; w++)
 			off[w] = ~floor[w];
+	else if (how == CONFINED)
+		carve_tide_ls_near(g, off);
 	else
 		carve_tide_ls_busy(g, off, NULL, NULL);
 	int n = 0;
@@ -245,9 +258,9 @@ static int narrow(int g, const uint32_t mask[4], const uint32_t live[4], uint32_
 	return n;
 }
 
-/* narrow_ok says whether a launch on GPU g narrowed now keeps enough
+/* narrow_ok says whether a launch on GPU g narrowed how now keeps enough
  * TPCs. */
-static int narrow_ok(int g)
+static int narrow_ok(int g, int how)
 {
 	uint32_t mask[4], live[4], m[4];
 	uint64_t gen;
@@ -255,7 +268,7 @@ static int narrow_ok(int g)
 		return 0;
 	for (int w = 0; w < 4; w++)
 		live[w] = __atomic_load_n(&CARVE_PART(carve_block, g, live)[w], __ATOMIC_RELAXED);
-	return narrow(g, mask, live, m) >= CARVE_NODE_NARROW_MIN;
+	return narrow(g, how, mask, live, m) >= CARVE_NODE_NARROW_MIN;
 }
 
 /* may_run_narrow spends the share's tokens on a launch while LS work is in
@@ -323,7 +336,7 @@ void carve_tide_be_launch_before(int g, int compute)
 		epoch = CARVE_EPOCH_NS;
 	uint64_t start = 0, now = 0; /* read once an LS tenant is found busy */
 	int waited = 0;
-	tide_narrow = 0;
+	tide_narrow = WHOLE;
 	uint64_t newest = 0; /* the latest LS heartbeat, while none is busy */
 	int busy, timing, queued;
 	pthread_mutex_lock(&b->mu);
@@ -339,16 +352,16 @@ gate:
 			start = now = carve_mono_ns();
 		/* too few TPCs to narrow onto: no share, and the launch that
 		 * keeps it from starving runs on its whole partition */
-		int ok = narrow_ok(g);
+		int ok = narrow_ok(g, BESIDE);
 		if (compute && ok && !timing) { /* compute-bound: beside it, spending no share */
-			tide_narrow = 1;
+			tide_narrow = BESIDE;
 			b->held_since = 0;
 			__atomic_add_fetch(&carve_block->narrow_launches, 1, __ATOMIC_RELAXED);
 			__atomic_add_fetch(&carve_block->kernel_beside, 1, __ATOMIC_RELAXED);
 			break;
 		}
 		if (may_run_narrow(b, now, ok ? share : 0, epoch, timing)) {
-			tide_narrow = ok;
+			tide_narrow = ok ? BESIDE : WHOLE;
 			b->held_since = 0;
 			__atomic_add_fetch(&carve_block->narrow_launches, 1, __ATOMIC_RELAXED);
 			break;
@@ -412,6 +425,9 @@ gate:
 	}
 	if (!b->bounded)
 		launch_at = 0;
+	if (!busy && share < 1000000 && __atomic_load_n(&carve_block->slo_steered, __ATOMIC_RELAXED) &&
+	    carve_tide_active(0, newest, carve_coarse_ns()) && narrow_ok(g, CONFINED))
+		tide_narrow = CONFINED;
 	pthread_mutex_unlock(&b->mu);
 	if (waited) {
 		__atomic_add_fetch(&carve_block->held_ns, carve_mono_ns() - start, __ATOMIC_RELAXED);
@@ -458,7 +474,7 @@ void carve_tide_be_launch_after(int g, CUstream s)
  * narrowed (carve_tide_be_launch_before), onto enough TPCs still? Its mask into m. */
 int carve_tide_be_narrowed(int g, const uint32_t mask[4], const uint32_t live[4], uint32_t m[4])
 {
-	return tide_narrow && narrow(g, mask, live, m) >= CARVE_NODE_NARROW_MIN;
+	return tide_narrow != WHOLE && narrow(g, tide_narrow, mask, live, m) >= CARVE_NODE_NARROW_MIN;
 }
 
 /* --- at load ------------------------------------------------------------------ */

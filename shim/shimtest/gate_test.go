@@ -182,3 +182,44 @@ func TestGateSliceOffNoCalls(t *testing.T) {
 		})
 	}
 }
+
+// TestBEConfinedWhileSteered: a BE tenant the SLO controller steers below a
+// share of 1 launches off an LS tenant's reserved TPCs between its busy
+// periods too, while it was busy in the last ctl.NodeQuiet; not once it is
+// quiet that long, nor steered at a share of 1, nor unsteered at any share
+// (the dials it asked are its own).
+func TestBEConfinedWhileSteered(t *testing.T) {
+	dir, _, c, ls := lsOnClock(t)
+	be, h := beOn(t, c, dir, ctl.Tide{Share: 0.5, Epoch: 20 * time.Millisecond})
+	off := maskLine(enableOnly(2, 3, 9, 10, 11, 12, 13, 14, 15, 16))
+	whole := maskLine(allLive)
+	launch := func(want, what string) {
+		t.Helper()
+		if got, d := be.ask(t, "klaunch kernel"); got != want || d != 0 {
+			t.Errorf("%s: BE launch %q after %v, want %q at once", what, got, d, want)
+		}
+	}
+	ls.serve(ms)
+	launch(whole, "unsteered at share 0.5, the LS idle a moment")
+	if err := h.Steer(0.5, 300*time.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	launch(off, "steered at 0.5, the LS idle a moment")
+	c.RunFor(ctl.NodeQuiet / 2)
+	launch(off, "steered at 0.5, the LS idle for half the quiet time")
+	if err := h.Steer(1, 300*time.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	launch(whole, "steered at 1, the LS idle a moment")
+	if err := h.Steer(0.01, 50*time.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	c.RunFor(ctl.NodeQuiet / 2)
+	launch(whole, "steered at 0.01, the LS quiet for the quiet time")
+	ls.serve(ms)
+	launch(off, "steered at 0.01, the LS idle after a request")
+	if err := h.Unsteer(); err != nil {
+		t.Fatal(err)
+	}
+	launch(whole, "unsteered again")
+}
