@@ -21,7 +21,7 @@ on it), and under "info" the model's parameter count and shape (llm from graphs:
 and under "check" the check's tokens, ours and the library's, and how many
 agree before the first that differs).
 """
-import argparse, json, random, sys, time
+import argparse, json, os, random, sys, time
 
 p = argparse.ArgumentParser()
 p.add_argument("--model", default="resnet50")
@@ -41,7 +41,8 @@ if a.pattern == "step" and not STEPS:
 
 import torch
 
-torch.backends.cudnn.benchmark = True
+# cuDNN times its candidates (benchmark mode), unless CARVE_SERVE_CUDNN_BENCHMARK=0
+torch.backends.cudnn.benchmark = os.environ.get("CARVE_SERVE_CUDNN_BENCHMARK", "1") != "0"
 dev = "cuda"
 
 
