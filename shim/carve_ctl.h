@@ -247,7 +247,7 @@ struct carve_ctl {
 	uint32_t slice_fns;      /* 700: BE status: functions found sliceable */
 	uint64_t sliced;         /* 704: BE status: launches cut into pieces */
 	uint64_t slice_pieces;   /* 712: BE status: the pieces they went as */
-	/* SLO (internal/slo, in carve daemon; the shim reads none of it): an
+	/* SLO (internal/slo, in carve daemon; the shim reads slo_steered alone, tide_be.c): an
 	 * LS tenant's, written by carve run, and the target the controller
 	 * holds it under, written by the controller; and of a BE tenant, while the
 	 * controller holds its share_ppm and queue_us to keep the SLOs of the

@@ -65,7 +65,12 @@
 // its level sat at 0.01 and requests still missed).
 //
 // A BE tenant's share is the level of its GPU (the lowest, on several),
-// its queue as much of what it asked as the level says.
+// its queue as much of what it asked as the level says. Steered below a
+// share of 1, its shim keeps it off the reserved TPCs of the LS tenants
+// busy in the last second between their busy periods too (tide_be.c), so
+// that a request arriving then does not wait behind a BE kernel begun in
+// the gap: at 75% of an LS's capacity, where the level sits near 0, those
+// are what requests waited for.
 //
 // The controller keeps no state a restart needs: it keeps each GPU's
 // level, and a restarted one reads it back from the BE tenants' blocks
