@@ -487,7 +487,8 @@ void carve_tide_be_init(void *cuda)
 	event_query = carve_real_dlsym(cuda, "cuEventQuery");
 }
 
-/* carve_tide_be_join sets up the BE tenant's gate on its GPU g. */
+/* carve_tide_be_join sets up the BE tenant's gate on its GPU g, and maps
+ * its own BE file there if carve made one. */
 void carve_tide_be_join(int g)
 {
 	struct carve_tide_be *b = carve_tide_gpus[g].be = &bes[g];
@@ -496,4 +497,5 @@ void carve_tide_be_join(int g)
 	b->kernel_ns = 1000000;
 	b->most_ns = UINT64_MAX;
 	b->tokens_at = carve_mono_ns();
+	carve_tide_be_own(g, carve_coarse_ns());
 }

@@ -472,7 +472,7 @@ void carve_tide_guard(void)
 /* carve_tide_join maps the node block of the tenant's GPU g in dir and,
  * for an LS tenant (ls), takes an entry in its seat's LS file and makes
  * room for the GPU's BE files; for a BE tenant it makes room for the
- * seats' LS files and maps its own BE file (carve_tide_be_own). The
+ * seats' LS files (tide_be.c's join maps its own BE file). The
  * node's name goes into name: 1 if done; 0 if GPU g takes no part (said,
  * where the block names a node for it). */
 int carve_tide_join(int g, const char *dir, int ls, char name[64])
@@ -528,7 +528,6 @@ int carve_tide_join(int g, const char *dir, int ls, char name[64])
 			return 0;
 		}
 		G->peers = p;
-		carve_tide_be_own(g, carve_coarse_ns());
 	}
 	return 1;
 }
