@@ -426,8 +426,8 @@ gate:
 	if (!b->bounded)
 		launch_at = 0;
 	if (!busy && share < 1000000 && __atomic_load_n(&carve_block->slo_steered, __ATOMIC_RELAXED) &&
-	    carve_tide_active(0, newest, carve_coarse_ns()) && narrow_ok(g, CONFINED))
-		tide_narrow = CONFINED;
+	    carve_tide_active(0, newest, carve_coarse_ns()))
+		tide_narrow = CONFINED; /* if enough TPCs are left then (carve_tide_be_narrowed) */
 	pthread_mutex_unlock(&b->mu);
 	if (waited) {
 		__atomic_add_fetch(&carve_block->held_ns, carve_mono_ns() - start, __ATOMIC_RELAXED);
