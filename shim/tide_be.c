@@ -227,8 +227,7 @@ static int queue_full(const struct carve_tide_be *b, uint32_t k, uint32_t queue_
  * by the SLO controller below a share of 1, off those of every LS tenant
  * busy in the last CARVE_NODE_QUIET_NS while none is, so that a request
  * arriving between busy periods starts on its reserved TPCs at once, not
- * behind the BE's kernel (whose blocks the GPU hands out before a later
- * kernel's). */
+ * behind a BE kernel that holds them. */
 enum { WHOLE, BESIDE, CONFINED };
 
 /* narrow computes into m the mask of a BE launch on GPU g narrowed how
