@@ -15,6 +15,9 @@
 # OUT/serve.log: the controller's steps; OUT/serve.json and plots; with
 # REPEAT (one run a setting says little: the same setting's attainment
 # moved 2 points between runs), each run's in OUT/1, OUT/2, ...
+# CARVE_SERVE_CUDNN_BENCHMARK=0 runs the LS with cuDNN's benchmark mode off.
+# SERVE_TO bounds each bench serve (s): bound nothing from outside, or its
+# processes run on into what comes next.
 set -u
 OUT=$(realpath "${1:?usage: PART=... run.sh OUT}")
 . "$(dirname "$(realpath "$0")")/../common.sh" slo

@@ -186,8 +186,9 @@ func TestGateSliceOffNoCalls(t *testing.T) {
 // TestBEConfinedWhileSteered: a BE tenant the SLO controller steers below a
 // share of 1 launches off an LS tenant's reserved TPCs between its busy
 // periods too, while it was busy in the last ctl.NodeQuiet; not once it is
-// quiet that long, nor steered at a share of 1, nor unsteered at any share
-// (the dials it asked are its own).
+// quiet that long (whatever heartbeat it writes ahead of the clock), nor
+// steered at a share of 1, nor unsteered at any share (the dials it asked
+// are its own).
 func TestBEConfinedWhileSteered(t *testing.T) {
 	dir, _, c, ls := lsOnClock(t)
 	be, h := beOn(t, c, dir, ctl.Tide{Share: 0.5, Epoch: 20 * time.Millisecond})
@@ -218,6 +219,10 @@ func TestBEConfinedWhileSteered(t *testing.T) {
 	launch(whole, "steered at 0.01, the LS quiet for the quiet time")
 	ls.serve(ms)
 	launch(off, "steered at 0.01, the LS idle after a request")
+	c.RunFor(ctl.NodeQuiet)
+	ls.node.beat(0, c.Now()+time.Hour) // a heartbeat no shim's clock wrote: a tenant's own
+	launch(whole, "steered at 0.01, the LS quiet, its heartbeat written an hour ahead")
+	ls.serve(ms)
 	if err := h.Unsteer(); err != nil {
 		t.Fatal(err)
 	}
