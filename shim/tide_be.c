@@ -257,9 +257,9 @@ static int narrow(int g, int how, const uint32_t mask[4], const uint32_t live[4]
 	return n;
 }
 
-/* narrow_ok says whether a launch on GPU g narrowed how now keeps enough
- * TPCs. */
-static int narrow_ok(int g, int how)
+/* narrow_ok says whether a launch on GPU g narrowed beside busy LS work
+ * now keeps enough TPCs. */
+static int narrow_ok(int g)
 {
 	uint32_t mask[4], live[4], m[4];
 	uint64_t gen;
@@ -267,7 +267,7 @@ static int narrow_ok(int g, int how)
 		return 0;
 	for (int w = 0; w < 4; w++)
 		live[w] = __atomic_load_n(&CARVE_PART(carve_block, g, live)[w], __ATOMIC_RELAXED);
-	return narrow(g, how, mask, live, m) >= CARVE_NODE_NARROW_MIN;
+	return narrow(g, BESIDE, mask, live, m) >= CARVE_NODE_NARROW_MIN;
 }
 
 /* may_run_narrow spends the share's tokens on a launch while LS work is in
@@ -351,7 +351,7 @@ gate:
 			start = now = carve_mono_ns();
 		/* too few TPCs to narrow onto: no share, and the launch that
 		 * keeps it from starving runs on its whole partition */
-		int ok = narrow_ok(g, BESIDE);
+		int ok = narrow_ok(g);
 		if (compute && ok && !timing) { /* compute-bound: beside it, spending no share */
 			tide_narrow = BESIDE;
 			b->held_since = 0;
