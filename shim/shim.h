@@ -254,6 +254,7 @@ extern int carve_tide_ngpus;
 extern int carve_tide_cls;      /* CARVE_CLASS_LS or _BE while tide is on */
 extern int carve_tide_captures; /* captures under way in the process */
 extern size_t carve_peer_stride; /* the distance between two LS or BE files' maps (tide_node.c) */
+int carve_tide_open(const char *path, int rw); /* a tide file, no link followed, no FIFO waited on (tide_node.c) */
 /* carve_tide_join maps GPU g's node block and, for an LS tenant, takes a
  * slot there (1; 0: g takes no part); carve_tide_leave gives the slots up. */
 int carve_tide_join(int g, const char *dir, int ls, char name[64]);

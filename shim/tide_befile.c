@@ -148,7 +148,7 @@ static void own_be(struct carve_tide_gpu *G)
 		struct carve_be *b = __atomic_load_n(&G->bef, __ATOMIC_ACQUIRE);
 		if (b && (uint64_t)st.st_dev == G->bef_dev && (uint64_t)st.st_ino == __atomic_load_n(&G->bef_ino, __ATOMIC_RELAXED))
 			return;
-		int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		int fd = carve_tide_open(path, 1);
 		/* struct carve_be's first words, read rather than mapped: a file cut short reads short */
 		struct { uint32_t magic; uint16_t version, size; } head;
 		void *p = MAP_FAILED;

@@ -70,9 +70,9 @@ static int timing_fresh(uint64_t timed, uint64_t now)
  * mapped at a page of its own (set at join) */
 size_t carve_peer_stride = CARVE_LS_SIZE;
 
-/* open_file opens path without following a link, and without waiting on a
+/* carve_tide_open opens path without following a link, and without waiting on a
  * FIFO someone put there (O_NONBLOCK changes nothing for a regular file). */
-static int open_file(const char *path, int rw)
+int carve_tide_open(const char *path, int rw)
 {
 	return open(path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 }
@@ -103,7 +103,7 @@ static void peers(int g)
 		struct stat st;
 		if (serial && G->seat != i &&
 		    snprintf(path, sizeof path, "%s/" CARVE_NODE_LS_FILE, G->dir, (unsigned)i, (unsigned)serial) < (int)sizeof path)
-			fd = open_file(path, 0);
+			fd = carve_tide_open(path, 0);
 		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == CARVE_LS_SIZE &&
 		    mmap(at, CARVE_LS_SIZE, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) != MAP_FAILED)
 			mapped = 1;
@@ -249,7 +249,7 @@ void carve_tide_ls_off(int g, uint32_t off[4])
  * file of another size, or one that is not regular is not mapped. */
 static void *map_file(const char *path, size_t size, int rw, int *fd)
 {
-	int f = open_file(path, rw);
+	int f = carve_tide_open(path, rw);
 	if (f < 0)
 		return NULL;
 	struct stat st;
