@@ -56,7 +56,10 @@ parameter count, as its program reported it.
 
 --orders be-first also measures each setup with the BE started first: the
 LS starts, warms up and captures its graph while the BE runs, then serves,
-and the BE's throughput is taken over the LS's serving only.`,
+and the BE's throughput is taken over the LS's serving only. be-ready-first
+starts the BE first too, but holds it idle, once warmed up, until the LS is
+ready: what differs from ls-first then is only which program's CUDA context
+and memory came first.`,
 		Example: `  carve bench serve --ls resnet50:graph --be densenet161 --rates 200,400
   carve bench serve --ls bert:graph,resnet50:eager --be resnet50-train --mechanisms mps-split,tide
   carve bench serve --ls llm:graph --be transformer-train --rates 50
@@ -85,7 +88,7 @@ and the BE's throughput is taken over the LS's serving only.`,
 	c.Flags().StringSliceVar(&tide, "tide", []string{"8:300us:0.05", "2:0s:0"}, "carve tide settings, "+tideForm+" (see carve run --inflight, --queue, --be-share, -n, --own, --be-floor, --slice, --slo, --kernels (a path without a colon); with slo= the SLO controller runs in bench serve, so no carve daemon should run)")
 	c.Flags().BoolVar(&o.Idle, "idle", true, "also measure each tide setting's BE beside an LS tenant that gets no request")
 	c.Flags().StringSliceVar(&o.Mechanisms, "mechanisms", bench.ServeMechanisms, "what to compare: "+strings.Join(bench.ServeMechanisms, ", "))
-	c.Flags().StringSliceVar(&o.Orders, "orders", []string{"ls-first"}, "the start orders each setup is measured in: ls-first (the LS ready, its CUDA graph captured, before the BE starts), be-first (the LS starts while the BE runs; the BE is measured over the LS's serving only; named \"(BE first)\")")
+	c.Flags().StringSliceVar(&o.Orders, "orders", []string{"ls-first"}, "the start orders each setup is measured in: ls-first (the LS ready, its CUDA graph captured, before the BE starts), be-first (the LS starts while the BE runs; the BE is measured over the LS's serving only; named \"(BE first)\"), be-ready-first (the BE starts and warms up first, then waits, idle, while the LS starts; both go together; named \"(BE ready first)\")")
 	c.Flags().StringVar(&o.Python, "python", "python3", "the Python with PyTorch and torchvision (and transformers for bert, llm and transformer-train)")
 	f.add(c)
 	return c

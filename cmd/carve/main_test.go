@@ -107,7 +107,7 @@ func TestErrors(t *testing.T) {
 		{[]string{"run", "--be-floor", "4", "-n", "4", "--", "true"}, "--be-floor is for BE tenants"},
 		{[]string{"run", "--be", "--be-floor", "-1", "--", "true"}, "floor -1 TPCs"},
 		{[]string{"bench", "serve", "--rates", "fast"}, `"fast": want a number`},
-		{[]string{"bench", "serve", "--orders", "ls-first,both"}, `order "both": want ls-first or be-first`},
+		{[]string{"bench", "serve", "--orders", "ls-first,both"}, `order "both": want one of ls-first, be-first, be-ready-first`},
 		{[]string{"bench", "serve", "--orders", "be-first,be-first"}, `order "be-first" given twice`},
 		{[]string{"run", "-n", "4", "--mem", "0", "--", "true"}, `memory limit "0": a limit of nothing`},
 		{[]string{"run", "-n", "4", "--mem=-1G", "--", "true"}, `memory limit "-1G": a negative size`},

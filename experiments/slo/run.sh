@@ -11,18 +11,23 @@
 #   step        efficientnet_b0/vit_b_16, a load step about 540/s (270, 810, 270; 10 s each)
 #   time        efficientnet_b0/vit_b_16 at 540/s, --slo of a time (SLO, default 9ms)
 # Usage: PART=vision-50 [SPLITS=50,65,75,85] [MECHANISMS=tide] [REPEAT=N]
+# [ORDERS=be-first,ls-first] [WATCH=S]
 # run.sh OUT (bin/ built: carve, libcarve.so). OUT/serve.txt: the table;
 # OUT/serve.log: the controller's steps; OUT/serve.json and plots; with
 # REPEAT (one run a setting says little: the same setting's attainment
 # moved 2 points between runs), each run's in OUT/1, OUT/2, ...
 # CARVE_SERVE_CUDNN_BENCHMARK=0 runs the LS with cuDNN's benchmark mode off.
+# ORDERS: the start orders, in the order run (default ls-first,be-first).
+# WATCH=S: every S seconds over each bench serve, carve ls -o json into
+# OUT/watch.jsonl and the GPU's clocks, power and temperature (read only)
+# into OUT/smi.csv.
 # SERVE_TO bounds each bench serve (s): bound nothing from outside, or its
 # processes run on into what comes next.
 set -u
 OUT=$(realpath "${1:?usage: PART=... run.sh OUT}")
 . "$(dirname "$(realpath "$0")")/../common.sh" slo
-: "${PART:?PART: vision-50, vision-75, resnet-50, resnet-75, llm-50, step or time}" "${SPLITS:=50,65,75,85}" "${RATE:=35}" "${SLO:=9ms}" "${MECHANISMS:=mps-split,tide}" "${REPEAT:=1}"
-both=(--orders ls-first,be-first --idle=false)
+: "${PART:?PART: vision-50, vision-75, resnet-50, resnet-75, llm-50, step or time}" "${SPLITS:=50,65,75,85}" "${RATE:=35}" "${SLO:=9ms}" "${MECHANISMS:=mps-split,tide}" "${REPEAT:=1}" "${ORDERS:=ls-first,be-first}" "${WATCH:=}"
+both=(--orders "$ORDERS" --idle=false)
 vision=(--ls efficientnet_b0:graph --be vit_b_16)
 case $PART in
 vision-50) args=("${vision[@]}" --rates 540 --mechanisms "$MECHANISMS" --mps-splits "$SPLITS" --tide 8:300us:1:slo=2x "${both[@]}") ;;
@@ -41,8 +46,17 @@ for i in $(seq "$REPEAT"); do
 	[ "$REPEAT" = 1 ] || o=$OUT/$i
 	mkdir -p "$o"
 	step "$PART ($i of $REPEAT): carve bench serve ${args[*]}"
+	watch=()
+	if [ -n "$WATCH" ]; then
+		nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,temperature.memory,utilization.gpu,clocks_event_reasons.active \
+			--format=csv -lms "$(awk -v s="$WATCH" 'BEGIN{print int(s*1000)}')" >"$o/smi.csv" 2>&1 &
+		watch+=($!)
+		(while :; do printf '{"at":"%s","ls":%s}\n' "$(date -u +%T.%N)" "$("$C" ls -o json 2>/dev/null || echo null)"; sleep "$WATCH"; done) >"$o/watch.jsonl" &
+		watch+=($!)
+	fi
 	TO=${SERVE_TO:-570} T "$C" bench serve --out "$o" "${args[@]}" >"$o/serve.txt" 2>"$o/serve.log"
 	echo "exit $?"
+	[ ${#watch[@]} = 0 ] || kill "${watch[@]}" 2>/dev/null
 	cat "$o/serve.txt"
 done
 step done

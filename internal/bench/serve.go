@@ -76,7 +76,7 @@ type ServeOptions struct {
 	Tide         []TideSetting
 	Idle         bool     // also each tide setting's BE beside an LS tenant that gets no request
 	Mechanisms   []string // timeslice, mps, mps-split, static, tide
-	Orders       []string // ls-first, be-first: which program of a setup with both starts first (none: ls-first)
+	Orders       []string // ls-first, be-first, be-ready-first: which program of a setup with both starts first (none: ls-first)
 	Python       string
 	Progress     Progress
 	Log          io.Writer // each run's outcome as it comes, for a person watching
@@ -98,12 +98,18 @@ var ServeMechanisms = []string{"timeslice", "mps", "mps-split", "static", "tide"
 
 // ServeOrders are the orders in which serve can start a setup's two
 // programs: the LS first, ready (its CUDA graph captured) before the BE
-// starts; or the BE first, running while the LS starts, warms up and
-// captures its graph.
-var ServeOrders = []string{"ls-first", "be-first"}
+// starts; the BE first, running while the LS starts, warms up and
+// captures its graph; or the BE ready first (its CUDA context made, its
+// model warmed up), then idle while the LS starts, both told to go
+// together: what of the BE-first order comes from the BE's start alone.
+var ServeOrders = []string{"ls-first", "be-first", "be-ready-first"}
 
-// beFirstSuffix names, after its mechanism, a setup whose BE started first.
-const beFirstSuffix = " (BE first)"
+// beFirstSuffix and beReadySuffix name, after its mechanism, a setup
+// whose BE started first, running or idle.
+const (
+	beFirstSuffix = " (BE first)"
+	beReadySuffix = " (BE ready first)"
+)
 
 // Check rejects options that cannot run, before the GPU is asked.
 func (o ServeOptions) Check() error {
@@ -135,7 +141,7 @@ func (o ServeOptions) Check() error {
 	}
 	for i, x := range o.Orders {
 		if !oneOf(x, ServeOrders...) {
-			return fmt.Errorf("order %q: want %s", x, strings.Join(ServeOrders, " or "))
+			return fmt.Errorf("order %q: want one of %s", x, strings.Join(ServeOrders, ", "))
 		}
 		if oneOf(x, o.Orders[:i]...) {
 			return fmt.Errorf("order %q given twice", x)

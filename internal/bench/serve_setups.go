@@ -28,6 +28,7 @@ type setup struct {
 	lsEnv, beEnv   []string
 	withLS, withBE bool
 	beFirst        bool    // the BE starts and runs before the LS starts; it is measured over the LS's serving
+	beReady        bool    // the BE starts and gets ready before the LS starts, and waits for the LS to be ready
 	lsRate         float64 // 0: the rate of the point; -1: an LS that gets no request (run at the first rate only)
 	// slo is the LS's, of a tide setting that has one: the SLO controller
 	// runs (in this process) while the LS does, and a time is also what
@@ -84,8 +85,11 @@ func inOrders(setups []setup, orders []string) []setup {
 	for _, s := range setups {
 		for _, o := range orders {
 			t := s
-			if o == "be-first" {
+			switch o {
+			case "be-first":
 				t.beFirst, t.name = true, s.name+beFirstSuffix
+			case "be-ready-first":
+				t.beReady, t.name = true, s.name+beReadySuffix
 			}
 			out = append(out, t)
 		}
@@ -199,7 +203,8 @@ type serveLine struct {
 
 // runServe runs one setup at one rate and collects what its programs
 // print. LS first: it starts the LS, then, once the LS is ready, the BE,
-// and tells both to go when both are ready. BE first: it starts the BE and
+// and tells both to go when both are ready; BE ready first, the same with
+// the BE started first. BE first: it starts the BE and
 // tells it to go, then starts the LS while the BE runs, and once the LS is
 // ready tells it to go and marks the start of the BE's window, which it
 // ends when the LS has reported: the BE is measured over the LS's serving.
@@ -293,13 +298,16 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		serving = time.Now()
 		fmt.Fprintln(beProc.in, "start") // the window's start
 	} else {
-		if s.withLS {
-			if err := startLS(); err != nil {
-				return r, err
-			}
+		starts := []func() error{startLS, startBE}
+		if !s.withLS {
+			starts = starts[1:]
+		} else if !s.withBE {
+			starts = starts[:1]
+		} else if s.beReady {
+			starts[0], starts[1] = startBE, startLS
 		}
-		if s.withBE {
-			if err := startBE(); err != nil {
+		for _, start := range starts {
+			if err := start(); err != nil {
 				return r, err
 			}
 		}

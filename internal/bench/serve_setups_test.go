@@ -130,6 +130,20 @@ echo "{\"items\": 64, \"seconds\": $(( (t1 - t0) / 1000000 ))e-3}"
 	if len(m.latencies) != 2 || m.items != 64 || m.seconds < 0.45 || m.seconds > 1.2 {
 		t.Errorf("BE first: served %+v, want the BE over the LS's 0.5 s of serving, not its 1 s start", m)
 	}
+	t.Setenv("BE_FIRST", "")
+	m, err = w.runServe(setup{withLS: true, withBE: true, beReady: true}, []string{ls}, []string{be}, 100, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev = events()
+	for _, o := range [][2]string{{"be start " + tail, "ls start"}, {"ls ready", "be go"}, {"ls ready", "ls go"}, {"ls done", "be told LS done"}} {
+		if !before(ev, o[0], o[1]) {
+			t.Errorf("BE ready first: %q before %q? %q", o[0], o[1], ev)
+		}
+	}
+	if m.items != 640 || m.seconds != 8 {
+		t.Errorf("BE ready first: served %+v, want the BE over its whole run, as LS first", m)
+	}
 	// an order asks for both programs: one alone runs as it always did
 	m, err = w.runServe(setup{withBE: true, beFirst: true}, nil, []string{be}, 0, time.Second)
 	if ev := events(); err != nil || m.items != 640 || !slices.Contains(ev, "be start ") || slices.Contains(ev, "be told LS done") {
@@ -140,10 +154,11 @@ echo "{\"items\": 64, \"seconds\": $(( (t1 - t0) / 1000000 ))e-3}"
 func TestInOrders(t *testing.T) {
 	s := []setup{{name: "MPS", withLS: true, withBE: true}, {name: "carve tide, x", withLS: true, withBE: true}}
 	var got []string
-	for _, x := range inOrders(s, []string{"be-first", "ls-first"}) {
-		got = append(got, fmt.Sprintf("%s/%v", x.name, x.beFirst))
+	for _, x := range inOrders(s, []string{"be-first", "ls-first", "be-ready-first"}) {
+		got = append(got, fmt.Sprintf("%s/%v/%v", x.name, x.beFirst, x.beReady))
 	}
-	want := []string{"MPS (BE first)/true", "MPS/false", "carve tide, x (BE first)/true", "carve tide, x/false"}
+	want := []string{"MPS (BE first)/true/false", "MPS/false/false", "MPS (BE ready first)/false/true",
+		"carve tide, x (BE first)/true/false", "carve tide, x/false/false", "carve tide, x (BE ready first)/false/true"}
 	if !slices.Equal(got, want) {
 		t.Errorf("setups in orders: %q, want %q", got, want)
 	}

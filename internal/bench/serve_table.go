@@ -163,10 +163,12 @@ func serveTable(tw io.Writer, r *report.Result) {
 	if models, ok := r.Params["models"].(map[string]any); ok && len(models) > 0 {
 		fmt.Fprintln(tw, "models: "+describeModels(models))
 	}
-	for _, p := range points {
-		if strings.HasSuffix(p.mech, beFirstSuffix) {
-			fmt.Fprintln(tw, "(BE first): the BE started and ran before the LS started, warmed up and captured its graph; its throughput is over the LS's serving only; otherwise the LS was ready first")
-			break
+	for _, o := range []struct{ suffix, note string }{
+		{beFirstSuffix, "(BE first): the BE started and ran before the LS started, warmed up and captured its graph; its throughput is over the LS's serving only; otherwise the LS was ready first"},
+		{beReadySuffix, "(BE ready first): the BE started and warmed up, then waited while the LS started, warmed up and captured its graph; both went together"},
+	} {
+		if slices.ContainsFunc(points, func(p servePoint) bool { return strings.HasSuffix(p.mech, o.suffix) }) {
+			fmt.Fprintln(tw, o.note)
 		}
 	}
 	if over, ok := r.Params["over_half_capacity"].([]any); ok {
@@ -280,7 +282,8 @@ func plotServe(r *report.Result, dir string) error {
 // splitCurves are the points of MPS's percentage splits among ps (p99
 // against BE throughput), by BE throughput: [0] those started in the
 // default order, [1] those where the BE started first: the curve a
-// mechanism's point is judged against.
+// mechanism's point is judged against. Those of the BE ready first are on
+// neither.
 func splitCurves(ps []servePoint) [2]plotter.XYs {
 	var out [2]plotter.XYs
 	for _, p := range ps {
@@ -288,7 +291,9 @@ func splitCurves(ps []servePoint) [2]plotter.XYs {
 			continue
 		}
 		i := 0
-		if strings.HasSuffix(p.mech, "(BE first)") {
+		if strings.HasSuffix(p.mech, beReadySuffix) {
+			continue
+		} else if strings.HasSuffix(p.mech, beFirstSuffix) {
 			i = 1
 		}
 		out[i] = append(out[i], plotter.XY{X: p.be, Y: p.lat.P99})

@@ -51,7 +51,7 @@ func TestServeOptionsCheck(t *testing.T) {
 		{func(o *ServeOptions) { o.Pattern = "step" }, "needs torch, torchvision and"}, // step passes
 		{func(o *ServeOptions) { o.Duration = time.Millisecond }, "--duration: 1s to 1h"},
 		{func(o *ServeOptions) { o.Duration = 2 * time.Hour }, "--duration: 1s to 1h"},
-		{func(o *ServeOptions) { o.Orders = []string{"ls-first", "lsfirst"} }, `order "lsfirst": want ls-first or be-first`},
+		{func(o *ServeOptions) { o.Orders = []string{"ls-first", "lsfirst"} }, `order "lsfirst": want one of ls-first, be-first, be-ready-first`},
 		{func(o *ServeOptions) { o.Orders = []string{"ls-first", "ls-first"} }, `order "ls-first" given twice`},
 		{func(o *ServeOptions) {}, "no such file"},
 	} {
