@@ -1,0 +1,124 @@
+"""Does which process came first decide how fast the LS serves, with no BE
+work beside it? Fresh processes each round, under carve's MPS: an LS
+(cause.py's: efficientnet_b0 fp16 batch 1 from a CUDA graph, cuDNN's
+benchmark mode off, under carve run --ls -n 16) and a BE (vit_b_16 fp16
+batch 64, under carve run --be --be-share 0.05) that builds and warms up
+its model, then waits, idle, until told to run. Conditions:
+  ls-only      the LS alone (no BE process)
+  ls-then-be   the LS ready (its graph captured) before the BE starts
+  be-then-ls   the BE ready, idle, before the LS starts
+Each LS replays its graph --n times one at a time with the BE idle
+("idle"), then with the BE running ("beside"), then serves Poisson
+requests at --rate beside it. --plain runs both as plain clients of
+carve's MPS (no carve run: no masks, no tide); --be-env adds VAR=VALUE
+pairs to the BE's environment (e.g. CUDA_MPS_CLIENT_PRIORITY=1). Usage:
+python3 ctx.py --carve bin/carve --out DIR [--rounds 3 --rate 810 --plain]
+(carve's MPS started in CARVE_MPS_DIR): a JSON line a condition and a
+table.
+"""
+import argparse, json, os, statistics, subprocess, sys, time
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+
+BE = """
+import sys, time, torch, torchvision
+m = torchvision.models.vit_b_16(weights=None).eval().cuda().half()
+x = torch.randn(64, 3, 224, 224, device="cuda", dtype=torch.half)
+with torch.no_grad():
+    for _ in range(5):
+        m(x)
+    torch.cuda.synchronize()
+    print("ready", flush=True)
+    sys.stdin.readline()
+    while True:
+        m(x)
+        torch.cuda.synchronize()
+"""
+
+
+class Proc:
+    def __init__(self, argv, err, env=None):
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(err, "w"), text=True, env=env)
+
+    def ask(self, cmd):
+        self.p.stdin.write(cmd + "\n")
+        self.p.stdin.flush()
+        return self.p.stdout.readline().strip()
+
+    def line(self):
+        return self.p.stdout.readline().strip()
+
+    def end(self):
+        self.p.kill()
+        self.p.wait(timeout=30)
+
+
+def q(xs, f):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(f * len(xs)))]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--carve", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rate", type=float, default=810)
+    p.add_argument("--serve", type=float, default=4)
+    p.add_argument("--n", type=int, default=2000)
+    p.add_argument("--plain", action="store_true")
+    p.add_argument("--be-env", default="", help="VAR=VALUE pairs, space-separated, for the BE's environment")
+    a = p.parse_args()
+    mps = os.environ["CARVE_MPS_DIR"]
+    plain_env = dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=os.path.join(mps, "pipe"), CUDA_MPS_LOG_DIRECTORY=os.path.join(mps, "log"))
+    be_env = dict(plain_env if a.plain else os.environ, **dict(kv.split("=", 1) for kv in a.be_env.split()))
+    be_pre = [] if a.plain else [a.carve, "run", "--be", "--be-share=0.05", "--"]
+    ls_pre = [] if a.plain else [a.carve, "run", "--ls", "-n", "16", "--"]
+    os.makedirs(a.out, exist_ok=True)
+    rows = []
+    for r in range(a.rounds):
+        for cond in ["ls-only", "ls-then-be", "be-then-ls"]:
+            be = ls = None
+
+            def start_be():
+                b = Proc(be_pre + [sys.executable, "-c", BE], os.path.join(a.out, f"be-{cond}-{r}.err"), be_env)
+                ok = b.line()
+                return b, ok
+
+            def start_ls():
+                l = Proc(ls_pre + [sys.executable, os.path.join(HERE, "cause.py"), "ls", "--benchmark", "0"],
+                         os.path.join(a.out, f"ls-{cond}-{r}.err"), plain_env if a.plain else None)
+                l.line()  # its context
+                return l, [l.ask("build"), l.ask("capture")]
+
+            try:
+                if cond == "be-then-ls":
+                    be, bok = start_be()
+                    ls, lok = start_ls()
+                else:
+                    ls, lok = start_ls()
+                    be, bok = start_be() if cond == "ls-then-be" else (None, "")
+                idle = json.loads(ls.ask(f"time {a.n}"))
+                row = {"cond": cond, "round": r, "plain": a.plain, "be_env": a.be_env, "ok": lok + [bok], "idle_p10": q(idle, .1), "idle_p50": statistics.median(idle), "idle_p90": q(idle, .9)}
+                if be:
+                    be.p.stdin.write("run\n")
+                    be.p.stdin.flush()
+                    time.sleep(1)
+                    beside = json.loads(ls.ask(f"time {a.n}"))
+                    row.update(beside_p50=statistics.median(beside), beside_p99=q(beside, .99))
+                served = json.loads(ls.ask(f"serve {a.rate} {a.serve}"))
+                row.update(serve_p50=statistics.median(served), serve_p99=q(served, .99))
+            finally:
+                for x in (ls, be):
+                    if x:
+                        x.end()
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    print("\ncond round | replay, BE idle p10/p50/p90 ms | replay beside BE p50/p99 | serve %g/s p50/p99 (beside the BE where there is one)" % a.rate)
+    for w in rows:
+        print("%-11s %d | %.3f %.3f %.3f | %.3f %.3f | %.2f %.2f" % (w["cond"], w["round"], w["idle_p10"], w["idle_p50"], w["idle_p90"],
+              w.get("beside_p50", 0), w.get("beside_p99", 0), w["serve_p50"], w["serve_p99"]))
+
+
+if __name__ == "__main__":
+    main()
