@@ -4,14 +4,18 @@ work beside it? Fresh processes each round, under carve's MPS: an LS
 benchmark mode off, under carve run --ls -n 16) and a BE (vit_b_16 fp16
 batch 64, under carve run --be --be-share 0.05) that builds and warms up
 its model, then waits, idle, until told to run. Conditions:
+  no-mps       the LS alone, neither under MPS nor carve: the reference
   ls-only      the LS alone (no BE process)
   ls-then-be   the LS ready (its graph captured) before the BE starts
   be-then-ls   the BE ready, idle, before the LS starts
 Each LS replays its graph --n times one at a time with the BE idle
-("idle"), then with the BE running ("beside"), then serves Poisson
-requests at --rate beside it. --plain runs both as plain clients of
+("idle") and serves Poisson requests at --rate beside the idle BE, then
+replays and serves again with the BE running ("beside"); "within" is the
+share of requests within twice the round's no-mps p99 at that rate. --plain runs both as plain clients of
 carve's MPS (no carve run: no masks, no tide); --be-env adds VAR=VALUE
-pairs to the BE's environment (e.g. CUDA_MPS_CLIENT_PRIORITY=1). Usage:
+pairs to the BE's environment (e.g. CUDA_MPS_CLIENT_PRIORITY=1);
+--ls-prio replays the LS's graph on a stream of the greatest priority;
+--conds picks conditions. Usage:
 python3 ctx.py --carve bin/carve --out DIR [--rounds 3 --rate 810 --plain]
 (carve's MPS started in CARVE_MPS_DIR): a JSON line a condition and a
 table.
@@ -67,6 +71,8 @@ def main():
     p.add_argument("--serve", type=float, default=4)
     p.add_argument("--n", type=int, default=2000)
     p.add_argument("--plain", action="store_true")
+    p.add_argument("--ls-prio", action="store_true", help="the LS replays on a stream of the greatest priority")
+    p.add_argument("--conds", default="no-mps,ls-only,ls-then-be,be-then-ls")
     p.add_argument("--be-env", default="", help="VAR=VALUE pairs, space-separated, for the BE's environment")
     a = p.parse_args()
     mps = os.environ["CARVE_MPS_DIR"]
@@ -77,7 +83,8 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     rows = []
     for r in range(a.rounds):
-        for cond in ["ls-only", "ls-then-be", "be-then-ls"]:
+        ref = None  # the round's no-mps p99 served
+        for cond in a.conds.split(","):
             be = ls = None
 
             def start_be():
@@ -86,8 +93,9 @@ def main():
                 return b, ok
 
             def start_ls():
-                l = Proc(ls_pre + [sys.executable, os.path.join(HERE, "cause.py"), "ls", "--benchmark", "0"],
-                         os.path.join(a.out, f"ls-{cond}-{r}.err"), plain_env if a.plain else None)
+                pre, env = (ls_pre, plain_env if a.plain else None) if cond != "no-mps" else ([], dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=os.path.join(mps, "none")))
+                l = Proc(pre + [sys.executable, os.path.join(HERE, "cause.py"), "ls", "--benchmark", "0"] + ["--prio"] * a.ls_prio,
+                         os.path.join(a.out, f"ls-{cond}-{r}.err"), env)
                 l.line()  # its context
                 return l, [l.ask("build"), l.ask("capture")]
 
@@ -99,25 +107,31 @@ def main():
                     ls, lok = start_ls()
                     be, bok = start_be() if cond == "ls-then-be" else (None, "")
                 idle = json.loads(ls.ask(f"time {a.n}"))
-                row = {"cond": cond, "round": r, "plain": a.plain, "be_env": a.be_env, "ok": lok + [bok], "idle_p10": q(idle, .1), "idle_p50": statistics.median(idle), "idle_p90": q(idle, .9)}
+                row = {"cond": cond, "round": r, "plain": a.plain, "be_env": a.be_env, "ls_prio": a.ls_prio, "ok": lok + [bok], "idle_p10": q(idle, .1), "idle_p50": statistics.median(idle), "idle_p90": q(idle, .9)}
+                served = json.loads(ls.ask(f"serve {a.rate} {a.serve}"))
+                if cond == "no-mps":
+                    ref = q(served, .99)
+                within = lambda xs: sum(x <= 2 * ref for x in xs) / len(xs) if ref else 0
+                row.update(idle_serve_p50=statistics.median(served), idle_serve_p99=q(served, .99), idle_within=within(served))
                 if be:
                     be.p.stdin.write("run\n")
                     be.p.stdin.flush()
                     time.sleep(1)
                     beside = json.loads(ls.ask(f"time {a.n}"))
                     row.update(beside_p50=statistics.median(beside), beside_p99=q(beside, .99))
-                served = json.loads(ls.ask(f"serve {a.rate} {a.serve}"))
-                row.update(serve_p50=statistics.median(served), serve_p99=q(served, .99))
+                    served = json.loads(ls.ask(f"serve {a.rate} {a.serve}"))
+                    row.update(serve_p50=statistics.median(served), serve_p99=q(served, .99), within=within(served))
             finally:
                 for x in (ls, be):
                     if x:
                         x.end()
             rows.append(row)
             print(json.dumps(row), flush=True)
-    print("\ncond round | replay, BE idle p10/p50/p90 ms | replay beside BE p50/p99 | serve %g/s p50/p99 (beside the BE where there is one)" % a.rate)
+    print("\ncond round | replay, BE idle p10/p50/p90 ms | serve %g/s, BE idle: p50/p99, within | replay beside BE p50/p99 | serve beside p50/p99, within" % a.rate)
     for w in rows:
-        print("%-11s %d | %.3f %.3f %.3f | %.3f %.3f | %.2f %.2f" % (w["cond"], w["round"], w["idle_p10"], w["idle_p50"], w["idle_p90"],
-              w.get("beside_p50", 0), w.get("beside_p99", 0), w["serve_p50"], w["serve_p99"]))
+        print("%-11s %d | %.3f %.3f %.3f | %.2f %.2f %.2f%% | %.3f %.3f | %.2f %.2f %.2f%%" % (w["cond"], w["round"], w["idle_p10"], w["idle_p50"], w["idle_p90"],
+              w["idle_serve_p50"], w["idle_serve_p99"], 100 * w["idle_within"], w.get("beside_p50", 0), w.get("beside_p99", 0),
+              w.get("serve_p50", 0), w.get("serve_p99", 0), 100 * w.get("within", 0)))
 
 
 if __name__ == "__main__":
