@@ -265,11 +265,9 @@ void carve_tide_set_busy(int g, int b); /* says in our LS entry on GPU g and its
  * GPU g: with work in flight (and a fresh heartbeat), or timing their work
  * (busy or not), ORing their reserved TPCs into out (if given), counting
  * in *timing those timing; with none, the latest heartbeat into *newest
- * (if given). */
-int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing);
-/* carve_tide_ls_near: the reserved TPCs of the LS tenants on GPU g with a
- * heartbeat in the last CARVE_NODE_QUIET_NS, ORed into out. */
-void carve_tide_ls_near(int g, uint32_t out[4]);
+ * (if given); the reserved TPCs of those with a heartbeat in the last
+ * CARVE_NODE_QUIET_NS ORed into near (if given: read in the same walk). */
+int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing, uint32_t near[4]);
 /* carve_tide_be_list: GPU g's BE files listed again where it is time (now:
  * the coarse clock), by an LS tenant's poller outside track_mu, which its
  * launches take; carve_tide_be_latest: the latest BE launch any BE file

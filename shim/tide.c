@@ -42,7 +42,7 @@ int carve_tide_ls_active(CUcontext *ctx)
 		return -1;
 	*ctx = launch_ctx;
 	uint64_t newest = 0;
-	int busy = carve_tide_ls_busy(launch_gpu, NULL, &newest, NULL);
+	int busy = carve_tide_ls_busy(launch_gpu, NULL, &newest, NULL, NULL);
 	return carve_tide_active(busy, newest, busy ? 0 : carve_coarse_ns());
 }
 

@@ -123,8 +123,10 @@ static void mark(struct carve_tide_be *b, CUstream s, uint64_t began, uint64_t b
 }
 
 /* the mask this thread's launch is to have, set by the wrapper for the
- * callback the driver makes inside the launch */
+ * callback the driver makes inside the launch; confined, the TPCs it keeps
+ * off (the gate's walk of the LS files found them) */
 static __thread __attribute__((tls_model("initial-exec"))) int tide_narrow;
+static __thread __attribute__((tls_model("initial-exec"))) uint32_t tide_near[4];
 
 /* inflight_all is what the block says is in flight: the BE's launches on
  * all its GPUs. */
@@ -246,9 +248,9 @@ static int narrow(int g, int how, const uint32_t mask[4], const uint32_t live[4]
 		for (int w = 0; w < 4; w++)
 			off[w] = ~floor[w];
 	else if (how == CONFINED)
-		carve_tide_ls_near(g, off);
+		memcpy(off, tide_near, sizeof off);
 	else
-		carve_tide_ls_busy(g, off, NULL, NULL);
+		carve_tide_ls_busy(g, off, NULL, NULL, NULL);
 	int n = 0;
 	for (int w = 0; w < 4; w++) {
 		m[w] = mask[w] | off[w];
@@ -337,13 +339,17 @@ void carve_tide_be_launch_before(int g, int compute)
 	int waited = 0;
 	tide_narrow = WHOLE;
 	uint64_t newest = 0; /* the latest LS heartbeat, while none is busy */
+	/* steered below a share of 1: the TPCs a launch confined keeps off */
+	int steered = share < 1000000 && __atomic_load_n(&carve_block->slo_steered, __ATOMIC_RELAXED);
+	uint32_t near[4];
 	int busy, timing, queued;
 	pthread_mutex_lock(&b->mu);
 gate:
 	queued = 0;
 	for (;;) {
 		timing = 0;
-		if (!(busy = carve_tide_ls_busy(g, NULL, &newest, &timing))) {
+		memset(near, 0, sizeof near);
+		if (!(busy = carve_tide_ls_busy(g, NULL, &newest, &timing, steered ? near : NULL))) {
 			b->held_since = 0;
 			break;
 		}
@@ -414,7 +420,7 @@ gate:
 	 * ended while it waited) is held as from its first hold, from which
 	 * its held time counts (start): it goes an epoch after that with no
 	 * share, not an epoch after it is held again. */
-	if (queued && !busy && carve_tide_ls_busy(g, NULL, NULL, NULL)) {
+	if (queued && !busy && carve_tide_ls_busy(g, NULL, NULL, NULL, NULL)) {
 		if (start) {
 			if (!b->held_since || (int64_t)(b->held_since - start) > 0)
 				b->held_since = start;
@@ -424,9 +430,10 @@ gate:
 	}
 	if (!b->bounded)
 		launch_at = 0;
-	if (!busy && share < 1000000 && __atomic_load_n(&carve_block->slo_steered, __ATOMIC_RELAXED) &&
-	    carve_tide_active(0, newest, carve_coarse_ns()))
+	if (!busy && steered && carve_tide_active(0, newest, carve_coarse_ns())) {
 		tide_narrow = CONFINED; /* if enough TPCs are left then (carve_tide_be_narrowed) */
+		memcpy(tide_near, near, sizeof near);
+	}
 	pthread_mutex_unlock(&b->mu);
 	if (waited) {
 		__atomic_add_fetch(&carve_block->held_ns, carve_mono_ns() - start, __ATOMIC_RELAXED);

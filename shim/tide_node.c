@@ -131,9 +131,12 @@ static void peers(int g)
  * one's timing), ORing their reserved TPCs (the node block's, carve's)
  * into out if given, and counting in *timing (if given) those that timed.
  * With none, *newest (if given) gets the latest heartbeat of any (0: none
- * has been busy); it is read only then. Only the seats the node block
- * names are read, each in its own LS file. */
-int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing)
+ * has been busy); it is read only then. Into near (if given) go the
+ * reserved TPCs of those with a heartbeat (written while busy) in the last
+ * CARVE_NODE_QUIET_NS: those whose next request a BE steered by the SLO
+ * controller keeps off between their busy periods (tide_be.c). Only the
+ * seats the node block names are read, each in its own LS file. */
+int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing, uint32_t near[4])
 {
 	struct carve_tide_gpu *G = &carve_tide_gpus[g];
 	struct carve_node *node = G->node;
@@ -142,16 +145,19 @@ int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing)
 	peers(g);
 	uint32_t used = __atomic_load_n(&node->used, __ATOMIC_ACQUIRE);
 	int busy = 0;
-	uint64_t now = 0, latest = 0;
+	uint64_t now = 0, latest = 0, coarse = near ? carve_coarse_ns() : 0;
 	for (int i = 0; i < CARVE_NODE_SLOTS && used >> i; i++) {
 		if (!(used & (1u << i)) || i == G->seat)
 			continue;
 		const struct carve_ls *ls = (const struct carve_ls *)(G->peers + (size_t)i * carve_peer_stride);
 		uint32_t bits = __atomic_load_n(&ls->busy, __ATOMIC_ACQUIRE);
 		uint64_t timed = __atomic_load_n(&ls->timing_ns, __ATOMIC_ACQUIRE);
-		if (newest) {
+		if (newest || near) {
 			uint64_t b = __atomic_load_n(&ls->beat_ns, __ATOMIC_RELAXED);
 			latest = b > latest ? b : latest;
+			if (near && carve_tide_active(0, b, coarse))
+				for (int w = 0; w < 4; w++)
+					near[w] |= __atomic_load_n(&node->slots[i].reserved[w], __ATOMIC_RELAXED);
 		}
 		if (!bits && !timed)
 			continue;
@@ -173,28 +179,6 @@ int carve_tide_ls_busy(int g, uint32_t out[4], uint64_t *newest, int *timing)
 	if (!busy && newest)
 		*newest = latest;
 	return busy;
-}
-
-/* carve_tide_ls_near ORs into out the reserved TPCs of the LS tenants on
- * GPU g with a heartbeat (written while busy) in the last
- * CARVE_NODE_QUIET_NS: those whose next request a BE steered by the SLO controller
- * keeps off between their busy periods (tide_be.c). */
-void carve_tide_ls_near(int g, uint32_t out[4])
-{
-	struct carve_tide_gpu *G = &carve_tide_gpus[g];
-	if (!G->peers)
-		return;
-	peers(g);
-	uint32_t used = __atomic_load_n(&G->node->used, __ATOMIC_ACQUIRE);
-	uint64_t now = carve_coarse_ns();
-	for (int i = 0; i < CARVE_NODE_SLOTS && used >> i; i++) {
-		if (!(used & (1u << i)) || i == G->seat)
-			continue;
-		const struct carve_ls *ls = (const struct carve_ls *)(G->peers + (size_t)i * carve_peer_stride);
-		if (carve_tide_active(0, __atomic_load_n(&ls->beat_ns, __ATOMIC_RELAXED), now))
-			for (int w = 0; w < 4; w++)
-				out[w] |= __atomic_load_n(&G->node->slots[i].reserved[w], __ATOMIC_RELAXED);
-	}
 }
 
 /* carve_tide_active: is LS work on a GPU active at time t, busy LS tenants
