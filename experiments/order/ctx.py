@@ -22,6 +22,8 @@ table.
 """
 import argparse, json, os, statistics, subprocess, sys, time
 
+from cause import q  # the quantile cause.py's table uses
+
 HERE = os.path.dirname(os.path.realpath(__file__))
 
 BE = """
@@ -55,11 +57,6 @@ class Proc:
     def end(self):
         self.p.kill()
         self.p.wait(timeout=30)
-
-
-def q(xs, f):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(f * len(xs)))]
 
 
 def main():
