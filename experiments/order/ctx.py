@@ -15,7 +15,8 @@ share of requests within twice the round's no-mps p99 at that rate. --plain runs
 carve's MPS (no carve run: no masks, no tide); --be-env adds VAR=VALUE
 pairs to the BE's environment (e.g. CUDA_MPS_CLIENT_PRIORITY=1);
 --ls-prio replays the LS's graph on a stream of the greatest priority;
---conds picks conditions. Usage:
+--conds picks conditions; --placeholder connects an idle client of
+carve's MPS before each condition's processes. Usage:
 python3 ctx.py --carve bin/carve --out DIR [--rounds 3 --rate 810 --plain]
 (carve's MPS started in CARVE_MPS_DIR): a JSON line a condition and a
 table.
@@ -39,6 +40,13 @@ with torch.no_grad():
     while True:
         m(x)
         torch.cuda.synchronize()
+"""
+
+PLACEHOLDER = """
+import sys, torch
+torch.zeros(1, device="cuda")
+print("ready", flush=True)
+sys.stdin.readline()
 """
 
 
@@ -70,6 +78,7 @@ def main():
     p.add_argument("--plain", action="store_true")
     p.add_argument("--ls-prio", action="store_true", help="the LS replays on a stream of the greatest priority")
     p.add_argument("--conds", default="no-mps,ls-only,ls-then-be,be-then-ls")
+    p.add_argument("--placeholder", action="store_true", help="a client of carve's MPS that holds a context and idles, connected before each condition's")
     p.add_argument("--be-env", default="", help="VAR=VALUE pairs, space-separated, for the BE's environment")
     a = p.parse_args()
     mps = os.environ["CARVE_MPS_DIR"]
@@ -82,7 +91,7 @@ def main():
     for r in range(a.rounds):
         ref = None  # the round's no-mps p99 served
         for cond in a.conds.split(","):
-            be = ls = None
+            be = ls = ph = None
 
             def start_be():
                 b = Proc(be_pre + [sys.executable, "-c", BE], os.path.join(a.out, f"be-{cond}-{r}.err"), be_env)
@@ -97,6 +106,9 @@ def main():
                 return l, [l.ask("build"), l.ask("capture")]
 
             try:
+                if a.placeholder and cond != "no-mps":
+                    ph = Proc([sys.executable, "-c", PLACEHOLDER], os.path.join(a.out, f"ph-{cond}-{r}.err"), plain_env)
+                    ph.line()
                 if cond == "be-then-ls":
                     be, bok = start_be()
                     ls, lok = start_ls()
@@ -104,7 +116,7 @@ def main():
                     ls, lok = start_ls()
                     be, bok = start_be() if cond == "ls-then-be" else (None, "")
                 idle = json.loads(ls.ask(f"time {a.n}"))
-                row = {"cond": cond, "round": r, "plain": a.plain, "be_env": a.be_env, "ls_prio": a.ls_prio, "ok": lok + [bok], "idle_p10": q(idle, .1), "idle_p50": statistics.median(idle), "idle_p90": q(idle, .9)}
+                row = {"cond": cond, "round": r, "plain": a.plain, "be_env": a.be_env, "ls_prio": a.ls_prio, "placeholder": a.placeholder, "ok": lok + [bok], "idle_p10": q(idle, .1), "idle_p50": statistics.median(idle), "idle_p90": q(idle, .9)}
                 served = json.loads(ls.ask(f"serve {a.rate} {a.serve}"))
                 if cond == "no-mps":
                     ref = q(served, .99)
@@ -119,7 +131,7 @@ def main():
                     served = json.loads(ls.ask(f"serve {a.rate} {a.serve}"))
                     row.update(serve_p50=statistics.median(served), serve_p99=q(served, .99), within=within(served))
             finally:
-                for x in (ls, be):
+                for x in (ls, be, ph):
                     if x:
                         x.end()
             rows.append(row)
