@@ -430,7 +430,7 @@ gate:
 	}
 	if (!b->bounded)
 		launch_at = 0;
-	if (!busy && steered && carve_tide_active(0, newest, carve_coarse_ns())) {
+	if (!busy && steered && (near[0] | near[1] | near[2] | near[3])) { /* an LS tenant active: the walk's near */
 		tide_narrow = CONFINED; /* if enough TPCs are left then (carve_tide_be_narrowed) */
 		memcpy(tide_near, near, sizeof near);
 	}
