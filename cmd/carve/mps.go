@@ -8,7 +8,7 @@ import "github.com/spf13/cobra"
 func newMPSCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "mps",
-		Short: "Start, stop or inspect carve's MPS daemon",
+		Short: "Start, stop, inspect or touch carve's MPS daemon",
 		Long: `MPS lets separate processes' kernels run on the GPU at the same time; carve's
 partitions then keep them on disjoint TPCs. carve runs its own MPS control
 daemon in its own pipe directory ($CARVE_MPS_DIR, default /tmp/carve-mps-UID),
@@ -22,6 +22,6 @@ Known MPS limits carve does not hide: a fatal GPU fault in one client ends the
 others' work too; one server serves a limited number of clients (about 15 with
 8 connections each); %smid is virtualized per client.`,
 	}
-	c.AddCommand(newMPSStartCmd(), newMPSStopCmd(), newMPSStatusCmd())
+	c.AddCommand(newMPSStartCmd(), newMPSStopCmd(), newMPSStatusCmd(), newMPSTouchCmd())
 	return c
 }

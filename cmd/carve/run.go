@@ -178,6 +178,7 @@ status 86 before the program starts.`,
 			if flags&ctl.FlagMPS != 0 && p.Memory.Limit > 0 { // the driver's backstop, for the GPU as the program sees it
 				env = preload.Set(env, mps.PinnedMemLimits(ords, p.Memory.Limit))
 			}
+			touchAfter(cmd, env, p.Block.Path, flags, quiet)
 			env = preload.Env(env, lib, dir, p.Block.Path)
 			err = syscall.Exec(path, args, env)
 			p.Block.Remove()

@@ -8,12 +8,14 @@
  * with 0xc0 current, and cuCtxPushCurrent and cuCtxPopCurrent keep a stack
  * of them for each thread. And every call carve's own Go code binds
  * (internal/cuda), so that carve itself runs on the fake: the devices,
- * their names, and the rest refusing with CUDA_ERROR_NOT_SUPPORTED.
+ * their names, their primary contexts, and the rest refusing with
+ * CUDA_ERROR_NOT_SUPPORTED.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake.h"
 
@@ -218,13 +220,33 @@ int cuGetErrorName(int r, const char **s)
 	return 0;
 }
 
+/* cuDevicePrimaryCtxRetain hands out dev's primary context. It stands for
+ * a client's connection to MPS too: with FAKECUDA_CLIENT_LOG set, it
+ * appends "client PID PIPE_DIRECTORY" there (carve mps touch's tests). */
+int cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice dev)
+{
+	if (visible(dev) < 0 || dev > 1)
+		return 101;
+	const char *log = getenv("FAKECUDA_CLIENT_LOG"), *pipe = getenv("CUDA_MPS_PIPE_DIRECTORY");
+	FILE *f = log ? fopen(log, "a") : NULL;
+	if (f) {
+		fprintf(f, "client %d %s\n", (int)getpid(), pipe ? pipe : "-");
+		fclose(f);
+	}
+	*c = (CUcontext)(uintptr_t)(CTX_BASE + dev);
+	return 0;
+}
+
+int cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+	return visible(dev) < 0 ? 101 : 0;
+}
+
 #define NOT_SUPPORTED(name) \
 	int name(void)      \
 	{                   \
 		return 801; \
 	}
-NOT_SUPPORTED(cuDevicePrimaryCtxRetain)
-NOT_SUPPORTED(cuDevicePrimaryCtxRelease_v2)
 NOT_SUPPORTED(cuModuleLoadData)
 NOT_SUPPORTED(cuFuncSetAttribute)
 NOT_SUPPORTED(cuMemcpyDtoH_v2)

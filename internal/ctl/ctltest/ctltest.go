@@ -2,13 +2,18 @@
 // one field set, for the tests that check each field of ctl.Policy in turn
 // (carve run's flags, the control block), and a process that holds a
 // block's lock as a running tenant's shim does (HoldLock), and the LS file
-// of a node block's seat (LSFile).
+// of a node block's seat (LSFile), and a block's count of launches set
+// (CountLaunches).
 package ctltest
 
 import (
 	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/carve-gpu/carve/internal/ctl"
 	"github.com/carve-gpu/carve/internal/topo"
@@ -62,4 +67,21 @@ func LSFile(t *testing.T, dir, name string, i int) string {
 	}
 	defer n.Close()
 	return n.LSPath(i)
+}
+
+// CountLaunches stores n as the launches counted in the control block at
+// path, as a tenant's shim counts them.
+func CountLaunches(t *testing.T, path string, n uint64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mem, err := syscall.Mmap(int(f.Fd()), 0, ctl.Size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(mem)
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&mem[unsafe.Offsetof(ctl.Block{}.Launches)])), n)
 }

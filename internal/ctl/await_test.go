@@ -1,0 +1,51 @@
+package ctl_test
+
+import (
+	"os"
+	"os/exec"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/carve-gpu/carve/internal/ctl"
+)
+
+// TestAwaitLaunch: AwaitLaunch returns true at the first look that finds a
+// launch counted, looking every poll meanwhile; false once the process
+// has ended with none; an error where there is no block.
+func TestAwaitLaunch(t *testing.T) {
+	dir := t.TempDir()
+	h, err := ctl.Create(dir, ctl.Init{PID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	var naps []time.Duration
+	ok, err := ctl.AwaitLaunch(h.Path, 50*time.Millisecond, func(d time.Duration) {
+		if naps = append(naps, d); len(naps) == 3 {
+			atomic.AddUint64(&ctl.BlockOf(h).Launches, 1)
+		}
+	})
+	if !ok || err != nil || len(naps) != 3 || naps[0] != 50*time.Millisecond {
+		t.Errorf("AwaitLaunch: %v, %v after naps %v; want true after 3 of 50ms (the launch counted in the third)", ok, err, naps)
+	}
+
+	c := exec.Command("true")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := ctl.Create(dir, ctl.Init{PID: c.Process.Pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gone.Close()
+	c.Wait()
+	naps = nil
+	ok, err = ctl.AwaitLaunch(gone.Path, time.Millisecond, func(d time.Duration) { naps = append(naps, d) })
+	if ok || err != nil || len(naps) != 0 {
+		t.Errorf("AwaitLaunch of a process that ended with no launch: %v, %v after %d naps; want false at once", ok, err, len(naps))
+	}
+	if _, err := ctl.AwaitLaunch(dir+"/none", time.Millisecond, func(time.Duration) { t.Fatal("napped without a block") }); err == nil {
+		t.Error("AwaitLaunch of no block: no error")
+	}
+}
