@@ -8,6 +8,11 @@ its model, then waits, idle, until told to run. Conditions:
   ls-only      the LS alone (no BE process)
   ls-then-be   the LS ready (its graph captured) before the BE starts
   be-then-ls   the BE ready, idle, before the LS starts
+A condition with "+tail" has an idle client of carve's MPS connect after
+its LS and BE are ready and stay; with "+tail-gone", connect, then exit
+before the LS is measured (is the newest client the slow one?); with
+"+touch", carve mps touch runs then (carve run starts one after each
+tenant's first launch too).
 Each LS replays its graph --n times one at a time with the BE idle
 ("idle") and serves Poisson requests at --rate beside the idle BE, then
 replays and serves again with the BE running ("beside"); "within" is the
@@ -91,7 +96,8 @@ def main():
     for r in range(a.rounds):
         ref = None  # the round's no-mps p99 served
         for cond in a.conds.split(","):
-            be = ls = ph = None
+            be = ls = ph = tail = None
+            base, _, extra = cond.partition("+")
 
             def start_be():
                 b = Proc(be_pre + [sys.executable, "-c", BE], os.path.join(a.out, f"be-{cond}-{r}.err"), be_env)
@@ -99,26 +105,38 @@ def main():
                 return b, ok
 
             def start_ls():
-                pre, env = (ls_pre, plain_env if a.plain else None) if cond != "no-mps" else ([], dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=os.path.join(mps, "none")))
+                pre, env = (ls_pre, plain_env if a.plain else None) if base != "no-mps" else ([], dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=os.path.join(mps, "none")))
                 l = Proc(pre + [sys.executable, os.path.join(HERE, "cause.py"), "ls", "--benchmark", "0"] + ["--prio"] * a.ls_prio,
                          os.path.join(a.out, f"ls-{cond}-{r}.err"), env)
                 l.line()  # its context
                 return l, [l.ask("build"), l.ask("capture")]
 
             try:
-                if a.placeholder and cond != "no-mps":
+                if a.placeholder and base != "no-mps":
                     ph = Proc([sys.executable, "-c", PLACEHOLDER], os.path.join(a.out, f"ph-{cond}-{r}.err"), plain_env)
                     ph.line()
-                if cond == "be-then-ls":
+                if base == "be-then-ls":
                     be, bok = start_be()
                     ls, lok = start_ls()
                 else:
                     ls, lok = start_ls()
-                    be, bok = start_be() if cond == "ls-then-be" else (None, "")
+                    be, bok = start_be() if base == "ls-then-be" else (None, "")
+                if extra in ("tail", "tail-gone"):
+                    tail = Proc([sys.executable, "-c", PLACEHOLDER], os.path.join(a.out, f"tail-{cond}-{r}.err"), plain_env)
+                    lok.append(tail.line())
+                    if extra == "tail-gone":
+                        tail.end()
+                        tail = None
+                        time.sleep(1)
+                elif extra == "touch":  # carve's own: a context on each GPU, then gone
+                    lok.append(subprocess.run([a.carve, "mps", "touch"], capture_output=True, text=True).stdout.strip())
+                    time.sleep(1)
+                elif extra:
+                    sys.exit(f"ctx.py: condition {cond!r}: after '+' only tail, tail-gone or touch")
                 idle = json.loads(ls.ask(f"time {a.n}"))
                 row = {"cond": cond, "round": r, "plain": a.plain, "be_env": a.be_env, "ls_prio": a.ls_prio, "placeholder": a.placeholder, "ok": lok + [bok], "idle_p10": q(idle, .1), "idle_p50": statistics.median(idle), "idle_p90": q(idle, .9)}
                 served = json.loads(ls.ask(f"serve {a.rate} {a.serve}"))
-                if cond == "no-mps":
+                if base == "no-mps":
                     ref = q(served, .99)
                 within = lambda xs: sum(x <= 2 * ref for x in xs) / len(xs) if ref else 0
                 row.update(idle_serve_p50=statistics.median(served), idle_serve_p99=q(served, .99), idle_within=within(served))
@@ -131,14 +149,14 @@ def main():
                     served = json.loads(ls.ask(f"serve {a.rate} {a.serve}"))
                     row.update(serve_p50=statistics.median(served), serve_p99=q(served, .99), within=within(served))
             finally:
-                for x in (ls, be, ph):
+                for x in (ls, be, ph, tail):
                     if x:
                         x.end()
             rows.append(row)
             print(json.dumps(row), flush=True)
     print("\ncond round | replay, BE idle p10/p50/p90 ms | serve %g/s, BE idle: p50/p99, within | replay beside BE p50/p99 | serve beside p50/p99, within" % a.rate)
     for w in rows:
-        print("%-11s %d | %.3f %.3f %.3f | %.2f %.2f %.2f%% | %.3f %.3f | %.2f %.2f %.2f%%" % (w["cond"], w["round"], w["idle_p10"], w["idle_p50"], w["idle_p90"],
+        print("%-19s %d | %.3f %.3f %.3f | %.2f %.2f %.2f%% | %.3f %.3f | %.2f %.2f %.2f%%" % (w["cond"], w["round"], w["idle_p10"], w["idle_p50"], w["idle_p90"],
               w["idle_serve_p50"], w["idle_serve_p99"], 100 * w["idle_within"], w.get("beside_p50", 0), w.get("beside_p99", 0),
               w.get("serve_p50", 0), w.get("serve_p99", 0), 100 * w.get("within", 0)))
 

@@ -23,4 +23,5 @@ for v in "${variants[@]}"; do
 	tail -n 10 "$OUT/ctx-$name.txt"
 done
 tail -n 5 "$W"/ctx/*.err >"$OUT/stderr.txt" 2>&1
+tar czf "$OUT/mps-log.tgz" -C "$CARVE_MPS_DIR" log # who connected, when
 step done
