@@ -1,3 +1,5 @@
+// Waiting for a tenant's first kernel launch (AwaitLaunch), for carve mps touch.
+
 package ctl
 
 import (

@@ -1,3 +1,5 @@
+// Tests of AwaitLaunch: a launch counted, a process that ended, no block.
+
 package ctl_test
 
 import (

@@ -1,3 +1,5 @@
+// Starting carve mps touch in the background for a tenant (StartTouch).
+
 package mps
 
 import (
