@@ -123,23 +123,15 @@ func touchBlock(after string) (string, error) {
 // touchAfterLaunch waits for the first launch of the tenant of the block
 // at path, then touches at touchTimes from then while the tenant lives.
 func touchAfterLaunch(path string, sleep func(time.Duration), touch func() error) error {
-	launched, err := ctl.AwaitLaunch(path, touchPoll, sleep)
-	if err != nil || !launched {
+	s, err := ctl.AwaitLaunch(path, touchPoll, sleep)
+	if err != nil || s.Launches == 0 {
 		return err // ended with no launch: nobody to make older
-	}
-	alive := func() bool {
-		h, err := ctl.OpenPath(path)
-		if err != nil {
-			return false
-		}
-		defer h.Close()
-		return h.Snapshot().Alive()
 	}
 	var at time.Duration
 	for _, t := range touchTimes {
 		sleep(t - at)
 		at = t
-		if !alive() {
+		if !s.Alive() {
 			return nil
 		}
 		if err := touch(); err != nil {
