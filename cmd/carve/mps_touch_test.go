@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,7 +144,7 @@ func TestTouchTimes(t *testing.T) {
 	sleep := func(d time.Duration) {
 		now += d
 		if now == 3*touchPoll { // the tenant's first launch
-			ctltest.CountLaunches(t, h.Path, 1)
+			atomic.StoreUint64(&ctltest.MapBlock(t, h.Path).Launches, 1)
 		}
 	}
 	if err := touchAfterLaunch(h.Path, sleep, func() error { touched = append(touched, now); return nil }); err != nil {
@@ -158,21 +159,12 @@ func TestTouchTimes(t *testing.T) {
 		}
 	}
 
-	c := exec.Command("true")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	gone, err := ctl.Create(dir, ctl.Init{PID: c.Process.Pid})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gone.Close()
-	c.Wait()
+	gone := ctltest.EndedBlock(t, dir)
 	touched = nil
 	if err := touchAfterLaunch(gone.Path, sleep, func() error { touched = append(touched, now); return nil }); err != nil || len(touched) != 0 {
 		t.Errorf("a tenant that ended with no launch: %v, touched %v", err, touched)
 	}
-	ctltest.CountLaunches(t, gone.Path, 1) // it launched, then ended: no touch after its end
+	atomic.StoreUint64(&ctltest.MapBlock(t, gone.Path).Launches, 1) // it launched, then ended: no touch after its end
 	if err := touchAfterLaunch(gone.Path, sleep, func() error { touched = append(touched, now); return nil }); err != nil || len(touched) != 0 {
 		t.Errorf("a tenant that launched and ended: %v, touched %v", err, touched)
 	}

@@ -4,12 +4,12 @@ package ctl_test
 
 import (
 	"os"
-	"os/exec"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/ctl/ctltest"
 )
 
 // TestAwaitLaunch: AwaitLaunch returns at the first look that finds a
@@ -33,16 +33,7 @@ func TestAwaitLaunch(t *testing.T) {
 			s.Launches, s.PID, err, naps, os.Getpid())
 	}
 
-	c := exec.Command("true")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	gone, err := ctl.Create(dir, ctl.Init{PID: c.Process.Pid})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gone.Close()
-	c.Wait()
+	gone := ctltest.EndedBlock(t, dir)
 	naps = nil
 	s, err = ctl.AwaitLaunch(gone.Path, time.Millisecond, func(d time.Duration) { naps = append(naps, d) })
 	if s.Launches != 0 || s.Alive() || err != nil || len(naps) != 0 {

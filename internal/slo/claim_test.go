@@ -64,7 +64,7 @@ func (p *plant) claimBlock(uid string, record ctl.Init, wrote ctl.Init) *ctl.Blo
 	}
 	p.t.Cleanup(func() { h.Close() })
 	ctltest.HoldLock(p.t, h.Path)
-	return mapBlock(p.t, h.Path)
+	return ctltest.MapBlock(p.t, h.Path)
 }
 
 // TestClaimSLOFromRecord: a claim's pod that writes a 10 us SLO (or the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/ctl/ctltest"
 	"github.com/carve-gpu/carve/internal/place"
 	"github.com/carve-gpu/carve/internal/slo"
 )
@@ -63,7 +64,7 @@ func TestNodeDirSLOFromRecord(t *testing.T) {
 	p.user(pid)
 	p.user(be.Snapshot().PID)
 	p.fence()
-	b := mapBlock(t, h.Path)
+	b := ctltest.MapBlock(t, h.Path)
 	b.TenantClass, b.SLOUS = ctl.ClassLS, 10 // what its process wrote after root recorded it
 	p.ls = append(p.ls, &lsPlant{pid: pid, kill: kill, b: b, base: 2 * time.Millisecond, k: 4, rate: 40})
 	for range 60 {

@@ -13,16 +13,14 @@ package slo_test
 
 import (
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"slices"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/ctl/ctltest"
 	"github.com/carve-gpu/carve/internal/slo"
 )
 
@@ -36,22 +34,6 @@ func sleeper(t *testing.T) (pid int, kill func()) {
 	kill = func() { c.Process.Kill(); c.Wait() }
 	t.Cleanup(kill)
 	return c.Process.Pid, kill
-}
-
-// mapBlock maps the block file path as the shim does.
-func mapBlock(t *testing.T, path string) *ctl.Block {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	mem, err := syscall.Mmap(int(f.Fd()), 0, ctl.Size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Munmap(mem) })
-	return (*ctl.Block)(unsafe.Pointer(&mem[0]))
 }
 
 // record adds a busy period of d to h, as the shim's poller does.
@@ -157,7 +139,7 @@ func uuidOf(n string) string {
 // addLS adds an LS tenant on node with SLO s.
 func (p *plant) addLS(s ctl.SLO, base time.Duration, k float64, rate int) *lsPlant {
 	h, pid, kill := p.create(ctl.Policy{Class: ctl.ClassLS, SLO: s}, node)
-	l := &lsPlant{pid: pid, kill: kill, b: mapBlock(p.t, h.Path), base: base, k: k, rate: rate}
+	l := &lsPlant{pid: pid, kill: kill, b: ctltest.MapBlock(p.t, h.Path), base: base, k: k, rate: rate}
 	p.ls = append(p.ls, l)
 	return l
 }
@@ -168,7 +150,7 @@ func (p *plant) addBE(share float64, queue time.Duration, nodes ...string) *ctl.
 		nodes = []string{node}
 	}
 	h, _, _ := p.create(ctl.Policy{Class: ctl.ClassBE, Share: share, Queue: queue, Inflight: 8}, nodes...)
-	p.be, p.beb = append(p.be, h), append(p.beb, mapBlock(p.t, h.Path))
+	p.be, p.beb = append(p.be, h), append(p.beb, ctltest.MapBlock(p.t, h.Path))
 	return h
 }
 
@@ -258,7 +240,7 @@ type request struct {
 // second, seeded with seed.
 func (p *plant) addSerial(s ctl.SLO, base time.Duration, k, rate float64, seed uint64) *serial {
 	h, pid, _ := p.create(ctl.Policy{Class: ctl.ClassLS, SLO: s}, node)
-	v := &serial{pid: pid, b: mapBlock(p.t, h.Path), rng: rand.New(rand.NewPCG(seed, 1)), base: base, k: k, now: p.now}
+	v := &serial{pid: pid, b: ctltest.MapBlock(p.t, h.Path), rng: rand.New(rand.NewPCG(seed, 1)), base: base, k: k, now: p.now}
 	v.load(rate)
 	p.srv = append(p.srv, v)
 	return v

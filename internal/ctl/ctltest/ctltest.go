@@ -2,14 +2,14 @@
 // one field set, for the tests that check each field of ctl.Policy in turn
 // (carve run's flags, the control block), and a process that holds a
 // block's lock as a running tenant's shim does (HoldLock), and the LS file
-// of a node block's seat (LSFile), and a block's count of launches set
-// (CountLaunches).
+// of a node block's seat (LSFile), and a block mapped as its shim maps it
+// (MapBlock) or made for a process that has ended (EndedBlock).
 package ctltest
 
 import (
 	"fmt"
 	"os"
-	"sync/atomic"
+	"os/exec"
 	"syscall"
 	"testing"
 	"time"
@@ -69,9 +69,10 @@ func LSFile(t *testing.T, dir, name string, i int) string {
 	return n.LSPath(i)
 }
 
-// CountLaunches stores n as the launches counted in the control block at
-// path, as a tenant's shim counts them.
-func CountLaunches(t *testing.T, path string, n uint64) {
+// MapBlock maps the block file path as the shim does, for a test to play
+// the shim's part in it (count its launches, record its busy periods),
+// until the test ends.
+func MapBlock(t testing.TB, path string) *ctl.Block {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -82,6 +83,22 @@ func CountLaunches(t *testing.T, path string, n uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Munmap(mem)
-	atomic.StoreUint64((*uint64)(unsafe.Pointer(&mem[unsafe.Offsetof(ctl.Block{}.Launches)])), n)
+	t.Cleanup(func() { syscall.Munmap(mem) })
+	return (*ctl.Block)(unsafe.Pointer(&mem[0]))
+}
+
+// EndedBlock makes in dir the block of a process that has run and ended.
+func EndedBlock(t testing.TB, dir string) *ctl.Handle {
+	t.Helper()
+	c := exec.Command("true")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := ctl.Create(dir, ctl.Init{PID: c.Process.Pid})
+	c.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
 }
