@@ -34,6 +34,9 @@ const (
 	VarConnections = "CUDA_DEVICE_MAX_CONNECTIONS"
 )
 
+// VarDir names carve's daemon's directory (Default) to carve itself.
+const VarDir = "CARVE_MPS_DIR"
+
 // Daemon names one MPS control daemon by its directories.
 type Daemon struct {
 	Root    string // holds pipe/ and log/
@@ -42,7 +45,7 @@ type Daemon struct {
 
 // Default is carve's daemon: $CARVE_MPS_DIR, else TMPDIR/carve-mps-UID.
 func Default() Daemon {
-	root := os.Getenv("CARVE_MPS_DIR")
+	root := os.Getenv(VarDir)
 	if root == "" {
 		root = filepath.Join(os.TempDir(), fmt.Sprintf("carve-mps-%d", os.Getuid()))
 	}
@@ -62,9 +65,13 @@ func (d Daemon) PipeDir() string { return filepath.Join(d.Root, "pipe") }
 func (d Daemon) LogDir() string { return filepath.Join(d.Root, "log") }
 
 // ClientEnv is what a process needs to become a client of d with the given
-// number of hardware connections (work queues).
+// number of hardware connections (work queues), and VarDir, so that a carve
+// run started in it finds d as carve's daemon: one that did not would take
+// its tenant for a process of its own context while the driver made it a
+// client of d (no touch, no MPS memory limit, carve ls saying "own").
 func (d Daemon) ClientEnv(connections int) []string {
 	return []string{
+		VarDir + "=" + d.Root,
 		VarPipeDir + "=" + d.PipeDir(),
 		VarLogDir + "=" + d.LogDir(),
 		VarConnections + "=" + strconv.Itoa(connections),

@@ -57,6 +57,21 @@ func TestClientEnv(t *testing.T) {
 	}
 }
 
+// TestClientEnvFindsDaemon: a carve started in a client's environment takes
+// the daemon the client connects to for carve's own, wherever CARVE_MPS_DIR
+// pointed before (bench's daemons live in directories of their own).
+func TestClientEnvFindsDaemon(t *testing.T) {
+	t.Setenv(VarDir, "/elsewhere")
+	d := Daemon{Root: t.TempDir()}
+	for _, kv := range d.ClientEnv(1) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	if got := Default(); got.Root != d.Root || got.PipeDir() != os.Getenv(VarPipeDir) {
+		t.Errorf("carve in a client's environment finds %+v, want %s", got, d.Root)
+	}
+}
+
 func TestMissingControl(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	old := searchDirs
