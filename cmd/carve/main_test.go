@@ -5,11 +5,13 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/carve-gpu/carve/internal/ctl/ctltest"
 	"github.com/carve-gpu/carve/internal/shimtest"
 	"github.com/carve-gpu/carve/internal/topo"
 	"github.com/carve-gpu/carve/internal/topo/topotest"
@@ -25,6 +27,13 @@ func carve(t *testing.T, args ...string) (string, string, error) {
 	root.SetArgs(args)
 	err := root.Execute()
 	return out.String(), errb.String(), err
+}
+
+// TestMain serves as a process holding a block's lock where a test
+// started it so (ctltest.HoldLock), else runs the tests.
+func TestMain(m *testing.M) {
+	ctltest.ServeHold()
+	os.Exit(m.Run())
 }
 
 // sandbox points carve's runtime and cache directories at temporary ones,

@@ -31,7 +31,7 @@ const (
 // touchTimes are when carve mps touch --after connects, from its tenant's
 // first launch: at once, and again as the tenant goes on setting up. A
 // touch right after an LS's first launch left it slow where one after its
-// graph's capture did not (HARDWARE.md, section 11): what it sets up while
+// graph's capture did not (README, "MPS, and what it brings with it"): what it sets up while
 // it is the newest client is slow until a client connects after it.
 var touchTimes = []time.Duration{0, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
 	16 * time.Second, 32 * time.Second, 64 * time.Second, 128 * time.Second}
@@ -121,17 +121,21 @@ func touchBlock(after string) (string, error) {
 }
 
 // touchAfterLaunch waits for the first launch of the tenant of the block
-// at path, then touches at touchTimes from then while the tenant lives.
+// at path, then touches at touchTimes from then while the tenant runs.
 func touchAfterLaunch(path string, sleep func(time.Duration), touch func() error) error {
-	s, err := ctl.AwaitLaunch(path, touchPoll, sleep)
-	if err != nil || s.Launches == 0 {
+	w, err := ctl.WatchBlock(path)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if n, err := w.AwaitLaunch(touchPoll, sleep); err != nil || n == 0 {
 		return err // ended with no launch: nobody to make older
 	}
 	var at time.Duration
 	for _, t := range touchTimes {
 		sleep(t - at)
 		at = t
-		if !s.Alive() {
+		if !w.Running() {
 			return nil
 		}
 		if err := touch(); err != nil {

@@ -169,3 +169,51 @@ func TestTouchTimes(t *testing.T) {
 		t.Errorf("a tenant that launched and ended: %v, touched %v", err, touched)
 	}
 }
+
+// TestDaemonTouchesClaimProcess: carve daemon, running carve's MPS, touches
+// a claim's process under MPS after its first launch, the process named by
+// a pid in its container that means nothing here (that of an ended
+// process), running while its shim holds its block's lock; none before.
+func TestDaemonTouchesClaimProcess(t *testing.T) {
+	carveBin, _ := builtCarve(t)
+	b := shimtest.Build(t)
+	t.Setenv("CARVE_LIBCUDA", b.Fake)
+	log := filepath.Join(t.TempDir(), "clients")
+	t.Setenv("FAKECUDA_CLIENT_LOG", log)
+	t.Setenv("PATH", filepath.Dir(mpstest.Control(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	rt, err := ctl.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd, err := ctl.ClaimDir(rt, "uid-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(cd, 0o755)
+	root, err := ctl.CreateClaimRoot(cd, ctl.Init{Flags: ctl.FlagMPS, Comm: []string{"claim", "ns/a"},
+		Parts: []ctl.Part{{Mask: [4]uint32{^uint32(0xf0)}, Live: [4]uint32{0xffff}, SMs: 8}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root.Close()
+	proc := ctltest.EndedBlock(t, cd)
+	ctltest.HoldLock(t, proc.Path)
+
+	d := exec.Command(carveBin, "daemon", "--listen", "127.0.0.1:0", "--interval", "10ms")
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Process.Kill(); d.Wait(); mps.Default().Stop() })
+	time.Sleep(300 * time.Millisecond) // passes every 10ms
+	if got := clientsOf(t, log, -1); len(got) != 0 {
+		t.Errorf("clients before the claim's process launched: %q", got)
+	}
+	atomic.StoreUint64(&ctltest.MapBlock(t, proc.Path).Launches, 1)
+	for deadline := time.Now().Add(20 * time.Second); len(clientsOf(t, log, -1)) < 2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := clientsOf(t, log, -1)
+	if len(got) != 2 || !strings.HasSuffix(got[0], " "+mps.Default().PipeDir()) {
+		t.Errorf("clients after the claim's process launched: %q, want one process through carve's MPS %s on each of 2 GPUs", got, mps.Default().PipeDir())
+	}
+}

@@ -1,4 +1,5 @@
-// Waiting for a tenant's first kernel launch (AwaitLaunch), for carve mps touch.
+// Following a tenant's block for carve mps touch (Watch): its first kernel
+// launch (AwaitLaunch) and whether it still runs (Running).
 
 package ctl
 
@@ -7,26 +8,45 @@ import (
 	"time"
 )
 
-// AwaitLaunch waits until the process of the block at path has launched a
-// kernel (its shim counts every launch it sees: its context is made, and
-// under MPS it is a client), looking every poll, sleeping through sleep,
-// or until it has ended first. It returns the block as it read it then:
-// Launches is 0 where the process ended with none; Alive says later
-// whether it still runs. carve mps touch waits so for a tenant before it
-// connects to MPS after it (HARDWARE.md, section 11).
-func AwaitLaunch(path string, poll time.Duration, sleep func(time.Duration)) (Snapshot, error) {
+// A Watch holds a tenant process's block open to follow it.
+type Watch struct {
+	h *Handle
+	s Snapshot // as opened: its pid and start time
+}
+
+// WatchBlock opens the block at path to follow its process.
+func WatchBlock(path string) (*Watch, error) {
 	h, err := OpenPath(path)
 	if err != nil {
-		return Snapshot{}, err
+		return nil, err
 	}
-	defer h.Close()
-	s := h.Snapshot() // its pid and start time
+	return &Watch{h: h, s: h.Snapshot()}, nil
+}
+
+// Close lets the block go.
+func (w *Watch) Close() error { return w.h.Close() }
+
+// Running says whether the process still runs: its shim holds the lock on
+// the block (a claim's process, whose pid names nothing outside its
+// container), or its pid runs as the one that started then (a tenant of
+// carve run before its shim took the lock).
+func (w *Watch) Running() bool { return w.h.Held() || w.s.Alive() }
+
+// AwaitLaunch waits until the process has launched a kernel (its shim
+// counts every launch it sees: its context is made, and under MPS it is a
+// client), looking every poll, sleeping through sleep, or until it has
+// ended first; it returns its launches then (0: it ended with none). carve
+// mps touch waits so for a tenant before it connects to MPS after it
+// (README, "MPS, and what it
+// brings with it").
+func (w *Watch) AwaitLaunch(poll time.Duration, sleep func(time.Duration)) (uint64, error) {
 	for {
-		if err := guarded(path, func() { s.Launches = atomic.LoadUint64(&h.b.Launches) }); err != nil {
-			return Snapshot{}, err
+		var n uint64
+		if err := guarded(w.h.Path, func() { n = atomic.LoadUint64(&w.h.b.Launches) }); err != nil {
+			return 0, err
 		}
-		if s.Launches > 0 || !s.Alive() {
-			return s, nil
+		if n > 0 || !w.Running() {
+			return n, nil
 		}
 		sleep(poll)
 	}

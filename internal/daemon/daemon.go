@@ -1,4 +1,5 @@
-// Package daemon is carve's node controller: it runs carve's MPS daemon,
+// Package daemon is carve's node controller: it runs carve's MPS daemon
+// (and carve mps touch for each process of a claim under it, touch.go),
 // frees the node-block slots of LS tenants that died (and the TPCs of
 // partitions outside tide that ended, for LS tenants), runs the SLO
 // controller (internal/slo), which sets the BE tenants' share and queue to
@@ -55,6 +56,9 @@ type Options struct {
 	// MPS runs on for its clients: a restarted daemon adopts it, and only
 	// carve mps stop ends it.
 	StopMPS bool
+	// Touch starts carve mps touch --after the block of a claim's process
+	// under MPS (mps.StartTouch); nil: none (toucher).
+	Touch func(block string) error
 	// ShowCommands serves each tenant's command line (its "command" in
 	// /status, its metrics' command label). Without it they are left out:
 	// a command line may carry what its tenant would not have read by
@@ -181,10 +185,18 @@ func Run(ctx context.Context, o Options) error {
 		defer ct.Stop()
 		checks = ct.C
 	}
+	var touch *toucher
+	if o.MPS != nil && o.Touch != nil {
+		touch = newToucher(o.Touch, o.Log)
+	}
 	for pass := true; ; {
 		if pass {
-			if n := c.reclaim(); n > 0 {
+			n, claims := c.reclaim()
+			if n > 0 {
 				o.Log.Info("freed the node slots of LS tenants that ended", "slots", n)
+			}
+			if touch != nil {
+				touch.pass(claims)
 			}
 		}
 		select {
@@ -259,8 +271,9 @@ func newCollector(dir string, showCommands bool, ctrl *slo.Controller) *collecto
 // reclaim frees the slots of LS tenants that no longer run, in every node
 // block, removes the control blocks of dead processes, and lets LS tenants
 // onto the TPCs of partitions outside tide that ended (place.Fence, which
-// in the node directory, as root, seats every user's LS tenants).
-func (c *collector) reclaim() int {
+// in the node directory, as root, seats every user's LS tenants). It
+// returns the slots freed and the claims it swept.
+func (c *collector) reclaim() (int, []ctl.Claim) {
 	nodes, _ := ctl.Nodes(c.dir)
 	n := 0
 	for _, nd := range nodes {
@@ -270,13 +283,13 @@ func (c *collector) reclaim() int {
 	// the sweeps of the runtime directory and of each claim's credit what
 	// ended processes held back to their memory accounts
 	ctl.Scan(c.dir)
-	ctl.Claims(c.dir)
+	claims, _, _ := ctl.Claims(c.dir)
 	if c.checks {
 		c.seen = listed(c.dir) // what this fence sees, for check
 	}
 	place.Fence(c.dir, c.gpus...)
 	c.reclaimed.Add(int64(n))
-	return n
+	return n, claims
 }
 
 // check fences the directory (place.Fence: seats, fixed TPCs, node

@@ -53,6 +53,7 @@ func deadPID(t *testing.T) int {
 // HOLD_SLOT set it holds the lock of that entry of the LS file HOLD_NODE,
 // as a shim does, until its stdin closes.
 func TestMain(m *testing.M) {
+	ctltest.ServeHold()
 	if slot := os.Getenv("HOLD_SLOT"); slot != "" {
 		i, _ := strconv.Atoi(slot)
 		f, err := os.OpenFile(os.Getenv("HOLD_NODE"), os.O_RDWR, 0)

@@ -39,14 +39,18 @@ func ServeHold() {
 }
 
 // HoldLock starts the test binary as a process that holds the lock on the
-// block at path until the test ends; its TestMain must call ServeHold.
-func HoldLock(t *testing.T, path string) {
+// block at path until the test ends, or until the function it returns is
+// called (which returns once the process has exited); its TestMain must
+// call ServeHold.
+func HoldLock(t *testing.T, path string) (release func()) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), holdEnv+"="+path)
-	if _, line := StartLine(t, cmd); line != "held" {
+	in, line := StartLine(t, cmd)
+	if line != "held" {
 		t.Fatalf("holding %s: %q", path, line)
 	}
+	return func() { in.Close(); cmd.Wait() }
 }
 
 // StartLine starts cmd (a helper process the test binary runs as) with a
