@@ -44,6 +44,7 @@ type tenantRun struct {
 // client, so the time is what shows that the two share no SM). Needs CARVE_BIN (bin/carve,
 // with libcarve.so beside it), CARVE_DRA_TENANT (tenant.cu built) and
 // carve's MPS running in CARVE_MPS_DIR; writes runs.json to CARVE_DRA_OUT.
+// With CARVE_DRA_DAEMON set, carve daemon runs over the claims meanwhile.
 func TestGPUClaims(t *testing.T) {
 	gputest.Need(t)
 	carve, tenant := os.Getenv("CARVE_BIN"), os.Getenv("CARVE_DRA_TENANT")
@@ -83,6 +84,15 @@ func TestGPUClaims(t *testing.T) {
 	}
 	reserved := td.reserved(t)
 	t.Logf("reserved %v", reserved)
+	if os.Getenv("CARVE_DRA_DAEMON") != "" { // carve daemon over the driver's runtime directory: it touches MPS for the claims' processes
+		d := exec.Command(carve, "daemon", "--listen", "127.0.0.1:0", "--interval", "100ms")
+		d.Env = append(os.Environ(), "CARVE_RUNTIME_DIR="+td.Paths.RuntimeDir, mps.VarDir+"="+daemon.Root)
+		d.Stderr = os.Stderr
+		if err := d.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Process.Kill(); d.Wait() })
+	}
 
 	var runs []tenantRun
 	phase := func(phaseName string, claims ...*resourceapi.ResourceClaim) map[string]tenantRun {
