@@ -47,10 +47,11 @@ When it stops, MPS runs on, so that a restart or a rolling upgrade takes no
 running tenant off MPS; the next daemon adopts the MPS daemon it finds in
 carve's pipe directory instead of starting another. carve mps stop ends MPS
 (its clients must have exited); --stop-mps-on-exit makes the daemon stop MPS,
-the one it started or adopted, when it ends. For each process of a claim under carve's MPS (carve-dra)
-it starts carve mps touch --after its block, as carve run does for its
-tenant, so that none stays MPS's newest client, which MPS runs slower; a
-claim whose processes run as another user than the daemon's is not touched.
+the one it started or adopted, when it ends. For each process of a claim
+under carve's MPS (carve-dra) it starts carve mps touch --after its block,
+as carve run does for its tenant, so that none stays MPS's newest client,
+which MPS runs slower; a claim whose processes run as another user than the
+daemon's is not touched.
 
 The SLO controller runs here: every --slo-interval (100ms) it reads the busy
 periods and busy time of each LS tenant with an SLO (carve run --slo, a claim

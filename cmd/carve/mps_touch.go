@@ -31,8 +31,9 @@ const (
 // touchTimes are when carve mps touch --after connects, from its tenant's
 // first launch: at once, and again as the tenant goes on setting up. A
 // touch right after an LS's first launch left it slow where one after its
-// graph's capture did not (README, "MPS, and what it brings with it"): what it sets up while
-// it is the newest client is slow until a client connects after it.
+// graph's capture did not (README, "MPS, and what it brings with it"):
+// what it sets up while it is the newest client is slow until a client
+// connects after it.
 var touchTimes = []time.Duration{0, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
 	16 * time.Second, 32 * time.Second, 64 * time.Second, 128 * time.Second}
 

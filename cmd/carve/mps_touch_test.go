@@ -38,37 +38,50 @@ func clientsOf(t *testing.T, log string, not int) []string {
 	return got
 }
 
+// touchSandbox is a built carve with the fake driver (two GPUs), logging
+// MPS client connections to the log it returns, and the fake MPS control
+// daemon on PATH.
+func touchSandbox(t *testing.T) (carveBin string, b shimtest.Built, log string) {
+	t.Helper()
+	carveBin, _ = builtCarve(t)
+	b = shimtest.Build(t)
+	t.Setenv("CARVE_LIBCUDA", b.Fake)
+	log = filepath.Join(t.TempDir(), "clients")
+	t.Setenv("FAKECUDA_CLIENT_LOG", log)
+	t.Setenv("PATH", filepath.Dir(mpstest.Control(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return carveBin, b, log
+}
+
+// awaitClients waits up to 20s until log has n clients but pid's, and
+// fails the test where it has another number then.
+func awaitClients(t *testing.T, what, log string, pid, n int) []string {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got := clientsOf(t, log, pid)
+		if len(got) >= n || time.Now().After(deadline) {
+			if len(got) != n {
+				t.Fatalf("%s: clients %q, want %d", what, got, n)
+			}
+			return got
+		}
+	}
+}
+
 // TestRunTouchesMPSAfterFirstLaunch: a tenant carve run starts under MPS
 // gets one client connected to carve's MPS after its first kernel launch
 // and none before it; one that ends without a launch gets none; outside
 // MPS none. carve mps touch alone connects at once, and refuses with no MPS.
 func TestRunTouchesMPSAfterFirstLaunch(t *testing.T) {
-	carveBin, _ := builtCarve(t)
-	b := shimtest.Build(t)
-	t.Setenv("CARVE_LIBCUDA", b.Fake)
-	log := filepath.Join(t.TempDir(), "clients")
-	t.Setenv("FAKECUDA_CLIENT_LOG", log)
+	carveBin, b, log := touchSandbox(t)
 	if _, err := exec.Command(carveBin, "mps", "touch").CombinedOutput(); err == nil {
 		t.Error("carve mps touch with no MPS running: no error")
 	}
-	t.Setenv("PATH", filepath.Dir(mpstest.Control(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
 	d := mps.Default()
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Stop() })
-	await := func(what string, pid, n int) []string {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			got := clientsOf(t, log, pid)
-			if len(got) >= n || time.Now().After(deadline) {
-				if len(got) != n {
-					t.Fatalf("%s: clients %q, want %d", what, got, n)
-				}
-				return got
-			}
-		}
-	}
+	await := func(what string, pid, n int) []string { t.Helper(); return awaitClients(t, what, log, pid, n) }
 
 	// the fake has two GPUs: a touch is a client of each
 	touched := func(what string, got []string) {
@@ -175,12 +188,7 @@ func TestTouchTimes(t *testing.T) {
 // a pid in its container that means nothing here (that of an ended
 // process), running while its shim holds its block's lock; none before.
 func TestDaemonTouchesClaimProcess(t *testing.T) {
-	carveBin, _ := builtCarve(t)
-	b := shimtest.Build(t)
-	t.Setenv("CARVE_LIBCUDA", b.Fake)
-	log := filepath.Join(t.TempDir(), "clients")
-	t.Setenv("FAKECUDA_CLIENT_LOG", log)
-	t.Setenv("PATH", filepath.Dir(mpstest.Control(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	carveBin, _, log := touchSandbox(t)
 	rt, err := ctl.Dir()
 	if err != nil {
 		t.Fatal(err)
@@ -209,11 +217,7 @@ func TestDaemonTouchesClaimProcess(t *testing.T) {
 		t.Errorf("clients before the claim's process launched: %q", got)
 	}
 	atomic.StoreUint64(&ctltest.MapBlock(t, proc.Path).Launches, 1)
-	for deadline := time.Now().Add(20 * time.Second); len(clientsOf(t, log, -1)) < 2 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	got := clientsOf(t, log, -1)
-	if len(got) != 2 || !strings.HasSuffix(got[0], " "+mps.Default().PipeDir()) {
-		t.Errorf("clients after the claim's process launched: %q, want one process through carve's MPS %s on each of 2 GPUs", got, mps.Default().PipeDir())
+	if got := awaitClients(t, "after the claim's process launched", log, -1, 2); !strings.HasSuffix(got[0], " "+mps.Default().PipeDir()) {
+		t.Errorf("clients after the claim's process launched: %q, want a process through carve's MPS %s", got, mps.Default().PipeDir())
 	}
 }

@@ -37,8 +37,7 @@ func (w *Watch) Running() bool { return w.h.Held() || w.s.Alive() }
 // client), looking every poll, sleeping through sleep, or until it has
 // ended first; it returns its launches then (0: it ended with none). carve
 // mps touch waits so for a tenant before it connects to MPS after it
-// (README, "MPS, and what it
-// brings with it").
+// (README, "MPS, and what it brings with it").
 func (w *Watch) AwaitLaunch(poll time.Duration, sleep func(time.Duration)) (uint64, error) {
 	for {
 		var n uint64

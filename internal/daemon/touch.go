@@ -34,34 +34,33 @@ func newToucher(start func(string) error, log *slog.Logger) *toucher {
 // one's is not touched: MPS would hold this user's client until that
 // user's server ends.
 func (t *toucher) pass(claims []ctl.Claim) {
-	now := map[string]time.Time{}
+	seen, other := map[string]time.Time{}, map[string]bool{}
 	for _, c := range claims {
 		if c.Root.Flags&ctl.FlagMPS == 0 {
 			continue
 		}
+		other[c.UID] = t.other[c.UID] // said while the claim lasts
 		for _, p := range c.Procs {
-			now[p.Path] = p.Created
+			seen[p.Path] = p.Created
 			if at, ok := t.seen[p.Path]; ok && at.Equal(p.Created) {
 				continue
 			}
-			if uid, ok := owner(p.Path); !ok || uid != t.uid {
-				if !t.other[c.UID] {
-					t.other[c.UID] = true
+			uid, ok := owner(p.Path)
+			switch {
+			case !ok: // gone meanwhile
+			case uid != t.uid:
+				if !other[c.UID] {
 					t.log.Info("MPS touch: not made for a claim whose processes run as another user", "claim", c.Name(), "uid", uid)
 				}
-				continue
-			}
-			if err := t.start(p.Path); err != nil {
-				t.log.Warn("MPS touch", "claim", c.Name(), "block", p.Path, "err", err)
+				other[c.UID] = true
+			default:
+				if err := t.start(p.Path); err != nil {
+					t.log.Warn("MPS touch", "claim", c.Name(), "block", p.Path, "err", err)
+				}
 			}
 		}
 	}
-	t.seen = now
-	for uid := range t.other {
-		if !claimed(claims, uid) {
-			delete(t.other, uid)
-		}
-	}
+	t.seen, t.other = seen, other
 }
 
 // owner is the uid that owns the file at path.
@@ -72,14 +71,4 @@ func owner(path string) (int, bool) {
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return int(st.Uid), ok
-}
-
-// claimed says whether a claim of that UID is among claims.
-func claimed(claims []ctl.Claim, uid string) bool {
-	for _, c := range claims {
-		if c.UID == uid {
-			return true
-		}
-	}
-	return false
 }

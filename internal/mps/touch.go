@@ -13,10 +13,10 @@ import (
 // path) in a session of its own, its output discarded, with env (a
 // tenant's, whose GPUs it sees), and returns at once: it waits for the
 // tenant's first kernel, connects to MPS after it and exits (README,
-// "MPS, and what it brings with it"). A goroutine waits for it, for a caller that lives on (carve
-// daemon); one that execs a program (carve run) starts 'carve mps touch
-// --background', which calls this and exits, so that the program finds no
-// child it did not make.
+// "MPS, and what it brings with it"). A goroutine waits for it, for a
+// caller that lives on (carve daemon); one that execs a program (carve
+// run) starts 'carve mps touch --background', which calls this and exits,
+// so that the program finds no child it did not make.
 func StartTouch(carve, tenant string, env []string) error {
 	null, err := os.Open(os.DevNull)
 	if err != nil {
