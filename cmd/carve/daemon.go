@@ -87,9 +87,8 @@ state of its own, so a restart serves the same.`,
 			if !noMPS {
 				d := mps.Default()
 				o.MPS = &d
-				if self, err := os.Executable(); err == nil {
-					env := append(os.Environ(), d.ClientEnv(1)...)
-					o.Touch = func(block string) error { return mps.StartTouch(self, block, env) }
+				if self, err := os.Executable(); err == nil { // each touch finds d as this process does
+					o.Touch = func(block string) error { return mps.StartTouch(self, block, os.Environ()) }
 				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)

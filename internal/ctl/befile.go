@@ -86,7 +86,7 @@ func BEsOf(dir string, recs Records, blocks []Entry, claims []Claim) []BE {
 		}
 		uid := -1
 		if shared {
-			if uid = ownerOf(e.Path); uid < 0 {
+			if uid = OwnerOf(e.Path); uid < 0 {
 				continue
 			}
 		}

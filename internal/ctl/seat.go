@@ -266,8 +266,8 @@ func (n *Node) Give(t Seat) (int, error) {
 	return i, nil
 }
 
-// ownerOf is the uid that owns the file path, or -1.
-func ownerOf(path string) int {
+// OwnerOf is the uid that owns the file path (not a link's target), or -1.
+func OwnerOf(path string) int {
 	st, err := os.Lstat(path)
 	if err != nil {
 		return -1
@@ -303,12 +303,12 @@ func SeatsOf(dir string, recs Records, blocks []Entry, claims []Claim) []Seat {
 			if !ok {
 				k = len(out)
 				index[key] = k
-				out = append(out, Seat{PID: tenant, Node: p.Node, Reserved: p.Mask.Enable().And(p.Live), Dir: dir, UID: ownerOf(e.Path)})
+				out = append(out, Seat{PID: tenant, Node: p.Node, Reserved: p.Mask.Enable().And(p.Live), Dir: dir, UID: OwnerOf(e.Path)})
 			}
 			if e.PID == tenant {
 				out[k].StartTicks = e.StartTicks
 				out[k].Reserved = p.Mask.Enable().And(p.Live)
-				out[k].UID = ownerOf(e.Path)
+				out[k].UID = OwnerOf(e.Path)
 			}
 		}
 	}

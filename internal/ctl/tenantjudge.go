@@ -64,7 +64,7 @@ func changed(path string) int64 {
 // pid, start ticks, user (the owner of its file), class, an LS tenant's
 // SLO, memory limit, bandwidth share and partitions, made plain.
 func recordOf(e Entry) TenantRecord {
-	rec := TenantRecord{PID: e.PID, StartTicks: e.StartTicks, UID: ownerOf(e.Path), Class: e.Class}.as(e.Snapshot)
+	rec := TenantRecord{PID: e.PID, StartTicks: e.StartTicks, UID: OwnerOf(e.Path), Class: e.Class}.as(e.Snapshot)
 	if rec.Class == ClassLS {
 		rec.SLO = e.Tide.SLO
 	}

@@ -92,7 +92,7 @@ func (r Records) View(blocks []Entry, claims []Claim, uid int) []Entry {
 	b, base := r.believe(blocks, claims, GPUMemory{})
 	mine := make([]bool, len(blocks)) // uid's blocks, each looked at once
 	for i, e := range blocks {
-		mine[i] = ownerOf(e.Path) == uid
+		mine[i] = OwnerOf(e.Path) == uid
 		rec, ok := r.of(e)
 		if !ok || e.PID != e.Tenant || len(rec.Parts) == 0 || mine[i] {
 			continue
@@ -148,7 +148,7 @@ func (r Records) takeChanges(rd string, blocks []Entry, claims []Claim, mem GPUM
 	_, view := r.believe(blocks, claims, mem)
 	for _, e := range blocks {
 		rec, ok := r.by[e.PID]
-		if e.PID != e.Tenant || !ok || rec.StartTicks != e.StartTicks || len(rec.Parts) == 0 || ownerOf(e.Path) != rec.UID {
+		if e.PID != e.Tenant || !ok || rec.StartTicks != e.StartTicks || len(rec.Parts) == 0 || OwnerOf(e.Path) != rec.UID {
 			continue
 		}
 		next := take(rec, rec.as(e.Snapshot), view, claims, mem)

@@ -342,7 +342,7 @@ func readRecord(path string) (TenantRecord, error) {
 // block of its process (start ticks).
 func (r Records) of(e Entry) (TenantRecord, bool) {
 	rec, ok := r.by[e.Tenant]
-	if !ok || rec.UID != ownerOf(e.Path) || e.PID == e.Tenant && e.StartTicks != rec.StartTicks {
+	if !ok || rec.UID != OwnerOf(e.Path) || e.PID == e.Tenant && e.StartTicks != rec.StartTicks {
 		return TenantRecord{}, false
 	}
 	return rec, true

@@ -6,7 +6,6 @@ package daemon
 import (
 	"log/slog"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
@@ -45,9 +44,9 @@ func (t *toucher) pass(claims []ctl.Claim) {
 			if at, ok := t.seen[p.Path]; ok && at.Equal(p.Created) {
 				continue
 			}
-			uid, ok := owner(p.Path)
+			uid := ctl.OwnerOf(p.Path)
 			switch {
-			case !ok: // gone meanwhile
+			case uid < 0: // gone meanwhile
 			case uid != t.uid:
 				if !other[c.UID] {
 					t.log.Info("MPS touch: not made for a claim whose processes run as another user", "claim", c.Name(), "uid", uid)
@@ -61,14 +60,4 @@ func (t *toucher) pass(claims []ctl.Claim) {
 		}
 	}
 	t.seen, t.other = seen, other
-}
-
-// owner is the uid that owns the file at path.
-func owner(path string) (int, bool) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return -1, false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return int(st.Uid), ok
 }

@@ -20,6 +20,11 @@ import (
 	"github.com/carve-gpu/carve/internal/ctl/ctltest"
 )
 
+// claimInit is claim name's reservation with flags.
+func claimInit(name string, flags uint32) ctl.Init {
+	return ctl.Init{Flags: flags, Comm: []string{"claim", "ns/" + name}, Parts: []ctl.Part{{Mask: [4]uint32{^uint32(0xf0)}, Live: [4]uint32{0xffff}, SMs: 8}}}
+}
+
 // claimWithProcs makes claim name's directory in dir, its root with flags,
 // and a block for each pid, held as a running process's shim holds it; it
 // returns the blocks' paths and the functions that end their processes.
@@ -30,15 +35,15 @@ func claimWithProcs(t *testing.T, dir, name string, flags uint32, pids ...int) (
 		t.Fatal(err)
 	}
 	os.MkdirAll(cd, 0o755)
-	in := ctl.Init{Flags: flags, Comm: []string{"claim", "ns/" + name}, Parts: []ctl.Part{{Mask: [4]uint32{^uint32(0xf0)}, Live: [4]uint32{0xffff}, SMs: 8}}}
+	in := claimInit(name, flags)
 	h, err := ctl.CreateClaimRoot(cd, in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.Close()
 	for _, pid := range pids {
-		paths, ends = append(paths, procBlock(t, cd, in, pid)), append(ends, nil)
-		ends[len(ends)-1] = ctltest.HoldLock(t, paths[len(paths)-1])
+		p := procBlock(t, cd, in, pid)
+		paths, ends = append(paths, p), append(ends, ctltest.HoldLock(t, p))
 	}
 	return paths, ends
 }
@@ -87,7 +92,7 @@ func TestToucherPass(t *testing.T) {
 	ends[0]() // pid 7 ends, its block swept by the pass; a new pid 7 starts
 	pass()
 	cd := filepath.Dir(mpsProcs[0])
-	again := procBlock(t, cd, ctl.Init{Flags: ctl.FlagMPS, Parts: []ctl.Part{{Mask: [4]uint32{^uint32(0xf0)}, Live: [4]uint32{0xffff}, SMs: 8}}}, 7)
+	again := procBlock(t, cd, claimInit("a", ctl.FlagMPS), 7)
 	ctltest.HoldLock(t, again)
 	pass()
 	if len(touched) != 3 || touched[2] != mpsProcs[0] {
