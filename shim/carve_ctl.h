@@ -26,8 +26,8 @@
 #include <stdint.h>
 
 #define CARVE_CTL_MAGIC 0x45565243u /* "CRVE" little-endian */
-#define CARVE_CTL_VERSION 7u
-#define CARVE_CTL_SIZE 5120u
+#define CARVE_CTL_VERSION 8u
+#define CARVE_CTL_SIZE 6144u
 #define CARVE_MASK_WORDS 4 /* 128 TPC bits, as the Hopper descriptor holds */
 #define CARVE_GPUS 16      /* GPUs a block holds partitions on: the header's and CARVE_GPUS - 1 more */
 
@@ -124,6 +124,12 @@ struct carve_hist {
 	uint64_t sum_ns;                     /* 0: the periods' total time */
 	uint64_t bucket[CARVE_HIST_BUCKETS]; /* 8: periods in each bucket */
 };
+
+/* mark_state: where an LS tenant with a mark stands with NVTX (nvtx.c). */
+#define CARVE_MARK_OFF 0u     /* no mark, or a shim that has not looked yet */
+#define CARVE_MARK_WAITING 1u /* NVTX_INJECTION64_PATH names the shim; no NVTX call seen yet */
+#define CARVE_MARK_ATTACHED 2u /* NVTX handed the shim its ranges */
+#define CARVE_MARK_OTHER 3u   /* NVTX_INJECTION64_PATH names another tool (a profiler): no range is seen */
 
 /* The partition on one more GPU of the tenant (struct carve_ctl's more):
  * what the header holds of its first GPU, written by carve with it. */
@@ -298,7 +304,17 @@ struct carve_ctl {
 	 * files: carve_node.h) */
 	struct carve_hist busy_hist;  /* 3072 .. 3944 */
 	struct carve_hist alone_hist; /* 3944 .. 4816 */
-	uint64_t hist_reserved[38];   /* 4816 .. 5120 */
+
+	/* LS: its requests as its program marks them (nvtx.c): NVTX ranges
+	 * whose message is mark (ending in '*': begins with what precedes
+	 * it), pushed and popped or started and ended; mark is policy, written
+	 * once by carve run ("" = none), the rest the shim's status */
+	struct carve_hist mark_hist;  /* 4816 .. 5688: each marked range's length, CLOCK_MONOTONIC */
+	uint64_t mark_dropped;        /* 5688: marked ranges not timed: nested deeper than the shim keeps, on more domains of a thread, or more started and not ended than it keeps */
+	uint32_t mark_state;          /* 5696: CARVE_MARK_* */
+	uint32_t mark_pad;            /* 5700 */
+	char mark[64];                /* 5704 .. 5768: NUL-terminated */
+	uint64_t mark_reserved[47];   /* 5768 .. 6144 */
 };
 
 /* Every field of struct carve_ctl, in order, with what the block of a child
@@ -398,7 +414,12 @@ struct carve_ctl {
 	X(more_reserved, UNUSED) \
 	X(busy_hist, STATUS) \
 	X(alone_hist, STATUS) \
-	X(hist_reserved, UNUSED)
+	X(mark_hist, STATUS) \
+	X(mark_dropped, STATUS) \
+	X(mark_state, STATUS) \
+	X(mark_pad, UNUSED) \
+	X(mark, INHERIT) \
+	X(mark_reserved, UNUSED)
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 _Static_assert(sizeof(struct carve_ctl) == CARVE_CTL_SIZE, "control block size");

@@ -75,6 +75,15 @@ static void read_cmdline(char *dst, size_t cap)
 	(void)n;
 }
 
+void carve_hist_add(struct carve_hist *h, uint64_t d)
+{
+	int i = 0;
+	while (i < CARVE_HIST_BUCKETS - 1 && d >= CARVE_HIST_BOUND_NS(i))
+		i++;
+	__atomic_add_fetch(&h->bucket[i], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&h->sum_ns, d, __ATOMIC_RELAXED);
+}
+
 static struct carve_ctl *map_block(int fd)
 {
 	void *p = mmap(NULL, CARVE_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

@@ -29,9 +29,10 @@
 
 #include "shim.h"
 
-/* The control block's version, exported (the library's one visible variable)
- * so that carve can tell its own library from any other file before it
- * preloads one (internal/preload's Verify). */
+/* The control block's version, exported (the library's one visible variable;
+ * its visible functions are the driver's and libc's it wraps, and NVTX's
+ * entry point, nvtx.c) so that carve can tell its own library from any other
+ * file before it preloads one (internal/preload's Verify). */
 __attribute__((visibility("default"))) const unsigned carve_abi_version = CARVE_CTL_VERSION;
 
 static int env_is_1(const char *name)
@@ -56,6 +57,7 @@ __attribute__((constructor)) static void carve_init(void)
 	}
 	carve_allow_unpartitioned = (carve_block->flags & CARVE_FLAG_ALLOW_UNPARTITIONED) ||
 				    env_is_1("CARVE_ALLOW_UNPARTITIONED");
+	carve_nvtx_init();
 	const char *lib = getenv("CARVE_LIBCUDA");
 	void *cuda = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
 	if (!cuda) {

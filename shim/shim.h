@@ -443,6 +443,7 @@ void carve_mem_graph_commit(CUdevice d, struct carve_mem_gdev *g, uint64_t pre);
 
 /* ctl.c */
 struct carve_ctl *carve_attach(const char *dir);
+void carve_hist_add(struct carve_hist *h, uint64_t d); /* counts a time of d ns into one of the block's histograms */
 /* carve_account: the block the tenant's memory is counted in (*shared: not
  * this process's own); carve_credit_ended gives it back what its ended
  * processes held, and returns the bytes. */
@@ -501,6 +502,10 @@ CUresult carve_graph_exec_destroy(void *real, CUgraphExec e);
 CUgraphExec carve_graph_target(CUgraphExec e);
 CUresult carve_graph_edit(void *real, int how, CUgraphExec e, CUgraphNode n, void *p, void *q);
 CUresult carve_graph_update(void *real, CUgraphExec e, CUgraph g, void *a, void *b);
+
+/* nvtx.c: at load, with the block: where it names a mark, NVTX's ranges
+ * are the shim's to time (NVTX_INJECTION64_PATH) */
+void carve_nvtx_init(void);
 
 /* fault.c */
 void carve_fault(CUresult r, const char *call);

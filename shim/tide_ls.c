@@ -210,16 +210,6 @@ static int launched_since(int g)
 	return 0;
 }
 
-/* hist_add counts a period of d ns into h (the poller's alone). */
-static void hist_add(struct carve_hist *h, uint64_t d)
-{
-	int i = 0;
-	while (i < CARVE_HIST_BUCKETS - 1 && d >= CARVE_HIST_BOUND_NS(i))
-		i++;
-	__atomic_add_fetch(&h->bucket[i], 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&h->sum_ns, d, __ATOMIC_RELAXED);
-}
-
 /* period_ended records a busy period on GPU g of d ns, begun at since,
  * alone as the BE files the poller listed last say (it lists them outside
  * track_mu). */
@@ -227,10 +217,10 @@ static void period_ended(int g, uint64_t since, uint64_t d)
 {
 	__atomic_add_fetch(&carve_tide_gpus[g].proc->busy_ns, d, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&carve_block->busy_ns, d, __ATOMIC_RELAXED);
-	hist_add(&carve_block->busy_hist, d);
+	carve_hist_add(&carve_block->busy_hist, d);
 	uint64_t be;
 	if (carve_tide_be_latest(g, &be) && (!be || (int64_t)(since - be) > (int64_t)CARVE_NODE_QUIET_NS))
-		hist_add(&carve_block->alone_hist, d);
+		carve_hist_add(&carve_block->alone_hist, d);
 }
 
 static void *poller(void *arg)

@@ -13,8 +13,8 @@ import (
 // Values shared with shim/carve_ctl.h.
 const (
 	Magic   = 0x45565243
-	Version = 7
-	Size    = 5120
+	Version = 8
+	Size    = 6144
 	GPUs    = 16 // GPUs a block holds partitions on: the header's, and GPUs-1 in its table
 
 	StateNew               = 0
@@ -35,6 +35,11 @@ const (
 	TideIdle = 1
 	TideBusy = 2
 	TideHeld = 3
+
+	MarkOff      = 0 // mark_state: no mark, or not looked yet
+	MarkWaiting  = 1 // NVTX_INJECTION64_PATH names the shim; no NVTX call yet
+	MarkAttached = 2 // NVTX hands the shim its ranges
+	MarkOther    = 3 // NVTX_INJECTION64_PATH names another tool: no range is seen
 )
 
 // ClassName is a tenant class as people write it: "ls", "be", or "" for
@@ -136,9 +141,15 @@ type Block struct {
 	More         [GPUs - 1]BlockPart `c:"more"`
 	MoreReserved [128]byte           `c:"more_reserved"`
 
-	BusyHist     BlockHist  `c:"busy_hist"`
-	AloneHist    BlockHist  `c:"alone_hist"`
-	HistReserved [38]uint64 `c:"hist_reserved"`
+	BusyHist  BlockHist `c:"busy_hist"`
+	AloneHist BlockHist `c:"alone_hist"`
+
+	MarkHist     BlockHist  `c:"mark_hist"`
+	MarkDropped  uint64     `c:"mark_dropped"`
+	MarkState    uint32     `c:"mark_state"`
+	MarkPad      uint32     `c:"mark_pad"`
+	Mark         [64]byte   `c:"mark"`
+	MarkReserved [47]uint64 `c:"mark_reserved"`
 }
 
 // BlockHist mirrors struct carve_hist: an LS tenant's busy periods, by

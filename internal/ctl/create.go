@@ -94,9 +94,10 @@ type Tide struct {
 	Queue       time.Duration `json:"queue"` // predicted GPU time in flight at most (0: no bound)
 	Share       float64       `json:"share"`
 	Epoch       time.Duration `json:"epoch"`
-	Floor       int           `json:"floor"` // TPCs
-	Slice       time.Duration `json:"slice"` // BE: pieces' length while an LS tenant is active (0: never cut)
-	SLO         SLO           `json:"slo"`   // LS: the bound on its requests' estimated p99 (slo.Estimate; zero: none)
+	Floor       int           `json:"floor"`          // TPCs
+	Slice       time.Duration `json:"slice"`          // BE: pieces' length while an LS tenant is active (0: never cut)
+	SLO         SLO           `json:"slo"`            // LS: the bound on its requests' estimated p99 (slo.Estimate; zero: none)
+	Mark        string        `json:"mark,omitempty"` // LS: the NVTX range that marks a request (Policy.Mark; "": none)
 }
 
 // Create writes the block of in.PID into dir: filled under a temporary name,
@@ -156,6 +157,7 @@ func create(path, tmp string, perm os.FileMode, in Init) (*Handle, error) {
 	b.QueueUS = uint32(in.Tide.Queue.Microseconds())
 	b.SliceUS = uint32(in.Tide.Slice.Microseconds())
 	b.SLOUS, b.SLOAlone = uint32(in.Tide.SLO.Max.Microseconds()), uint32(math.Round(in.Tide.SLO.Alone*1000))
+	copy(b.Mark[:len(b.Mark)-1], in.Tide.Mark)
 	b.Floor = first.Floor
 	b.MemLimit = in.MemLimit
 	if in.BW.Share > 0 {

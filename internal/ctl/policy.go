@@ -36,6 +36,12 @@ type Policy struct {
 	// which it keeps by holding the GPU's BE tenants back, giving them the
 	// rest (zero: none).
 	SLO SLO `flag:"slo" config:"slo" for:"ls" help:"the bound on its requests' p99, queueing included, as carve daemon estimates it from its busy periods and busy time: a time (8ms) or a multiple of that estimate while no BE ran (2x); carve daemon then sets the BE tenants' share and queue on its GPUs to keep it, and gives them the rest (default: none)"`
+	// LS: the NVTX range its program marks each request with (MarkMax
+	// bytes of printable ASCII; a trailing '*' matches any message that
+	// begins with what precedes it): the shim times each (shim/nvtx.c),
+	// and carve ls, top and the metrics show them beside its busy periods
+	// ("": none).
+	Mark string `flag:"mark" config:"mark" for:"ls" help:"the NVTX range its program marks each request with (request, or req* for any message that begins with req): carve times each from its push or start to its pop or end and shows their p50/p99 in carve ls, top and the metrics, beside its busy periods; the tool that takes NVTX's ranges is carve's then, not a profiler's (default: none)"`
 	// BE: the share of the time it may still run while LS work is in
 	// flight, off the LS tenants' TPCs (0: only after waiting an epoch).
 	Share float64 `flag:"be-share" config:"beShare" for:"be" help:"share of the time it may still run while LS work is in flight, off the LS tenants' TPCs (0: only after waiting an epoch)"`
@@ -209,11 +215,30 @@ func (p *Policy) Normalize(spelled Spelling) error {
 		return fail("Kernels", ": %v", checkKernelsPath(p.Kernels))
 	case p.SLO.check() != nil:
 		return fail("SLO", ": %v", p.SLO.check())
+	case checkMark(p.Mark) != nil:
+		return fail("Mark", ": %v", checkMark(p.Mark))
 	case p.Mem.Percent < 0 || p.Mem.Percent > 100 || math.IsNaN(p.Mem.Percent) || p.Mem.Percent > 0 && p.Mem.Bytes > 0:
 		return fail("Mem", ": memory limit of %d bytes and %g%%: want a size, or a share of the GPU's memory above 0%% and at most 100%%",
 			p.Mem.Bytes, p.Mem.Percent)
 	}
 	p.SLO = p.SLO.rounded()
+	return nil
+}
+
+// MarkMax is the longest Policy.Mark: the block's mark field, less its NUL.
+const MarkMax = 63
+
+// checkMark says why m will not do as an NVTX range to time; nil where it
+// will, or is none.
+func checkMark(m string) error {
+	switch {
+	case len(m) > MarkMax:
+		return fmt.Errorf("NVTX range %q: %d bytes, want at most %d", m, len(m), MarkMax)
+	case strings.IndexFunc(m, func(r rune) bool { return r < ' ' || r > '~' }) >= 0:
+		return fmt.Errorf("NVTX range %q: want printable ASCII", m)
+	case strings.Contains(strings.TrimSuffix(m, "*"), "*"):
+		return fmt.Errorf("NVTX range %q: a '*' only at its end (any message that begins with what precedes it)", m)
+	}
 	return nil
 }
 
@@ -280,7 +305,7 @@ func (p Policy) Apply(in *Init) {
 	if p.Own {
 		in.Flags |= FlagLSOwn
 	}
-	in.Tide = Tide{InflightMax: p.Inflight, Queue: p.Queue, Share: p.Share, Epoch: p.Epoch, Slice: p.Slice, SLO: p.SLO}
+	in.Tide = Tide{InflightMax: p.Inflight, Queue: p.Queue, Share: p.Share, Epoch: p.Epoch, Slice: p.Slice, SLO: p.SLO, Mark: p.Mark}
 	in.MemLimit = p.Mem.Bytes
 	in.BW = BW{Share: p.BW, Strict: p.BWStrict}
 	in.Kernels.Path = p.Kernels
@@ -294,7 +319,7 @@ func (s Snapshot) Policy() Policy {
 	if s.Steered != nil {
 		share, queue = s.Steered.Share, s.Steered.Queue
 	}
-	return Policy{Class: s.Class, Own: s.Flags&FlagLSOwn != 0, SLO: s.Tide.SLO, Share: share, Epoch: s.Tide.Epoch,
+	return Policy{Class: s.Class, Own: s.Flags&FlagLSOwn != 0, SLO: s.Tide.SLO, Mark: s.Tide.Mark, Share: share, Epoch: s.Tide.Epoch,
 		Inflight: s.Tide.InflightMax, Queue: queue, Slice: s.Tide.Slice, Floor: s.Floor.Count(), Mem: MemLimit{Bytes: s.Memory.Limit},
 		BW: s.BW.Share, BWStrict: s.BW.Strict, Kernels: s.Kernels}
 }

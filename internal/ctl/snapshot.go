@@ -135,6 +135,14 @@ type TideStatus struct {
 	// the GPU from a second before to the end: carve_ctl.h's alone_hist)
 	Periods Hist `json:"-"`
 	Alone   Hist `json:"-"`
+	// LS with a mark (Tide.Mark): the ranges its program marked as
+	// requests (shim/nvtx.c), their length from start to end; those it
+	// could not time (nested too deep, or too many open at once); and
+	// where it stands with NVTX (MarkOff, MarkWaiting, MarkAttached or
+	// MarkOther)
+	Marked      Hist   `json:"-"`
+	MarkDropped uint64 `json:"mark_dropped,omitempty"`
+	MarkState   uint32 `json:"mark_state,omitempty"`
 }
 
 // Snapshot reads the block; the mask comes from a seqlock read.
@@ -200,11 +208,13 @@ func (h *Handle) Snapshot() Snapshot {
 		s.Command = strings.Split(string(comm), "\x00")
 	}
 	node, _, _ := bytes.Cut(b.Node[:], []byte{0})
+	mark, _, _ := bytes.Cut(b.Mark[:], []byte{0}) // written once, before the block is published
 	s.Tide = Tide{Node: string(node), InflightMax: int(atomic.LoadUint32(&b.InflightMax)),
 		Queue: time.Duration(atomic.LoadUint32(&b.QueueUS)) * time.Microsecond,
 		Share: float64(atomic.LoadUint32(&b.SharePPM)) / 1e6, Epoch: time.Duration(atomic.LoadUint64(&b.EpochNS)),
 		Slice: time.Duration(atomic.LoadUint32(&b.SliceUS)) * time.Microsecond,
-		SLO:   SLO{Max: time.Duration(atomic.LoadUint32(&b.SLOUS)) * time.Microsecond, Alone: float64(atomic.LoadUint32(&b.SLOAlone)) / 1000}}
+		SLO:   SLO{Max: time.Duration(atomic.LoadUint32(&b.SLOUS)) * time.Microsecond, Alone: float64(atomic.LoadUint32(&b.SLOAlone)) / 1000},
+		Mark:  string(mark)}
 	if atomic.LoadUint32(&b.SLOSteered) != 0 {
 		s.Steered = &Asked{Share: float64(atomic.LoadUint32(&b.AskedShare)) / 1e6,
 			Queue: time.Duration(atomic.LoadUint32(&b.AskedQueueUS)) * time.Microsecond}
@@ -218,7 +228,8 @@ func (h *Handle) Snapshot() Snapshot {
 		Sliced: atomic.LoadUint64(&b.Sliced), SlicePieces: atomic.LoadUint64(&b.SlicePieces),
 		SLOTarget:  time.Duration(atomic.LoadUint32(&b.SLOTarget)) * time.Microsecond,
 		PauseUntil: time.Duration(atomic.LoadUint64(&b.PauseUntilNS)),
-		Periods:    b.BusyHist.read(), Alone: b.AloneHist.read()}
+		Periods:    b.BusyHist.read(), Alone: b.AloneHist.read(),
+		Marked: b.MarkHist.read(), MarkDropped: atomic.LoadUint64(&b.MarkDropped), MarkState: atomic.LoadUint32(&b.MarkState)}
 	if ppm := atomic.LoadUint32(&b.BWPPM); ppm != 0 { // written once, before the block is published
 		s.BW = BW{Share: float64(ppm) / 1e6, Strict: b.BWFlags&BWStrict != 0, Epoch: time.Duration(b.BWEpochNS), Len: time.Duration(b.BWLenNS)}
 		s.BWOff = time.Duration(b.BWOffNS)

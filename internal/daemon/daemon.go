@@ -344,6 +344,10 @@ var (
 		"The LS tenant's busy periods, from its first launch after idle to its work drained (bounds: ctl.HistBound).", labels, nil)
 	descAlone = prometheus.NewDesc("carve_ls_busy_period_alone_seconds",
 		"The LS tenant's busy periods during which no BE tenant launched on the GPU (from a second before).", labels, nil)
+	descMarked = prometheus.NewDesc("carve_ls_marked_request_seconds",
+		"The LS tenant's requests as its program marks them (carve run --mark): each NVTX range of that name, from its push or start to its pop or end.", append(labels, "mark"), nil)
+	descMarkDrop = prometheus.NewDesc("carve_ls_marked_request_dropped_total",
+		"The LS tenant's marked requests the shim could not time (nested too deep, or too many open at once).", append(labels, "mark"), nil)
 	descSLO     = prometheus.NewDesc("carve_ls_slo_seconds", "What the SLO controller holds the LS tenant's estimate under: its SLO's time, or a multiple of its estimate alone at the window's request rate (absent until it has an alone reference).", labels, nil)
 	descSLOP99  = prometheus.NewDesc("carve_ls_slo_window_p99_seconds", "The p99 of the LS tenant's busy periods over the SLO controller's window.", labels, nil)
 	descSLOEst  = prometheus.NewDesc("carve_ls_slo_estimate_seconds", "The SLO controller's estimate of the LS tenant's requests' p99 over its window, queueing included (slo.Estimate): what it holds under carve_ls_slo_seconds.", labels, nil)
@@ -435,6 +439,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descReq, prometheus.CounterValue, float64(t.Requests), l...)
 			ch <- histogram(descPeriod, t.Periods, l)
 			ch <- histogram(descAlone, t.Alone, l)
+			if m := r.Marked; m != nil {
+				ch <- histogram(descMarked, t.Marked, append(l, m.Mark))
+				ch <- prometheus.MustNewConstMetric(descMarkDrop, prometheus.CounterValue, float64(m.Dropped), append(l, m.Mark)...)
+			}
 			v, ok := c.slo.View(slo.Key{Claim: r.Claim, PID: r.PID})
 			if ok {
 				calibrating := 0.0

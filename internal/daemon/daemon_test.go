@@ -493,11 +493,12 @@ func TestDaemonLeavesOutCommands(t *testing.T) {
 
 // TestMetricsBusyPeriods: an LS tenant's busy periods, as its shim records
 // them in its block, are Prometheus histograms, all and alone, with the
-// cumulative count at each bound.
+// cumulative count at each bound; and so are its marked requests, by its
+// mark, with those not timed.
 func TestMetricsBusyPeriods(t *testing.T) {
 	dir := t.TempDir()
 	pid := sleeper(t)
-	h, err := ctl.Create(dir, ctl.Init{PID: pid, Class: ctl.ClassLS, Comm: []string{"serve"},
+	h, err := ctl.Create(dir, ctl.Init{PID: pid, Class: ctl.ClassLS, Comm: []string{"serve"}, Tide: ctl.Tide{Mark: "req*"},
 		Parts: []ctl.Part{{Mask: [4]uint32{^uint32(0xf)}, Live: [4]uint32{0xffff}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -523,6 +524,10 @@ func TestMetricsBusyPeriods(t *testing.T) {
 	put(all+8*(1+ctl.HistBuckets-1), 1)
 	put(alone, 3*1100)
 	put(alone+8*(1+1), 3)
+	marked := unsafe.Offsetof(b.MarkHist) // 2 requests of 1.6 ms, 1 not timed
+	put(marked, 2*1600000)
+	put(marked+8*(1+43), 2)
+	put(unsafe.Offsetof(b.MarkDropped), 1)
 	addr, _ := start(t, Options{Dir: dir, ShowCommands: true})
 	m := get(t, "http://"+addr+"/metrics")
 	l := `claim="",class="ls",command="serve",`
@@ -536,6 +541,11 @@ func TestMetricsBusyPeriods(t *testing.T) {
 		`carve_ls_busy_period_seconds_sum{` + l + `pid="` + itoa(pid) + `"} 200.0032033`,
 		`carve_ls_busy_period_alone_seconds_bucket{` + l + `pid="` + itoa(pid) + `",le="+Inf"} 3`,
 		`carve_ls_busy_period_alone_seconds_count{` + l + `pid="` + itoa(pid) + `"} 3`,
+		`carve_ls_marked_request_seconds_bucket{` + l + `mark="req*",pid="` + itoa(pid) + `",le="0.001536"} 0`,
+		`carve_ls_marked_request_seconds_bucket{` + l + `mark="req*",pid="` + itoa(pid) + `",le="0.001792"} 2`,
+		`carve_ls_marked_request_seconds_count{` + l + `mark="req*",pid="` + itoa(pid) + `"} 2`,
+		`carve_ls_marked_request_seconds_sum{` + l + `mark="req*",pid="` + itoa(pid) + `"} 0.0032`,
+		`carve_ls_marked_request_dropped_total{` + l + `mark="req*",pid="` + itoa(pid) + `"} 1`,
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %s:\n%s", want, m)
@@ -582,5 +592,8 @@ func TestMetricsSLO(t *testing.T) {
 		if !strings.Contains(m, w) {
 			t.Errorf("metrics lack %s:\n%s", w, m)
 		}
+	}
+	if strings.Contains(m, "carve_ls_marked_request") {
+		t.Errorf("LS tenants without a mark have marked requests:\n%s", m)
 	}
 }

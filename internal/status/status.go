@@ -32,12 +32,13 @@ type Row struct {
 	LastLaunch string          `json:"last_launch,omitempty"` // RFC 3339
 	State      string          `json:"state"`
 	Refused    uint64          `json:"refused_masks"`
-	Applied    bool            `json:"current_mask_applied"`   // the last launch used the newest mask
-	MPS        bool            `json:"mps"`                    // a client of carve's MPS daemon (in its fault domain)
-	Class      string          `json:"class"`                  // "ls", "be" or ""
-	Tide       *ctl.TideStatus `json:"tide,omitempty"`         // an LS or BE tenant's work
-	Floor      string          `json:"floor,omitempty"`        // a BE tenant's floor: the TPCs it keeps to while LS work is in flight
-	Periods    *Periods        `json:"busy_periods,omitempty"` // an LS tenant's busy periods over its life
+	Applied    bool            `json:"current_mask_applied"`      // the last launch used the newest mask
+	MPS        bool            `json:"mps"`                       // a client of carve's MPS daemon (in its fault domain)
+	Class      string          `json:"class"`                     // "ls", "be" or ""
+	Tide       *ctl.TideStatus `json:"tide,omitempty"`            // an LS or BE tenant's work
+	Floor      string          `json:"floor,omitempty"`           // a BE tenant's floor: the TPCs it keeps to while LS work is in flight
+	Periods    *Periods        `json:"busy_periods,omitempty"`    // an LS tenant's busy periods over its life
+	Marked     *Marked         `json:"marked_requests,omitempty"` // an LS tenant's requests as its program marks them (--mark), over its life
 	Fault      *Fault          `json:"fault,omitempty"`
 	Memory     Memory          `json:"memory"`
 	BW         *BW             `json:"bandwidth,omitempty"` // a tenant with a bandwidth share (--bw): its slot and its gate
@@ -203,6 +204,7 @@ func row(e ctl.Entry, ended bool) Row {
 		r.Tide = &ts
 		if e.Class == ctl.ClassLS {
 			r.Periods = PeriodsOf(ts.Periods, ts.Alone, e.Tide.SLO, ts.SLOTarget)
+			r.Marked = MarkedOf(e.Tide.Mark, ts, ts.Marked, e.Tide.SLO)
 		}
 	}
 	if !e.LastLaunch.IsZero() {
@@ -482,7 +484,11 @@ func tideText(r Row) string {
 		return "off (no node block)"
 	}
 	if r.Class == "ls" {
-		return fmt.Sprintf("busy %v over %d requests, %s", t.Busy.Round(time.Millisecond), t.Requests, r.Periods.Text())
+		s := fmt.Sprintf("busy %v over %d requests, %s", t.Busy.Round(time.Millisecond), t.Requests, r.Periods.Text())
+		if r.Marked != nil {
+			s += "; " + r.Marked.Text()
+		}
+		return s
 	}
 	floor := ""
 	if r.Floor != "" {

@@ -22,6 +22,7 @@ type Rates struct {
 	BWBusy   float64  // and share of the time its kernels ran, as its gate measured it (its share's use)
 	DRAM     float64  // with a kernel table: its launches' DRAM bytes by it, GB/s
 	Periods  *Periods // LS: the busy periods that ended in the interval
+	Marked   *Marked  // LS with a mark: the requests it marked that ended in the interval
 }
 
 // Between computes each process's rates from two listings dt apart.
@@ -54,6 +55,9 @@ func Between(prev, cur []Row, dt time.Duration) map[int]Rates {
 					s = r.Periods.SLO
 				}
 				x.Periods = periodsBetween(p.Tide, r.Tide, s)
+				if r.Marked != nil {
+					x.Marked = MarkedOf(r.Marked.Mark, *r.Tide, r.Tide.Marked.Sub(p.Tide.Marked), s)
+				}
 			}
 		}
 		out[r.PID] = x
@@ -66,7 +70,7 @@ func Between(prev, cur []Row, dt time.Duration) map[int]Rates {
 func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt time.Duration) {
 	fmt.Fprintf(w, "carve top  %s  (rates over %v)\n\n", now.Format("15:04:05"), dt.Round(time.Millisecond))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tCLASS\tGPU\tTPCS\tN\tMEM\tLAUNCHES/S\tLS BUSY\tLS P50/P99\tLS SLO/WITHIN\tBE HELD\tBE IN FLIGHT\tBW/USED/HELD\tSTATE\tCOMMAND")
+	fmt.Fprintln(tw, "PID\tCLASS\tGPU\tTPCS\tN\tMEM\tLAUNCHES/S\tLS BUSY\tLS P50/P99\tLS SLO/WITHIN\tLS REQ P50/P99\tBE HELD\tBE IN FLIGHT\tBW/USED/HELD\tDRAM GB/S\tSTATE\tCOMMAND")
 	n := 0
 	for _, r := range rows {
 		if r.Ended || r.Unreadable != nil {
@@ -74,11 +78,11 @@ func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt ti
 		}
 		n++
 		x := rates[r.PID]
-		busy, quant, within, held, infl := "-", "-", "-", "-", "-"
+		busy, quant, within, req, held, infl := "-", "-", "-", "-", "-", "-"
 		switch r.Class {
 		case "ls":
 			busy = fmt.Sprintf("%.0f%%", 100*x.Busy)
-			quant, within = x.Periods.Quantiles(), x.Periods.SLOText()
+			quant, within, req = x.Periods.Quantiles(), x.Periods.SLOText(), x.Marked.Quantiles()
 		case "be":
 			held = fmt.Sprintf("%.0f%%", 100*x.Held)
 			if r.Tide != nil {
@@ -98,10 +102,10 @@ func WriteTop(w io.Writer, rows []Row, rates map[int]Rates, now time.Time, dt ti
 		if r.Kernels != nil {
 			dram = fmt.Sprintf("%.1f", x.DRAM)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), ShortGPU(r.GPU), r.TPCs, r.NumTPCs,
-			MemText(r), x.Launches, busy, quant, within, held, infl, bw, dram, state, Command(r, 40))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.PID, orDash(r.Class), ShortGPU(r.GPU), r.TPCs, r.NumTPCs,
+			MemText(r), x.Launches, busy, quant, within, req, held, infl, bw, dram, state, Command(r, 40))
 		for _, g := range MoreParts(r) {
-			fmt.Fprintf(tw, "\t\t%s\t%s\t%d\t\t\t\t\t\t\t\t\t\t\n", ShortGPU(g.GPU), g.TPCs, g.NumTPCs)
+			fmt.Fprintf(tw, "\t\t%s\t%s\t%d\t\t\t\t\t\t\t\t\t\t\t\t\n", ShortGPU(g.GPU), g.TPCs, g.NumTPCs)
 		}
 	}
 	tw.Flush()

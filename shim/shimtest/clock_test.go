@@ -32,11 +32,11 @@ type vproc struct {
 }
 
 // startOn starts the driver as startExec does, under the shim's test build
-// on the clock c, and returns once it is loaded with its main thread
-// waiting for commands.
-func startOn(t testing.TB, c *shimtest.Clock, dir, name string, in ctl.Init) (*vproc, *ctl.Handle) {
+// on the clock c, with env added to its environment, and returns once it
+// is loaded with its main thread waiting for commands.
+func startOn(t testing.TB, c *shimtest.Clock, dir, name string, in ctl.Init, env ...string) (*vproc, *ctl.Handle) {
 	t.Helper()
-	p, h := startExec(t, dir, in, "LD_PRELOAD="+artifacts(t).TestShim, c.Env())
+	p, h := startExec(t, dir, in, append([]string{"LD_PRELOAD=" + artifacts(t).TestShim, c.Env()}, env...)...)
 	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() }) // one waiting for the clock would wait for good
 	ready := make(chan string, 1)
 	go func() { line, _ := p.out.ReadString('\n'); ready <- line }()

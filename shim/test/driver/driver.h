@@ -38,6 +38,7 @@ int context_command(char *line);  /* contexts.c */
 int memory_command(char *line);   /* memory.c */
 int child_command(char *line);    /* children.c */
 int graph_command(char *line);    /* graphs.c */
+int nvtx_command(char *line);     /* nvtx.c */
 
 /* --- graphs.c -------------------------------------------------------------------- */
 

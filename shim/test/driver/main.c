@@ -14,6 +14,7 @@
  *   memory.c     device memory, by each path a framework takes
  *   children.c   this program run again as a child process
  *   graphs.c     graphs of kernel nodes, made, changed and launched
+ *   nvtx.c       NVTX ranges, through the tool NVTX_INJECTION64_PATH names
  *
  * and this one's:
  *
@@ -97,7 +98,7 @@ int main(void)
 			void *next = dlsym(RTLD_NEXT, "dlsym");
 			printf("next %s\n", next == (void *)dlsym ? "same" : "different");
 		} else if (launch_command(line) || profiler_command(line) || context_command(line) ||
-			   memory_command(line) || child_command(line) || graph_command(line)) {
+			   memory_command(line) || child_command(line) || graph_command(line) || nvtx_command(line)) {
 		} else {
 			printf("error unknown command\n");
 		}
