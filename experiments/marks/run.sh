@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Marked requests on the GPU (marks.py): an efficientnet_b0 graph LS under
 # carve run --ls -n 16 on carve's MPS, serving Poisson requests at RATE/s
-# for SERVE s, in three arms a round: "bare" (no NVTX call), "nomark" (each
-# request an NVTX range, no --mark: NVTX's no-op) and "mark" (--mark
-# request: the shim times each); then "mark-be", the marked LS beside a
-# vit_b_16 BE (carve run --be, started first). Usage: [RATE=540 SERVE=8
-# ROUNDS=2] experiments/marks/run.sh OUT (bin/carve and bin/libcarve.so
-# built). OUT/marks.jsonl: a line a run.
+# for SERVE s, in the ARMS of each of ROUNDS rounds, each
+# "name:marks.py's --marks:carve run's flags", by default "bare" (no NVTX
+# call), "nomark" (each request an NVTX range, no --mark: NVTX's no-op) and
+# "mark" (--mark=request: the shim times each); then, with BE=1, "mark-be",
+# the marked LS beside a vit_b_16 BE (carve run --be, started first).
+# Usage: [RATE=540 SERVE=8 ROUNDS=2 ARMS=... BE=1] experiments/marks/run.sh
+# OUT (bin/carve and bin/libcarve.so built). OUT/marks.jsonl: a line a run.
 set -u
 OUT=$(realpath "${1:?usage: run.sh OUT}")
 . "$(dirname "$(realpath "$0")")/../common.sh" marks
-: "${RATE:=540}" "${SERVE:=8}" "${ROUNDS:=2}"
+: "${RATE:=540}" "${SERVE:=8}" "${ROUNDS:=2}" "${ARMS:=bare:0:;nomark:1:;mark:1:--mark=request}" "${BE:=1}"
 device
 "$C" version
 step start carve\'s MPS
@@ -23,11 +24,14 @@ ls_run() { # ARM MARKS [carve run flags]
 	echo "exit $?"
 	tail -n 1 "$OUT/marks.jsonl"
 }
+IFS=';' read -ra arms <<<"$ARMS"
 for r in $(seq "$ROUNDS"); do
-	ls_run bare 0
-	ls_run nomark 1
-	ls_run mark 1 --mark=request
+	for arm in "${arms[@]}"; do
+		IFS=: read -r name marks flags <<<"$arm"
+		ls_run "$name" "$marks" $flags
+	done
 done
+[ "$BE" = 1 ] || { step done; exit 0; }
 step BE first
 BE='
 import os, torch, torchvision
