@@ -85,7 +85,7 @@ and memory came first.`,
 	c.Flags().IntVar(&o.LSTPCs, "ls-tpcs", 16, "the LS's reserved TPCs under carve tide")
 	c.Flags().IntSliceVar(&o.StaticSplits, "static-splits", []int{16, 33}, "the LS's TPCs under carve static, a point each (the BE gets the rest)")
 	c.Flags().IntSliceVar(&o.MPSSplits, "mps-splits", []int{25, 50}, "the LS's MPS active-thread percentages (the BE gets the rest)")
-	c.Flags().StringSliceVar(&tide, "tide", []string{"8:300us:0.05", "2:0s:0"}, "carve tide settings, "+tideForm+" (see carve run --inflight, --queue, --be-share, -n, --own, --be-floor, --slice, --slo, --kernels (a path without a colon); with slo= the SLO controller runs in bench serve, so no carve daemon should run)")
+	c.Flags().StringSliceVar(&tide, "tide", []string{"8:300us:0.05", "2:0s:0"}, "carve tide settings, "+tideForm+" (see carve run --inflight, --queue, --be-share, -n, --own, --be-floor, --slice, --slo, --mark (mark: the LS's requests, each an NVTX range \""+bench.ServeMark+"\" in every setup), --kernels (a path without a colon); with slo= the SLO controller runs in bench serve, so no carve daemon should run)")
 	c.Flags().BoolVar(&o.Idle, "idle", true, "also measure each tide setting's BE beside an LS tenant that gets no request")
 	c.Flags().StringSliceVar(&o.Mechanisms, "mechanisms", bench.ServeMechanisms, "what to compare: "+strings.Join(bench.ServeMechanisms, ", "))
 	c.Flags().StringSliceVar(&o.Orders, "orders", []string{"ls-first"}, "the start orders each setup is measured in: ls-first (the LS ready, its CUDA graph captured, before the BE starts), be-first (the LS starts while the BE runs; the BE is measured over the LS's serving only; named \"(BE first)\"), be-ready-first (the BE starts and warms up first, then waits, idle, while the LS starts; both go together; named \"(BE ready first)\")")
@@ -107,14 +107,14 @@ func parseFloats(xs []string) ([]float64, error) {
 }
 
 // tideForm is how a --tide setting is written.
-const tideForm = "INFLIGHT:QUEUE:SHARE[:LS_TPCS][:own][:floor=N][:slice=DUR][:slo=DUR|Nx][:kernels=FILE]"
+const tideForm = "INFLIGHT:QUEUE:SHARE[:LS_TPCS][:own][:floor=N][:slice=DUR][:slo=DUR|Nx][:mark][:kernels=FILE]"
 
 func parseTide(xs []string) ([]bench.TideSetting, error) {
 	var out []bench.TideSetting
 	for _, x := range xs {
 		f := strings.Split(x, ":")
 		bad := fmt.Errorf("tide setting %q: want %s, e.g. 8:300us:0.05, 8:300us:1:50:own or 8:300us:1:floor=8", x, tideForm)
-		if len(f) < 3 || len(f) > 8 {
+		if len(f) < 3 || len(f) > 9 {
 			return nil, bad
 		}
 		n, err1 := strconv.Atoi(f[0])
@@ -144,6 +144,8 @@ func parseTide(xs []string) ([]bench.TideSetting, error) {
 				}
 			} else if opt == "own" && !t.LS.Own {
 				t.LS.Own = true
+			} else if opt == "mark" && t.LS.Mark == "" {
+				t.LS.Mark = bench.ServeMark
 			} else if i == 0 {
 				if t.LSTPCs, err = strconv.Atoi(opt); err != nil || t.LSTPCs < 1 {
 					return nil, bad

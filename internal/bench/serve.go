@@ -33,6 +33,11 @@ type TideSetting struct {
 	LSTPCs int
 }
 
+// ServeMark is the NVTX range each request of bench serve's LS service
+// is, in every setup (NVTX's no-op where no tool takes its ranges); a
+// tide setting's LS with this mark (ctl.Policy.Mark) is judged by them.
+const ServeMark = "request"
+
 func (t TideSetting) beFlags() []string { return t.BE.RunArgs() }
 
 func (t TideSetting) lsFlags(tpcs int) []string {
@@ -55,6 +60,9 @@ func (t TideSetting) String() string {
 	}
 	if t.LS.SLO != (ctl.SLO{}) {
 		s += ", SLO " + t.LS.SLO.String()
+	}
+	if t.LS.Mark != "" {
+		s += ", requests marked"
 	}
 	if t.BE.Kernels != "" {
 		s += ", BE kernels " + filepath.Base(t.BE.Kernels)
@@ -237,7 +245,7 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 	d := fmt.Sprintf("--duration=%g", o.Duration.Seconds())
 	for _, lsName := range o.LS {
 		model, mode, _ := strings.Cut(lsName, ":")
-		ls := []string{o.Python, "-c", workload.ServeLS, "--model=" + model, "--mode=" + mode, "--pattern=" + o.Pattern, d}
+		ls := []string{o.Python, "-c", workload.ServeLS, "--model=" + model, "--mode=" + mode, "--pattern=" + o.Pattern, "--mark=" + ServeMark, d}
 		if o.Pattern == "step" {
 			ls = append(ls, "--steps="+stepsArg())
 		}
@@ -375,8 +383,12 @@ func steerPoints(steps []steerStep) []report.Point {
 // describeStep is one step of the SLO controller, for the log.
 func describeStep(st steerStep) string {
 	v := st.v
-	s := fmt.Sprintf("+%.1fs: estimate %.2f ms (target %.2f), periods' p99 %.2f ms (%d), utilization %.2f, BE level %.3f",
-		st.at.Seconds(), ms(v.Estimate), ms(v.Target), ms(v.P99), v.Periods, v.Utilization, v.Level)
+	of := "periods'"
+	if v.Marked {
+		of = "marked requests'"
+	}
+	s := fmt.Sprintf("+%.1fs: estimate %.2f ms (target %.2f), %s p99 %.2f ms (%d), utilization %.2f, BE level %.3f",
+		st.at.Seconds(), ms(v.Estimate), ms(v.Target), of, ms(v.P99), v.Periods, v.Utilization, v.Level)
 	if v.Calibrating {
 		s += ", calibrating"
 	}

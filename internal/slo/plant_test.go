@@ -5,9 +5,12 @@
 // histograms through ctl's mirror of the block, as the shim's poller
 // writes them. These batch tenants write no busy time nor requests (their
 // utilization reads 0). A serial server (serial) is an LS tenant that
-// serves Poisson arrivals one at a time, each request its own busy period,
-// and writes its busy time and requests as the shim does; the plant keeps
-// its requests' latencies, queueing included.
+// serves Poisson arrivals one at a time, each request its own busy period
+// (or, merged, each run of queued requests one, as the shim's poller sees
+// a server that launches its next request as the last ends), and writes
+// its busy time and requests as the shim does, and with marks each
+// request as a marked range; the plant keeps its requests' latencies,
+// queueing included.
 
 package slo_test
 
@@ -223,6 +226,10 @@ type serial struct {
 	base    time.Duration // mean service alone
 	k       float64       // how much longer at a BE share of 1
 	tail    bool          // jitter 0.5 + 0.5 * an exponential (mean 1), not uniform in [0.9, 1.1]
+	merge   float64       // the chance that a request begun as the last ended continues its busy period (mrng's)
+	mrng    *rand.Rand
+	marks   bool          // each request is a marked range (its program marks them: ctl.Policy.Mark)
+	open    time.Duration // the busy period so far, of the requests done in it
 	next    time.Duration // the next arrival (with rate 0: none)
 	wait    []time.Duration
 	cur     *request // in service
@@ -239,8 +246,18 @@ type request struct {
 // addSerial adds a serial server on node with SLO s, at rate arrivals a
 // second, seeded with seed.
 func (p *plant) addSerial(s ctl.SLO, base time.Duration, k, rate float64, seed uint64) *serial {
-	h, pid, _ := p.create(ctl.Policy{Class: ctl.ClassLS, SLO: s}, node)
-	v := &serial{pid: pid, b: ctltest.MapBlock(p.t, h.Path), rng: rand.New(rand.NewPCG(seed, 1)), base: base, k: k, now: p.now}
+	return p.addServer(ctl.Policy{Class: ctl.ClassLS, SLO: s}, base, k, rate, seed)
+}
+
+// addServer adds a serial server on node with policy pol: with a mark, it
+// marks each request, NVTX attached to its shim.
+func (p *plant) addServer(pol ctl.Policy, base time.Duration, k, rate float64, seed uint64) *serial {
+	h, pid, _ := p.create(pol, node)
+	v := &serial{pid: pid, b: ctltest.MapBlock(p.t, h.Path), rng: rand.New(rand.NewPCG(seed, 1)), base: base, k: k, now: p.now,
+		marks: pol.Mark != "", mrng: rand.New(rand.NewPCG(seed, 2))}
+	if v.marks {
+		atomic.StoreUint32(&v.b.MarkState, ctl.MarkAttached)
+	}
 	v.load(rate)
 	p.srv = append(p.srv, v)
 	return v
@@ -272,12 +289,19 @@ func (v *serial) serve(until time.Duration, share float64, queue, idle time.Dura
 			v.next += v.gap()
 		case v.cur != nil && v.cur.done < until:
 			v.now = v.cur.done
-			record(&v.b.BusyHist, v.cur.service)
-			if alone {
-				record(&v.b.AloneHist, v.cur.service)
+			if v.marks {
+				record(&v.b.MarkHist, v.cur.service)
 			}
-			atomic.AddUint64(&v.b.BusyNS, uint64(v.cur.service))
-			v.periods = append(v.periods, v.cur.service)
+			v.open += v.cur.service
+			if len(v.wait) == 0 || v.mrng.Float64() >= v.merge { // the period ends: it drained, or was seen to
+				record(&v.b.BusyHist, v.open)
+				if alone {
+					record(&v.b.AloneHist, v.open)
+				}
+				atomic.AddUint64(&v.b.BusyNS, uint64(v.open))
+				v.periods = append(v.periods, v.open)
+				v.open = 0
+			}
 			done = append(done, v.cur.done-v.cur.arrived)
 			v.cur = nil
 		default:
@@ -301,7 +325,9 @@ func (v *serial) serve(until time.Duration, share float64, queue, idle time.Dura
 			}
 			v.cur = &request{arrived: v.wait[0], done: v.now + service, service: service}
 			v.wait = v.wait[1:]
-			atomic.AddUint64(&v.b.Requests, 1)
+			if v.open == 0 { // from idle
+				atomic.AddUint64(&v.b.Requests, 1)
+			}
 		}
 	}
 }

@@ -160,14 +160,28 @@ type Controller struct {
 	lock   *os.File // the directory's LockFile, locked, while c holds it (lock.go)
 }
 
-// sample is an LS tenant's busy periods, busy time and requests at a
-// step, read at at.
+// sample is an LS tenant's requests at a step, read at at: its busy
+// periods, busy time and requests begun; or, where its program marks its
+// requests (marked), its marked ranges, their total time and count.
 type sample struct {
-	step int
-	at   time.Time
-	h    ctl.Hist
-	busy time.Duration
-	reqs uint64
+	step   int
+	at     time.Time
+	h      ctl.Hist
+	busy   time.Duration
+	reqs   uint64
+	marked bool
+}
+
+// requestsOf is what e's block says of its requests now (no step yet):
+// its marked ranges where it has a mark, NVTX handed the shim its ranges
+// and it has timed one (a program that marks none that match is judged
+// by its busy periods), else its busy periods.
+func requestsOf(e ctl.Entry) sample {
+	ts := e.TideStatus
+	if e.Tide.Mark != "" && ts.MarkState == ctl.MarkAttached && ts.Marked.Count() > 0 {
+		return sample{h: ts.Marked, busy: ts.Marked.Sum, reqs: ts.Marked.Count(), marked: true}
+	}
+	return sample{h: ts.Periods, busy: ts.Busy, reqs: ts.Requests}
 }
 
 // Key names an LS tenant's block as status.Row does: the claim it runs
@@ -181,6 +195,7 @@ type Key struct {
 // over its window.
 type View struct {
 	SLO         ctl.SLO
+	Marked      bool          // its requests are the ranges its program marks (ctl.Policy.Mark), not its busy periods
 	Target      time.Duration // what its SLO holds Estimate under; 0: a multiple with no reference yet
 	Calibrating bool          // a multiple with no reference yet: calibrating, its GPU's BE tenants at level 0 while it has periods
 	Calibrated  bool          // a multiple whose calibration (its reference) is made
@@ -387,10 +402,13 @@ func (c *Controller) readLS(all []tenant) map[string]*gpu {
 		if t.Class != ctl.ClassLS || t.Tide.SLO == (ctl.SLO{}) {
 			continue
 		}
-		k := lsKey(t.Entry)
+		k, now := lsKey(t.Entry), requestsOf(t.Entry)
+		if now.marked {
+			k += " marked" // a window and calibration of its own
+		}
 		seen[k] = true
-		ts := t.TideStatus
-		s := append(c.hist[k], sample{c.step, c.now(), ts.Periods, ts.Busy, ts.Requests})
+		now.step, now.at = c.step, c.now()
+		s := append(c.hist[k], now)
 		if len(s) > WindowSteps+1 {
 			s = s[len(s)-WindowSteps-1:]
 		}
@@ -402,7 +420,7 @@ func (c *Controller) readLS(all []tenant) map[string]*gpu {
 		w := window(s, 0)
 		target := TargetAt(t.Tide.SLO, v.ref, w.rate())
 		attained, _ := Attainment(w.h, target)
-		c.view[t.key] = View{SLO: t.Tide.SLO, Target: target, Calibrating: v.calibrating, Calibrated: calibrated,
+		c.view[t.key] = View{SLO: t.Tide.SLO, Marked: now.marked, Target: target, Calibrating: v.calibrating, Calibrated: calibrated,
 			P99: w.h.Quantile(quantile), Periods: w.h.Count(), Attainment: attained,
 			Utilization: w.rho(), Estimate: w.estimate()}
 		for _, name := range gpusOf(t.Entry) {

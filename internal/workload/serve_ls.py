@@ -13,7 +13,8 @@ cache); prints "ready", waits for a line on stdin, then serves requests
 arriving open-loop (Poisson at --rate per second; on/off: 100 ms at
 twice the rate, 100 ms idle; or step: Poisson at each of --steps times
 the rate for an equal part of the time) for --duration seconds, one
-at a time in arrival order, and prints one JSON line: each request's
+at a time in arrival order (each, with --mark, an NVTX range from its
+start to its result), and prints one JSON line: each request's
 latency from its arrival (queueing included) to its result (llm: its last
 token), in ms, each one's arrival (s from the start), the start (s on
 CLOCK_MONOTONIC, the clock every process shares: the BE's steps' ends are
@@ -33,6 +34,7 @@ p.add_argument("--steps", default="", help="--pattern step: the rate's multiple 
 p.add_argument("--seed", type=int, default=1)
 p.add_argument("--prompt", type=int, default=32, help="llm: prompt tokens per request")
 p.add_argument("--tokens", type=int, default=16, help="llm: new tokens per request")
+p.add_argument("--mark", default="", help="each request an NVTX range of this name, from its start to its result (carve run --mark)")
 a = p.parse_args()
 STEPS = [float(x) for x in a.steps.split(",") if x]
 TIE = 0.02  # the llm check's gap between two logits, of the largest, taken for a tie
@@ -261,7 +263,11 @@ with torch.no_grad():
             time.sleep(wait - 2e-4)
         while time.perf_counter() - t0 < at:
             pass
+        if a.mark:
+            torch.cuda.nvtx.range_push(a.mark)
         infer()
         torch.cuda.current_stream().synchronize()
+        if a.mark:
+            torch.cuda.nvtx.range_pop()
         lat.append((time.perf_counter() - t0 - at) * 1e3)
 print(json.dumps({"latencies_ms": lat, "arrivals_s": arrivals, "start_s": start, "requests": len(arrivals), "info": info}), flush=True)
