@@ -349,7 +349,7 @@ var (
 	descMarkDrop = prometheus.NewDesc("carve_ls_marked_request_dropped_total",
 		"The LS tenant's marked requests the shim could not time (nested too deep, or too many open at once).", append(labels, "mark"), nil)
 	descSLO     = prometheus.NewDesc("carve_ls_slo_seconds", "What the SLO controller holds the LS tenant's estimate under: its SLO's time, or a multiple of its estimate alone at the window's request rate (absent until it has an alone reference).", labels, nil)
-	descSLOP99  = prometheus.NewDesc("carve_ls_slo_window_p99_seconds", "The p99 of the LS tenant's busy periods over the SLO controller's window.", labels, nil)
+	descSLOP99  = prometheus.NewDesc("carve_ls_slo_window_p99_seconds", "The p99 of the LS tenant's busy periods (its marked requests, with carve run --mark) over the SLO controller's window.", labels, nil)
 	descSLOEst  = prometheus.NewDesc("carve_ls_slo_estimate_seconds", "The SLO controller's estimate of the LS tenant's requests' p99 over its window, queueing included (slo.Estimate): what it holds under carve_ls_slo_seconds.", labels, nil)
 	descCalib   = prometheus.NewDesc("carve_ls_slo_calibrating", "1 while the SLO controller calibrates the LS tenant's multiple SLO (no alone reference yet: its GPU's BE tenants held at share 0 while it has periods), else 0.", labels, nil)
 	descLevel   = prometheus.NewDesc("carve_ls_slo_be_level", "The share of the LS tenant's busy time the SLO controller gave the BE tenants on its GPU at its last step (1: all; 0: they run only while no LS work is in flight).", labels, nil)
