@@ -32,16 +32,16 @@ type Policy struct {
 	// LS: keep to its own TPCs and borrow none.
 	Own bool `flag:"own" config:"own" for:"ls" help:"keep to its own TPCs and borrow none, so that BE tenants beside it (--be-share 1) keep the rest while it has work"`
 	// LS: the bound on its requests' p99 as carve daemon's SLO controller
-	// (internal/slo) estimates it from its busy periods and busy time,
-	// which it keeps by holding the GPU's BE tenants back, giving them the
+	// (internal/slo) estimates it from its busy periods and busy time (its
+	// marked requests, with Mark), which it keeps by holding the GPU's BE tenants back, giving them the
 	// rest (zero: none).
-	SLO SLO `flag:"slo" config:"slo" for:"ls" help:"the bound on its requests' p99, queueing included, as carve daemon estimates it from its busy periods and busy time: a time (8ms) or a multiple of that estimate while no BE ran (2x); carve daemon then sets the BE tenants' share and queue on its GPUs to keep it, and gives them the rest (default: none)"`
+	SLO SLO `flag:"slo" config:"slo" for:"ls" help:"the bound on its requests' p99, queueing included, as carve daemon estimates it from its busy periods and busy time (its marked requests, with --mark): a time (8ms) or a multiple of that estimate while no BE ran (2x); carve daemon then sets the BE tenants' share and queue on its GPUs to keep it, and gives them the rest (default: none)"`
 	// LS: the NVTX range its program marks each request with (MarkMax
 	// bytes of printable ASCII; a trailing '*' matches any message that
 	// begins with what precedes it): the shim times each (shim/nvtx.c),
-	// and carve ls, top and the metrics show them beside its busy periods
-	// ("": none).
-	Mark string `flag:"mark" config:"mark" for:"ls" help:"the NVTX range its program marks each request with (request, or req* for any message that begins with req): carve times each from its push or start to its pop or end and shows their p50/p99 in carve ls, top and the metrics, beside its busy periods; the tool that takes NVTX's ranges is carve's then, not a profiler's (default: none)"`
+	// carve ls, top and the metrics show them beside its busy periods,
+	// and the SLO controller judges it by them instead ("": none).
+	Mark string `flag:"mark" config:"mark" for:"ls" help:"the NVTX range its program marks each request with (request, or req* for any message that begins with req): carve times each from its push or start to its pop or end, shows their p50/p99 in carve ls, top and the metrics beside its busy periods, and with --slo judges it by them instead (busy periods merge queued requests); the tool that takes NVTX's ranges is carve's then, not a profiler's (default: none)"`
 	// BE: the share of the time it may still run while LS work is in
 	// flight, off the LS tenants' TPCs (0: only after waiting an epoch).
 	Share float64 `flag:"be-share" config:"beShare" for:"be" help:"share of the time it may still run while LS work is in flight, off the LS tenants' TPCs (0: only after waiting an epoch)"`
