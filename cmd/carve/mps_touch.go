@@ -65,20 +65,25 @@ process of its own.`,
 			if !d.Running() {
 				return errors.New("carve's MPS daemon is not running (carve mps start): no client to touch")
 			}
-			if background {
-				if after == "" {
-					return errors.New("--background waits for a tenant: give --after")
-				}
-				self, err := os.Executable()
-				if err != nil {
-					return err
-				}
-				return mps.StartTouch(self, after, os.Environ())
+			if background && after == "" {
+				return errors.New("--background waits for a tenant: give --after")
 			}
 			if after != "" {
 				path, err := touchBlock(after)
 				if err != nil {
 					return err
+				}
+				if background { // a tenant that is not there is said here, not by a process unseen
+					w, err := ctl.WatchBlock(path)
+					if err != nil {
+						return fmt.Errorf("--after %s: %w", after, err)
+					}
+					w.Close()
+					self, err := os.Executable()
+					if err != nil {
+						return err
+					}
+					return mps.StartTouch(self, path, os.Environ())
 				}
 				self, err := os.Executable()
 				if err != nil {

@@ -82,6 +82,12 @@ func TestRunTouchesMPSAfterFirstLaunch(t *testing.T) {
 	}
 	t.Cleanup(func() { d.Stop() })
 	await := func(what string, pid, n int) []string { t.Helper(); return awaitClients(t, what, log, pid, n) }
+	// a tenant that is not there is an error at once, not a background process that fails unseen
+	for _, after := range []string{"999999999", filepath.Join(t.TempDir(), "nothing"), "pid"} {
+		if out, err := exec.Command(carveBin, "mps", "touch", "--after", after, "--background").CombinedOutput(); err == nil || !strings.Contains(string(out), after) {
+			t.Errorf("carve mps touch --after %s --background: %v %q, want an error naming it", after, err, out)
+		}
+	}
 
 	// the fake has two GPUs: a touch is a client of each
 	touched := func(what string, got []string) {
