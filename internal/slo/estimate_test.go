@@ -46,7 +46,7 @@ func TestEstimateIgnoresWarmUp(t *testing.T) {
 		t.Errorf("estimate at rho 0.54 of 1 ms periods: %v, want 2-6 ms", got)
 	}
 	s := ctl.SLO{Alone: 2}
-	a, b := slo.TargetAt(s, clean, 540), slo.TargetAt(s, warm, 540)
+	a, b := slo.TargetAt(s, clean, 540, 0), slo.TargetAt(s, warm, 540, 0)
 	if b > a*11/10 || b < a*9/10 {
 		t.Errorf("2x target at 540/s: %v with the warm-up's alone periods, %v without: want within 10%%", b, a)
 	}
@@ -105,5 +105,25 @@ func TestEstimateOfQueues(t *testing.T) {
 				t.Errorf("%s periods at rho %g: estimate %.2f ms, the simulated queue's p99 %.2f ms: want within 12%%", name, rho, got, want)
 			}
 		}
+	}
+}
+
+// TestTargetAtMost: a reference of periods 15% longer than those served
+// now, at 800 requests a second, is 92% busy by itself: its 2x target is
+// a queue's near saturation. Bounded by the utilization the tenant serves
+// at (80%), it is twice the reference's estimate there; a bound above the
+// reference's own utilization changes nothing.
+func TestTargetAtMost(t *testing.T) {
+	ref := periods(map[time.Duration]uint64{1100 * time.Microsecond: 50, 1200 * time.Microsecond: 50})
+	s := ctl.SLO{Alone: 2}
+	free, bounded := slo.TargetAt(s, ref, 800, 0), slo.TargetAt(s, ref, 800, 0.8)
+	if want, _ := s.Of(slo.Estimate(ref, 0.8)); bounded != want {
+		t.Errorf("bounded at 0.8: %v, want %v", bounded, want)
+	}
+	if free < 2*bounded {
+		t.Errorf("unbounded %v, bounded %v: want the unbounded one a queue's near saturation, over twice as long", free, bounded)
+	}
+	if got := slo.TargetAt(s, ref, 800, 0.99); got != free {
+		t.Errorf("bounded at 0.99, over the reference's own: %v, want %v", got, free)
 	}
 }

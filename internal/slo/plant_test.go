@@ -230,6 +230,8 @@ type serial struct {
 	mrng    *rand.Rand
 	marks   bool          // each request is a marked range (its program marks them: ctl.Policy.Mark)
 	open    time.Duration // the busy period so far, of the requests done in it
+	warm    time.Duration // until then its services are warmBy times as long (warming up)
+	warmBy  float64
 	next    time.Duration // the next arrival (with rate 0: none)
 	wait    []time.Duration
 	cur     *request // in service
@@ -320,6 +322,9 @@ func (v *serial) serve(until time.Duration, share float64, queue, idle time.Dura
 				jitter = 0.5 + 0.5*v.rng.ExpFloat64()
 			}
 			service := time.Duration(float64(v.base)*(1+v.k*share)*jitter) + queue
+			if v.now < v.warm {
+				service = time.Duration(float64(service) * v.warmBy)
+			}
 			if idle > 0 && v.wait[0] == v.now { // it found the server idle
 				service += time.Duration(v.rng.Float64() * float64(idle))
 			}

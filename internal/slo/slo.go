@@ -24,7 +24,8 @@
 // (marked_test.go), by periods the BE got a share of 0.000 to 0.001
 // under a 15 ms SLO, by marks 0.046 to 0.080 with the SLO held.
 // A time's target is the time; a multiple's is that many estimates alone:
-// of the alone periods at the window's requests a second. The alone
+// of the alone periods at the window's requests a second, no busier than
+// the tenant over the window (TargetAt). The alone
 // periods are the controller's calibration (calibrate.go): it holds the
 // GPU's BE tenants at level 0 while the tenant has a period in its window
 // (not for one in flight only, which gives nothing to calibrate on; idle,
@@ -294,18 +295,31 @@ type lsView struct {
 // an SLO resolves; it holds the estimate under TargetAt, at the window's
 // rate.
 func Target(s ctl.SLO, alone ctl.Hist) time.Duration {
-	return TargetAt(s, alone, 0)
+	return TargetAt(s, alone, 0, 0)
 }
 
 // TargetAt is what s holds the estimate of an LS tenant's requests' p99
 // under at rate requests a second: a time, or a multiple of its estimate
 // alone at that rate (Estimate of the alone periods, rho rate times their
-// mean), which needs AloneMin of them. 0 for none yet, or no SLO.
-func TargetAt(s ctl.SLO, alone ctl.Hist, rate float64) time.Duration {
+// mean, but at most most where most is above 0), which needs AloneMin of
+// them. 0 for none yet, or no SLO. The controller's most is the
+// tenant's utilization over the window (targetAt): alone it is no busier
+// than beside the BE tenants, and near saturation a reference whose
+// periods are a little longer than those it serves now (made while it
+// warmed up, shorter than StaleRatio) would set a target of a queue that
+// is not there: on the H100 at 810/s (75% of capacity) an LS started
+// beside a running BE had 2x targets of 71 to 266 ms where twice its
+// requests' p99 alone was 17 ms (results/h100-580.159.04-2026-11-27,
+// slo-marks/).
+func TargetAt(s ctl.SLO, alone ctl.Hist, rate, most float64) time.Duration {
 	var ref time.Duration
 	if alone.Count() >= AloneMin {
 		_, _, mean := served(alone)
-		ref = Estimate(alone, rate*mean)
+		rho := rate * mean
+		if most > 0 {
+			rho = math.Min(rho, most)
+		}
+		ref = Estimate(alone, rho)
 	}
 	target, _ := s.Of(ref)
 	return target
@@ -427,7 +441,7 @@ func (c *Controller) readLS(all []tenant) map[string]*gpu {
 		v.ref, v.calibrating, calibrated = c.reference(k, v, above)
 		v.target = Target(t.Tide.SLO, v.ref)
 		w := window(s, 0)
-		target := TargetAt(t.Tide.SLO, v.ref, w.rate())
+		target := v.targetAt(w)
 		attained, _ := Attainment(w.h, target)
 		c.view[t.key] = View{SLO: t.Tide.SLO, Marked: now.marked, Target: target, Calibrating: v.calibrating, Calibrated: calibrated,
 			P99: w.h.Quantile(quantile), Periods: w.h.Count(), Attainment: attained,

@@ -59,9 +59,15 @@ func (w win) estimate() time.Duration {
 	return Estimate(w.h, w.rho())
 }
 
-// targetAt is what v's SLO holds w's estimate under.
+// targetAt is what v's SLO holds w's estimate under: at w's rate, its
+// reference no busier than the tenant was over w (TargetAt), where it
+// wrote its busy time.
 func (v lsView) targetAt(w win) time.Duration {
-	return TargetAt(v.Tide.SLO, v.ref, w.rate())
+	most := 0.0
+	if w.busy > 0 {
+		most = w.rho()
+	}
+	return TargetAt(v.Tide.SLO, v.ref, w.rate(), most)
 }
 
 // last is what v did in its newest step (nothing with one sample).
