@@ -132,17 +132,17 @@ static __thread __attribute__((tls_model("initial-exec"))) struct stack stacks[D
  * for it where it has none. NULL: none (all taken, with make). */
 static struct stack *stack_of(const void *d, int make)
 {
-	struct stack *free = NULL;
+	struct stack *spare = NULL;
 	for (int i = 0; i < DOMAINS; i++) {
 		if (stacks[i].depth > 0 && stacks[i].domain == d)
 			return &stacks[i];
-		if (!free && stacks[i].depth == 0)
-			free = &stacks[i];
+		if (!spare && stacks[i].depth == 0)
+			spare = &stacks[i];
 	}
-	if (!make || !free)
+	if (!make || !spare)
 		return NULL;
-	free->domain = d;
-	return free;
+	spare->domain = d;
+	return spare;
 }
 
 static int push(const void *d, int match)
