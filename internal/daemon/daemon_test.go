@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,6 +66,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Stdout.WriteString("held\n")
 		io.Copy(io.Discard, os.Stdin)
+		runtime.KeepAlive(f) // a finalizer closing f at a GC would let the lock go
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

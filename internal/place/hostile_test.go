@@ -21,6 +21,7 @@ import (
 	"unsafe"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/ctl/ctltest"
 	"github.com/carve-gpu/carve/internal/topo"
 )
 
@@ -203,9 +204,7 @@ func TestHostileClaim(t *testing.T) {
 			check(t, "making the block", err)
 			h.Close()
 			// its shim holds the block's lock while the others are placed
-			if hold := startHelper(t, "PLACE_HELPER=hold", "PLACE_FILE="+h.Path); hold.line != "held" {
-				t.Fatalf("helper: %q", hold.line)
-			}
+			ctltest.HoldLock(t, h.Path)
 			claims, _, err := ctl.Claims(filepath.Dir(filepath.Dir(cd)))
 			check(t, "listing the claims", err)
 			for _, c := range claims {

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,17 +24,17 @@ import (
 )
 
 // The test binary doubles as the helper process the tests start: with
-// PLACE_HELPER set it places a partition for itself (or holds the lock),
-// prints what happened, and stays alive until its stdin closes.
+// PLACE_HELPER set it places a partition for itself (or takes the lock),
+// prints what happened, and stays alive until its stdin closes; it holds
+// a block's lock as a shim does for ctltest.HoldLock.
 func TestMain(m *testing.M) {
+	ctltest.ServeHold()
 	ctl.RecordsFresh = 24 * time.Hour // no test's records go stale on a slow machine; those that want them stale age them
 	switch os.Getenv("PLACE_HELPER") {
 	case "place":
 		helperPlace()
 	case "lock":
 		helperLock()
-	case "hold":
-		helperHold()
 	case "list":
 		helperList()
 	case "move":
@@ -110,22 +109,6 @@ func helperLock() {
 	fmt.Println("locked")
 	io.Copy(io.Discard, os.Stdin)
 	unlock()
-	os.Exit(0)
-}
-
-// helperHold holds a POSIX read lock on PLACE_FILE, as a tenant's shim
-// holds one on its control block.
-func helperHold() {
-	f, err := os.Open(os.Getenv("PLACE_FILE"))
-	if err == nil {
-		err = syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &syscall.Flock_t{Type: syscall.F_RDLCK, Len: 1})
-	}
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(2)
-	}
-	fmt.Println("held")
-	io.Copy(io.Discard, os.Stdin)
 	os.Exit(0)
 }
 

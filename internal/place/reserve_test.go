@@ -300,9 +300,7 @@ func TestClaimProcessesByLock(t *testing.T) {
 		}
 		h.Close()
 	}
-	if h := startHelper(t, "PLACE_HELPER=hold", "PLACE_FILE="+filepath.Join(r.Dir, "1")); h.line != "held" {
-		t.Fatalf("helper: %q", h.line)
-	}
+	ctltest.HoldLock(t, filepath.Join(r.Dir, "1"))
 	claims, _, err := ctl.Claims(dir)
 	if err != nil || len(claims) != 1 || len(claims[0].Procs) != 1 || claims[0].Procs[0].PID != 1 {
 		t.Fatalf("claims %+v %v, want one with pid 1 running", claims, err)
@@ -328,18 +326,14 @@ func TestUpgradeKeepsRunningClaim(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h := startHelper(t, "PLACE_HELPER=hold", "PLACE_FILE="+filepath.Join(cd, "1"))
-	if h.line != "held" {
-		t.Fatalf("helper: %q", h.line)
-	}
+	release := ctltest.HoldLock(t, filepath.Join(cd, "1"))
 	if _, err := Place(dir, top, Request{Claim: &Claim{UID: "new", Name: "ns/new"}, Spec: count(t, "4")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(cd, "1")); err != nil {
 		t.Fatalf("a placement removed the directory of a claim whose process runs: %v", err)
 	}
-	h.in.Close()
-	h.cmd.Wait()
+	release()
 	if _, err := Place(dir, top, Request{Claim: &Claim{UID: "next", Name: "ns/next"}, Spec: count(t, "4")}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,6 +36,7 @@ func ServeHold() {
 	}
 	fmt.Println("held")
 	io.Copy(io.Discard, os.Stdin) // until the test closes it
+	runtime.KeepAlive(f)          // a finalizer closing f at a GC would let the lock go
 	os.Exit(0)
 }
 
