@@ -251,7 +251,8 @@ static const void *domain_a(const char *name)
 
 static const void *domain_w(const wchar_t *name)
 {
-	return domain_a((const char *)name);
+	(void)name;
+	return domain_a(NULL);
 }
 
 /* --- attaching --------------------------------------------------------------- */

@@ -73,21 +73,17 @@ process of its own.`,
 				if err != nil {
 					return err
 				}
+				self, err := os.Executable()
+				if err != nil {
+					return err
+				}
 				if background { // a tenant that is not there is said here, not by a process unseen
 					w, err := ctl.WatchBlock(path)
 					if err != nil {
 						return fmt.Errorf("--after %s: %w", after, err)
 					}
 					w.Close()
-					self, err := os.Executable()
-					if err != nil {
-						return err
-					}
 					return mps.StartTouch(self, path, os.Environ())
-				}
-				self, err := os.Executable()
-				if err != nil {
-					return err
 				}
 				// each touch a process of its own: a process is one client
 				return touchAfterLaunch(path, time.Sleep, func() error { return exec.Command(self, "mps", "touch").Run() })

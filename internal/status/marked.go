@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
-	"github.com/carve-gpu/carve/internal/slo"
 )
 
 // Marked are the NVTX ranges named Mark that an LS tenant's program made,
@@ -46,9 +45,7 @@ func MarkedOf(mark string, ts ctl.TideStatus, h ctl.Hist, s ctl.SLO) *Marked {
 	m := &Marked{Mark: mark, State: markStates[ts.MarkState], Count: h.Count(), P50: h.Quantile(0.5), P99: h.Quantile(0.99),
 		Dropped: ts.MarkDropped}
 	if s != (ctl.SLO{}) {
-		if a, ok := slo.Attainment(h, slo.Shown(s, ts.SLOTarget)); ok {
-			m.SLOP99, m.Attainment = slo.Shown(s, ts.SLOTarget), &a
-		}
+		m.SLOP99, m.Attainment = attained(h, s, ts.SLOTarget)
 	}
 	return m
 }
@@ -79,8 +76,8 @@ func (m *Marked) Text() string {
 // Quantiles is m's p50/p99 the way carve top's column says it, "-" with
 // no mark or no range.
 func (m *Marked) Quantiles() string {
-	if m == nil || m.Count == 0 {
+	if m == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%v/%v", roundPeriod(m.P50), roundPeriod(m.P99))
+	return quantiles(m.Count, m.P50, m.P99)
 }

@@ -42,12 +42,21 @@ func PeriodsOf(all, alone ctl.Hist, s ctl.SLO, written time.Duration) *Periods {
 		AloneCount: alone.Count(), AloneP50: alone.Quantile(0.5), AloneP99: alone.Quantile(0.99)}
 	if s != (ctl.SLO{}) {
 		p.SLO = s
-		target := slo.Shown(s, written)
-		if a, ok := slo.Attainment(all, target); ok {
-			p.SLOP99, p.Attainment = target, &a
-		}
+		p.SLOP99, p.Attainment = attained(all, s, written)
 	}
 	return p
+}
+
+// attained is the target of the SLO s (slo.Shown, of written: the target
+// the SLO controller last wrote) and the share of h within it
+// (slo.Attainment); 0 and nil where there is none yet.
+func attained(h ctl.Hist, s ctl.SLO, written time.Duration) (time.Duration, *float64) {
+	target := slo.Shown(s, written)
+	a, ok := slo.Attainment(h, target)
+	if !ok {
+		return 0, nil
+	}
+	return target, &a
 }
 
 // periodsBetween are the periods an LS row's tenant saw since prev's.
@@ -109,8 +118,17 @@ func (p *Periods) SLOText() string {
 // Quantiles is p's p50/p99 the way carve top's column says it, "-" with
 // no period.
 func (p *Periods) Quantiles() string {
-	if p == nil || p.Count == 0 {
+	if p == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%v/%v", roundPeriod(p.P50), roundPeriod(p.P99))
+	return quantiles(p.Count, p.P50, p.P99)
+}
+
+// quantiles is a p50 and p99 of n the way carve top's columns say them,
+// "1.2ms/3.4ms", "-" for none.
+func quantiles(n uint64, p50, p99 time.Duration) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%v/%v", roundPeriod(p50), roundPeriod(p99))
 }
