@@ -109,21 +109,28 @@ func TestEstimateOfQueues(t *testing.T) {
 }
 
 // TestTargetAtMost: a reference of periods 15% longer than those served
-// now, at 800 requests a second, is 92% busy by itself: its 2x target is
-// a queue's near saturation. Bounded by the utilization the tenant serves
-// at (80%), it is twice the reference's estimate there; a bound above the
-// reference's own utilization changes nothing.
+// now, at 800 requests a second, is 92% busy by itself: its 2x target
+// would be a queue's near saturation. It is taken at most RefBusy busy,
+// and at most as busy as the tenant serves (0.7 here); a bound above
+// RefBusy changes nothing, nor do the bounds at a light rate.
 func TestTargetAtMost(t *testing.T) {
 	ref := periods(map[time.Duration]uint64{1100 * time.Microsecond: 50, 1200 * time.Microsecond: 50})
 	s := ctl.SLO{Alone: 2}
-	free, bounded := slo.TargetAt(s, ref, 800, 0), slo.TargetAt(s, ref, 800, 0.8)
-	if want, _ := s.Of(slo.Estimate(ref, 0.8)); bounded != want {
-		t.Errorf("bounded at 0.8: %v, want %v", bounded, want)
+	of := func(rho float64) time.Duration { d, _ := s.Of(slo.Estimate(ref, rho)); return d }
+	if got, want := slo.TargetAt(s, ref, 800, 0), of(slo.RefBusy); got != want {
+		t.Errorf("at 800/s: %v, want %v (the estimate at RefBusy)", got, want)
 	}
-	if free < 2*bounded {
-		t.Errorf("unbounded %v, bounded %v: want the unbounded one a queue's near saturation, over twice as long", free, bounded)
+	if got, want := slo.TargetAt(s, ref, 800, 0.7), of(0.7); got != want {
+		t.Errorf("at 800/s bounded at 0.7: %v, want %v", got, want)
 	}
-	if got := slo.TargetAt(s, ref, 800, 0.99); got != free {
-		t.Errorf("bounded at 0.99, over the reference's own: %v, want %v", got, free)
+	if got, want := slo.TargetAt(s, ref, 800, 0.99), of(slo.RefBusy); got != want {
+		t.Errorf("at 800/s bounded at 0.99: %v, want %v", got, want)
+	}
+	if of(0.92) < 2*of(slo.RefBusy) {
+		t.Errorf("at 0.92 %v, at RefBusy %v: want the first a queue's near saturation, over twice as long", of(0.92), of(slo.RefBusy))
+	}
+	light := slo.TargetAt(s, ref, 300, 0)
+	if got := slo.TargetAt(s, ref, 300, 0.99); got != light || light >= of(slo.RefBusy) {
+		t.Errorf("at 300/s: %v, bounded at 0.99 %v: want the same, under %v", light, got, of(slo.RefBusy))
 	}
 }

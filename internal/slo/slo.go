@@ -130,6 +130,7 @@ const (
 	StaleRatio       = 1.25                   // a reference whose median or p99 period is this many times the window's is stale
 	RecalibrateSteps = 10                     // the fewest steps between a calibration and the next
 	MinIdle          = 0.05                   // the least 1 - rho the estimate's wait divides by
+	RefBusy          = 0.8                    // the busiest a multiple's reference queue is taken (TargetAt)
 	Saturated        = 0.95                   // a utilization above which the level halves, whatever the estimate
 	Backlog          = 0.98                   // ... and over the newest BacklogSteps: a queue the server has not drained
 	BacklogSteps     = 2
@@ -301,21 +302,26 @@ func Target(s ctl.SLO, alone ctl.Hist) time.Duration {
 // TargetAt is what s holds the estimate of an LS tenant's requests' p99
 // under at rate requests a second: a time, or a multiple of its estimate
 // alone at that rate (Estimate of the alone periods, rho rate times their
-// mean, but at most most where most is above 0), which needs AloneMin of
-// them. 0 for none yet, or no SLO. The controller's most is the
-// tenant's utilization over the window (targetAt): alone it is no busier
-// than beside the BE tenants, and near saturation a reference whose
-// periods are a little longer than those it serves now (made while it
-// warmed up, shorter than StaleRatio) would set a target of a queue that
-// is not there: on the H100 at 810/s (75% of capacity) an LS started
-// beside a running BE had 2x targets of 71 to 266 ms where twice its
-// requests' p99 alone was 17 ms (results/h100-580.159.04-2026-11-27,
-// slo-marks/).
+// mean, but at most RefBusy, and at most most where most is above 0),
+// which needs AloneMin of them. 0 for none yet, or no SLO. The
+// controller's most is the tenant's utilization over the window
+// (targetAt): alone it is no busier than beside the BE tenants. Near
+// saturation the estimate of a queue swings with a few percent of its
+// periods' mean (at 0.92 busy it is over twice what it is at 0.8), and a
+// reference a little longer than what the tenant serves now (made while
+// it warmed up, shorter than StaleRatio, or its periods' mean read from
+// their buckets) set a target of a queue that is not there: on the H100
+// at 810/s (75% of capacity) an LS started beside a running BE had 2x
+// targets of 41 to 266 ms where twice its requests' p99 alone was 17 ms
+// (results/h100-580.159.04-2026-11-27, slo-marks/). So a tenant served
+// past RefBusy of its capacity alone gets a target below the multiple of
+// its p99 alone, and its BE tenants less: an SLO near saturation is kept
+// first.
 func TargetAt(s ctl.SLO, alone ctl.Hist, rate, most float64) time.Duration {
 	var ref time.Duration
 	if alone.Count() >= AloneMin {
 		_, _, mean := served(alone)
-		rho := rate * mean
+		rho := math.Min(rate*mean, RefBusy)
 		if most > 0 {
 			rho = math.Min(rho, most)
 		}
