@@ -391,6 +391,8 @@ func describeStep(st steerStep) string {
 		st.at.Seconds(), ms(v.Estimate), ms(v.Target), of, ms(v.P99), v.Periods, v.Utilization, v.Level)
 	if v.Calibrating {
 		s += ", calibrating"
+	} else if v.Paused {
+		s += ", paused"
 	}
 	return s
 }

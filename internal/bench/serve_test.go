@@ -71,7 +71,7 @@ func TestSteerPoints(t *testing.T) {
 		t.Errorf("no steps: %+v, want no points", p)
 	}
 	steps := []steerStep{
-		{100 * time.Millisecond, slo.View{Level: 0.5, Estimate: 4 * time.Millisecond, Target: 10 * time.Millisecond, Utilization: 0.6}},
+		{100 * time.Millisecond, slo.View{Level: 0.5, Estimate: 4 * time.Millisecond, Target: 10 * time.Millisecond, Utilization: 0.6, Paused: true}},
 		{200 * time.Millisecond, slo.View{Level: 0.25, Estimate: 8 * time.Millisecond, Target: 10 * time.Millisecond, Utilization: 0.7, Calibrating: true}},
 	}
 	want := map[string][2]float64{"SLO level": {0.25, 0.5}, "SLO estimate": {4, 8}, "SLO target": {10, 10}, "LS utilization": {0.6, 0.7}}
@@ -87,6 +87,9 @@ func TestSteerPoints(t *testing.T) {
 	}
 	if s := describeStep(steps[1]); !strings.Contains(s, "+0.2s: estimate 8.00 ms (target 10.00)") || !strings.Contains(s, "BE level 0.250, calibrating") {
 		t.Errorf("log line %q", s)
+	}
+	if s := describeStep(steps[0]); !strings.HasSuffix(s, "BE level 0.500, paused") {
+		t.Errorf("log line %q, want the pause said", s)
 	}
 }
 

@@ -211,3 +211,36 @@ func TestSerialWarmReference(t *testing.T) {
 		}
 	}
 }
+
+// TestSerialCrowdedPauses: "2x" on a server at 78% of its capacity, where
+// a request that finds it idle waits the rest of a BE kernel as long as a
+// request (plant.idle): the law holds the level at the bottom, flicking
+// between 0 and MinShare, and a BE at either runs in every idle gap. A
+// server busier than slo.RefBusy with its estimate over slo.Aim of its
+// target (crowded), or the law lowering still, after slo.ZeroSteps steps
+// under slo.Bottom, has its BE paused: 60 to 84 of 200 steps on these
+// seeds; 40 to 62 by the law's lowering alone, 23 to 43 counting the
+// steps at 0 only (a step at MinShare between resets the count), 16 to 30
+// by neither. The requests' p99 over them stays under the target.
+func TestSerialCrowdedPauses(t *testing.T) {
+	for _, seed := range seeds {
+		p := newPlant(t)
+		p.idle = serialBase
+		v := p.addSerial(ctl.SLO{Alone: 2}, serialBase, serialK, 780, seed)
+		p.run(50)
+		p.addBE(1, serialQueue)
+		p.run(50)
+		paused := 0
+		for range 200 {
+			p.run(1)
+			if p.paused() {
+				paused++
+			}
+		}
+		w, _ := p.c.View(slo.Key{PID: v.pid})
+		t.Logf("seed %d: BE paused %d of 200 steps; the requests' p99 %v, target %v", seed, paused, v.p99(200), w.Target)
+		if paused < 45 || !w.Calibrated || v.p99(200) > w.Target {
+			t.Errorf("seed %d: BE paused %d of 200 steps, want 45 or more; the requests' p99 %v, view %+v", seed, paused, v.p99(200), w)
+		}
+	}
+}

@@ -67,12 +67,21 @@
 // its capacity) 99.8% or more; at 75% of it in a steady load the target,
 // an estimate near saturation, swings with the window's request rate.
 //
-// A level at 0 for ZeroSteps steps that the law (or an emergency) would
-// lower further pauses the BE tenants as a calibration does, renewed each
-// step while that lasts: at 0 a BE is held only while LS work is in
-// flight, and near saturation the kernels it starts in the LS's short idle
-// gaps are what a request waits for (on an H200 at 75% of an LS's capacity
-// its level sat at 0.01 and requests still missed).
+// A level at the bottom (under Bottom) for ZeroSteps steps that the law
+// (or an emergency) would lower further, or with an LS tenant crowded
+// (busier than RefBusy over its window, its estimate over Aim of its
+// target), pauses the BE tenants as a calibration does, renewed each step
+// while that lasts: at 0 a BE is held only while LS work is in flight,
+// and near saturation the kernels it starts in the LS's short idle gaps
+// are what a request waits for (on an H200 at 75% of an LS's capacity its
+// level sat at 0.01 and requests still missed). The bottom is not 0
+// alone: there the law flicks the level between 0 and MinShare. On the
+// H100 at 75% of an LS's capacity a count of steps at 0 let a pause come
+// in at most 2 to 23 of a run's 80 steps; from the bottom the BE tenants
+// were paused in 12 to 27, and crowded too in 14 to 52, and the LS kept
+// 95.77-99.86% of its requests within 2x alone where the same lease's
+// build without either kept 87.55-98.82% (results/h100-580.159.04-2026-11-27,
+// slo-bottom/).
 //
 // A BE tenant's share is the level of its GPU (the lowest, on several),
 // its queue as much of what it asked as the level says. Steered below a
@@ -124,6 +133,7 @@ const (
 	Raise            = 0.05                   // what the level gains a step well under, without busy time
 	Headroom         = 0.8                    // well under: an estimate below this share of the target
 	MinShare         = 0.01                   // a level below this is 0
+	Bottom           = 2 * MinShare           // a level below this is at the bottom (ZeroSteps)
 	QueueMin         = 50 * time.Microsecond  // a BE's queue at level 0 (or what it asked, if less)
 	QueueOpen        = 2 * time.Millisecond   // the queue's top for a BE that asked no bound, below level 1
 	AloneMin         = 20                     // alone periods a multiple of the alone p99 needs
@@ -216,6 +226,7 @@ type View struct {
 	Utilization float64       // rho: the window's busy time over its length, at most 1
 	Estimate    time.Duration // of its requests' p99, queueing included (Estimate): what it holds under Target
 	Level       float64       // the share its GPU's BE tenants were given by the step (the lowest of its GPUs')
+	Paused      bool          // the step paused its GPU's BE tenants (a calibration's, or below level 0)
 }
 
 // New is a controller of the blocks in dir.
@@ -410,6 +421,7 @@ func (c *Controller) Step() error {
 		for _, name := range gpusOf(t.Entry) {
 			if g := gpus[name]; g != nil && g.bound && len(g.be) > 0 {
 				v.Level = math.Min(v.Level, g.level)
+				v.Paused = v.Paused || g.pause
 			}
 		}
 		c.view[t.key] = v
@@ -501,7 +513,7 @@ func (c *Controller) decide(name string, g *gpu) {
 		return
 	}
 	defer func() { c.levels[name] = g.level }()
-	busy, calibrate, emergency := false, false, false
+	busy, calibrate, emergency, crowded := false, false, false, false
 	next := math.Inf(1)
 	for _, v := range g.ls {
 		active := v.active(c.every) || v.TideStatus.State == ctl.TideBusy
@@ -525,6 +537,7 @@ func (c *Controller) decide(name string, g *gpu) {
 			emergency = true
 		}
 		next = math.Min(next, step(g.level, w, v.last(), target))
+		crowded = crowded || w.rho() > RefBusy && est > time.Duration(Aim*float64(target))
 	}
 	resume, resumed := c.resume[name]
 	if busy {
@@ -548,13 +561,13 @@ func (c *Controller) decide(name string, g *gpu) {
 		g.hold = true
 		return
 	default:
-		g.pause = c.atZero[name] >= ZeroSteps && next < MinShare // less than nothing
+		g.pause = c.atZero[name] >= ZeroSteps && (next < MinShare || crowded) // less than nothing
 		g.level = math.Min(1, next)
 	}
 	if g.level < MinShare {
 		g.level = 0
 	}
-	if g.level > 0 || calibrate {
+	if g.level >= Bottom || calibrate {
 		delete(c.atZero, name)
 	} else {
 		c.atZero[name]++
