@@ -26,10 +26,12 @@
 # marked requests too).
 # SERVE_TO bounds each bench serve (s): bound nothing from outside, or its
 # processes run on into what comes next.
+# DURATION: how long each setup is measured (bench serve's --duration; default
+# 8s, step's 30s).
 set -u
 OUT=$(realpath "${1:?usage: PART=... run.sh OUT}")
 . "$(dirname "$(realpath "$0")")/../common.sh" slo
-: "${PART:?PART: vision-50, vision-75, resnet-50, resnet-75, llm-50, step or time}" "${TIDE:=8:300us:1:slo=2x}" "${SPLITS:=50,65,75,85}" "${RATE:=35}" "${SLO:=9ms}" "${MECHANISMS:=mps-split,tide}" "${REPEAT:=1}" "${ORDERS:=ls-first,be-first}" "${WATCH:=}"
+: "${PART:?PART: vision-50, vision-75, resnet-50, resnet-75, llm-50, step or time}" "${TIDE:=8:300us:1:slo=2x}" "${SPLITS:=50,65,75,85}" "${RATE:=35}" "${SLO:=9ms}" "${MECHANISMS:=mps-split,tide}" "${REPEAT:=1}" "${ORDERS:=ls-first,be-first}" "${WATCH:=}" "${DURATION:=}"
 both=(--orders "$ORDERS" --idle=false)
 vision=(--ls efficientnet_b0:graph --be vit_b_16)
 case $PART in
@@ -38,10 +40,11 @@ vision-75) args=("${vision[@]}" --rates 810 --mechanisms "$MECHANISMS" --mps-spl
 resnet-50) args=(--ls resnet50:graph --be densenet161 --rates 450 --mechanisms "$MECHANISMS" --mps-splits "$SPLITS" --tide "$TIDE" "${both[@]}") ;;
 resnet-75) args=(--ls resnet50:graph --be densenet161 --rates 675 --mechanisms "$MECHANISMS" --mps-splits "$SPLITS" --tide "$TIDE" "${both[@]}") ;;
 llm-50) args=(--ls llm:graph --be transformer-train --rates "$RATE" --mechanisms "$MECHANISMS" --mps-splits "$SPLITS" --tide "$TIDE" "${both[@]}") ;;
-step) args=("${vision[@]}" --rates 540 --pattern step --duration 30s --mechanisms tide --tide "$TIDE" --idle=false) ;;
+step) args=("${vision[@]}" --rates 540 --pattern step --duration "${DURATION:-30s}" --mechanisms tide --tide "$TIDE" --idle=false) ;;
 time) args=("${vision[@]}" --rates 540 --mechanisms tide --tide "8:300us:1:slo=$SLO" "${both[@]}") ;;
 *) echo "PART $PART: want vision-50, vision-75, resnet-50, resnet-75, llm-50, step or time" >&2; exit 2 ;;
 esac
+[ -z "$DURATION" ] || [ "$PART" = step ] || args+=(--duration "$DURATION")
 device
 "$C" version
 for i in $(seq "$REPEAT"); do
