@@ -3,10 +3,11 @@
 # bin/ built (bin/carve; for an A/B, another build in bin/old/carve).
 #   a, b, c: LEASE=a run.sh (bin/carve, then bin/old/carve, in one lease)
 #   d:       the final build at half capacity (below)
+#   e:       the final build at 75% of capacity, 30 s a setup (below)
 # a: bin/carve 3d258bf (RefBusy), bin/old/carve 5a66a40.
 # b: bin/carve 3d258bf with b-bottom.patch (and 571a4d5's View.Paused), bin/old/carve 3d258bf.
 # c: bin/carve 571a4d5's code (built as 3d258bf-crowded), bin/old/carve 3d258bf.
-# d: bin/carve e3a100f (571a4d5's code).
+# d: bin/carve e3a100f (571a4d5's code); e: bin/carve 19e909f (the same).
 set -u
 ab() {
 	gunzip -f bin/carve.gz bin/old/carve.gz
@@ -25,7 +26,14 @@ half() {
 	PART=resnet-50 SPLITS=75 TIDE=8:300us:1:slo=2x:mark SERVE_TO=300 \
 		experiments/slo/run.sh "$OUT/d-resnet-50" >"$OUT/d-resnet-50.out" 2>&1
 }
-case ${LEASE:?LEASE: a, b, c or d} in
+long() {
+	gunzip -f bin/carve.gz
+	make bin/libcarve.so >/dev/null
+	DURATION=30s PART=vision-75 MECHANISMS=tide TIDE=8:300us:1:slo=2x,8:300us:1:slo=2x:mark SERVE_TO=540 \
+		experiments/slo/run.sh "$OUT/e-vision-75-30s" >"$OUT/e-vision-75-30s.out" 2>&1
+}
+case ${LEASE:?LEASE: a, b, c, d or e} in
 d) half ;;
+e) long ;;
 *) ab ;;
 esac
