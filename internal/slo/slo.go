@@ -145,7 +145,7 @@ const (
 	Backlog          = 0.98                   // ... and over the newest BacklogSteps: a queue the server has not drained
 	BacklogSteps     = 2
 	PauseSteps       = 2 // a calibration's pause of the BE tenants lasts this many intervals past its step
-	ZeroSteps        = 3 // a level at 0 this many steps that the law would lower still pauses the BE tenants
+	ZeroSteps        = 3 // a level under Bottom this many steps that the law would lower still (or crowded) pauses the BE tenants
 	QuietSteps       = 2 // an LS tenant with no request begun or period ended in this many steps ...
 	QuietGaps        = 8 // ... and this many of its mean gaps between requests, none in flight, is quiet
 	quantile         = 0.99
@@ -226,7 +226,7 @@ type View struct {
 	Utilization float64       // rho: the window's busy time over its length, at most 1
 	Estimate    time.Duration // of its requests' p99, queueing included (Estimate): what it holds under Target
 	Level       float64       // the share its GPU's BE tenants were given by the step (the lowest of its GPUs')
-	Paused      bool          // the step paused its GPU's BE tenants (a calibration's, or below level 0)
+	Paused      bool          // the step paused its GPU's BE tenants (a calibration's, or from the bottom)
 }
 
 // New is a controller of the blocks in dir.
@@ -427,7 +427,10 @@ func (c *Controller) readLS(all []tenant) map[string]*gpu {
 // binds; an estimate over Emergency times its target (over it, for a
 // tenant that writes no busy time), or a tenant more than Saturated busy
 // over its window or Backlog over its newest BacklogSteps steps, halves
-// the level at once and starts the GPU's window afresh.
+// the level at once and starts the GPU's window afresh. After ZeroSteps
+// steps at the bottom, a level the law would lower still, or a tenant
+// crowded (over RefBusy busy, its estimate over Aim of its target), or an
+// emergency, pauses the BE tenants too.
 func (c *Controller) decide(name string, g *gpu) {
 	if !g.bound || len(g.be) == 0 {
 		delete(c.levels, name)

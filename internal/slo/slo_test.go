@@ -308,11 +308,11 @@ func TestTraceSaysEachStep(t *testing.T) {
 
 // TestLevelZeroPauses: an LS tenant the controller would hold further
 // after its BE tenants were at the bottom (a level under slo.Bottom) for
-// slo.ZeroSteps steps has them
-// paused (no kernel in its idle time either, which a request that finds
-// it idle waits the rest of: on an H200 at 75% of an LS's capacity the
-// level sat at 0.01 and requests still missed); the pause is renewed
-// while that lasts, and ends once the tenant is under its target.
+// slo.ZeroSteps steps has them paused (no kernel in its idle time either,
+// which a request that finds it idle waits the rest of: on an H200 at 75%
+// of an LS's capacity the level sat at 0.01 and requests still missed),
+// and the step's view says so; the pause is renewed while that lasts, and
+// ends once the tenant is under its target.
 func TestLevelZeroPauses(t *testing.T) {
 	p := newPlant(t)
 	l := p.addLS(ctl.SLO{Max: 2 * time.Millisecond}, 2*time.Millisecond, 4, 40) // never under it
