@@ -171,7 +171,7 @@ struct carve_ctl {
 	uint32_t pad0;           /* 116 */
 	uint64_t pause_until_ns; /* 120: BE: held, LS work in flight or not, until this CLOCK_MONOTONIC time
 	                          * (the SLO controller's calibration of an LS tenant's periods alone, or
-	                          * its hold below share 0; renewed each step); a launch is held
+	                          * its hold from the bottom of the share; renewed each step); a launch is held
 	                          * CARVE_PAUSE_MAX_NS at most */
 
 	/* tenant: written once by the creator */

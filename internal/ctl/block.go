@@ -79,7 +79,7 @@ type Block struct {
 	AppliedGen   uint64    `c:"applied_gen"`
 	TenantClass  uint32    `c:"tenant_class"`
 	Pad0         uint32    `c:"pad0"`
-	PauseUntilNS uint64    `c:"pause_until_ns"` // BE: held, LS busy or not, until this CLOCK_MONOTONIC time (the SLO controller's calibration, or below share 0)
+	PauseUntilNS uint64    `c:"pause_until_ns"` // BE: held, LS busy or not, until this CLOCK_MONOTONIC time (the SLO controller's calibration, or its hold from the bottom of the share)
 	Tenant       uint32    `c:"tenant"`
 	SMs          uint32    `c:"sms"`
 	Fault        uint32    `c:"fault"`

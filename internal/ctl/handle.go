@@ -212,8 +212,9 @@ const PauseMax = 500 * time.Millisecond
 // until (CLOCK_MONOTONIC, the clock every process of the host shares:
 // Mono), each for PauseMax at most; the zero time ends a pause. The SLO
 // controller pauses the BE tenants while it calibrates an LS tenant's
-// periods alone (internal/slo/calibrate.go), or while it would hold them
-// below share 0 (slo.ZeroSteps), and renews it each step.
+// periods alone (internal/slo/calibrate.go), or while it holds an LS
+// tenant over its goal with them at the bottom of their share
+// (slo.ZeroSteps), and renews it each step.
 func (h *Handle) Pause(until time.Duration) error {
 	if err := h.Writable(); err != nil {
 		return err

@@ -358,6 +358,7 @@ var (
 	descHeld    = prometheus.NewDesc("carve_be_held_launches_total", "BE launches that waited for LS work.", labels, nil)
 	descNarrow  = prometheus.NewDesc("carve_be_narrow_launches_total", "BE launches let through, within the share, while LS work was in flight.", labels, nil)
 	descInfl    = prometheus.NewDesc("carve_be_inflight", "BE launches in flight on the GPU.", labels, nil)
+	descPaused  = prometheus.NewDesc("carve_be_paused", "1 while the SLO controller pauses the BE tenant (no launch, LS work in flight or not: "+status.PauseWhy+"), else 0.", labels, nil)
 	descKern    = prometheus.NewDesc("carve_be_kernel_seconds", "The BE tenant's kernels' time, as its shim measures it.", labels, nil)
 	descBW      = prometheus.NewDesc("carve_bw_share", "The tenant's share of the GPU's memory bandwidth (--bw): its slot of each epoch, as a fraction.", append(labels, "strict"), nil)
 	descBWHeld  = prometheus.NewDesc("carve_bw_held_seconds_total", "Time the launches of a tenant with a bandwidth share waited for its slot.", labels, nil)
@@ -463,6 +464,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descHeld, prometheus.CounterValue, float64(t.HeldLaunches), l...)
 			ch <- prometheus.MustNewConstMetric(descNarrow, prometheus.CounterValue, float64(t.NarrowLaunch), l...)
 			ch <- prometheus.MustNewConstMetric(descInfl, prometheus.GaugeValue, float64(t.Inflight), l...)
+			paused := 0.0
+			if t.PauseUntil > ctl.Mono() {
+				paused = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descPaused, prometheus.GaugeValue, paused, l...)
 			ch <- prometheus.MustNewConstMetric(descKern, prometheus.GaugeValue, t.Kernel.Seconds(), l...)
 		}
 	}

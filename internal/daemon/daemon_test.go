@@ -555,6 +555,34 @@ func TestMetricsBusyPeriods(t *testing.T) {
 	}
 }
 
+// TestMetricsBEPaused: carve_be_paused says whether the BE tenant's block
+// holds a pause now (ctl.Handle.Pause, on CLOCK_MONOTONIC): 0 before one,
+// 1 while one lasts, 0 once it has passed or been ended, read at each
+// scrape.
+func TestMetricsBEPaused(t *testing.T) {
+	dir := t.TempDir()
+	pid := sleeper(t)
+	h, err := ctl.Create(dir, ctl.Init{PID: pid, Comm: []string{"train"}, Class: ctl.ClassBE,
+		Parts: []ctl.Part{{Mask: [4]uint32{}, Live: [4]uint32{0xffff}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	addr, _ := start(t, Options{Dir: dir, ShowCommands: true})
+	metric := `carve_be_paused{claim="",class="be",command="train",pid="` + itoa(pid) + `"} `
+	for _, c := range []struct {
+		until time.Duration
+		want  string
+	}{{0, "0"}, {ctl.Mono() + time.Hour, "1"}, {ctl.Mono() - time.Millisecond, "0"}, {ctl.Mono() + time.Hour, "1"}, {0, "0"}} {
+		if err := h.Pause(c.until); err != nil {
+			t.Fatal(err)
+		}
+		if m := get(t, "http://"+addr+"/metrics"); !strings.Contains(m, metric+c.want+"\n") {
+			t.Errorf("paused until %v (now %v): want %s%s in\n%s", c.until, ctl.Mono(), metric, c.want, m)
+		}
+	}
+}
+
 // TestMetricsSLO: an LS tenant's SLO and its attainment over the SLO
 // controller's window, which runs in the daemon; a multiple with no alone
 // periods is calibrating.

@@ -500,10 +500,14 @@ func tideText(r Row) string {
 		s += fmt.Sprintf(", %d cut into %d pieces", t.Sliced, t.SlicePieces)
 	}
 	if t.PauseUntil > ctl.Mono() {
-		s += "; paused by the SLO controller (calibrating an LS tenant alone, or one over its goal at share 0)"
+		s += "; paused by the SLO controller (" + PauseWhy + ")"
 	}
 	return s
 }
+
+// PauseWhy is why the SLO controller pauses a BE tenant (ctl.Handle.Pause),
+// as carve ls and the daemon's carve_be_paused say it.
+const PauseWhy = "calibrating an LS tenant alone, or holding one over its goal with the BE at the bottom of its share"
 
 func context(r Row) string {
 	if r.MPS {

@@ -85,7 +85,7 @@ func TestTideText(t *testing.T) {
 		t.Errorf("BE that cut launches: %q, want it to end %q", got, want)
 	}
 	st.PauseUntil = ctl.Mono() + time.Hour // the SLO controller calibrating
-	if got := TideText(Row{Class: "be", Tide: st}); !strings.HasSuffix(got, "; paused by the SLO controller (calibrating an LS tenant alone, or one over its goal at share 0)") {
+	if got := TideText(Row{Class: "be", Tide: st}); !strings.HasSuffix(got, "; paused by the SLO controller ("+PauseWhy+")") {
 		t.Errorf("a paused BE: %q", got)
 	}
 	st.PauseUntil = ctl.Mono() - time.Millisecond // a pause that ended
