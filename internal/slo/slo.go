@@ -492,8 +492,8 @@ func (c *Controller) decide(name string, g *gpu) {
 		g.pause = c.atZero[name] >= ZeroSteps // less than nothing
 		g.level *= Backoff
 		c.cut[name] = c.step
-	case math.IsInf(next, 1): // no period since the cut
-		g.hold = true
+	case math.IsInf(next, 1): // no period since the cut: as they are, a pause from the bottom too
+		g.hold, g.pause = true, c.atZero[name] >= ZeroSteps
 		return
 	default:
 		g.pause = c.atZero[name] >= ZeroSteps && (next < MinShare || crowded) // less than nothing

@@ -385,3 +385,34 @@ func TestCalibratingLongPeriodHolds(t *testing.T) {
 		t.Errorf("calibrating, a period in flight %d steps: BE share %g, want 0", slo.QuietSteps+3, share)
 	}
 }
+
+// TestPauseHeldThroughEmergencies: an LS tenant far over its target at the
+// bottom sets off an emergency each step it has periods, which starts its
+// window afresh; a step with no period since (here every other one) holds
+// the BE tenants as they are, and that keeps their pause: every step from
+// the first pause says it paused them. A held step that let the pause go
+// did so in every other step, and a pause lasts slo.PauseSteps intervals
+// from the step that wrote it: to the next step but one, which then
+// finds it ended.
+func TestPauseHeldThroughEmergencies(t *testing.T) {
+	p := newPlant(t)
+	l := p.addLS(ctl.SLO{Max: time.Millisecond}, 4*time.Millisecond, 4, 4) // never under it
+	p.addBE(1, 300*time.Microsecond)
+	for i := 0; !p.paused(); i++ {
+		if i == 60 {
+			t.Fatal("60 steps: the BE not paused")
+		}
+		p.run(1)
+	}
+	let := 0
+	for i := range 60 {
+		l.rate = 4 * (i % 2) // periods every other step
+		p.run(1)
+		if v, _ := p.c.View(slo.Key{PID: l.pid}); !v.Paused {
+			let++
+		}
+	}
+	if let > 0 {
+		t.Errorf("%d of 60 steps let the BE's pause go, the LS over its target all through", let)
+	}
+}
