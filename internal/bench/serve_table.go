@@ -38,6 +38,7 @@ type servePoint struct {
 	be          float64
 	beUnit      string  // img/s, seq/s
 	slo, attain float64 // the SLO and the share of requests that met it (NaN: no SLO)
+	warm        float64 // the share of those that arrived Warm or more after the LS's start (NaN: none)
 	busy        float64 // the p99 of the LS's busy periods, from its block (NaN: not an LS tenant)
 	note        string  // the series' note: a setup that steers, which was not steered, says why
 	// ownSLO and ownAttain: a tide setting's own SLO, a time, and the
@@ -52,7 +53,7 @@ func servePoints(r *report.Result) []servePoint {
 	slos, _ := r.Params["slo_ms"].(map[string]any)
 	var out []servePoint
 	for _, s := range r.Series {
-		p := servePoint{pair: s.Victim + " beside " + s.Competitor, mech: s.Mechanism, slo: math.NaN(), attain: math.NaN(), busy: math.NaN(), note: s.Note,
+		p := servePoint{pair: s.Victim + " beside " + s.Competitor, mech: s.Mechanism, slo: math.NaN(), attain: math.NaN(), warm: math.NaN(), busy: math.NaN(), note: s.Note,
 			ownSLO: math.NaN(), ownAttain: math.NaN(), back: math.NaN(), seen: math.NaN()}
 		for _, pt := range s.Points {
 			switch {
@@ -65,6 +66,8 @@ func servePoints(r *report.Result) []servePoint {
 				p.be, p.beUnit = pt.Stats.P50, pt.Unit
 			case pt.Label == "SLO attainment":
 				p.attain = pt.Stats.P50
+			case pt.Label == "SLO attainment, warm":
+				p.warm = pt.Stats.P50
 			case pt.Label == "LS busy periods":
 				p.busy = pt.Stats.P99
 			case pt.Label == "its own SLO":
@@ -97,12 +100,17 @@ func serveTable(tw io.Writer, r *report.Result) {
 			lsAlone[fmt.Sprintf("%s@%g", p.pair, p.rate)] = p.lat.P99
 		}
 	}
-	own, back := false, false // whether some row has its own SLO, and a BE recovery
+	own, back, warm := false, false, false // whether some row has its own SLO, a BE recovery, a warm attainment
 	for _, p := range points {
 		own = own || !math.IsNaN(p.ownAttain)
+		warm = warm || !math.IsNaN(p.warm)
 		back = back || !math.IsNaN(p.back) || !math.IsNaN(p.seen)
 	}
-	head := "PAIR\tRATE\tMECHANISM\tLS P50\tLS P99\tLS P99.9\tP99 VS ALONE\tSLO MS\tSLO MET\tBUSY P99\tBE /S\tBE VS ALONE"
+	head := "PAIR\tRATE\tMECHANISM\tLS P50\tLS P99\tLS P99.9\tP99 VS ALONE\tSLO MS\tSLO MET"
+	if warm {
+		head += "\tWARM MET"
+	}
+	head += "\tBUSY P99\tBE /S\tBE VS ALONE"
 	if own {
 		head += "\tOWN SLO MET"
 	}
@@ -136,7 +144,15 @@ func serveTable(tw io.Writer, r *report.Result) {
 		if p.note != "" {
 			mech += " (!)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s", p.pair, rate, mech, lat, ratio, slo, met, busy, p.be, be)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s", p.pair, rate, mech, lat, ratio, slo, met)
+		if warm {
+			w := "-"
+			if !math.IsNaN(p.warm) {
+				w = fmt.Sprintf("%.2f%%", 100*p.warm)
+			}
+			fmt.Fprintf(tw, "\t%s", w)
+		}
+		fmt.Fprintf(tw, "\t%s\t%.0f\t%s", busy, p.be, be)
 		if own {
 			fmt.Fprintf(tw, "\t%s", ownCell(p))
 		}
@@ -151,6 +167,9 @@ func serveTable(tw io.Writer, r *report.Result) {
 		}
 	}
 	fmt.Fprintln(tw, "latency in ms from the request's arrival, queueing included; SLO: 2 x the LS's p99 alone on the whole GPU at the same rate")
+	if warm {
+		fmt.Fprintf(tw, "WARM MET: of the requests that arrived %v or more after the LS's start, the share within the SLO\n", Warm)
+	}
 	fmt.Fprintln(tw, "BUSY P99: the p99 of the LS's busy periods over its serving (ms; from its control block, under carve tide), an input of the estimate --slo bounds")
 	fmt.Fprintln(tw, "BE /S: "+beUnits(points))
 	if own {

@@ -117,14 +117,15 @@ func TestServeBusyPeriods(t *testing.T) {
 }
 
 // TestServeOwnSLOAndRecovery: a row whose tide setting has a time SLO
-// shows its attainment of it, and each row its BE's recovery after the
-// LS's last request, each in a column of its own with a line saying what
-// it is; a result without them (as saved before them) shows neither.
+// shows its attainment of it, each row its BE's recovery after the LS's
+// last request and its warm attainment, each in a column of its own with
+// a line saying what it is; a result without them (as saved before them)
+// shows none.
 func TestServeOwnSLOAndRecovery(t *testing.T) {
 	lat := report.Point{Label: "LS latency @400/s", Stats: stats.Summarize([]float64{1, 2, 3})}
 	be := report.Point{Label: "BE throughput", Unit: "img/s", Stats: one(700)}
 	tide := report.Series{Mechanism: "carve tide, 8 in flight, SLO 9ms", Victim: "ls", Competitor: "be", Measured: true,
-		Points: []report.Point{lat, {Label: "SLO attainment", Unit: "fraction", Stats: one(0.95)},
+		Points: []report.Point{lat, {Label: "SLO attainment", Unit: "fraction", Stats: one(0.95)}, {Label: "SLO attainment, warm", Unit: "fraction", Stats: one(0.998)},
 			{Label: "its own SLO", Stats: one(9)}, {Label: "SLO attainment, its own SLO", Unit: "fraction", Stats: one(0.991)},
 			be, {Label: "BE recovery", Unit: "s", Stats: one(0.24)}}}
 	mps := report.Series{Mechanism: "MPS 50%/50%", Victim: "ls", Competitor: "be", Measured: true,
@@ -150,12 +151,14 @@ func TestServeOwnSLOAndRecovery(t *testing.T) {
 		{1, "OWN SLO MET", "99.10% (9.00)"}, {2, "OWN SLO MET", "-"}, {3, "OWN SLO MET", "-"},
 		{1, "BE RECOVERY", "0.24s"}, {2, "BE RECOVERY", ">1.52s"}, {3, "BE RECOVERY", "-"},
 		{1, "SLO MET", "95.00%"}, // the 2x-alone rule's, still
+		{1, "WARM MET", "99.80%"}, {2, "WARM MET", "-"},
 	} {
 		if got := cell(c.row, c.head); got != c.want {
 			t.Errorf("row %d, %s: %q, want %q:\n%s", c.row, c.head, got, c.want, b.String())
 		}
 	}
 	for _, want := range []string{"OWN SLO MET: under a tide setting whose SLO is a time", "BE RECOVERY: from the LS's last request's completion",
+		"WARM MET: of the requests that arrived 1s or more after the LS's start",
 		"over its last steps of 200ms or more, first reached 90% of its rate alone"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
@@ -165,7 +168,7 @@ func TestServeOwnSLOAndRecovery(t *testing.T) {
 	if err := WriteTable(&b, &report.Result{Benchmark: "serve", Series: []report.Series{plain}}); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(b.String(), "OWN SLO") || strings.Contains(b.String(), "RECOVERY") {
+	if strings.Contains(b.String(), "OWN SLO") || strings.Contains(b.String(), "RECOVERY") || strings.Contains(b.String(), "WARM") {
 		t.Errorf("a result without them shows their columns:\n%s", b.String())
 	}
 }

@@ -121,6 +121,23 @@ func TestStepPhases(t *testing.T) {
 	}
 }
 
+// TestWarmPoints: the warm attainment takes the requests that arrived
+// bench.Warm or more after the LS's start; none in a run of twice Warm or
+// less, nor where the LS said no arrivals.
+func TestWarmPoints(t *testing.T) {
+	m := served{latencies: []float64{30, 40, 2, 3, 50, 4}, arrivals: []float64{0.1, 0.9, 1.0, 2.5, 4.0, 7.9}}
+	got := warmPoints(m, 8*time.Second, 10)
+	if len(got) != 1 || got[0].Label != "SLO attainment, warm" || got[0].Unit != "fraction" || got[0].Stats.P50 != 0.75 {
+		t.Errorf("points %+v, want 3 of the 4 from 1 s on within 10 ms", got)
+	}
+	if got := warmPoints(m, 2*Warm, 10); got != nil {
+		t.Errorf("a run of 2 s: %+v, want none", got)
+	}
+	if got := warmPoints(served{latencies: []float64{1}}, 8*time.Second, 10); got != nil {
+		t.Errorf("no arrivals: %+v, want none", got)
+	}
+}
+
 // TestOwnSLO: a tide setting's SLO reaches its setups (the controller's,
 // and the idle LS's), and where it is a time the LS's latencies are also
 // judged against it; a multiple, no SLO or no latencies, not.
