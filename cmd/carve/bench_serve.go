@@ -87,7 +87,8 @@ and memory came first.`,
 	c.Flags().IntSliceVar(&o.MPSSplits, "mps-splits", []int{25, 50}, "the LS's MPS active-thread percentages (the BE gets the rest)")
 	c.Flags().StringSliceVar(&tide, "tide", []string{"8:300us:0.05", "2:0s:0"}, "carve tide settings, "+tideForm+" (see carve run --inflight, --queue, --be-share, -n, --own, --be-floor, --slice, --slo, --mark (mark: the LS's requests, each an NVTX range \""+bench.ServeMark+"\" in every setup), --kernels (a path without a colon); with slo= the SLO controller runs in bench serve, so no carve daemon should run)")
 	c.Flags().BoolVar(&o.Idle, "idle", true, "also measure each tide setting's BE beside an LS tenant that gets no request")
-	c.Flags().StringSliceVar(&o.Mechanisms, "mechanisms", bench.ServeMechanisms, "what to compare: "+strings.Join(bench.ServeMechanisms, ", "))
+	c.Flags().StringSliceVar(&o.Mechanisms, "mechanisms", bench.ServeMechanisms, "what to compare: "+strings.Join(bench.ServeMechanisms, ", ")+
+		"; and "+bench.ServeHeld+" (not by default: LS and BE under carve, the BE paused while the LS serves, its process there and its kernels not: the most any SLO could give the LS beside it)")
 	c.Flags().StringSliceVar(&o.Orders, "orders", []string{"ls-first"}, "the start orders each setup is measured in: ls-first (the LS ready, its CUDA graph captured, before the BE starts), be-first (the LS starts while the BE runs; the BE is measured over the LS's serving only; named \"(BE first)\"), be-ready-first (the BE starts and warms up first, then waits, idle, while the LS starts; both go together; named \"(BE ready first)\")")
 	c.Flags().StringVar(&o.Python, "python", "python3", "the Python with PyTorch and torchvision (and transformers for bert, llm and transformer-train)")
 	f.add(c)

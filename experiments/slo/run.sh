@@ -21,6 +21,8 @@
 # WATCH=S: every S seconds over each bench serve, carve ls -o json into
 # OUT/watch.jsonl and the GPU's clocks, power and temperature (read only)
 # into OUT/smi.csv.
+# MECHANISMS: bench serve's --mechanisms (default mps-split,tide; held adds
+# the LS beside a BE paused while it serves, the most an SLO could give).
 # TIDE: the tide settings of every part but time (default 8:300us:1:slo=2x;
 # e.g. 8:300us:1:slo=2x,8:300us:1:slo=2x:mark: the same judged by the LS's
 # marked requests too).

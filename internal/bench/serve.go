@@ -101,8 +101,14 @@ var ServeLSModels = []string{"resnet50", "mobilenet_v3_large", "efficientnet_b0"
 // transformer.
 var ServeBEJobs = []string{"densenet161", "vit_b_16", "resnet50-train", "transformer-train"}
 
-// ServeMechanisms are the ways of sharing serve can compare.
+// ServeMechanisms are the ways of sharing serve compares by default.
 var ServeMechanisms = []string{"timeslice", "mps", "mps-split", "static", "tide"}
+
+// ServeHeld is a reference serve measures where asked, beside
+// ServeMechanisms: the LS and BE under carve, the BE paused while the LS
+// serves (holdBE), its process there and its kernels not: the most any
+// SLO could give the LS beside that BE.
+const ServeHeld = "held"
 
 // ServeOrders are the orders in which serve can start a setup's two
 // programs: the LS first, ready (its CUDA graph captured) before the BE
@@ -143,8 +149,8 @@ func (o ServeOptions) Check() error {
 		}
 	}
 	for _, m := range o.Mechanisms {
-		if !oneOf(m, ServeMechanisms...) {
-			return fmt.Errorf("mechanism %q: want one of %s", m, strings.Join(ServeMechanisms, ", "))
+		if !oneOf(m, append(ServeMechanisms, ServeHeld)...) {
+			return fmt.Errorf("mechanism %q: want one of %s", m, strings.Join(append(ServeMechanisms, ServeHeld), ", "))
 		}
 	}
 	for i, x := range o.Orders {
@@ -257,6 +263,9 @@ func Serve(e *Env, o ServeOptions) (*report.Result, error) {
 				s := report.Series{Mechanism: set.name, Victim: lsName, Competitor: beName, Measured: true}
 				if m.steerErr != nil {
 					s.Note = "not steered: " + m.steerErr.Error()
+				}
+				if m.holdErr != nil {
+					s.Note = "not held: " + m.holdErr.Error()
 				}
 				if len(m.latencies) > 0 {
 					st := stats.Summarize(m.latencies)

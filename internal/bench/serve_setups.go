@@ -34,6 +34,8 @@ type setup struct {
 	// runs (in this process) while the LS does, and a time is also what
 	// its latencies are judged against (ownSLOPoints)
 	slo ctl.SLO
+	// held: the BE is paused from the LS's serving to its report (holdBE)
+	held bool
 }
 
 func (e *Env) serveSetups(o ServeOptions) []setup {
@@ -59,6 +61,10 @@ func (e *Env) serveSetups(o ServeOptions) []setup {
 				out = append(out, setup{name: fmt.Sprintf("carve static %d/%d TPCs", len(lsSet), len(beSet)), withLS: true, withBE: true,
 					lsPre: e.CarveRun(lsSet), bePre: e.CarveRun(beSet), lsEnv: mps, beEnv: mps})
 			}
+		case ServeHeld:
+			t := TideSetting{BE: ctl.Policy{Class: ctl.ClassBE}, LS: ctl.Policy{Class: ctl.ClassLS}}
+			out = append(out, setup{name: "carve, BE paused while the LS serves", withLS: true, withBE: true, held: true,
+				lsPre: e.Run(t.lsFlags(o.LSTPCs)...), bePre: e.Run(t.beFlags()...), lsEnv: mps, beEnv: mps})
 		case "tide":
 			for _, t := range o.Tide {
 				out = append(out, setup{name: "carve tide, " + t.String(), withLS: true, withBE: true, slo: t.LS.SLO,
@@ -116,6 +122,9 @@ type served struct {
 	// steers (another controller on the runtime directory, a block it
 	// could not write): the point is then no SLO result
 	steerErr error
+	// holdErr: a held setup's first failed pause of its BE (holdBE): the
+	// point is then no reference
+	holdErr error
 	// steps: the SLO controller's view of the LS after each of its steps
 	// over the LS's serving, in a setup that steers
 	steps []steerStep
@@ -222,8 +231,10 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		pid int
 		v   slo.View
 	}
-	var traced []tracedStep    // the controller's steps, read once it has stopped
-	var serving, end time.Time // when the LS was told to serve, and when it reported
+	var traced []tracedStep               // the controller's steps, read once it has stopped
+	var serving, end time.Time            // when the LS was told to serve, and when it reported
+	unhold := func() error { return nil } // ends a held setup's pause of the BE
+	defer func() { unhold() }()
 	if s.slo != (ctl.SLO{}) {
 		dir, err := ctl.Dir()
 		if err != nil {
@@ -294,6 +305,7 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		if err := startLS(); err != nil {
 			return r, err
 		}
+		unhold = hold(s, beProc)
 		fmt.Fprintln(lsProc.in, "go")
 		serving = time.Now()
 		fmt.Fprintln(beProc.in, "start") // the window's start
@@ -311,6 +323,7 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 				return r, err
 			}
 		}
+		unhold = hold(s, beProc)
 		for _, p := range []*serveProc{lsProc, beProc} {
 			if p != nil {
 				fmt.Fprintln(p.in, "go")
@@ -346,6 +359,7 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		}
 		r.latencies, r.arrivals, r.lsStart, r.requests, r.lsInfo = v.Latencies, v.Arrivals, v.Start, v.Requests, v.Info
 		end = time.Now()
+		r.holdErr = unhold()
 		if after, ok := lsPeriods(lsProc.cmd.Process.Pid); ok && counted {
 			h := after.Sub(before)
 			r.periods = &h

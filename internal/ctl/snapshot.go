@@ -128,8 +128,8 @@ type TideStatus struct {
 	// multiple's, of its calibration); 0 for none yet
 	SLOTarget time.Duration `json:"slo_target,omitempty"`
 	// BE: held until this CLOCK_MONOTONIC time (Mono) while the SLO
-	// controller calibrates an LS tenant, or holds one over its goal at
-	// share 0 (Handle.Pause); 0 for none
+	// controller calibrates an LS tenant, or holds one over its goal with
+	// the BE at the bottom of its share (Handle.Pause); 0 for none
 	PauseUntil time.Duration `json:"pause_until,omitempty"`
 	// LS: its busy periods, all of them and those alone (no BE launch on
 	// the GPU from a second before to the end: carve_ctl.h's alone_hist)
