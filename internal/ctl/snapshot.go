@@ -145,6 +145,9 @@ type TideStatus struct {
 	MarkState   uint32 `json:"mark_state,omitempty"`
 }
 
+// Paused says whether t's pause (PauseUntil) lasts now, on Mono.
+func (t TideStatus) Paused() bool { return t.PauseUntil > Mono() }
+
 // Snapshot reads the block; the mask comes from a seqlock read.
 func (h *Handle) Snapshot() Snapshot {
 	b := h.b

@@ -465,7 +465,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descNarrow, prometheus.CounterValue, float64(t.NarrowLaunch), l...)
 			ch <- prometheus.MustNewConstMetric(descInfl, prometheus.GaugeValue, float64(t.Inflight), l...)
 			paused := 0.0
-			if t.PauseUntil > ctl.Mono() {
+			if t.Paused() {
 				paused = 1
 			}
 			ch <- prometheus.MustNewConstMetric(descPaused, prometheus.GaugeValue, paused, l...)

@@ -499,7 +499,7 @@ func tideText(r Row) string {
 	if t.Sliced > 0 {
 		s += fmt.Sprintf(", %d cut into %d pieces", t.Sliced, t.SlicePieces)
 	}
-	if t.PauseUntil > ctl.Mono() {
+	if t.Paused() {
 		s += "; paused by the SLO controller (" + PauseWhy + ")"
 	}
 	return s
