@@ -6,7 +6,6 @@
 package bench
 
 import (
-	"fmt"
 	"sync"
 	"time"
 
@@ -42,21 +41,16 @@ func hold(s setup, be *serveProc) (unhold func() error) {
 // twice a second.
 func holdBE(dir string, pid int, mono func() time.Duration) (stop func() error) {
 	pause := func(until time.Duration) error {
-		l, err := ctl.Peek(dir)
+		e, err := tenantBlock(dir, pid, ctl.ClassBE)
 		if err != nil {
 			return err
 		}
-		for _, e := range l.Live {
-			if e.PID == pid && e.Class == ctl.ClassBE {
-				h, err := ctl.OpenPath(e.Path)
-				if err != nil {
-					return err
-				}
-				defer h.Close()
-				return h.Pause(until)
-			}
+		h, err := ctl.OpenPath(e.Path)
+		if err != nil {
+			return err
 		}
-		return fmt.Errorf("no BE tenant of pid %d in %s", pid, dir)
+		defer h.Close()
+		return h.Pause(until)
 	}
 	var first error
 	note := func(err error) {

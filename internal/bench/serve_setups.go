@@ -144,16 +144,22 @@ func lsPeriods(pid int) (ctl.Hist, bool) {
 	if err != nil {
 		return ctl.Hist{}, false
 	}
+	e, err := tenantBlock(dir, pid, ctl.ClassLS)
+	return e.TideStatus.Periods, err == nil
+}
+
+// tenantBlock is the control block in dir of pid, a tenant of class.
+func tenantBlock(dir string, pid int, class uint32) (ctl.Entry, error) {
 	l, err := ctl.Peek(dir)
 	if err != nil {
-		return ctl.Hist{}, false
+		return ctl.Entry{}, err
 	}
 	for _, e := range l.Live {
-		if e.PID == pid && e.Class == ctl.ClassLS {
-			return e.TideStatus.Periods, true
+		if e.PID == pid && e.Class == class {
+			return e, nil
 		}
 	}
-	return ctl.Hist{}, false
+	return ctl.Entry{}, fmt.Errorf("no %s tenant of pid %d in %s", strings.ToUpper(ctl.ClassName(class)), pid, dir)
 }
 
 // serveProc is one of the two programs of a run, started and ready.
