@@ -13,6 +13,7 @@ import (
 	"math"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -148,9 +149,10 @@ func (o ServeOptions) Check() error {
 			imports = "torch, torchvision, transformers"
 		}
 	}
+	known := append(slices.Clip(ServeMechanisms), ServeHeld)
 	for _, m := range o.Mechanisms {
-		if !oneOf(m, append(ServeMechanisms, ServeHeld)...) {
-			return fmt.Errorf("mechanism %q: want one of %s", m, strings.Join(append(ServeMechanisms, ServeHeld), ", "))
+		if !oneOf(m, known...) {
+			return fmt.Errorf("mechanism %q: want one of %s", m, strings.Join(known, ", "))
 		}
 	}
 	for i, x := range o.Orders {
