@@ -218,10 +218,12 @@ func TestSerialWarmReference(t *testing.T) {
 // between 0 and MinShare, and a BE at either runs in every idle gap. A
 // server busier than slo.RefBusy with its estimate over slo.Aim of its
 // target (crowded), or the law lowering still, after slo.ZeroSteps steps
-// under slo.Bottom, has its BE paused: 60 to 84 of 200 steps on these
-// seeds; 40 to 62 by the law's lowering alone, 23 to 43 counting the
-// steps at 0 only (a step at MinShare between resets the count), 16 to 30
-// by neither. The requests' p99 over them stays under the target.
+// under slo.Bottom, has its BE paused, and a pause that comes back each
+// few steps is held longer each time (slo.Relapse): 132 to 186 of 200
+// steps on these seeds; 60 to 84 with each pause held only while asked,
+// 40 to 62 by the law's lowering alone, 23 to 43 counting the steps at 0
+// only (a step at MinShare between resets the count), 16 to 30 by
+// neither. The requests' p99 over them stays under the target.
 func TestSerialCrowdedPauses(t *testing.T) {
 	for _, seed := range seeds {
 		p := newPlant(t)
@@ -239,8 +241,9 @@ func TestSerialCrowdedPauses(t *testing.T) {
 		}
 		w, _ := p.c.View(slo.Key{PID: v.pid})
 		t.Logf("seed %d: BE paused %d of 200 steps; the requests' p99 %v, target %v", seed, paused, v.p99(200), w.Target)
-		if paused < 45 || !w.Calibrated || v.p99(200) > w.Target {
-			t.Errorf("seed %d: BE paused %d of 200 steps, want 45 or more; the requests' p99 %v, view %+v", seed, paused, v.p99(200), w)
+		if paused < 110 || !w.Calibrated || v.p99(200) > w.Target {
+			t.Errorf("seed %d: BE paused %d of 200 steps, want 110 or more; the requests' p99 %v, view %+v", seed, paused, v.p99(200), w)
 		}
 	}
 }
+
