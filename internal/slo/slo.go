@@ -90,7 +90,7 @@
 // request, was where no SLO could do better: the LS kept 99.81% and
 // 100.00% (LS first, BE first) within 2x alone, where tide kept 99.16%
 // and 98.09% with the BE at 5% and 3% of its rate alone
-// (results/h100-580.159.04-2026-11-28/slo-held/).
+// (results/h100-580.159.04-2026-11-28/slo-rest/).
 //
 // A BE tenant's share is the level of its GPU (the lowest, on several),
 // its queue as much of what it asked as the level says. Steered below a
