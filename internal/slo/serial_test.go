@@ -248,4 +248,3 @@ func TestSerialCrowdedPauses(t *testing.T) {
 		}
 	}
 }
-
