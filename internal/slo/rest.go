@@ -45,10 +45,8 @@ func (c *Controller) rest(name string, want, room bool) bool {
 }
 
 // roomy is whether w leaves room for a BE: the law would raise the level
-// by its most (MaxStep; without busy time, by Raise). A BE paused from
-// the bottom stays paused until each LS tenant is roomy: near saturation
-// the law, raising the level of a paused BE a little each step, let it
-// back in every few steps, and with it the queue that paused it.
+// by its most (MaxStep; without busy time, by Raise), as at a load that
+// has fallen. A rest ends at once where each LS tenant is.
 func roomy(w, last win, target time.Duration) bool {
 	if w.busy <= 0 {
 		return float64(w.estimate()) < Headroom*float64(target)

@@ -86,11 +86,12 @@
 // within Relapse steps of the last one's end is held longer past the
 // steps that ask it, twice each time up to RestMax (5 s), unless the LS
 // tenants leave room (roomy: at a load that has fallen), and while held
-// the level does not rise (rest). The BE, paused beside the LS's first
-// request, was where no SLO could do better: the LS kept 99.81% and
-// 100.00% (LS first, BE first) within 2x alone, where tide kept 99.16%
-// and 98.09% with the BE at 5% and 3% of its rate alone
-// (results/h100-580.159.04-2026-11-28/slo-rest/).
+// the level does not rise (rest.go). A BE held paused all through the
+// LS's serving, the most an SLO could give the LS there, kept 99.81% and
+// 100.00% (LS first, BE first) within 2x alone, where the controller of
+// the build before kept 99.16% and 98.09% with the BE at 5% and 3% of its
+// rate alone; with rests 99.02-99.84% in four arms of two leases, the BE
+// at 1-6% (results/h100-580.159.04-2026-11-28/slo-rest/).
 //
 // A BE tenant's share is the level of its GPU (the lowest, on several),
 // its queue as much of what it asked as the level says. Steered below a
