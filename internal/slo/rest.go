@@ -1,19 +1,13 @@
-// A GPU's pauses from the bottom of its BE tenants' level (rest), and
-// whether an LS tenant leaves a paused BE room (roomy).
+// A GPU's pauses from the bottom of its BE tenants' level (rest).
 
 package slo
-
-import (
-	"math"
-	"time"
-)
 
 // rest is a GPU's pauses from the bottom. Near saturation a BE let in at
 // the bottom is let in again each few steps, and with it the queue that
 // paused it: a pause that comes back within Relapse steps of the last
 // one's end lasts twice as long (a step the first time, at most RestMax
 // steps) past the last step that asked it, unless each LS tenant is
-// roomy; one that comes later lasts while asked, as the first does.
+// roomy (step); one that comes later lasts while asked, as the first does.
 type rest struct {
 	on     bool // paused from the bottom at the last step
 	length int  // the steps a pause lasts past the last step that asked it
@@ -42,14 +36,4 @@ func (c *Controller) rest(name string, want, room bool) bool {
 	r.on = want || held
 	c.rests[name] = r
 	return held
-}
-
-// roomy is whether w leaves room for a BE: the law would raise the level
-// by its most (MaxStep; without busy time, by Raise), as at a load that
-// has fallen. A rest ends at once where each LS tenant is.
-func roomy(w, last win, target time.Duration) bool {
-	if w.busy <= 0 {
-		return float64(w.estimate()) < Headroom*float64(target)
-	}
-	return lift(w, last, target) >= math.Log(MaxStep)
 }

@@ -85,7 +85,7 @@
 // the level off the bottom while it was paused: a pause that comes back
 // within Relapse steps of the last one's end is held longer past the
 // steps that ask it, twice each time up to RestMax (5 s), unless the LS
-// tenants leave room (roomy: at a load that has fallen), and while held
+// tenants leave room (step's roomy: at a load that has fallen), and while held
 // the level does not rise (rest.go). A BE held paused all through the
 // LS's serving, the most an SLO could give the LS there, kept 99.81% and
 // 100.00% (LS first, BE first) within 2x alone, where the controller of
@@ -486,9 +486,10 @@ func (c *Controller) decide(name string, g *gpu) {
 		if w.rho() > Saturated || v.recent().rho() > Backlog || float64(est) > Emergency*float64(target) || w.busy <= 0 && est > target {
 			emergency = true
 		}
-		next = math.Min(next, step(g.level, w, v.last(), target))
+		proposed, roomy := step(g.level, w, v.last(), target)
+		next = math.Min(next, proposed)
 		crowded = crowded || w.rho() > RefBusy && est > time.Duration(Aim*float64(target))
-		room = room && roomy(w, v.last(), target)
+		room = room && roomy
 	}
 	resume, resumed := c.resume[name]
 	if busy {
@@ -531,34 +532,34 @@ func (c *Controller) decide(name string, g *gpu) {
 	}
 }
 
-// step is the level an LS tenant's window w proposes from level. With
-// its busy time known, it steers the tenant's utilization to Goal, that
-// at which the estimate of w's periods is Aim of target: the level moves
-// by a factor of exp(Gain * (goal - rho)), within MaxStep either way (from
-// MinShare, where it is below), rho the utilization that w's requests a
-// second give at periods as long as the newest step's (the window's where
-// that had none), which a change of level moves within a step. Without
-// (a tenant that writes no busy time, whose estimate is its periods'
-// p99): up by Raise under Headroom of target (over it, decide halves).
-func step(level float64, w, last win, target time.Duration) float64 {
+// step is the level an LS tenant's window w proposes from level, and
+// whether w is roomy: whether it leaves room for a BE, the law raising
+// the level by its most (as at a load that has fallen; a rest ends at
+// once where each LS tenant is). With its busy time known, it steers the
+// tenant's utilization to Goal, that at which the estimate of w's periods
+// is Aim of target: the level moves by a factor of exp(Gain * (goal -
+// rho)), within MaxStep either way (from MinShare, where it is below),
+// rho the utilization that w's requests a second give at periods as long
+// as the newest step's (the window's where that had none), which a change
+// of level moves within a step; roomy where it would move by MaxStep up.
+// Without (a tenant that writes no busy time, whose estimate is its
+// periods' p99): up by Raise under Headroom of target (over it, decide
+// halves), and roomy there.
+func step(level float64, w, last win, target time.Duration) (next float64, roomy bool) {
 	if w.busy <= 0 {
 		if float64(w.estimate()) < Headroom*float64(target) {
-			return level + Raise
+			return level + Raise, true
 		}
-		return level
+		return level, false
 	}
-	d := math.Max(-math.Log(MaxStep), math.Min(math.Log(MaxStep), lift(w, last, target)))
-	return math.Max(level, MinShare) * math.Exp(d)
-}
-
-// lift is the log change of the level that w (with its busy time) asks,
-// before MaxStep bounds it: Gain * (goal - rho), as step says.
-func lift(w, last win, target time.Duration) float64 {
 	rho := w.rho()
 	if n := last.h.Count(); n > 0 {
 		rho = w.rate() * last.h.Sum.Seconds() / float64(n)
 	}
-	return Gain * (Goal(w.h, time.Duration(Aim*float64(target))) - rho)
+	d := Gain * (Goal(w.h, time.Duration(Aim*float64(target))) - rho)
+	roomy = d >= math.Log(MaxStep)
+	d = math.Max(-math.Log(MaxStep), math.Min(math.Log(MaxStep), d))
+	return math.Max(level, MinShare) * math.Exp(d), roomy
 }
 
 // write sets each BE tenant's dials to the lowest level of its GPUs with
