@@ -36,21 +36,17 @@ func hold(s setup, be *serveProc) (unhold func() error) {
 // holdBE pauses the BE tenant pid's block in dir (ctl.Handle.Pause) until
 // HoldFor on mono, now and each HoldEvery, until the stop it returns,
 // which ends the pause (it may be called again: it does nothing more) and
-// says the first renewal that found no such block, or failed. Each launch
-// of a paused BE is held ctl.PauseMax at most: it still launches about
-// twice a second.
+// says the first error: no such block, or a pause that failed. The block
+// is found and opened once. Each launch of a paused BE is held
+// ctl.PauseMax at most: it still launches about twice a second.
 func holdBE(dir string, pid int, mono func() time.Duration) (stop func() error) {
-	pause := func(until time.Duration) error {
-		e, err := tenantBlock(dir, pid, ctl.ClassBE)
-		if err != nil {
-			return err
-		}
-		h, err := ctl.OpenPath(e.Path)
-		if err != nil {
-			return err
-		}
-		defer h.Close()
-		return h.Pause(until)
+	e, err := tenantBlock(dir, pid, ctl.ClassBE)
+	if err != nil {
+		return func() error { return err }
+	}
+	h, err := ctl.OpenPath(e.Path)
+	if err != nil {
+		return func() error { return err }
 	}
 	var first error
 	note := func(err error) {
@@ -58,7 +54,7 @@ func holdBE(dir string, pid int, mono func() time.Duration) (stop func() error) 
 			first = err
 		}
 	}
-	note(pause(mono() + HoldFor))
+	note(h.Pause(mono() + HoldFor))
 	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(ended)
@@ -69,7 +65,7 @@ func holdBE(dir string, pid int, mono func() time.Duration) (stop func() error) 
 			case <-done:
 				return
 			case <-t.C:
-				note(pause(mono() + HoldFor))
+				note(h.Pause(mono() + HoldFor))
 			}
 		}
 	}()
@@ -78,7 +74,8 @@ func holdBE(dir string, pid int, mono func() time.Duration) (stop func() error) 
 		once.Do(func() {
 			close(done)
 			<-ended
-			note(pause(0))
+			note(h.Pause(0))
+			h.Close()
 		})
 		return first
 	}
