@@ -4,7 +4,6 @@ package bench
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -12,22 +11,19 @@ import (
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/ctl/ctltest"
 )
 
 // tenant makes a block of class in dir for a live process of its own.
 func tenant(t *testing.T, dir string, class uint32) (pid int, h *ctl.Handle) {
 	t.Helper()
-	c := exec.Command("sleep", "60")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	h, err := ctl.Create(dir, ctl.Init{PID: c.Process.Pid, Comm: []string{"x"}, Class: class, Parts: []ctl.Part{{Live: [4]uint32{0xffff}}}})
+	pid, _ = ctltest.Sleeper(t)
+	h, err := ctl.Create(dir, ctl.Init{PID: pid, Comm: []string{"x"}, Class: class, Parts: []ctl.Part{{Live: [4]uint32{0xffff}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	return c.Process.Pid, h
+	return pid, h
 }
 
 // TestHoldBE: the BE tenant of the pid is paused HoldFor past the clock at

@@ -30,15 +30,11 @@ import (
 	"github.com/carve-gpu/carve/internal/status"
 )
 
-// sleeper is a process that lives until the test ends.
+// sleeper is a process that lives until the test ends (ctltest.Sleeper).
 func sleeper(t *testing.T) int {
 	t.Helper()
-	c := exec.Command("sleep", "60")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	return c.Process.Pid
+	pid, _ := ctltest.Sleeper(t)
+	return pid
 }
 
 // deadPID is the pid of a process that has ended.

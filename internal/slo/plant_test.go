@@ -16,7 +16,6 @@ package slo_test
 
 import (
 	"math/rand/v2"
-	"os/exec"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -26,18 +25,6 @@ import (
 	"github.com/carve-gpu/carve/internal/ctl/ctltest"
 	"github.com/carve-gpu/carve/internal/slo"
 )
-
-// sleeper is a process that lives until the test ends (or kill).
-func sleeper(t *testing.T) (pid int, kill func()) {
-	t.Helper()
-	c := exec.Command("sleep", "60")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	kill = func() { c.Process.Kill(); c.Wait() }
-	t.Cleanup(kill)
-	return c.Process.Pid, kill
-}
 
 // record adds a busy period of d to h, as the shim's poller does.
 func record(h *ctl.BlockHist, d time.Duration) {
@@ -119,7 +106,7 @@ func (p *plant) create(pol ctl.Policy, nodes ...string) (*ctl.Handle, int, func(
 	if err := pol.Normalize(ctl.FieldNames); err != nil {
 		p.t.Fatal(err)
 	}
-	pid, kill := sleeper(p.t)
+	pid, kill := ctltest.Sleeper(p.t)
 	in := ctl.Init{PID: pid, Comm: []string{"plant"}}
 	for _, n := range nodes {
 		in.Parts = append(in.Parts, ctl.Part{Node: n, GPU: "GPU-" + uuidOf(n),

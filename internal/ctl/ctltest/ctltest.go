@@ -3,7 +3,8 @@
 // (carve run's flags, the control block), and a process that holds a
 // block's lock as a running tenant's shim does (HoldLock), and the LS file
 // of a node block's seat (LSFile), and a block mapped as its shim maps it
-// (MapBlock) or made for a process that has ended (EndedBlock).
+// (MapBlock) or made for a process that has ended (EndedBlock), and a
+// live process for a test's block to name (Sleeper).
 package ctltest
 
 import (
@@ -101,4 +102,17 @@ func EndedBlock(t testing.TB, dir string) *ctl.Handle {
 	}
 	t.Cleanup(func() { h.Close() })
 	return h
+}
+
+// Sleeper starts a process that lives until the test ends, or kill: a
+// live pid for a block the test makes.
+func Sleeper(t testing.TB) (pid int, kill func()) {
+	t.Helper()
+	c := exec.Command("sleep", "60")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kill = func() { c.Process.Kill(); c.Wait() }
+	t.Cleanup(kill)
+	return c.Process.Pid, kill
 }
