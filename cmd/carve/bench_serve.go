@@ -49,7 +49,8 @@ SLO MET),
 under carve tide the p99 of its busy periods (from its control block: an
 input of the estimate --slo bounds) and the BE's throughput (img/s, or seq/s for transformer-train), with a plot
 of LS p99 against BE throughput. ` + fmt.Sprintf(`Beside an LS, the BE runs %v on after
-the LS's last request, and BE RECOVERY is the time from that request's
+the LS's last request, beside the LS idle (it stays until the run ends, as
+a service between requests does), and BE RECOVERY is the time from that request's
 completion until the BE's rate (over its last steps of %v or more) is
 back at %g%% of its rate alone.`, bench.RecoveryTail, bench.RecoveryWindow, 100*bench.RecoveryShare) + ` The result's params name each model's
 parameter count, as its program reported it.

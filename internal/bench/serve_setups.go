@@ -186,17 +186,37 @@ func (w Workers) startServe(ctx context.Context, prefix, env []string, argv ...s
 	p := &serveProc{cmd: cmd, in: in, out: bufio.NewReader(out)}
 	line, err := p.out.ReadString('\n')
 	if err != nil || strings.TrimSpace(line) != "ready" {
-		p.stop()
+		p.end(0)
 		return nil, fmt.Errorf("%s did not get ready (%q, %v)", argv[0], line, err)
 	}
 	return p, nil
 }
 
-func (p *serveProc) stop() {
+// end closes p's stdin, which a program that reported and idles takes as
+// the end of its run (the LS: serve_ls.py), gives it up to grace to exit
+// by itself (0: none), kills it if it has not, and reaps it.
+func (p *serveProc) end(grace time.Duration) {
 	p.in.Close()
+	exited := make(chan struct{})
+	go func() {
+		p.cmd.Wait()
+		close(exited)
+	}()
+	if grace > 0 {
+		select {
+		case <-exited:
+			return
+		case <-time.After(grace):
+		}
+	}
 	p.cmd.Process.Kill()
-	p.cmd.Wait()
+	<-exited
 }
+
+// exitGrace is how long a program that has reported may take to exit by
+// itself at the end of a run (a CUDA program's teardown) before it is
+// killed.
+const exitGrace = 10 * time.Second
 
 // serveGrace is how long after a run's time its programs may take to
 // report: one that has not by then is killed (a kernel that never
@@ -225,7 +245,10 @@ type serveLine struct {
 // ends when the LS has reported: the BE is measured over the LS's serving.
 // Where the LS gets requests beside a BE, the BE is told when the LS has
 // reported (BE first: the window's end) and runs RecoveryTail on, for its
-// recovery to be seen.
+// recovery to be seen beside the LS idle (it idles until the run is over,
+// as a service between requests does, not exiting beside the BE's tail).
+// At the end each program that reported has its stdin closed and
+// exitGrace to exit by itself; on an error, each is killed.
 func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Duration) (served, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+4*time.Minute)
 	defer cancel()
@@ -266,10 +289,11 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		}
 		defer stopSteering()
 	}
+	var grace time.Duration // exitGrace once both programs reported (the LS ends when its stdin closes); else none
 	defer func() {
 		for _, p := range []*serveProc{lsProc, beProc} {
 			if p != nil {
-				p.stop()
+				p.end(grace)
 			}
 		}
 	}()
@@ -380,6 +404,7 @@ func (w Workers) runServe(s setup, ls, be []string, lsRate float64, d time.Durat
 		}
 		r.items, r.unit, r.seconds, r.beEnds, r.beInfo = v.Items, v.Unit, v.Seconds, v.Ends, v.Info
 	}
+	grace = exitGrace
 	r.steerErr = stopSteering()
 	for _, t := range traced {
 		if lsProc != nil && t.pid == lsProc.cmd.Process.Pid && !t.at.Before(serving) && !t.at.After(end) {

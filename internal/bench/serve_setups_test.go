@@ -68,7 +68,9 @@ func TestRunServe(t *testing.T) {
 // both are told to go then; BE first, the BE starts and goes, the LS
 // starts while it runs, and the BE is measured from the LS's go to its
 // result, its start-up left out. In both, the BE is to run RecoveryTail on
-// and is told when the LS has reported; alone, it is told neither.
+// and is told when the LS has reported, the LS idling beside it until
+// the run is over (its stdin closed), when it exits by itself; alone, the
+// BE is told neither.
 func TestRunServeOrders(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "log")
@@ -85,6 +87,8 @@ echo ready; read go; echo "ls go" >>`+log+`
 sleep 0.5 # serving
 echo "ls done" >>`+log+`
 echo '{"latencies_ms": [1, 2], "requests": 2}'
+read end # idle, as serve_ls.py, until the run is over
+echo "ls exit" >>`+log+`
 `), 0o755)
 	be := filepath.Join(dir, "be")
 	os.WriteFile(be, []byte(`#!/bin/sh
@@ -112,7 +116,7 @@ echo "{\"items\": 64, \"seconds\": $(( (t1 - t0) / 1000000 ))e-3}"
 	}
 	ev := events()
 	if start := "be start " + tail; !before(ev, "ls ready", start) || !before(ev, start, "ls go") || !before(ev, start, "be go") ||
-		!before(ev, "ls done", "be told LS done") || m.items != 640 || m.seconds != 8 {
+		!before(ev, "ls done", "be told LS done") || !before(ev, "be told LS done", "ls exit") || m.items != 640 || m.seconds != 8 {
 		t.Errorf("LS first: %q, served %+v", ev, m)
 	}
 	t.Setenv("BE_FIRST", "1")
@@ -122,7 +126,7 @@ echo "{\"items\": 64, \"seconds\": $(( (t1 - t0) / 1000000 ))e-3}"
 	}
 	ev = events()
 	for _, o := range [][2]string{{"be start --marks " + tail, "be go"}, {"be go", "ls start"}, {"ls ready", "ls go"}, {"ls ready", "be window start"},
-		{"ls done", "be window end"}} {
+		{"ls done", "be window end"}, {"be window end", "ls exit"}} {
 		if !before(ev, o[0], o[1]) {
 			t.Errorf("BE first: %q before %q? %q", o[0], o[1], ev)
 		}
@@ -148,6 +152,35 @@ echo "{\"items\": 64, \"seconds\": $(( (t1 - t0) / 1000000 ))e-3}"
 	m, err = w.runServe(setup{withBE: true, beFirst: true}, nil, []string{be}, 0, time.Second)
 	if ev := events(); err != nil || m.items != 640 || !slices.Contains(ev, "be start ") || slices.Contains(ev, "be told LS done") {
 		t.Errorf("BE alone, BE first: %q, %+v %v", ev, m, err)
+	}
+}
+
+// TestServeProcEnd: at a run's end a program that exits once its stdin
+// closes (the LS, idle after its report) is let finish, not killed; one
+// that does not is killed after the grace, and reaped.
+func TestServeProcEnd(t *testing.T) {
+	dir := t.TempDir()
+	done := filepath.Join(dir, "done")
+	idle := filepath.Join(dir, "idle")
+	os.WriteFile(idle, []byte("#!/bin/sh\necho ready; cat >/dev/null; sleep 0.2; echo bye >"+done+"\n"), 0o755)
+	deaf := filepath.Join(dir, "deaf")
+	os.WriteFile(deaf, []byte("#!/bin/sh\necho ready; exec sleep 60\n"), 0o755)
+	w := Workers{}
+	p, err := w.startServe(t.Context(), nil, nil, idle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.end(exitGrace)
+	if b, err := os.ReadFile(done); err != nil || string(b) != "bye\n" {
+		t.Errorf("a program that ends when its stdin closes was not let finish: %q %v", b, err)
+	}
+	p, err = w.startServe(t.Context(), nil, nil, deaf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.end(100 * time.Millisecond)
+	if p.cmd.ProcessState == nil || p.cmd.ProcessState.Success() {
+		t.Errorf("a program that ignores its stdin closing: %v, want it killed and reaped", p.cmd.ProcessState)
 	}
 }
 

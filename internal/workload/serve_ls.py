@@ -20,7 +20,9 @@ token), in ms, each one's arrival (s from the start), the start (s on
 CLOCK_MONOTONIC, the clock every process shares: the BE's steps' ends are
 on it), and under "info" the model's parameter count and shape (llm from graphs:
 and under "check" the check's tokens, ours and the library's, and how many
-agree before the first that differs).
+agree before the first that differs). Then it stays, idle, until its stdin
+closes, as a service between requests does: what runs beside it after its
+last request (the BE's recovery) runs beside an idle LS, not its exit.
 """
 import argparse, json, os, random, sys, time
 
@@ -271,3 +273,4 @@ with torch.no_grad():
             torch.cuda.nvtx.range_pop()
         lat.append((time.perf_counter() - t0 - at) * 1e3)
 print(json.dumps({"latencies_ms": lat, "arrivals_s": arrivals, "start_s": start, "requests": len(arrivals), "info": info}), flush=True)
+sys.stdin.read()  # idle until told the run is over
