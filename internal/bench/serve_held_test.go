@@ -5,6 +5,7 @@ package bench
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -72,10 +73,8 @@ func TestHeldSetup(t *testing.T) {
 		!strings.Contains(strings.Join(got[0].bePre, " "), "--be") {
 		t.Fatalf("setups %+v", got)
 	}
-	for _, m := range ServeMechanisms {
-		if m == ServeHeld {
-			t.Errorf("held is run by default")
-		}
+	if slices.Contains(ServeMechanisms, ServeHeld) {
+		t.Errorf("held is run by default")
 	}
 	dir := t.TempDir()
 	rt := filepath.Join(dir, "run")
