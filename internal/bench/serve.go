@@ -564,15 +564,12 @@ const (
 	RecoveryTail   = 1500 * time.Millisecond
 )
 
-// Recovery is how long after last (s) the BE's rate first reached
-// RecoveryShare of alone (items/s), given the ends of its steps (s, on
-// last's clock, ascending) of perStep items each: at the first end at or
-// after last where the rate over the steps since the latest end at least
-// RecoveryWindow before it does. ok is false where none does; d is then
-// how long after last its rate was seen, NaN where never (no end after
-// last with one RecoveryWindow before it: too few steps to judge).
-func Recovery(ends []float64, last float64, perStep int, alone float64) (d float64, ok bool) {
-	w, seen := RecoveryWindow.Seconds(), math.NaN()
+// tailRates are the BE's rates after last (items/s), each over its steps
+// since the latest end at least RecoveryWindow before one at or after last
+// (s, on last's clock, ascending), with when each was seen (s after last);
+// none where no end after last has one RecoveryWindow before it.
+func tailRates(ends []float64, last float64, perStep int) (at, rate []float64) {
+	w := RecoveryWindow.Seconds()
 	for j, t := range ends {
 		if t < last {
 			continue
@@ -581,15 +578,30 @@ func Recovery(ends []float64, last float64, perStep int, alone float64) (d float
 		for i >= 0 && t-ends[i] < w {
 			i--
 		}
-		if i < 0 {
-			continue
-		}
-		seen = t - last
-		if float64(perStep*(j-i))/(t-ends[i]) >= RecoveryShare*alone {
-			return seen, true
+		if i >= 0 {
+			at = append(at, t-last)
+			rate = append(rate, float64(perStep*(j-i))/(t-ends[i]))
 		}
 	}
-	return seen, false
+	return at, rate
+}
+
+// Recovery is how long after last (s) the BE's rate first reached
+// RecoveryShare of alone (items/s), given the ends of its steps (s, on
+// last's clock, ascending) of perStep items each: at the first of its
+// tailRates that does. ok is false where none does; d is then how long
+// after last its rate was seen, NaN where never (too few steps to judge).
+func Recovery(ends []float64, last float64, perStep int, alone float64) (d float64, ok bool) {
+	at, rate := tailRates(ends, last, perStep)
+	for i, r := range rate {
+		if r >= RecoveryShare*alone {
+			return at[i], true
+		}
+	}
+	if len(at) == 0 {
+		return math.NaN(), false
+	}
+	return at[len(at)-1], false
 }
 
 // lsDone is when m's LS served its last request, in s on the clock of its
@@ -608,19 +620,29 @@ func lsDone(m served) (t float64, ok bool) {
 // recoveryPoints are m's BE recovery after its LS's last request
 // (Recovery), its steps perStep items each and alone its rate alone:
 // "BE recovery" (s), or "BE recovery, not within" (s: how long after the
-// LS's last request its rate was seen). None where the run had no LS
-// request or no BE, or too few BE steps to judge.
+// LS's last request its rate was seen); with "BE rate after the LS's last request",
+// the distribution of its tailRates as fractions of alone (where a BE
+// that does not recover stands: below the mark throughout, or short of
+// it by a little). None where the run had no LS request or no BE, or too
+// few BE steps to judge.
 func recoveryPoints(m served, perStep int, alone float64) []report.Point {
 	last, ok := lsDone(m)
 	if !ok || alone <= 0 {
 		return nil
 	}
 	d, ok := Recovery(m.beEnds, last, perStep, alone)
+	var pts []report.Point
 	switch {
 	case ok:
-		return []report.Point{{Label: "BE recovery", Unit: "s", Stats: one(d)}}
+		pts = []report.Point{{Label: "BE recovery", Unit: "s", Stats: one(d)}}
 	case !math.IsNaN(d):
-		return []report.Point{{Label: "BE recovery, not within", Unit: "s", Stats: one(d)}}
+		pts = []report.Point{{Label: "BE recovery, not within", Unit: "s", Stats: one(d)}}
+	default:
+		return nil
 	}
-	return nil
+	_, rate := tailRates(m.beEnds, last, perStep)
+	for i := range rate {
+		rate[i] /= alone
+	}
+	return append(pts, report.Point{Label: "BE rate after the LS's last request", Unit: "fraction of alone", Stats: stats.Summarize(rate)})
 }

@@ -45,8 +45,9 @@ type servePoint struct {
 	// share of requests within it (NaN: none)
 	ownSLO, ownAttain float64
 	// back: the BE's recovery after the LS's last request, in s (NaN: none
-	// measured); seen: where it did not recover, how long it was seen
-	back, seen float64
+	// measured); seen: where it did not recover, how long it was seen;
+	// tailMax: the most of its rate alone it reached after that request
+	back, seen, tailMax float64
 }
 
 func servePoints(r *report.Result) []servePoint {
@@ -54,7 +55,7 @@ func servePoints(r *report.Result) []servePoint {
 	var out []servePoint
 	for _, s := range r.Series {
 		p := servePoint{pair: s.Victim + " beside " + s.Competitor, mech: s.Mechanism, slo: math.NaN(), attain: math.NaN(), warm: math.NaN(), busy: math.NaN(), note: s.Note,
-			ownSLO: math.NaN(), ownAttain: math.NaN(), back: math.NaN(), seen: math.NaN()}
+			ownSLO: math.NaN(), ownAttain: math.NaN(), back: math.NaN(), seen: math.NaN(), tailMax: math.NaN()}
 		for _, pt := range s.Points {
 			switch {
 			case strings.HasPrefix(pt.Label, "LS latency @"):
@@ -78,6 +79,8 @@ func servePoints(r *report.Result) []servePoint {
 				p.back = pt.Stats.P50
 			case pt.Label == "BE recovery, not within":
 				p.seen = pt.Stats.P50
+			case pt.Label == "BE rate after the LS's last request":
+				p.tailMax = pt.Stats.Max
 			}
 		}
 		if v, ok := slos[fmt.Sprintf("%s @%g/s", s.Victim, p.rate)].(float64); ok {
@@ -176,7 +179,7 @@ func serveTable(tw io.Writer, r *report.Result) {
 		fmt.Fprintln(tw, "OWN SLO MET: under a tide setting whose SLO is a time (slo=9ms), the share of requests within it, its ms in brackets")
 	}
 	if back {
-		fmt.Fprintf(tw, "BE RECOVERY: from the LS's last request's completion until the BE's rate, over its last steps of %v or more, first reached %g%% of its rate alone, in s; >T: not within the T s seen after it\n",
+		fmt.Fprintf(tw, "BE RECOVERY: from the LS's last request's completion until the BE's rate, over its last steps of %v or more, first reached %g%% of its rate alone, in s; >T: not within the T s seen after it (the most of its rate alone it reached then)\n",
 			RecoveryWindow, 100*RecoveryShare)
 	}
 	if models, ok := r.Params["models"].(map[string]any); ok && len(models) > 0 {
@@ -211,12 +214,15 @@ func ownCell(p servePoint) string {
 	return fmt.Sprintf("%.2f%% (%.2f)", 100*p.ownAttain, p.ownSLO)
 }
 
-// recoveryCell is p's BE recovery: "0.24s", ">1.52s" where it was not
-// seen within that, "-" where none was measured.
+// recoveryCell is p's BE recovery: "0.24s", ">1.52s (86%)" where it was
+// not seen within that (reaching at most 86% of its rate alone), "-"
+// where none was measured.
 func recoveryCell(p servePoint) string {
 	switch {
 	case !math.IsNaN(p.back):
 		return fmt.Sprintf("%.2fs", p.back)
+	case !math.IsNaN(p.seen) && !math.IsNaN(p.tailMax):
+		return fmt.Sprintf(">%.2fs (%.0f%%)", p.seen, 100*p.tailMax)
 	case !math.IsNaN(p.seen):
 		return fmt.Sprintf(">%.2fs", p.seen)
 	}

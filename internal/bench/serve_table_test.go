@@ -118,7 +118,8 @@ func TestServeBusyPeriods(t *testing.T) {
 
 // TestServeOwnSLOAndRecovery: a row whose tide setting has a time SLO
 // shows its attainment of it, each row its BE's recovery after the LS's
-// last request and its warm attainment, each in a column of its own with
+// last request (where it did not recover, with the most of its rate alone
+// it reached) and its warm attainment, each in a column of its own with
 // a line saying what it is; a result without them (as saved before them)
 // shows none.
 func TestServeOwnSLOAndRecovery(t *testing.T) {
@@ -131,8 +132,12 @@ func TestServeOwnSLOAndRecovery(t *testing.T) {
 	mps := report.Series{Mechanism: "MPS 50%/50%", Victim: "ls", Competitor: "be", Measured: true,
 		Points: []report.Point{lat, be, {Label: "BE recovery, not within", Unit: "s", Stats: one(1.52)}}}
 	plain := report.Series{Mechanism: "MPS", Victim: "ls", Competitor: "be", Measured: true, Points: []report.Point{lat, be}}
+	// with the BE's rates after the LS's last request: the most of them
+	tail := report.Series{Mechanism: "MPS 75%/25%", Victim: "ls", Competitor: "be", Measured: true,
+		Points: []report.Point{lat, be, {Label: "BE recovery, not within", Unit: "s", Stats: one(1.53)},
+			{Label: "BE rate after the LS's last request", Unit: "fraction of alone", Stats: stats.Summarize([]float64{0.41, 0.862, 0.7})}}}
 	var b bytes.Buffer
-	if err := WriteTable(&b, &report.Result{Benchmark: "serve", Series: []report.Series{tide, mps, plain}}); err != nil {
+	if err := WriteTable(&b, &report.Result{Benchmark: "serve", Series: []report.Series{tide, mps, plain, tail}}); err != nil {
 		t.Fatal(err)
 	}
 	rows := strings.Split(b.String(), "\n")[1:] // under the device line
@@ -149,7 +154,7 @@ func TestServeOwnSLOAndRecovery(t *testing.T) {
 		head, want string
 	}{
 		{1, "OWN SLO MET", "99.10% (9.00)"}, {2, "OWN SLO MET", "-"}, {3, "OWN SLO MET", "-"},
-		{1, "BE RECOVERY", "0.24s"}, {2, "BE RECOVERY", ">1.52s"}, {3, "BE RECOVERY", "-"},
+		{1, "BE RECOVERY", "0.24s"}, {2, "BE RECOVERY", ">1.52s"}, {3, "BE RECOVERY", "-"}, {4, "BE RECOVERY", ">1.53s (86%)"},
 		{1, "SLO MET", "95.00%"}, // the 2x-alone rule's, still
 		{1, "WARM MET", "99.80%"}, {2, "WARM MET", "-"},
 	} {

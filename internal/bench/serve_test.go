@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/carve-gpu/carve/internal/ctl"
+	"github.com/carve-gpu/carve/internal/report"
 	"github.com/carve-gpu/carve/internal/slo"
 )
 
@@ -213,11 +214,17 @@ func TestRecoveryPoints(t *testing.T) {
 		ends[i] += 100
 	}
 	m := served{lsStart: 100, arrivals: []float64{0.5, 9.875}, latencies: []float64{5, 125}, beEnds: ends}
-	if got := recoveryPoints(m, 50, 800); len(got) != 1 || got[0].Label != "BE recovery" || got[0].Unit != "s" || got[0].Stats.P50 != 0.25 {
-		t.Errorf("recovered: %+v, want BE recovery 0.25 s", got)
+	// after it, 25 rates from 400/s (the window's first steps at half
+	// speed) to 800/s: as fractions of alone
+	tail := func(p report.Point, max float64) bool {
+		return p.Label == "BE rate after the LS's last request" && p.Unit == "fraction of alone" &&
+			p.Stats.N == 25 && p.Stats.Max == max && p.Stats.Min == 0.5*max
 	}
-	if got := recoveryPoints(m, 50, 1000); len(got) != 1 || got[0].Label != "BE recovery, not within" || got[0].Stats.P50 != 1.5 {
-		t.Errorf("not recovered: %+v, want not within 1.5 s", got)
+	if got := recoveryPoints(m, 50, 800); len(got) != 2 || got[0].Label != "BE recovery" || got[0].Unit != "s" || got[0].Stats.P50 != 0.25 || !tail(got[1], 1) {
+		t.Errorf("recovered: %+v, want BE recovery 0.25 s and its rate after at 0.5-1 of alone", got)
+	}
+	if got := recoveryPoints(m, 50, 1000); len(got) != 2 || got[0].Label != "BE recovery, not within" || got[0].Stats.P50 != 1.5 || !tail(got[1], 0.8) {
+		t.Errorf("not recovered: %+v, want not within 1.5 s and its rate after at 0.4-0.8 of alone", got)
 	}
 	idle, old := m, m
 	idle.arrivals, idle.latencies = nil, nil
