@@ -593,6 +593,11 @@ func tailRates(ends []float64, last float64, perStep int) (at, rate []float64) {
 // after last its rate was seen, NaN where never (too few steps to judge).
 func Recovery(ends []float64, last float64, perStep int, alone float64) (d float64, ok bool) {
 	at, rate := tailRates(ends, last, perStep)
+	return recovered(at, rate, alone)
+}
+
+// recovered is Recovery of the tailRates at, rate.
+func recovered(at, rate []float64, alone float64) (d float64, ok bool) {
 	for i, r := range rate {
 		if r >= RecoveryShare*alone {
 			return at[i], true
@@ -630,7 +635,8 @@ func recoveryPoints(m served, perStep int, alone float64) []report.Point {
 	if !ok || alone <= 0 {
 		return nil
 	}
-	d, ok := Recovery(m.beEnds, last, perStep, alone)
+	at, rate := tailRates(m.beEnds, last, perStep)
+	d, ok := recovered(at, rate, alone)
 	var pts []report.Point
 	switch {
 	case ok:
@@ -640,7 +646,6 @@ func recoveryPoints(m served, perStep int, alone float64) []report.Point {
 	default:
 		return nil
 	}
-	_, rate := tailRates(m.beEnds, last, perStep)
 	for i := range rate {
 		rate[i] /= alone
 	}
